@@ -1,0 +1,70 @@
+package toolrouter
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strconv"
+	"strings"
+)
+
+// classRules are the seed's message rules, checked in order; the first rule
+// with a matching substring wins.
+var classRules = []struct {
+	cat     ErrorCategory
+	needles []string
+}{
+	{CategoryTimeout, []string{"timeout", "timed out", "deadline exceeded"}},
+	{CategoryPermission, []string{"permission", "denied", "forbidden", "unauthorized", "not allowed"}},
+	{CategoryNotFound, []string{"not found", "no such", "does not exist", "unknown tool"}},
+	{CategoryResource, []string{"memory", "resource", "quota", "too large", "too many", "rate limit", "disk full", "no space", "unavailable", "connection refused", "exhausted"}},
+	{CategorySchema, []string{"schema", "validation", "invalid argument", "missing required", "required property"}},
+	{CategoryParse, []string{"parse", "json", "decode", "unmarshal", "malformed", "syntax"}},
+}
+
+// ClassifyError maps an error message to its category by the seed's rules:
+// an empty message is unknown, a message matching no rule is execution.
+func ClassifyError(msg string) ErrorCategory {
+	if strings.TrimSpace(msg) == "" {
+		return CategoryUnknown
+	}
+	m := strings.ToLower(msg)
+	for _, r := range classRules {
+		for _, n := range r.needles {
+			if strings.Contains(m, n) {
+				return r.cat
+			}
+		}
+	}
+	return CategoryExecution
+}
+
+// ClassifyStatus maps a tool's HTTP status to a category when the status
+// alone decides it; ok is false for statuses the message must decide.
+func ClassifyStatus(code int) (cat ErrorCategory, ok bool) {
+	switch code {
+	case 408, 504:
+		return CategoryTimeout, true
+	case 401, 403, 407:
+		return CategoryPermission, true
+	case 404, 410:
+		return CategoryNotFound, true
+	case 413, 429, 503, 507:
+		return CategoryResource, true
+	case 400, 422:
+		return CategorySchema, true
+	}
+	return "", false
+}
+
+// ToolCallID is the stable id of the sequence-th call of a plan:
+// "tc_" + the first 24 hex digits of sha256(planID + ":" + sequence).
+func ToolCallID(planID string, sequence int64) (string, error) {
+	if planID == "" {
+		return "", Invalid("plan_id", "plan_id must be a non-empty string")
+	}
+	if sequence < 0 {
+		return "", Invalid("sequence", "sequence must be >= 0, got %d", sequence)
+	}
+	sum := sha256.Sum256([]byte(planID + ":" + strconv.FormatInt(sequence, 10)))
+	return "tc_" + hex.EncodeToString(sum[:12]), nil
+}

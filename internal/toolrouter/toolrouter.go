@@ -1,0 +1,130 @@
+// Package toolrouter holds the vocabulary every other package speaks: tool
+// calls, tools, route results, error categories and the application error.
+// It depends on the standard library only.
+package toolrouter
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Format is the provider shape a tool call arrived in.
+type Format string
+
+// The formats toolrouterd recognises.
+const (
+	FormatOpenAI    Format = "openai"
+	FormatAnthropic Format = "anthropic"
+	FormatLangChain Format = "langchain"
+	FormatGemini    Format = "gemini"
+	FormatBedrock   Format = "bedrock"
+	FormatMCP       Format = "mcp"
+	FormatUnknown   Format = "unknown"
+)
+
+// Call is a tool call normalized from any provider shape.
+type Call struct {
+	ToolName string `json:"tool_name"`
+	// Arguments is the decoded arguments object; never nil after normalization.
+	Arguments map[string]any `json:"arguments"`
+	// ProviderCallID is the provider's own id for the call ("call_…",
+	// "toolu_…"); empty when the provider sent none.
+	ProviderCallID string `json:"provider_call_id,omitempty"`
+	Format         Format `json:"provider_format"`
+	// Extra carries provider fields that must travel back with the result
+	// (for example a Gemini thoughtSignature, or a JSON-RPC request id).
+	Extra map[string]any `json:"-"`
+}
+
+// ToolKind says whether a tool is a plain tool or a validation tool.
+type ToolKind string
+
+// Tool kinds.
+const (
+	KindTool       ToolKind = "tool"
+	KindValidation ToolKind = "validation"
+)
+
+// Tool is one entry of the registry: a remote HTTP endpoint.
+type Tool struct {
+	Name         string            `json:"name"`
+	Description  string            `json:"description"`
+	Endpoint     string            `json:"endpoint"`
+	Kind         ToolKind          `json:"kind"`
+	InputSchema  map[string]any    `json:"input_schema"`
+	OutputSchema map[string]any    `json:"output_schema,omitempty"`
+	Timeout      time.Duration     `json:"-"`
+	Headers      map[string]string `json:"-"`
+	Idempotent   bool              `json:"idempotent"`
+	Retries      int               `json:"retries"`
+
+	// ValidateArgs checks decoded arguments against InputSchema; nil means
+	// anything goes. The returned error's text names the offending field.
+	ValidateArgs func(args map[string]any) error `json:"-"`
+}
+
+// ValidationMode is the string `mode` of a validation tool's output_schema,
+// or "" when there is none (or it is not a string).
+func (t *Tool) ValidationMode() string {
+	if t == nil || t.OutputSchema == nil {
+		return ""
+	}
+	m, _ := t.OutputSchema["mode"].(string)
+	return m
+}
+
+// ErrorCategory classifies a failed tool call.
+type ErrorCategory string
+
+// The eight categories of the contract.
+const (
+	CategoryTimeout    ErrorCategory = "timeout"
+	CategoryPermission ErrorCategory = "permission"
+	CategoryNotFound   ErrorCategory = "not_found"
+	CategoryResource   ErrorCategory = "resource"
+	CategorySchema     ErrorCategory = "schema"
+	CategoryParse      ErrorCategory = "parse"
+	CategoryExecution  ErrorCategory = "execution"
+	CategoryUnknown    ErrorCategory = "unknown"
+)
+
+// Result is the outcome of routing one tool call (the API's RouteResult).
+type Result struct {
+	ToolCallID       string          `json:"tool_call_id"`
+	ProviderCallID   *string         `json:"provider_call_id"`
+	PlanID           string          `json:"plan_id"`
+	Sequence         int64           `json:"sequence"`
+	ToolName         string          `json:"tool_name"`
+	ProviderFormat   Format          `json:"provider_format"`
+	Arguments        map[string]any  `json:"arguments"`
+	Success          bool            `json:"success"`
+	Output           json.RawMessage `json:"output"`
+	Error            *string         `json:"error"`
+	ErrorCategory    *ErrorCategory  `json:"error_category"`
+	IsValidation     bool            `json:"is_validation"`
+	ValidationPassed *bool           `json:"validation_passed"`
+	DurationMS       float64         `json:"duration_ms"`
+	ProviderMetadata map[string]any  `json:"provider_metadata"`
+	ProviderResult   any             `json:"provider_result"`
+}
+
+// UpdateStatus is the state carried by a streaming update.
+type UpdateStatus string
+
+// Streaming update states, emitted in this order (error replaces complete).
+const (
+	StatusPending  UpdateStatus = "pending"
+	StatusRunning  UpdateStatus = "running"
+	StatusComplete UpdateStatus = "complete"
+	StatusError    UpdateStatus = "error"
+)
+
+// Update is one streaming progress event of a routed call.
+type Update struct {
+	ToolCallID string       `json:"tool_call_id"`
+	Status     UpdateStatus `json:"status"`
+	ToolName   string       `json:"tool_name,omitempty"`
+	Message    string       `json:"message,omitempty"`
+	Progress   *float64     `json:"progress,omitempty"`
+	Total      *float64     `json:"total,omitempty"`
+}
