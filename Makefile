@@ -1,0 +1,49 @@
+# toolrouterd — the two commands are `make run` and `make test`.
+GO      ?= go
+BIN     := bin
+ADDR    ?= 127.0.0.1:8080
+TOOLS_ADDR ?= 127.0.0.1:9001
+STORE   ?= sqlite://toolrouter.db
+
+.PHONY: all build run test test-short vet bench bench-go bench-load fmt clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN)/toolrouterd ./cmd/toolrouterd
+	$(GO) build -o $(BIN)/exampletools ./cmd/exampletools
+
+# Starts the example tool server and toolrouterd with the example registry.
+# Ctrl-C stops both.
+run: build
+	@$(BIN)/toolrouterd check examples/registry.yaml
+	@set -e; \
+	EXAMPLETOOLS_ADDR=$(TOOLS_ADDR) $(BIN)/exampletools & tools=$$!; \
+	trap 'kill $$tools 2>/dev/null; wait $$tools 2>/dev/null' EXIT INT TERM; \
+	TOOLROUTER_ADDR=$(ADDR) TOOLROUTER_REGISTRY=examples/registry.yaml \
+	TOOLROUTER_STORE=$(STORE) TOOLROUTER_LOG_FORMAT=$${TOOLROUTER_LOG_FORMAT:-console} \
+	$(BIN)/toolrouterd
+
+# Everything: vet, unit, golden, godog features and integration tests that
+# start the real binaries.
+test: vet
+	$(GO) test -race -count=1 -timeout 12m ./...
+
+vet:
+	$(GO) vet ./...
+
+# Benchmarks (not part of `make test`): Go benchmarks of the hot path, then
+# a load run against the real binary, a direct tool and nginx.
+bench: bench-go bench-load
+
+bench-go:
+	$(GO) test -run='^$$' -bench=. -benchmem -count=1 ./internal/format/ ./internal/router/ ./internal/remote/ ./internal/httpapi/
+
+bench-load: build
+	bash bench/load.sh
+
+fmt:
+	gofmt -w $$(git ls-files '*.go')
+
+clean:
+	rm -rf $(BIN) toolrouter.db toolrouter.db-wal toolrouter.db-shm

@@ -1,0 +1,158 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/rs/zerolog"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/toolrouterd/toolrouterd/api"
+	"github.com/toolrouterd/toolrouterd/internal/config"
+	"github.com/toolrouterd/toolrouterd/internal/httpapi"
+	"github.com/toolrouterd/toolrouterd/internal/metrics"
+	"github.com/toolrouterd/toolrouterd/internal/registry"
+	"github.com/toolrouterd/toolrouterd/internal/remote"
+	"github.com/toolrouterd/toolrouterd/internal/router"
+	"github.com/toolrouterd/toolrouterd/internal/store"
+)
+
+func newLogger(c config.Config, w io.Writer) zerolog.Logger {
+	level, _ := zerolog.ParseLevel(c.LogLevel)
+	if c.LogFormat == "console" {
+		w = zerolog.ConsoleWriter{Out: w, TimeFormat: time.RFC3339}
+	}
+	return zerolog.New(w).Level(level).With().Timestamp().Str("service", "toolrouterd").Logger()
+}
+
+// serve wires config → logger → store → registry → router → httpapi and
+// serves until ctx is cancelled, then drains in-flight requests.
+func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) error {
+	cfg, err := config.Load()
+	if err != nil {
+		fmt.Fprintln(stderr, "toolrouterd: config:", err)
+		return exitError(2)
+	}
+	log := newLogger(cfg, stderr)
+
+	st, err := store.Open(ctx, cfg.Store)
+	if err != nil {
+		log.Error().Err(err).Msg("open store")
+		return exitError(1)
+	}
+	defer st.Close()
+
+	reg := registry.Empty()
+	if cfg.Registry == "" {
+		log.Warn().Msg("TOOLROUTER_REGISTRY is not set: starting with no tools")
+	} else if reg, err = registry.Load(cfg.Registry, getenv); err != nil {
+		fmt.Fprintf(stderr, "toolrouterd: registry %s:\n%v\n", cfg.Registry, err)
+		return exitError(1)
+	}
+	holder := registry.NewHolder(cfg.Registry, getenv, reg)
+	if len(cfg.APIKeys) == 0 {
+		log.Warn().Msg("TOOLROUTER_API_KEYS is empty: requests are not authenticated")
+	}
+
+	m := metrics.New()
+	exec := remote.New(remote.Options{})
+	defer exec.CloseIdle()
+	rt := &router.Router{
+		Tools:            func() router.Tools { return holder.Current() },
+		Exec:             exec,
+		Seq:              st,
+		Observer:         m,
+		BatchConcurrency: cfg.BatchConcurrency,
+	}
+	handler, err := httpapi.NewServer(httpapi.Deps{
+		Logger:       log,
+		Router:       rt,
+		Tools:        func() httpapi.Tools { return holder.Current() },
+		Store:        st,
+		Metrics:      m,
+		APIKeys:      cfg.APIKeys,
+		MaxBodyBytes: cfg.MaxBodyBytes,
+		Spec:         api.Spec,
+	})
+	if err != nil {
+		return fmt.Errorf("build HTTP server: %w", err)
+	}
+
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		log.Error().Err(err).Str("addr", cfg.Addr).Msg("listen")
+		return exitError(1)
+	}
+	srv := &http.Server{
+		Handler:           handler,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    1 << 20,
+		ErrorLog:          nil,
+	}
+
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error {
+		log.Info().Str("addr", ln.Addr().String()).Int("tools", len(reg.Tools())).Str("store", storeKind(cfg.Store)).Msg("listening")
+		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+			return fmt.Errorf("serve: %w", err)
+		}
+		return nil
+	})
+	g.Go(func() error {
+		<-gctx.Done()
+		log.Info().Dur("timeout", cfg.ShutdownTimeout).Msg("shutting down: finishing in-flight requests")
+		sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+		defer cancel()
+		if err := srv.Shutdown(sctx); err != nil {
+			return fmt.Errorf("shutdown: %w", err)
+		}
+		return nil
+	})
+	g.Go(func() error { return reloadOnHUP(gctx, holder, m, log) })
+	if err := g.Wait(); err != nil {
+		log.Error().Err(err).Msg("stopped")
+		return exitError(1)
+	}
+	log.Info().Msg("stopped")
+	return nil
+}
+
+// reloadOnHUP reloads the registry file on SIGHUP; a bad file is logged and
+// the registry in force stays.
+func reloadOnHUP(ctx context.Context, h *registry.Holder, m *metrics.Metrics, log zerolog.Logger) error {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-hup:
+			if err := h.Reload(); err != nil {
+				m.Reload(false)
+				log.Error().Err(err).Msg("registry reload rejected; keeping the registry in force")
+				continue
+			}
+			m.Reload(true)
+			log.Info().Int("tools", len(h.Current().Tools())).Msg("registry reloaded")
+		}
+	}
+}
+
+func storeKind(url string) string {
+	for i := 0; i+2 < len(url); i++ {
+		if url[i:i+3] == "://" {
+			return url[:i]
+		}
+	}
+	return url
+}

@@ -1,0 +1,320 @@
+// Package e2e tests the real binaries over real sockets: toolrouterd with a
+// registry of real tool servers (the example tool server and faulty ones
+// started here), driven like a user would drive it.
+package e2e_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers"
+	"github.com/getkin/kin-openapi/routers/legacy"
+
+	"github.com/toolrouterd/toolrouterd/api"
+)
+
+var (
+	binDir    string // holds toolrouterd and exampletools, built once
+	specRoute routers.Router
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(runMain(m))
+}
+
+func runMain(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "toolrouterd-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	binDir = dir
+	for _, pkg := range []string{"toolrouterd", "exampletools"} {
+		cmd := exec.Command("go", "build", "-race", "-o", filepath.Join(dir, pkg), "../cmd/"+pkg)
+		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+		if err := cmd.Run(); err != nil {
+			fmt.Fprintln(os.Stderr, "build", pkg+":", err)
+			return 1
+		}
+	}
+	loader := openapi3.NewLoader()
+	doc, err := loader.LoadFromData(api.Spec)
+	if err == nil {
+		doc.Servers = nil
+		specRoute, err = legacy.NewRouter(doc)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "load spec:", err)
+		return 1
+	}
+	return m.Run()
+}
+
+// freeAddr returns a free loopback address.
+func freeAddr(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// proc is a started binary whose output is kept for assertions.
+type proc struct {
+	cmd  *exec.Cmd
+	addr string
+	mu   sync.Mutex
+	out  bytes.Buffer
+	done chan struct{}
+	err  error
+}
+
+func (p *proc) Write(b []byte) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.out.Write(b)
+}
+
+// Output is everything the process printed so far.
+func (p *proc) Output() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.out.String()
+}
+
+func (p *proc) URL() string { return "http://" + p.addr }
+
+// start runs a binary from binDir with env added to the environment, and
+// stops it (SIGTERM, then SIGKILL) when the test ends.
+func start(t testing.TB, name string, env []string, args ...string) *proc {
+	t.Helper()
+	p := &proc{done: make(chan struct{})}
+	p.cmd = exec.Command(filepath.Join(binDir, name), args...)
+	p.cmd.Env = append(os.Environ(), env...)
+	p.cmd.Stdout, p.cmd.Stderr = p, p
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { p.err = p.cmd.Wait(); close(p.done) }()
+	t.Cleanup(func() {
+		_ = p.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-p.done:
+		case <-time.After(10 * time.Second):
+			_ = p.cmd.Process.Kill()
+			<-p.done
+		}
+		if t.Failed() {
+			t.Logf("%s output:\n%s", name, p.Output())
+		}
+	})
+	return p
+}
+
+// waitHealthy polls url until it answers 200 or the process exits.
+func waitHealthy(t testing.TB, p *proc, url string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		select {
+		case <-p.done:
+			t.Fatalf("process exited before becoming healthy: %v\n%s", p.err, p.Output())
+		default:
+		}
+		resp, err := http.Get(url)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("%s not healthy in time\n%s", url, p.Output())
+}
+
+// startTools starts the example tool server.
+func startTools(t testing.TB) *proc {
+	t.Helper()
+	addr := freeAddr(t)
+	p := start(t, "exampletools", []string{"EXAMPLETOOLS_ADDR=" + addr}, "-addr", addr)
+	p.addr = addr
+	waitHealthy(t, p, p.URL()+"/healthz")
+	return p
+}
+
+// startRouter starts toolrouterd with the registry text written to a file
+// and extra environment; it returns the process and the registry path.
+func startRouter(t testing.TB, registryYAML string, env ...string) (*proc, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "registry.yaml")
+	if err := os.WriteFile(path, []byte(registryYAML), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	addr := freeAddr(t)
+	base := []string{
+		"TOOLROUTER_ADDR=" + addr,
+		"TOOLROUTER_REGISTRY=" + path,
+		"TOOLROUTER_STORE=memory://",
+		"TOOLROUTER_LOG_LEVEL=debug",
+	}
+	p := start(t, "toolrouterd", append(base, env...))
+	p.addr = addr
+	waitHealthy(t, p, p.URL()+"/healthz")
+	return p, path
+}
+
+// exampleRegistry is examples/registry.yaml with its tool server address
+// replaced by addr.
+func exampleRegistry(t testing.TB, addr string) string {
+	t.Helper()
+	b, err := os.ReadFile("../examples/registry.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.ReplaceAll(string(b), "127.0.0.1:9001", addr)
+}
+
+// response is a checked HTTP response.
+type response struct {
+	Status int
+	Header http.Header
+	Body   []byte
+}
+
+func (r response) JSON(t testing.TB) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(r.Body, &m); err != nil {
+		t.Fatalf("response is not a JSON object: %v\n%s", err, r.Body)
+	}
+	return m
+}
+
+// do sends a request and validates the response against the OpenAPI spec.
+func do(t testing.TB, method, url string, body any, header ...string) response {
+	t.Helper()
+	var rd io.Reader
+	switch b := body.(type) {
+	case nil:
+	case string:
+		rd = strings.NewReader(b)
+	case []byte:
+		rd = bytes.NewReader(b)
+	default:
+		raw, err := json.Marshal(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rd = bytes.NewReader(raw)
+	}
+	req, err := http.NewRequest(method, url, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkAgainstSpec(t, req, resp, raw)
+	return response{Status: resp.StatusCode, Header: resp.Header, Body: raw}
+}
+
+// checkAgainstSpec validates a response against api/openapi.yaml.
+func checkAgainstSpec(t testing.TB, req *http.Request, resp *http.Response, raw []byte) {
+	t.Helper()
+	route, params, err := specRoute.FindRoute(req)
+	if err != nil {
+		return // paths outside the spec (404s) have nothing to check
+	}
+	in := &openapi3filter.ResponseValidationInput{
+		RequestValidationInput: &openapi3filter.RequestValidationInput{Request: req, PathParams: params, Route: route},
+		Status:                 resp.StatusCode,
+		Header:                 resp.Header,
+		Options:                &openapi3filter.Options{IncludeResponseStatus: true},
+	}
+	in.SetBodyBytes(raw)
+	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		return
+	}
+	if err := openapi3filter.ValidateResponse(context.Background(), in); err != nil {
+		t.Errorf("%s %s → %d does not match the spec: %v\n%s", req.Method, req.URL.Path, resp.StatusCode, err, raw)
+	}
+}
+
+// sseEvent is one Server-Sent Event.
+type sseEvent struct {
+	Event string
+	Data  map[string]any
+}
+
+// stream POSTs body with Accept: text/event-stream and collects the events.
+func stream(t testing.TB, url string, body any) (int, []sseEvent) {
+	t.Helper()
+	raw, _ := json.Marshal(body)
+	req, _ := http.NewRequest(http.MethodPost, url, bytes.NewReader(raw))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return resp.StatusCode, nil
+	}
+	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/event-stream") {
+		t.Fatalf("Content-Type %q, want text/event-stream", ct)
+	}
+	var events []sseEvent
+	var cur sseEvent
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case strings.HasPrefix(line, "event: "):
+			cur.Event = strings.TrimPrefix(line, "event: ")
+		case strings.HasPrefix(line, "data: "):
+			if err := json.Unmarshal([]byte(strings.TrimPrefix(line, "data: ")), &cur.Data); err != nil {
+				t.Fatalf("bad SSE data %q: %v", line, err)
+			}
+		case line == "":
+			if cur.Event != "" {
+				events = append(events, cur)
+			}
+			cur = sseEvent{}
+		}
+	}
+	return resp.StatusCode, events
+}

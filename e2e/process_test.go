@@ -1,0 +1,145 @@
+package e2e_test
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestConfigErrorsNameTheVariable: a bad value exits non-zero with one line
+// naming the variable.
+func TestConfigErrorsNameTheVariable(t *testing.T) {
+	cases := map[string]string{
+		"TOOLROUTER_MAX_BODY_BYTES":    "lots",
+		"TOOLROUTER_BATCH_CONCURRENCY": "0",
+		"TOOLROUTER_SHUTDOWN_TIMEOUT":  "soon",
+		"TOOLROUTER_LOG_LEVEL":         "loud",
+		"TOOLROUTER_LOG_FORMAT":        "xml",
+		"TOOLROUTER_STORE":             "redis://x",
+		"TOOLROUTER_ADDR":              "",
+	}
+	for name, value := range cases {
+		t.Run(name, func(t *testing.T) {
+			cmd := exec.Command(filepath.Join(binDir, "toolrouterd"))
+			cmd.Env = append(os.Environ(), name+"="+value, "TOOLROUTER_STORE_X=1")
+			if name != "TOOLROUTER_STORE" {
+				cmd.Env = append(cmd.Env, "TOOLROUTER_STORE=memory://")
+			}
+			out, err := cmd.CombinedOutput()
+			if err == nil {
+				t.Fatalf("exited 0 with %s=%q", name, value)
+			}
+			lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+			if len(lines) != 1 || !strings.Contains(lines[0], name) {
+				t.Errorf("want one line naming %s, got:\n%s", name, out)
+			}
+		})
+	}
+}
+
+// TestCheckCommand lists every problem of a bad registry.
+func TestCheckCommand(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.yaml")
+	os.WriteFile(bad, []byte(`tools:
+  - name: a
+    endpoint: not a url
+  - name: a
+    endpoint: http://x/y
+    timeout: forever
+    colour: blue
+`), 0o600)
+	out, err := exec.Command(filepath.Join(binDir, "toolrouterd"), "check", bad).CombinedOutput()
+	if err == nil {
+		t.Fatalf("check passed a bad file:\n%s", out)
+	}
+	for _, want := range []string{"bad.yaml:3", "endpoint", "duplicate", "timeout", "colour"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("check output lacks %q:\n%s", want, out)
+		}
+	}
+	out, err = exec.Command(filepath.Join(binDir, "toolrouterd"), "check", "../examples/registry.yaml").CombinedOutput()
+	if err != nil {
+		t.Errorf("example registry: %v\n%s", err, out)
+	}
+}
+
+// TestReloadOnSIGHUP: a good file swaps the registry, a bad one is rejected
+// and the old registry stays.
+func TestReloadOnSIGHUP(t *testing.T) {
+	tools := startTools(t)
+	rt, path := startRouter(t, fmt.Sprintf("tools:\n  - {name: one, endpoint: %s/echo}\n", tools.URL()))
+	route := func(name string) map[string]any {
+		return do(t, "POST", rt.URL()+"/route", map[string]any{"plan_id": "hup", "tool_call": map[string]any{"name": name, "arguments": "{}"}}).JSON(t)
+	}
+	hup := func(content string) {
+		os.WriteFile(path, []byte(content), 0o600)
+		before := strings.Count(rt.Output(), "registry reload")
+		rt.cmd.Process.Signal(syscall.SIGHUP)
+		deadline := time.Now().Add(10 * time.Second)
+		for strings.Count(rt.Output(), "registry reload") == before {
+			if time.Now().After(deadline) {
+				t.Fatalf("no reload logged:\n%s", rt.Output())
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	hup(fmt.Sprintf("tools:\n  - {name: two, endpoint: %s/echo}\n", tools.URL()))
+	if r := route("two"); r["success"] != true {
+		t.Errorf("new tool after reload: %v", r)
+	}
+	if r := route("one"); r["error_category"] != "not_found" {
+		t.Errorf("old tool still there: %v", r)
+	}
+	hup("tools:\n  - {name: three, endpoint: ::bad}\n")
+	if !strings.Contains(rt.Output(), "rejected") {
+		t.Errorf("bad reload not logged as rejected")
+	}
+	if r := route("two"); r["success"] != true {
+		t.Errorf("registry lost after a bad reload: %v", r)
+	}
+}
+
+// TestGracefulShutdown: SIGTERM lets an in-flight call finish, then the
+// process exits 0.
+func TestGracefulShutdown(t *testing.T) {
+	tools := startTools(t)
+	rt, _ := startRouter(t, exampleRegistry(t, tools.addr))
+	type result struct {
+		status int
+		body   map[string]any
+	}
+	done := make(chan result, 1)
+	go func() {
+		resp := do(t, "POST", rt.URL()+"/route", map[string]any{"plan_id": "drain", "tool_call": map[string]any{"name": "test/slow", "arguments": `{"ms": 700}`}})
+		var body map[string]any
+		if resp.Status == 200 {
+			body = resp.JSON(t)
+		}
+		done <- result{resp.Status, body}
+	}()
+	// Wait until the tool has the call, then ask the router to stop.
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(rt.Output(), "test/slow") && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(100 * time.Millisecond)
+	rt.cmd.Process.Signal(syscall.SIGTERM)
+	r := <-done
+	if r.status != 200 || r.body["success"] != true {
+		t.Errorf("in-flight call during shutdown: %d %v", r.status, r.body)
+	}
+	select {
+	case <-rt.done:
+	case <-time.After(15 * time.Second):
+		t.Fatal("did not exit after SIGTERM")
+	}
+	if rt.cmd.ProcessState.ExitCode() != 0 {
+		t.Errorf("exit code %d", rt.cmd.ProcessState.ExitCode())
+	}
+}

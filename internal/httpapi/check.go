@@ -1,0 +1,271 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strings"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers"
+	"github.com/getkin/kin-openapi/routers/legacy"
+)
+
+// requestChecker enforces the OpenAPI spec on requests. It is ours rather
+// than kin-openapi's ready-made middleware, which buffers responses and
+// breaks SSE. It reads the body once (bounded), decodes it once, validates
+// the decoded value against the operation's schema and hands it to the
+// handler through the context, so no handler decodes JSON again.
+type requestChecker struct {
+	router  routers.Router
+	maxBody int64
+}
+
+func newRequestChecker(doc *openapi3.T, maxBody int64) (*requestChecker, error) {
+	rt, err := legacy.NewRouter(doc)
+	if err != nil {
+		return nil, fmt.Errorf("build OpenAPI router: %w", err)
+	}
+	return &requestChecker{router: rt, maxBody: maxBody}, nil
+}
+
+type bodyKey struct{}
+
+// body returns the request body decoded by the checker.
+func body(r *http.Request) map[string]any {
+	m, _ := r.Context().Value(bodyKey{}).(map[string]any)
+	return m
+}
+
+func (c *requestChecker) middleware(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		route, params, err := c.router.FindRoute(r)
+		if err != nil {
+			// chi matched a route the spec lacks: a bug, not the client's fault.
+			writeError(w, r, fmt.Errorf("OpenAPI spec has no operation for %s %s: %w", r.Method, r.URL.Path, err))
+			return
+		}
+		in := &openapi3filter.RequestValidationInput{
+			Request:    r,
+			PathParams: params,
+			Route:      route,
+			Options: &openapi3filter.Options{
+				ExcludeRequestBody: true,
+				MultiError:         true,
+				AuthenticationFunc: openapi3filter.NoopAuthenticationFunc,
+			},
+		}
+		if err := openapi3filter.ValidateRequest(r.Context(), in); err != nil {
+			field, detail := describe(err)
+			writeProblem(w, r, http.StatusBadRequest, field, detail)
+			return
+		}
+		rb := route.Operation.RequestBody
+		if rb == nil || rb.Value == nil {
+			next.ServeHTTP(w, r)
+			return
+		}
+		if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+			writeProblem(w, r, http.StatusUnsupportedMediaType, "Content-Type", "Content-Type: must be application/json")
+			return
+		}
+		raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, c.maxBody))
+		if err != nil {
+			var mbe *http.MaxBytesError
+			if errors.As(err, &mbe) {
+				writeProblem(w, r, http.StatusRequestEntityTooLarge, "body", fmt.Sprintf("body: larger than the limit of %d bytes (TOOLROUTER_MAX_BODY_BYTES)", c.maxBody))
+				return
+			}
+			writeProblem(w, r, http.StatusBadRequest, "body", "body: could not be read: "+err.Error())
+			return
+		}
+		var v any
+		if err := json.Unmarshal(raw, &v); err != nil {
+			writeProblem(w, r, http.StatusBadRequest, "body", "body: not valid JSON: "+jsonErrorText(err, raw))
+			return
+		}
+		obj, ok := v.(map[string]any)
+		if !ok {
+			writeProblem(w, r, http.StatusBadRequest, "body", "body: payload must be a dict (JSON object), got "+jsonKind(v))
+			return
+		}
+		schema := rb.Value.Content.Get("application/json").Schema.Value
+		if err := schema.VisitJSON(obj, openapi3.MultiErrors(), openapi3.VisitAsRequest()); err != nil {
+			field, detail := describe(err)
+			writeProblem(w, r, http.StatusBadRequest, field, detail)
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), bodyKey{}, obj)))
+	})
+}
+
+// describe turns a kin-openapi validation error into the field it is about
+// and a one-line detail naming it.
+func describe(err error) (field, detail string) {
+	var parts []string
+	var first string
+	add := func(f, d string) {
+		if first == "" {
+			first = f
+		}
+		parts = append(parts, d)
+	}
+	var walk func(error)
+	walk = func(err error) {
+		var me openapi3.MultiError
+		if errors.As(err, &me) {
+			for _, e := range me {
+				walk(e)
+			}
+			return
+		}
+		var re *openapi3filter.RequestError
+		if errors.As(err, &re) && re.Parameter != nil {
+			name := re.Parameter.Name
+			if re.Err != nil {
+				var se *openapi3.SchemaError
+				if errors.As(re.Err, &se) {
+					add(name, name+": "+schemaReason(se))
+					return
+				}
+				add(name, name+": "+re.Err.Error())
+				return
+			}
+			add(name, name+": "+re.Reason)
+			return
+		}
+		var se *openapi3.SchemaError
+		if errors.As(err, &se) {
+			f := fieldPath(se.JSONPointer())
+			if se.SchemaField == "required" {
+				if missing := missingProperty(se.Reason); missing != "" {
+					f = joinField(f, missing)
+					add(f, f+": is required")
+					return
+				}
+			}
+			if se.SchemaField == "additionalProperties" {
+				if unk := unknownProperty(se.Reason); unk != "" {
+					f = joinField(f, unk)
+					add(f, f+": unknown field")
+					return
+				}
+			}
+			if f == "" {
+				f = "body"
+			}
+			add(f, f+": "+schemaReason(se))
+			return
+		}
+		add("", err.Error())
+	}
+	walk(err)
+	if len(parts) > 5 {
+		parts = append(parts[:5], fmt.Sprintf("and %d more", len(parts)-5))
+	}
+	return first, strings.Join(parts, "; ")
+}
+
+func schemaReason(se *openapi3.SchemaError) string {
+	if se.SchemaField == "type" && se.Schema != nil && se.Schema.Type != nil {
+		want := ""
+		switch {
+		case se.Schema.Type.Is("object"):
+			want = "payload must be a dict (JSON object)"
+		case se.Schema.Type.Is("array"):
+			want = "must be a list (JSON array)"
+		case se.Schema.Type.Is("integer"):
+			want = "must be an integer"
+		default:
+			want = "must be a " + strings.Join(*se.Schema.Type, " or ")
+		}
+		return want + ", got " + jsonKind(se.Value)
+	}
+	if se.Reason != "" {
+		return se.Reason
+	}
+	return "does not match the schema (" + se.SchemaField + ")"
+}
+
+func fieldPath(ptr []string) string {
+	var b strings.Builder
+	for _, p := range ptr {
+		if p != "" && strings.Trim(p, "0123456789") == "" {
+			b.WriteString("[" + p + "]")
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte('.')
+		}
+		b.WriteString(p)
+	}
+	return b.String()
+}
+
+func joinField(prefix, name string) string {
+	if prefix == "" {
+		return name
+	}
+	return prefix + "." + name
+}
+
+// missingProperty extracts NAME from kin-openapi's `property "NAME" is missing`.
+func missingProperty(reason string) string {
+	if !strings.HasSuffix(reason, "is missing") {
+		return ""
+	}
+	return quoted(reason)
+}
+
+// unknownProperty extracts NAME from `property "NAME" is unsupported`.
+func unknownProperty(reason string) string {
+	if !strings.Contains(reason, "unsupported") {
+		return ""
+	}
+	return quoted(reason)
+}
+
+func quoted(s string) string {
+	_, rest, ok := strings.Cut(s, `"`)
+	if !ok {
+		return ""
+	}
+	name, _, _ := strings.Cut(rest, `"`)
+	return name
+}
+
+func jsonKind(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case map[string]any:
+		return "object"
+	case []any:
+		return "list"
+	case string:
+		return "string"
+	case bool:
+		return "boolean"
+	case float64, json.Number, int, int64:
+		return "number"
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+// jsonErrorText describes a decoding error with its byte offset.
+func jsonErrorText(err error, raw []byte) string {
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		return fmt.Sprintf("%s (at byte %d)", se.Error(), se.Offset)
+	}
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return "empty body"
+	}
+	return err.Error()
+}

@@ -1,0 +1,46 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+	"time"
+)
+
+type health struct {
+	Status string            `json:"status"`
+	Checks map[string]string `json:"checks,omitempty"`
+}
+
+func handleHealthz() http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		encode(w, r, http.StatusOK, health{Status: "ok"})
+	}
+}
+
+// handleReadyz reports ready when the store answers and a registry is
+// loaded; it recovers on its own when the store comes back.
+func handleReadyz(store Pinger, tools func() Tools) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		defer cancel()
+		h := health{Status: "ok", Checks: map[string]string{"store": "ok", "registry": "ok"}}
+		if err := store.Ping(ctx); err != nil {
+			h.Status, h.Checks["store"] = "unavailable", "unreachable: "+err.Error()
+		}
+		if tools() == nil {
+			h.Status, h.Checks["registry"] = "unavailable", "not loaded"
+		}
+		status := http.StatusOK
+		if h.Status != "ok" {
+			status = http.StatusServiceUnavailable
+		}
+		encode(w, r, status, h)
+	}
+}
+
+func handleSpec(spec []byte) http.HandlerFunc {
+	return func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/yaml")
+		_, _ = w.Write(spec)
+	}
+}

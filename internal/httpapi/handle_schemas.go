@@ -1,0 +1,68 @@
+package httpapi
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/toolrouterd/toolrouterd/internal/format"
+	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
+)
+
+type exportedTool struct {
+	Name           string         `json:"name"`
+	ExportedName   string         `json:"exported_name"`
+	ToolType       string         `json:"tool_type"`
+	ValidationMode string         `json:"validation_mode,omitempty"`
+	Definition     map[string]any `json:"definition"`
+}
+
+func handleSchemas(tools func() Tools) http.HandlerFunc {
+	valid := make([]string, 0, 8)
+	for _, f := range format.SchemaFormats() {
+		valid = append(valid, string(f))
+	}
+	return func(w http.ResponseWriter, r *http.Request) {
+		name := chi.URLParam(r, "provider")
+		f, ok := format.ParseFormat(name)
+		if !ok {
+			writeError(w, r, &toolrouter.Error{Code: toolrouter.ENOTFOUND, Field: "provider",
+				Message: "provider: unknown provider " + strconv.Quote(name) + "; valid: " + strings.Join(valid, ", ")})
+			return
+		}
+		maxDesc := 0
+		if q := r.URL.Query().Get("max_description_length"); q != "" {
+			n, err := strconv.Atoi(q)
+			if err == nil {
+				err = format.CheckMaxDescription(n)
+			}
+			if err != nil {
+				writeError(w, r, toolrouter.Invalid("max_description_length", "max_description_length: must be an integer >= 1, got %q", q))
+				return
+			}
+			maxDesc = n
+		}
+		list := tools().Tools()
+		out := make([]exportedTool, 0, len(list))
+		for _, t := range list {
+			def := format.Definition(f, t, maxDesc)
+			out = append(out, exportedTool{
+				Name:           t.Name,
+				ExportedName:   toolrouter.ExportName(f, t.Name),
+				ToolType:       string(t.Kind),
+				ValidationMode: validationMode(t),
+				Definition:     def,
+			})
+		}
+		encode(w, r, http.StatusOK, map[string]any{"provider": string(f), "tools": out})
+	}
+}
+
+func validationMode(t *toolrouter.Tool) string {
+	if t.Kind != toolrouter.KindValidation {
+		return ""
+	}
+	return t.ValidationMode()
+}

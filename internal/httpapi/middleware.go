@@ -1,0 +1,128 @@
+package httpapi
+
+import (
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/hex"
+	"net/http"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
+	"github.com/rs/zerolog"
+)
+
+// requestID takes the request id from X-Request-Id (or makes one), echoes it
+// in the response and attaches a logger carrying it to the context.
+func requestID(base zerolog.Logger) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			id := r.Header.Get("X-Request-Id")
+			if !validRequestID(id) {
+				var b [12]byte
+				_, _ = rand.Read(b[:])
+				id = hex.EncodeToString(b[:])
+			}
+			w.Header().Set("X-Request-Id", id)
+			l := base.With().Str("request_id", id).Logger()
+			next.ServeHTTP(w, r.WithContext(l.WithContext(r.Context())))
+		})
+	}
+}
+
+func validRequestID(id string) bool {
+	if id == "" || len(id) > 128 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		if id[i] < 0x21 || id[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+// accessLog logs one line per request and records its metrics under the
+// matched route pattern.
+func accessLog(m Metrics) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			start := time.Now()
+			ww := middleware.NewWrapResponseWriter(w, r.ProtoMajor)
+			m.InFlight(1)
+			defer func() {
+				m.InFlight(-1)
+				d := time.Since(start)
+				route := "unmatched"
+				if rc := chi.RouteContext(r.Context()); rc != nil && rc.RoutePattern() != "" {
+					route = rc.RoutePattern()
+				}
+				status := ww.Status()
+				if status == 0 {
+					status = http.StatusOK
+				}
+				m.HTTPRequest(route, r.Method, status, d)
+				if route == "/healthz" || route == "/readyz" || route == "/metrics" {
+					return
+				}
+				zerolog.Ctx(r.Context()).Info().
+					Str("method", r.Method).Str("path", r.URL.Path).Str("route", route).
+					Int("status", status).Int("bytes", ww.BytesWritten()).
+					Float64("duration_ms", float64(d.Microseconds())/1000).
+					Str("remote", r.RemoteAddr).Msg("request")
+			}()
+			next.ServeHTTP(ww, r)
+		})
+	}
+}
+
+// recoverer turns a panic into a logged 500 problem instead of a dropped
+// connection.
+func recoverer(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				zerolog.Ctx(r.Context()).Error().Interface("panic", v).Bytes("stack", debug.Stack()).Msg("handler panicked")
+				writeProblem(w, r, http.StatusInternalServerError, "", "internal error")
+			}
+		}()
+		next.ServeHTTP(w, r)
+	})
+}
+
+// auth requires "Authorization: Bearer KEY" with one of keys; no keys means
+// no authentication.
+func auth(keys []string) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		if len(keys) == 0 {
+			return next
+		}
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			h := r.Header.Get("Authorization")
+			token, ok := strings.CutPrefix(h, "Bearer ")
+			if ok && keyAccepted(keys, strings.TrimSpace(token)) {
+				next.ServeHTTP(w, r)
+				return
+			}
+			w.Header().Set("WWW-Authenticate", `Bearer realm="toolrouterd"`)
+			detail := "Authorization: a valid bearer key is required"
+			if h == "" {
+				detail = "Authorization: header missing; send Authorization: Bearer KEY"
+			}
+			writeProblem(w, r, http.StatusUnauthorized, "Authorization", detail)
+		})
+	}
+}
+
+func keyAccepted(keys []string, token string) bool {
+	ok := 0
+	for _, k := range keys {
+		ok |= subtle.ConstantTimeCompare([]byte(k), []byte(token))
+	}
+	return ok == 1
+}

@@ -1,0 +1,34 @@
+package httpapi
+
+import (
+	"net/http"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/go-chi/chi/v5"
+)
+
+// routes is the whole API at a glance.
+func routes(d Deps, doc *openapi3.T) (http.Handler, error) {
+	check, err := newRequestChecker(doc, d.MaxBodyBytes)
+	if err != nil {
+		return nil, err
+	}
+	r := chi.NewRouter()
+	r.Use(requestID(d.Logger), accessLog(d.Metrics), recoverer)
+	r.NotFound(handleNotFound)
+	r.MethodNotAllowed(handleMethodNotAllowed)
+
+	// Unauthenticated operations endpoints.
+	r.Get("/healthz", handleHealthz())
+	r.Get("/readyz", handleReadyz(d.Store, d.Tools))
+	r.Method(http.MethodGet, "/metrics", d.Metrics.Handler())
+	r.Get("/openapi.yaml", handleSpec(d.Spec))
+
+	r.Group(func(r chi.Router) {
+		r.Use(auth(d.APIKeys), check.middleware)
+		r.Post("/route", handleRoute(d.Router))
+		r.Post("/route/batch", handleBatch(d.Router))
+		r.Get("/schemas/{provider}", handleSchemas(d.Tools))
+	})
+	return r, nil
+}

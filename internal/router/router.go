@@ -1,0 +1,247 @@
+// Package router routes provider-shaped tool calls to registry tools: it
+// normalizes the call, gives it a stable id, validates the arguments,
+// executes the tool and classifies the outcome.
+package router
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/toolrouterd/toolrouterd/internal/format"
+	"github.com/toolrouterd/toolrouterd/internal/remote"
+	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
+)
+
+// Tools looks tools up by canonical name or provider alias.
+type Tools interface {
+	Lookup(name string) (*toolrouter.Tool, bool)
+}
+
+// Executor runs one call against a tool endpoint.
+type Executor interface {
+	Call(ctx context.Context, req remote.Request) remote.Outcome
+}
+
+// Sequencer hands out per-plan sequences.
+type Sequencer interface {
+	NextSequence(ctx context.Context, planID string) (int64, error)
+}
+
+// Observer records tool call outcomes (metrics).
+type Observer interface {
+	ToolCall(tool string, outcome string, d time.Duration)
+}
+
+// Router routes tool calls. Its fields are set once at construction.
+type Router struct {
+	Tools            func() Tools // the registry in force (it may be swapped by a reload)
+	Exec             Executor
+	Seq              Sequencer
+	Observer         Observer // may be nil
+	BatchConcurrency int      // tool calls of one batch executed at once (default 16)
+	Now              func() time.Time
+}
+
+// Route routes one tool call payload (a decoded JSON value) for a plan.
+// A payload that is not an object, or an empty plan id, is an EINVALID
+// error; everything that goes wrong with the call itself is a Result with
+// success false.
+func (r *Router) Route(ctx context.Context, planID string, payload any, meta map[string]any) (*toolrouter.Result, error) {
+	return r.Stream(ctx, planID, payload, meta, nil)
+}
+
+// Stream routes one call like Route and reports its progress to emit:
+// pending once the id is assigned, running before the tool is called, then
+// complete when the tool answered (successfully or with a failure it
+// reported) or error when the call could not be made or the tool gave no
+// usable answer.
+func (r *Router) Stream(ctx context.Context, planID string, payload any, meta map[string]any, emit func(toolrouter.Update)) (*toolrouter.Result, error) {
+	if err := checkPayload(planID, payload); err != nil {
+		return nil, err
+	}
+	seq, err := r.Seq.NextSequence(ctx, planID)
+	if err != nil {
+		return nil, fmt.Errorf("allocate sequence for plan %q: %w", planID, err)
+	}
+	return r.route(ctx, planID, seq, payload, meta, emit), nil
+}
+
+// Batch routes several calls of one plan concurrently (bounded by
+// BatchConcurrency) and returns their results in input order. Sequences are
+// allocated in input order before any call runs.
+func (r *Router) Batch(ctx context.Context, planID string, payloads []any, meta map[string]any) ([]*toolrouter.Result, error) {
+	if planID == "" {
+		return nil, toolrouter.Invalid("plan_id", "plan_id must be a non-empty string")
+	}
+	if payloads == nil {
+		return nil, toolrouter.Invalid("tool_calls", "tool_calls must be a list")
+	}
+	for i, p := range payloads {
+		if _, ok := p.(map[string]any); !ok {
+			return nil, toolrouter.Invalid(fmt.Sprintf("tool_calls[%d]", i), "tool_calls[%d]: payload must be a dict (JSON object), got %s", i, jsonType(p))
+		}
+	}
+	seqs := make([]int64, len(payloads))
+	for i := range payloads {
+		seq, err := r.Seq.NextSequence(ctx, planID)
+		if err != nil {
+			return nil, fmt.Errorf("allocate sequence for plan %q: %w", planID, err)
+		}
+		seqs[i] = seq
+	}
+	results := make([]*toolrouter.Result, len(payloads))
+	var g errgroup.Group
+	g.SetLimit(max(r.BatchConcurrency, 1))
+	for i, p := range payloads {
+		g.Go(func() error {
+			results[i] = r.route(ctx, planID, seqs[i], p, meta, nil)
+			return nil
+		})
+	}
+	_ = g.Wait()
+	return results, nil
+}
+
+func checkPayload(planID string, payload any) error {
+	if planID == "" {
+		return toolrouter.Invalid("plan_id", "plan_id must be a non-empty string")
+	}
+	if _, ok := payload.(map[string]any); !ok {
+		return toolrouter.Invalid("tool_call", "tool_call: payload must be a dict (JSON object), got %s", jsonType(payload))
+	}
+	return nil
+}
+
+// route does the work of one call whose sequence is allocated.
+func (r *Router) route(ctx context.Context, planID string, seq int64, payload any, meta map[string]any, emit func(toolrouter.Update)) *toolrouter.Result {
+	now := r.now()
+	start := now()
+	id, _ := toolrouter.ToolCallID(planID, seq) // planID and seq are valid here
+	if emit == nil {
+		emit = func(toolrouter.Update) {}
+	}
+	res := &toolrouter.Result{
+		ToolCallID:       id,
+		PlanID:           planID,
+		Sequence:         seq,
+		ProviderMetadata: meta,
+		Arguments:        map[string]any{},
+	}
+	if res.ProviderMetadata == nil {
+		res.ProviderMetadata = map[string]any{}
+	}
+
+	call, err := format.Normalize(payload)
+	res.ProviderFormat = format.Detect(payload)
+	if err == nil {
+		res.ToolName = call.ToolName
+		res.Arguments = call.Arguments
+		if call.ProviderCallID != "" {
+			res.ProviderCallID = &call.ProviderCallID
+		}
+	}
+	emit(toolrouter.Update{ToolCallID: id, Status: toolrouter.StatusPending, ToolName: res.ToolName})
+	// finish completes res and emits its terminal update; answered says the
+	// tool gave an answer of its own (complete) rather than none (error).
+	finish := func(out remote.Outcome, answered bool) *toolrouter.Result {
+		res.DurationMS = float64(now().Sub(start).Nanoseconds()) / 1e6
+		if res.DurationMS <= 0 {
+			res.DurationMS = 0.001
+		}
+		res.Success = out.Success()
+		res.Output = out.Output
+		if !res.Success {
+			msg, cat := out.Err, out.Category
+			if cat == "" {
+				cat = toolrouter.ClassifyError(msg)
+			}
+			res.Error, res.ErrorCategory = &msg, &cat
+		}
+		if res.IsValidation && res.Success {
+			res.ValidationPassed = validationPassed(out.Output)
+		}
+		call.Format = res.ProviderFormat
+		res.ProviderResult = format.ToolResult(call, res.Success, out.Output, out.Err)
+		status := toolrouter.StatusComplete
+		if !answered {
+			status = toolrouter.StatusError
+		}
+		u := toolrouter.Update{ToolCallID: id, Status: status, ToolName: res.ToolName}
+		if !res.Success {
+			u.Message = out.Err
+		}
+		emit(u)
+		if r.Observer != nil {
+			outcome := "success"
+			if !res.Success {
+				outcome = string(*res.ErrorCategory)
+			}
+			name := res.ToolName
+			if name == "" || !answered && *res.ErrorCategory == toolrouter.CategoryNotFound {
+				name = "(unknown)" // keep metric label cardinality bounded
+			}
+			r.Observer.ToolCall(name, outcome, now().Sub(start))
+		}
+		return res
+	}
+
+	if err != nil {
+		return finish(remote.Outcome{Err: err.Error(), Category: toolrouter.CategoryParse}, false)
+	}
+	tool, ok := r.Tools().Lookup(call.ToolName)
+	if !ok {
+		return finish(remote.Outcome{Err: fmt.Sprintf("Tool '%s' not found", call.ToolName), Category: toolrouter.CategoryNotFound}, false)
+	}
+	res.ToolName = tool.Name
+	res.IsValidation = tool.Kind == toolrouter.KindValidation
+	if tool.ValidateArgs != nil {
+		if err := tool.ValidateArgs(call.Arguments); err != nil {
+			return finish(remote.Outcome{Err: err.Error(), Category: toolrouter.CategorySchema}, false)
+		}
+	}
+	emit(toolrouter.Update{ToolCallID: id, Status: toolrouter.StatusRunning, ToolName: tool.Name})
+	out := r.Exec.Call(ctx, remote.Request{Tool: tool, Args: call.Arguments, PlanID: planID, ToolCallID: id})
+	return finish(out, out.Answered)
+}
+
+// validationPassed reads the boolean `passed` of a validation tool's
+// output, decoding only that field.
+func validationPassed(out json.RawMessage) *bool {
+	var v struct {
+		Passed *bool `json:"passed"`
+	}
+	if json.Unmarshal(out, &v) != nil || v.Passed == nil {
+		f := false
+		return &f
+	}
+	return v.Passed
+}
+
+func (r *Router) now() func() time.Time {
+	if r.Now != nil {
+		return r.Now
+	}
+	return time.Now
+}
+
+func jsonType(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case map[string]any:
+		return "object"
+	case []any:
+		return "list"
+	case string:
+		return "string"
+	case bool:
+		return "boolean"
+	case float64, json.Number:
+		return "number"
+	}
+	return fmt.Sprintf("%T", v)
+}
