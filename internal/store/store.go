@@ -23,13 +23,15 @@ type Store interface {
 
 // Open opens the store named by a TOOLROUTER_STORE URL.
 func Open(ctx context.Context, url string) (Store, error) {
-	scheme, _, ok := strings.Cut(url, "://")
+	scheme, rest, ok := strings.Cut(url, "://")
 	if !ok {
 		return nil, fmt.Errorf("store %q: want memory://, sqlite://PATH or postgres://…", url)
 	}
 	switch scheme {
 	case "memory":
 		return NewMemory(), nil
+	case "sqlite":
+		return OpenSQLite(ctx, sqlitePath(rest))
 	}
 	return nil, fmt.Errorf("store %q: unsupported scheme %q (want memory, sqlite or postgres)", url, scheme)
 }

@@ -1,0 +1,559 @@
+package registry
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
+)
+
+const (
+	defaultTimeout = 30 * time.Second
+	maxTimeout     = 10 * time.Minute
+	maxRetries     = 10
+	maxNameLen     = 128
+)
+
+// Default base URLs of the provider kinds, as their official SDKs take them.
+var defaultBaseURL = map[string]string{
+	"openai":    "https://api.openai.com/v1",
+	"anthropic": "https://api.anthropic.com",
+	"ollama":    "http://localhost:11434",
+}
+
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// Parse parses and validates a registry file. filename only labels
+// problems. getenv expands ${VAR} in headers; nil means an empty
+// environment. A bad file yields Problems listing everything wrong with it.
+func Parse(filename string, data []byte, getenv func(string) string) (*Registry, error) {
+	if getenv == nil {
+		getenv = func(string) string { return "" }
+	}
+	p := &parser{file: filename, getenv: getenv, seen: map[Problem]bool{}, budget: maxNodes}
+	reg := p.registry(p.document(data))
+	if len(p.probs) > 0 {
+		p.probs.sortByLine()
+		return nil, p.probs
+	}
+	return reg, nil
+}
+
+func (p *parser) registry(root *yaml.Node) *Registry {
+	reg := Empty()
+	if isNull(root) {
+		return reg
+	}
+	root = deref(root)
+	if root.Kind != yaml.MappingNode {
+		p.addAt(root, where{}, "", "the registry must be a mapping with keys tools, providers, default_provider, mcp_servers")
+		return reg
+	}
+	f := p.fields(root, where{}, "tools", "providers", "default_provider", "mcp_servers")
+	reg.tools = p.tools(f["tools"])
+	reg.providers = p.providers(f["providers"])
+	reg.defaultProvider = p.defaultProvider(f["default_provider"], reg.providers)
+	reg.mcpServers = p.mcpServers(f["mcp_servers"])
+	for _, t := range reg.tools {
+		reg.byName[t.Name] = t
+	}
+	for _, t := range reg.tools {
+		for _, f := range aliasFormats {
+			if a := toolrouter.ExportName(f, t.Name); reg.byName[a] == nil {
+				reg.byName[a] = t
+			}
+		}
+	}
+	return reg
+}
+
+// parsedTool is a tool and where its name is, for the checks across tools.
+type parsedTool struct {
+	tool     *toolrouter.Tool
+	nameLine int
+}
+
+func (p *parser) tools(e entry) []*toolrouter.Tool {
+	var parsed []parsedTool
+	first := map[string]int{} // name → line
+	for i, item := range p.list(e, where{}, "tools") {
+		pt, ok := p.tool(item, i)
+		if !ok {
+			continue
+		}
+		if line, dup := first[pt.tool.Name]; dup {
+			p.add(pt.nameLine, where{tool: pt.tool.Name}, "name", fmt.Sprintf("duplicate name (first at line %d)", line))
+			continue
+		}
+		first[pt.tool.Name] = pt.nameLine
+		parsed = append(parsed, pt)
+	}
+	p.aliasCollisions(parsed)
+	tools := make([]*toolrouter.Tool, len(parsed))
+	for i, pt := range parsed {
+		tools[i] = pt.tool
+	}
+	return tools
+}
+
+// tool reads one tool; ok is false when it has no valid name (the other
+// problems of a tool are collected but do not stop the checks across
+// tools).
+func (p *parser) tool(item *yaml.Node, i int) (pt parsedTool, ok bool) {
+	n := deref(item)
+	if n == nil || n.Kind != yaml.MappingNode {
+		p.addAt(item, where{}, fmt.Sprintf("tools[%d]", i), "must be a mapping")
+		return pt, false
+	}
+	w := where{prefix: fmt.Sprintf("tools[%d].", i)}
+	if name, ok := peekString(n, "name"); ok && name != "" {
+		w = where{tool: name}
+	}
+	f := p.fields(n, w, "name", "description", "endpoint", "kind", "input_schema", "output_schema",
+		"timeout", "headers", "idempotent", "retries")
+
+	t := &toolrouter.Tool{Kind: toolrouter.KindTool, Timeout: defaultTimeout}
+	nameOK := false
+	if p.required(f["name"], n, w, "name") {
+		if name, ok := p.str(f["name"], w, "name"); ok {
+			t.Name = name
+			pt.nameLine = f["name"].val.Line
+			if validToolName(name) {
+				nameOK = true
+			} else {
+				p.addAt(f["name"].val, w, "name", "must be 1-128 characters of A-Z a-z 0-9 / . _ -")
+			}
+		}
+	}
+	t.Description, _ = p.str(f["description"], w, "description")
+	if p.required(f["endpoint"], n, w, "endpoint") {
+		if s, ok := p.str(f["endpoint"], w, "endpoint"); ok && p.httpURL(f["endpoint"].val, s, w, "endpoint") {
+			t.Endpoint = s
+		}
+	}
+	if s, ok := p.str(f["kind"], w, "kind"); ok {
+		switch k := toolrouter.ToolKind(s); k {
+		case toolrouter.KindTool, toolrouter.KindValidation:
+			t.Kind = k
+		default:
+			p.addAt(f["kind"].val, w, "kind", fmt.Sprintf("must be tool or validation, got %q", s))
+		}
+	}
+	t.InputSchema, t.ValidateArgs = p.inputSchema(f["input_schema"], w)
+	t.OutputSchema = p.object(f["output_schema"], w, "output_schema")
+	if d, ok := p.duration(f["timeout"], w, "timeout"); ok {
+		t.Timeout = d
+	}
+	t.Headers = p.headers(f["headers"], w, "headers")
+	t.Idempotent, _ = p.boolean(f["idempotent"], w, "idempotent")
+	if r, ok := p.integer(f["retries"], w, "retries"); ok {
+		switch {
+		case r < 0 || r > maxRetries:
+			p.addAt(f["retries"].val, w, "retries", fmt.Sprintf("must be between 0 and %d", maxRetries))
+		case r > 0 && !t.Idempotent:
+			p.addAt(f["retries"].val, w, "retries", "retries require idempotent: true")
+		default:
+			t.Retries = r
+		}
+	}
+	pt.tool = t
+	return pt, nameOK
+}
+
+// peekString finds a string key of a mapping before the mapping is read,
+// so that the problems of a tool can name it.
+func peekString(n *yaml.Node, key string) (string, bool) {
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := deref(n.Content[i]), deref(n.Content[i+1])
+		if k != nil && k.Kind == yaml.ScalarNode && k.Value == key && v != nil && v.Kind == yaml.ScalarNode && v.ShortTag() != "!!null" {
+			return v.Value, true
+		}
+	}
+	return "", false
+}
+
+func validToolName(name string) bool {
+	if name == "" || len(name) > maxNameLen {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '/' || c == '.' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// aliasCollisions reports tools reachable under another tool's name: an
+// alias equal to another tool's canonical name or alias. The later tool in
+// the file gets the problem.
+func (p *parser) aliasCollisions(tools []parsedTool) {
+	canonical := map[string]int{}
+	for i, pt := range tools {
+		canonical[pt.tool.Name] = i
+	}
+	type owner struct {
+		i int
+		f toolrouter.Format
+	}
+	aliases := map[string]owner{}
+	for i, pt := range tools {
+		name := pt.tool.Name
+		for _, f := range aliasFormats {
+			a := toolrouter.ExportName(f, name)
+			if a == name {
+				continue
+			}
+			if o, ok := aliases[a]; ok {
+				if o.i != i {
+					p.add(pt.nameLine, where{tool: name}, "name",
+						fmt.Sprintf("its %s alias %q is also the %s alias of tool %q", f, a, o.f, tools[o.i].tool.Name))
+				}
+				continue
+			}
+			aliases[a] = owner{i, f}
+			j, ok := canonical[a]
+			switch {
+			case !ok:
+			case j < i:
+				p.add(pt.nameLine, where{tool: name}, "name", fmt.Sprintf("its %s alias %q is the name of another tool", f, a))
+			default:
+				p.add(tools[j].nameLine, where{tool: a}, "name", fmt.Sprintf("is the %s alias of tool %q", f, name))
+			}
+		}
+	}
+}
+
+// httpURL checks an absolute http or https URL with a host.
+func (p *parser) httpURL(n *yaml.Node, s string, w where, field string) bool {
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Hostname() == "" {
+		p.addAt(n, w, field, "must be an absolute http or https URL with a host")
+		return false
+	}
+	return true
+}
+
+func (p *parser) duration(e entry, w where, field string) (time.Duration, bool) {
+	if e.val == nil {
+		return 0, false
+	}
+	if e.val.Kind != yaml.ScalarNode {
+		p.addAt(e.val, w, field, "must be a duration string")
+		return 0, false
+	}
+	d, err := time.ParseDuration(e.val.Value)
+	switch {
+	case err != nil:
+		p.addAt(e.val, w, field, fmt.Sprintf("must be a duration string like 30s, got %q", e.val.Value))
+	case d <= 0:
+		p.addAt(e.val, w, field, "must be greater than 0")
+	case d > maxTimeout:
+		p.addAt(e.val, w, field, "must be at most 10m")
+	default:
+		return d, true
+	}
+	return 0, false
+}
+
+// headers reads a mapping of header names to values, expanding ${VAR}.
+// A problem never shows a header's value.
+func (p *parser) headers(e entry, w where, field string) map[string]string {
+	if e.val == nil {
+		return nil
+	}
+	if e.val.Kind != yaml.MappingNode {
+		p.addAt(e.val, w, field, "must be a mapping of header names to strings")
+		return nil
+	}
+	out := map[string]string{}
+	lines := map[string]int{}
+	for _, kv := range p.pairs(e.val, w, field+".") {
+		name := kv.key.Value
+		hf := field + "." + name
+		if !validHeaderName(name) {
+			p.addAt(kv.key, w, hf, "invalid header name")
+			continue
+		}
+		canon := http.CanonicalHeaderKey(name)
+		if line, dup := lines[canon]; dup {
+			p.addAt(kv.key, w, hf, fmt.Sprintf("duplicate header (first at line %d)", line))
+			continue
+		}
+		lines[canon] = kv.key.Line
+		v := deref(kv.val)
+		if v == nil || v.Kind != yaml.ScalarNode || v.ShortTag() == "!!null" {
+			p.addAt(kv.val, w, hf, "must be a string")
+			continue
+		}
+		val, ok := p.expand(v.Value, kv.val, w, hf)
+		if !ok {
+			continue
+		}
+		if !validHeaderValue(val) {
+			p.addAt(kv.val, w, hf, "value must not contain control characters")
+			continue
+		}
+		out[canon] = val
+	}
+	return out
+}
+
+// expand replaces every ${VAR} in s by the variable's value; a variable
+// that is unset or empty is a problem naming it.
+func (p *parser) expand(s string, n *yaml.Node, w where, field string) (string, bool) {
+	var b strings.Builder
+	ok := true
+	for {
+		i := strings.Index(s, "${")
+		if i < 0 {
+			b.WriteString(s)
+			break
+		}
+		b.WriteString(s[:i])
+		rest := s[i+2:]
+		j := strings.IndexByte(rest, '}')
+		if j < 0 {
+			p.addAt(n, w, field, "unterminated ${")
+			return "", false
+		}
+		name := rest[:j]
+		switch v := p.getenv(name); {
+		case !envName.MatchString(name):
+			p.addAt(n, w, field, fmt.Sprintf("invalid variable name %s", strconv.Quote(name)))
+			ok = false
+		case v == "":
+			p.addAt(n, w, field, fmt.Sprintf("environment variable %s is unset or empty", name))
+			ok = false
+		default:
+			b.WriteString(v)
+		}
+		s = rest[j+1:]
+	}
+	return b.String(), ok
+}
+
+// validHeaderName reports whether s is an HTTP token (RFC 9110).
+func validHeaderName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0) {
+			return false
+		}
+	}
+	return true
+}
+
+func validHeaderValue(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 && c != '\t' || c == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+// object reads an optional mapping field as JSON values.
+func (p *parser) object(e entry, w where, field string) map[string]any {
+	m, _, _ := p.objectLines(e, w, field)
+	return m
+}
+
+func (p *parser) objectLines(e entry, w where, field string) (map[string]any, map[string]int, bool) {
+	if e.val == nil {
+		return nil, nil, true
+	}
+	if e.val.Kind != yaml.MappingNode {
+		p.addAt(e.val, w, field, "must be a mapping")
+		return nil, nil, false
+	}
+	lines := map[string]int{}
+	v, ok := p.toJSON(e.val, "", 0, lines, w, field)
+	m, _ := v.(map[string]any)
+	return m, lines, ok
+}
+
+// inputSchema reads, checks and compiles a tool's input schema.
+func (p *parser) inputSchema(e entry, w where) (map[string]any, func(map[string]any) error) {
+	const field = "input_schema"
+	schema, lines, ok := p.objectLines(e, w, field)
+	if !ok {
+		return nil, nil
+	}
+	if schema == nil {
+		schema = map[string]any{"type": "object"}
+	}
+	if t, has := schema["type"]; has && t != "object" {
+		p.add(lines["/type"], w, field+"/type", `must be "object"`)
+		ok = false
+	}
+	compiled, err := compileSchema(schema)
+	if err != nil {
+		for _, sp := range compileProblems(err) {
+			p.add(lineFor(lines, sp.ptr, lineOf(e.val)), w, field+sp.ptr, "invalid JSON Schema: "+sp.why)
+		}
+		return nil, nil
+	}
+	if !ok {
+		return nil, nil
+	}
+	return schema, argsValidator(compiled)
+}
+
+// lineFor is the line of the value at ptr, or of its nearest ancestor.
+func lineFor(lines map[string]int, ptr string, fallback int) int {
+	for {
+		if l, ok := lines[ptr]; ok && l > 0 {
+			return l
+		}
+		i := strings.LastIndexByte(ptr, '/')
+		if i < 0 {
+			return fallback
+		}
+		ptr = ptr[:i]
+	}
+}
+
+func (p *parser) providers(e entry) []Provider {
+	var out []Provider
+	first := map[string]int{}
+	for i, item := range p.list(e, where{}, "providers") {
+		n := deref(item)
+		if n == nil || n.Kind != yaml.MappingNode {
+			p.addAt(item, where{}, fmt.Sprintf("providers[%d]", i), "must be a mapping")
+			continue
+		}
+		w := where{prefix: fmt.Sprintf("providers[%d].", i)}
+		f := p.fields(n, w, "name", "kind", "base_url", "model", "api_key_env")
+		var pr Provider
+		ok := true
+		if p.required(f["name"], n, w, "name") {
+			pr.Name, _ = p.str(f["name"], w, "name")
+			if line, dup := first[pr.Name]; dup {
+				p.addAt(f["name"].val, w, "name", fmt.Sprintf("duplicate name (first at line %d)", line))
+				ok = false
+			} else if pr.Name != "" {
+				first[pr.Name] = f["name"].val.Line
+			}
+		}
+		if pr.Name == "" {
+			ok = false
+		}
+		if p.required(f["kind"], n, w, "kind") {
+			pr.Kind, _ = p.str(f["kind"], w, "kind")
+			if _, known := defaultBaseURL[pr.Kind]; !known && f["kind"].val.Kind == yaml.ScalarNode {
+				p.addAt(f["kind"].val, w, "kind", fmt.Sprintf("must be openai, anthropic or ollama, got %q", pr.Kind))
+			}
+		}
+		if s, has := p.str(f["base_url"], w, "base_url"); has {
+			if p.httpURL(f["base_url"].val, s, w, "base_url") {
+				pr.BaseURL = s
+			}
+		} else if f["base_url"].val == nil {
+			pr.BaseURL = defaultBaseURL[pr.Kind]
+		}
+		if p.required(f["model"], n, w, "model") {
+			pr.Model, _ = p.str(f["model"], w, "model")
+		}
+		if s, has := p.str(f["api_key_env"], w, "api_key_env"); has {
+			if envName.MatchString(s) {
+				pr.APIKeyEnv = s
+			} else {
+				p.addAt(f["api_key_env"].val, w, "api_key_env", "must be the name of an environment variable ([A-Za-z_][A-Za-z0-9_]*), not the key itself")
+			}
+		}
+		if ok {
+			out = append(out, pr)
+		}
+	}
+	return out
+}
+
+func (p *parser) defaultProvider(e entry, providers []Provider) string {
+	if e.val == nil {
+		if len(providers) > 0 {
+			return providers[0].Name
+		}
+		return ""
+	}
+	name, ok := p.str(e, where{}, "default_provider")
+	if !ok {
+		return ""
+	}
+	for _, pr := range providers {
+		if pr.Name == name {
+			return name
+		}
+	}
+	p.addAt(e.val, where{}, "default_provider", fmt.Sprintf("no provider named %q", name))
+	return ""
+}
+
+func (p *parser) mcpServers(e entry) []MCPServer {
+	var out []MCPServer
+	first := map[string]int{}
+	for i, item := range p.list(e, where{}, "mcp_servers") {
+		n := deref(item)
+		if n == nil || n.Kind != yaml.MappingNode {
+			p.addAt(item, where{}, fmt.Sprintf("mcp_servers[%d]", i), "must be a mapping")
+			continue
+		}
+		w := where{prefix: fmt.Sprintf("mcp_servers[%d].", i)}
+		f := p.fields(n, w, "name", "url", "prefix", "tools", "headers", "timeout")
+		s := MCPServer{Timeout: defaultTimeout}
+		if p.required(f["name"], n, w, "name") {
+			if name, ok := p.str(f["name"], w, "name"); ok {
+				s.Name = name
+				switch line, dup := first[name]; {
+				case dup:
+					p.addAt(f["name"].val, w, "name", fmt.Sprintf("duplicate name (first at line %d)", line))
+				case !validToolName(name):
+					p.addAt(f["name"].val, w, "name", "must be 1-128 characters of A-Z a-z 0-9 / . _ -")
+				default:
+					first[name] = f["name"].val.Line
+				}
+			}
+		}
+		if p.required(f["url"], n, w, "url") {
+			if u, ok := p.str(f["url"], w, "url"); ok && p.httpURL(f["url"].val, u, w, "url") {
+				s.URL = u
+			}
+		}
+		s.Prefix = s.Name + "/"
+		if prefix, ok := p.str(f["prefix"], w, "prefix"); ok {
+			s.Prefix = prefix
+			if prefix != "" && !validToolName(prefix) {
+				p.addAt(f["prefix"].val, w, "prefix", "must be characters of A-Z a-z 0-9 / . _ -")
+			}
+		}
+		s.Tools = []string{"*"}
+		if f["tools"].val != nil {
+			s.Tools = []string{}
+			for j, it := range p.list(f["tools"], w, "tools") {
+				d := deref(it)
+				if d == nil || d.Kind != yaml.ScalarNode || d.ShortTag() == "!!null" || d.Value == "" {
+					p.addAt(it, w, fmt.Sprintf("tools[%d]", j), "must be a non-empty string")
+					continue
+				}
+				s.Tools = append(s.Tools, d.Value)
+			}
+		}
+		s.Headers = p.headers(f["headers"], w, "headers")
+		if d, ok := p.duration(f["timeout"], w, "timeout"); ok {
+			s.Timeout = d
+		}
+		out = append(out, s)
+	}
+	return out
+}

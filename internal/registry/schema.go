@@ -1,0 +1,225 @@
+package registry
+
+import (
+	"errors"
+	"fmt"
+	"math/big"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/santhosh-tekuri/jsonschema/v6/kind"
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
+)
+
+// printer renders the validator's messages; a Printer is safe for
+// concurrent use.
+var printer = message.NewPrinter(language.English)
+
+// schemaURL is where a tool's input schema lives while it compiles; it is
+// never fetched.
+const schemaURL = "mem:///input_schema.json"
+
+// maxArgErrors caps the failures one ValidateArgs error lists.
+const maxArgErrors = 5
+
+// noLoader refuses every schema the compiler wants to fetch: a registry
+// schema must be self-contained (no files, no network).
+type noLoader struct{}
+
+func (noLoader) Load(url string) (any, error) {
+	return nil, errors.New("external references are not allowed")
+}
+
+// compileSchema compiles a tool's input schema as JSON Schema 2020-12 (the
+// default when it has no $schema).
+func compileSchema(doc map[string]any) (*jsonschema.Schema, error) {
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	c.UseLoader(noLoader{})
+	if err := c.AddResource(schemaURL, doc); err != nil {
+		return nil, err
+	}
+	return c.Compile(schemaURL)
+}
+
+// schemaProblem is one reason a schema does not compile, at a JSON
+// pointer inside the schema.
+type schemaProblem struct {
+	ptr string
+	why string
+}
+
+// compileProblems explains a compile error, one entry per failure.
+func compileProblems(err error) []schemaProblem {
+	var sve *jsonschema.SchemaValidationError
+	var ve *jsonschema.ValidationError
+	if errors.As(err, &sve) && errors.As(sve.Err, &ve) {
+		var out []schemaProblem
+		for _, l := range leaves(ve) {
+			out = append(out, schemaProblem{ptr: jsonPtr(l.InstanceLocation), why: describe(l.ErrorKind)})
+		}
+		if len(out) > 0 {
+			return out
+		}
+	}
+	var le *jsonschema.LoadURLError
+	if errors.As(err, &le) {
+		return []schemaProblem{{why: fmt.Sprintf("cannot load %q: input_schema must be self-contained (no external $ref or $schema)",
+			strings.TrimPrefix(le.URL, "mem://"))}}
+	}
+	msg := strings.Join(strings.Fields(err.Error()), " ")
+	msg = strings.ReplaceAll(msg, schemaURL, "input_schema")
+	msg = strings.ReplaceAll(msg, "mem://", "")
+	return []schemaProblem{{why: msg}}
+}
+
+// leaves returns the innermost failures of a validation error, in order.
+func leaves(e *jsonschema.ValidationError) []*jsonschema.ValidationError {
+	if len(e.Causes) == 0 {
+		if _, ok := e.ErrorKind.(*kind.Schema); ok {
+			return nil
+		}
+		return []*jsonschema.ValidationError{e}
+	}
+	var out []*jsonschema.ValidationError
+	for _, c := range e.Causes {
+		out = append(out, leaves(c)...)
+	}
+	return out
+}
+
+func jsonPtr(tokens []string) string {
+	var b strings.Builder
+	for _, t := range tokens {
+		b.WriteByte('/')
+		b.WriteString(escapePtr(t))
+	}
+	return b.String()
+}
+
+// argsValidator returns a Tool.ValidateArgs for a compiled schema. A
+// compiled schema is immutable, so the function is safe for concurrent use.
+func argsValidator(s *jsonschema.Schema) func(map[string]any) error {
+	return func(args map[string]any) error {
+		var v any = args
+		if args == nil {
+			v = map[string]any{}
+		}
+		err := s.Validate(v)
+		if err == nil {
+			return nil
+		}
+		var ve *jsonschema.ValidationError
+		if !errors.As(err, &ve) {
+			return errors.New("schema validation failed: " + strings.Join(strings.Fields(err.Error()), " "))
+		}
+		var msgs []string
+		seen := map[string]bool{}
+		ls := leaves(ve)
+		// The library visits properties in map order: sort for a stable
+		// message, the object's own failures before its members'.
+		slices.SortStableFunc(ls, func(a, b *jsonschema.ValidationError) int {
+			return compareLocations(a.InstanceLocation, b.InstanceLocation)
+		})
+		for _, l := range ls {
+			m := describe(l.ErrorKind)
+			if loc := jsonPtr(l.InstanceLocation); loc != "" {
+				m = loc + ": " + m
+			}
+			m = strings.Join(strings.Fields(m), " ")
+			if !seen[m] {
+				seen[m] = true
+				msgs = append(msgs, m)
+			}
+		}
+		if len(msgs) == 0 { // cannot happen: a failure has a leaf
+			msgs = []string{"arguments do not match input_schema"}
+		}
+		if extra := len(msgs) - maxArgErrors; extra > 0 {
+			msgs = append(msgs[:maxArgErrors], fmt.Sprintf("and %d more", extra))
+		}
+		return errors.New("schema validation failed: " + strings.Join(msgs, "; "))
+	}
+}
+
+// describe renders a failure in one line. Numbers are printed as in JSON:
+// the library's printer would group digits ("10,000").
+func describe(k jsonschema.ErrorKind) string {
+	num := func(r *big.Rat) string {
+		f, _ := r.Float64()
+		return fmt.Sprint(f)
+	}
+	var s string
+	switch k := k.(type) {
+	case *kind.Minimum:
+		s = fmt.Sprintf("minimum: got %s, want %s", num(k.Got), num(k.Want))
+	case *kind.Maximum:
+		s = fmt.Sprintf("maximum: got %s, want %s", num(k.Got), num(k.Want))
+	case *kind.ExclusiveMinimum:
+		s = fmt.Sprintf("exclusiveMinimum: got %s, want %s", num(k.Got), num(k.Want))
+	case *kind.ExclusiveMaximum:
+		s = fmt.Sprintf("exclusiveMaximum: got %s, want %s", num(k.Got), num(k.Want))
+	case *kind.MultipleOf:
+		s = fmt.Sprintf("multipleOf: got %s, want %s", num(k.Got), num(k.Want))
+	case *kind.MinLength:
+		s = fmt.Sprintf("minLength: got %d, want %d", k.Got, k.Want)
+	case *kind.MaxLength:
+		s = fmt.Sprintf("maxLength: got %d, want %d", k.Got, k.Want)
+	case *kind.MinItems:
+		s = fmt.Sprintf("minItems: got %d, want %d", k.Got, k.Want)
+	case *kind.MaxItems:
+		s = fmt.Sprintf("maxItems: got %d, want %d", k.Got, k.Want)
+	case *kind.MinProperties:
+		s = fmt.Sprintf("minProperties: got %d, want %d", k.Got, k.Want)
+	case *kind.MaxProperties:
+		s = fmt.Sprintf("maxProperties: got %d, want %d", k.Got, k.Want)
+	case *kind.AdditionalProperties:
+		// The library says "not allowed", which ClassifyError would take
+		// for a permission failure.
+		props := slices.Clone(k.Properties)
+		slices.Sort(props)
+		q := make([]string, len(props))
+		for i, p := range props {
+			q[i] = quoteSingle(p)
+		}
+		if len(q) == 1 {
+			s = "unexpected property " + q[0]
+		} else {
+			s = "unexpected properties " + strings.Join(q, ", ")
+		}
+	case *kind.AdditionalItems:
+		s = fmt.Sprintf("the last %d items are unexpected", k.Count)
+	case *kind.UniqueItems:
+		s = fmt.Sprintf("items at %d and %d are equal", k.Duplicates[0], k.Duplicates[1])
+	default:
+		s = k.LocalizedString(printer)
+	}
+	return strings.Join(strings.Fields(s), " ")
+}
+
+// quoteSingle quotes a name the way the library's messages do: 'name'.
+func quoteSingle(s string) string {
+	q := strconv.Quote(s)
+	q = strings.ReplaceAll(q[1:len(q)-1], `\"`, `"`)
+	return "'" + strings.ReplaceAll(q, "'", `\'`) + "'"
+}
+
+// compareLocations orders instance locations token by token, array
+// indexes by number, a parent before its children.
+func compareLocations(a, b []string) int {
+	for i := range min(len(a), len(b)) {
+		if a[i] == b[i] {
+			continue
+		}
+		ai, aerr := strconv.Atoi(a[i])
+		bi, berr := strconv.Atoi(b[i])
+		if aerr == nil && berr == nil {
+			return ai - bi
+		}
+		return strings.Compare(a[i], b[i])
+	}
+	return len(a) - len(b)
+}
