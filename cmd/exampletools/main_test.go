@@ -1,0 +1,149 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"io"
+	"net/http"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// syncBuffer is a goroutine-safe bytes.Buffer.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+var listenLine = regexp.MustCompile(`exampletools: listening on (http://\S+)\n`)
+
+// start runs run() in the background and returns its base URL once it is listening.
+func start(t *testing.T, args []string, env map[string]string) (string, context.CancelFunc, <-chan error) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	stderr := &syncBuffer{}
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, args, func(k string) string { return env[k] }, stderr) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if m := listenLine.FindStringSubmatch(stderr.String()); m != nil {
+			return m[1], cancel, done
+		}
+		select {
+		case err := <-done:
+			cancel()
+			t.Fatalf("run returned %v before listening; stderr: %s", err, stderr.String())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	cancel()
+	t.Fatalf("no listening line; stderr: %q", stderr.String())
+	return "", nil, nil
+}
+
+func TestRunServesAndShutsDown(t *testing.T) {
+	base, cancel, done := start(t, []string{"-addr", "127.0.0.1:0"}, nil)
+
+	resp, err := http.Get(base + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || string(body) != "ok" {
+		t.Fatalf("/healthz = %d %q", resp.StatusCode, body)
+	}
+
+	resp, err = http.Post(base+"/echo", "application/json", strings.NewReader(`{"msg":"hi"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if string(body) != `{"msg":"hi"}` {
+		t.Fatalf("/echo = %q", body)
+	}
+
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("run after cancel: %v", err)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("run did not return after its context was cancelled")
+	}
+}
+
+func TestRunFinishesInFlightCallsOnShutdown(t *testing.T) {
+	base, cancel, done := start(t, []string{"-addr", "127.0.0.1:0"}, nil)
+	type result struct {
+		body string
+		err  error
+	}
+	got := make(chan result, 1)
+	go func() {
+		resp, err := http.Post(base+"/slow", "application/json", strings.NewReader(`{"ms": 300}`))
+		if err != nil {
+			got <- result{err: err}
+			return
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		got <- result{string(b), err}
+	}()
+	time.Sleep(100 * time.Millisecond) // the call is in flight
+	cancel()
+	r := <-got
+	if r.err != nil || r.body != `{"ms": 300}` {
+		t.Fatalf("in-flight /slow during shutdown = %q, %v", r.body, r.err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("run: %v", err)
+	}
+}
+
+func TestRunAddrFromEnv(t *testing.T) {
+	base, cancel, done := start(t, nil, map[string]string{addrEnv: "127.0.0.1:0"})
+	if !strings.HasPrefix(base, "http://127.0.0.1:") || strings.HasSuffix(base, ":9001") {
+		t.Fatalf("listening on %s, want the address from %s", base, addrEnv)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestRunErrors(t *testing.T) {
+	var stderr bytes.Buffer
+	getenv := func(string) string { return "" }
+	if err := run(context.Background(), []string{"-nope"}, getenv, &stderr); !errors.Is(err, errUsage) {
+		t.Fatalf("unknown flag: %v", err)
+	}
+	if err := run(context.Background(), []string{"extra"}, getenv, &stderr); !errors.Is(err, errUsage) {
+		t.Fatalf("extra argument: %v", err)
+	}
+	if err := run(context.Background(), []string{"-h"}, getenv, &stderr); !errors.Is(err, flag.ErrHelp) {
+		t.Fatalf("-h: %v", err)
+	}
+	if err := run(context.Background(), []string{"-addr", "256.0.0.1:bad"}, getenv, &stderr); err == nil || !strings.HasPrefix(err.Error(), "listen: ") {
+		t.Fatalf("bad address: %v", err)
+	}
+}
