@@ -109,13 +109,17 @@ func start(t testing.TB, name string, env []string, args ...string) *proc {
 	t.Helper()
 	p := &proc{done: make(chan struct{})}
 	p.cmd = exec.Command(filepath.Join(binDir, name), args...)
-	p.cmd.Env = append(os.Environ(), env...)
+	// The race runtime sleeps 1s at exit unless told otherwise.
+	p.cmd.Env = append(append(os.Environ(), "GORACE=atexit_sleep_ms=0"), env...)
 	p.cmd.Stdout, p.cmd.Stderr = p, p
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	go func() { p.err = p.cmd.Wait(); close(p.done) }()
 	t.Cleanup(func() {
+		// Idle keep-alive connections would make the server's graceful
+		// shutdown wait for them.
+		http.DefaultClient.CloseIdleConnections()
 		_ = p.cmd.Process.Signal(syscall.SIGTERM)
 		select {
 		case <-p.done:

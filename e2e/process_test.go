@@ -1,7 +1,12 @@
 package e2e_test
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -108,38 +113,50 @@ func TestReloadOnSIGHUP(t *testing.T) {
 // TestGracefulShutdown: SIGTERM lets an in-flight call finish, then the
 // process exits 0.
 func TestGracefulShutdown(t *testing.T) {
-	tools := startTools(t)
-	rt, _ := startRouter(t, exampleRegistry(t, tools.addr))
+	arrived := make(chan struct{})
+	release := make(chan struct{})
+	tool := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		close(arrived)
+		<-release
+		w.Write([]byte(`{"done":true}`))
+	}))
+	defer tool.Close()
+	rt, _ := startRouter(t, fmt.Sprintf("tools:\n  - {name: hold, endpoint: %s}\n", tool.URL))
 	type result struct {
 		status int
-		body   map[string]any
+		body   []byte
 	}
 	done := make(chan result, 1)
 	go func() {
-		resp := do(t, "POST", rt.URL()+"/route", map[string]any{"plan_id": "drain", "tool_call": map[string]any{"name": "test/slow", "arguments": `{"ms": 700}`}})
-		var body map[string]any
-		if resp.Status == 200 {
-			body = resp.JSON(t)
+		raw, _ := json.Marshal(map[string]any{"plan_id": "drain", "tool_call": map[string]any{"name": "hold", "arguments": "{}"}})
+		resp, err := http.Post(rt.URL()+"/route", "application/json", bytes.NewReader(raw))
+		if err != nil {
+			done <- result{0, []byte(err.Error())}
+			return
 		}
-		done <- result{resp.Status, body}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		done <- result{resp.StatusCode, b}
 	}()
-	// Wait until the tool has the call, then ask the router to stop.
+	<-arrived // the call is in flight at the tool
+	rt.cmd.Process.Signal(syscall.SIGTERM)
+	// The server stops accepting new connections while it drains.
 	deadline := time.Now().Add(10 * time.Second)
-	for !strings.Contains(rt.Output(), "test/slow") && time.Now().Before(deadline) {
+	for !strings.Contains(rt.Output(), "shutting down") && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
-	time.Sleep(100 * time.Millisecond)
-	rt.cmd.Process.Signal(syscall.SIGTERM)
+	close(release)
 	r := <-done
-	if r.status != 200 || r.body["success"] != true {
-		t.Errorf("in-flight call during shutdown: %d %v", r.status, r.body)
+	if r.status != 200 || !strings.Contains(string(r.body), `"success":true`) {
+		t.Errorf("in-flight call during shutdown: %d %s", r.status, r.body)
 	}
 	select {
 	case <-rt.done:
 	case <-time.After(15 * time.Second):
 		t.Fatal("did not exit after SIGTERM")
 	}
-	if rt.cmd.ProcessState.ExitCode() != 0 {
-		t.Errorf("exit code %d", rt.cmd.ProcessState.ExitCode())
+	if code := rt.cmd.ProcessState.ExitCode(); code != 0 {
+		t.Errorf("exit code %d", code)
 	}
 }

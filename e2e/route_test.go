@@ -3,6 +3,7 @@ package e2e_test
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -189,6 +190,7 @@ func TestBatchRunsConcurrently(t *testing.T) {
 func faultyTools(t *testing.T) *httptest.Server {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/sleep", func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body) // lets the server notice the caller hanging up
 		select {
 		case <-time.After(10 * time.Second):
 		case <-r.Context().Done():

@@ -118,13 +118,14 @@ func describe(err error) (field, detail string) {
 	}
 	var walk func(error)
 	walk = func(err error) {
-		var me openapi3.MultiError
-		if errors.As(err, &me) {
+		if me, ok := err.(openapi3.MultiError); ok {
 			for _, e := range me {
 				walk(e)
 			}
 			return
 		}
+		// A parameter error wraps schema errors of its own; name the
+		// parameter before descending.
 		var re *openapi3filter.RequestError
 		if errors.As(err, &re) && re.Parameter != nil {
 			name := re.Parameter.Name

@@ -1,0 +1,172 @@
+package httpapi_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/rs/zerolog"
+
+	"github.com/toolrouterd/toolrouterd/api"
+	"github.com/toolrouterd/toolrouterd/internal/httpapi"
+	"github.com/toolrouterd/toolrouterd/internal/metrics"
+	"github.com/toolrouterd/toolrouterd/internal/registry"
+	"github.com/toolrouterd/toolrouterd/internal/remote"
+	"github.com/toolrouterd/toolrouterd/internal/router"
+	"github.com/toolrouterd/toolrouterd/internal/store"
+)
+
+// BenchmarkRouteHTTP measures POST /route through the whole HTTP handler, as
+// cmd/toolrouterd wires it (request id, access log at the default info level
+// into io.Discard, metrics, OpenAPI request checking, JSON decoding, router,
+// remote client, JSON encoding), with the tool's network hop replaced by a
+// RoundTripper answering {"msg":"hi"} at once. The HTTP server's own
+// connection handling is not included (httptest.NewRecorder).
+
+const benchRegistry = `tools:
+  - name: test/echo
+    description: Echo tool
+    endpoint: http://127.0.0.1:9/echo
+    kind: tool
+    input_schema:
+      type: object
+      properties: {msg: {type: string}}
+    timeout: 10s
+`
+
+const echoReply = `{"msg":"hi"}`
+
+type echoTransport struct{}
+
+func (echoTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Body != nil {
+		_, _ = io.Copy(io.Discard, r.Body)
+		_ = r.Body.Close()
+	}
+	return &http.Response{
+		Status:        "200 OK",
+		StatusCode:    http.StatusOK,
+		Proto:         "HTTP/1.1",
+		ProtoMajor:    1,
+		ProtoMinor:    1,
+		Header:        http.Header{"Content-Type": {"application/json"}},
+		Body:          io.NopCloser(strings.NewReader(echoReply)),
+		ContentLength: int64(len(echoReply)),
+		Request:       r,
+	}, nil
+}
+
+// newBenchHandler wires the handler like cmd/toolrouterd/serve.go does.
+func newBenchHandler(b *testing.B) http.Handler {
+	b.Helper()
+	reg, err := registry.Parse("bench.yaml", []byte(benchRegistry), os.Getenv)
+	if err != nil {
+		b.Fatalf("parse registry: %v", err)
+	}
+	holder := registry.NewHolder("bench.yaml", os.Getenv, reg)
+	st := store.NewMemory()
+	m := metrics.New()
+	rt := &router.Router{
+		Tools:            func() router.Tools { return holder.Current() },
+		Exec:             remote.New(remote.Options{Transport: echoTransport{}}),
+		Seq:              st,
+		Observer:         m,
+		BatchConcurrency: 16,
+	}
+	log := zerolog.New(io.Discard).Level(zerolog.InfoLevel).With().Timestamp().Str("service", "toolrouterd").Logger()
+	h, err := httpapi.NewServer(httpapi.Deps{
+		Logger:       log,
+		Router:       rt,
+		Tools:        func() httpapi.Tools { return holder.Current() },
+		Store:        st,
+		Metrics:      m,
+		MaxBodyBytes: 4 << 20,
+		Spec:         api.Spec,
+	})
+	if err != nil {
+		b.Fatalf("NewServer: %v", err)
+	}
+	return h
+}
+
+var routeBodies = []struct {
+	name, format, body string
+}{
+	{"openai", "openai", `{"plan_id":"bench","tool_call":{"id":"call_1","type":"function","function":{"name":"test/echo","arguments":"{\"msg\":\"hi\"}"}}}`},
+	{"anthropic", "anthropic", `{"plan_id":"bench","tool_call":{"type":"tool_use","id":"toolu_01","name":"test/echo","input":{"msg":"hi"}}}`},
+}
+
+// newRouteRequest builds a request as the server would hand it to the
+// handler. (httptest.NewRequest would parse a request line through a fresh
+// 4 KiB bufio.Reader per call: a cost of the harness, not of the service.)
+func newRouteRequest(body []byte) *http.Request {
+	req, err := http.NewRequestWithContext(context.Background(), http.MethodPost, "http://127.0.0.1:8080/route", bytes.NewReader(body))
+	if err != nil {
+		panic(err)
+	}
+	req.RequestURI = "/route"
+	req.RemoteAddr = "127.0.0.1:40000"
+	req.Header["Content-Type"] = []string{"application/json"}
+	return req
+}
+
+// checkRoute fails b unless one request answers 200 with a successful
+// result of the expected format.
+func checkRoute(b *testing.B, h http.Handler, body []byte, format string) {
+	b.Helper()
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, newRouteRequest(body))
+	var res struct {
+		Success        bool            `json:"success"`
+		ProviderFormat string          `json:"provider_format"`
+		Output         json.RawMessage `json:"output"`
+	}
+	if w.Code != http.StatusOK || json.Unmarshal(w.Body.Bytes(), &res) != nil ||
+		!res.Success || res.ProviderFormat != format || string(res.Output) != echoReply {
+		b.Fatalf("sanity POST /route: %d %s", w.Code, w.Body.String())
+	}
+}
+
+func BenchmarkRouteHTTP(b *testing.B) {
+	for _, tc := range routeBodies {
+		b.Run(tc.name, func(b *testing.B) {
+			h := newBenchHandler(b)
+			body := []byte(tc.body)
+			checkRoute(b, h, body, tc.format)
+			b.ReportAllocs()
+			b.SetBytes(int64(len(body)))
+			for b.Loop() {
+				w := httptest.NewRecorder()
+				h.ServeHTTP(w, newRouteRequest(body))
+				if w.Code != http.StatusOK {
+					b.Fatalf("POST /route: %d %s", w.Code, w.Body.String())
+				}
+			}
+		})
+	}
+	// The OpenAI call from GOMAXPROCS goroutines at once (shared plan,
+	// metrics and store).
+	b.Run("openai-parallel", func(b *testing.B) {
+		h := newBenchHandler(b)
+		body := []byte(routeBodies[0].body)
+		checkRoute(b, h, body, routeBodies[0].format)
+		b.ReportAllocs()
+		b.SetBytes(int64(len(body)))
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				w := httptest.NewRecorder()
+				h.ServeHTTP(w, newRouteRequest(body))
+				if w.Code != http.StatusOK {
+					b.Errorf("POST /route: %d %s", w.Code, w.Body.String())
+					return
+				}
+			}
+		})
+	})
+}
