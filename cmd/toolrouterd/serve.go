@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
@@ -16,6 +17,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/toolrouterd/toolrouterd/api"
+	"github.com/toolrouterd/toolrouterd/internal/agent"
 	"github.com/toolrouterd/toolrouterd/internal/config"
 	"github.com/toolrouterd/toolrouterd/internal/httpapi"
 	"github.com/toolrouterd/toolrouterd/internal/metrics"
@@ -69,8 +71,17 @@ func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) er
 		Tools:            func() router.Tools { return holder.Current() },
 		Exec:             exec,
 		Seq:              st,
+		Results:          st,
 		Observer:         m,
 		BatchConcurrency: cfg.BatchConcurrency,
+	}
+	runner := &agent.Runner{
+		Router:    rt,
+		Registry:  func() agent.Registry { return holder.Current() },
+		Adapter:   adapters(getenv),
+		Runs:      st,
+		Owner:     instanceID(),
+		Heartbeat: cfg.RunHeartbeat,
 	}
 	handler, err := httpapi.NewServer(httpapi.Deps{
 		Logger:       log,
@@ -78,6 +89,9 @@ func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) er
 		Tools:        func() httpapi.Tools { return holder.Current() },
 		Store:        st,
 		Metrics:      m,
+		Runs:         runner,
+		Keys:         st,
+		KeyTTL:       cfg.IdempotencyTTL,
 		APIKeys:      cfg.APIKeys,
 		MaxBodyBytes: cfg.MaxBodyBytes,
 		Spec:         api.Spec,
@@ -114,6 +128,9 @@ func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) er
 		defer cancel()
 		if err := srv.Shutdown(sctx); err != nil {
 			return fmt.Errorf("shutdown: %w", err)
+		}
+		if err := runner.Wait(sctx); err != nil {
+			log.Warn().Msg("background runs still going at the shutdown timeout; other replicas will mark them interrupted")
 		}
 		return nil
 	})
@@ -155,4 +172,12 @@ func storeKind(url string) string {
 		}
 	}
 	return url
+}
+
+// instanceID names this replica in the runs it owns.
+func instanceID() string {
+	host, _ := os.Hostname()
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return fmt.Sprintf("%s-%d-%x", host, os.Getpid(), b)
 }

@@ -27,6 +27,11 @@ type Config struct {
 	MaxBodyBytes     int64         `split_words:"true" default:"4194304"`
 	BatchConcurrency int           `split_words:"true" default:"16"`
 	ShutdownTimeout  time.Duration `split_words:"true" default:"30s"`
+	// IdempotencyTTL is how long an answered Idempotency-Key is replayed.
+	IdempotencyTTL time.Duration `split_words:"true" default:"24h"`
+	// RunHeartbeat is how often a running /runs run says it is alive; one
+	// silent for three heartbeats is marked interrupted by any replica.
+	RunHeartbeat time.Duration `split_words:"true" default:"5s"`
 }
 
 // Load reads and validates the configuration. Its error is one line naming
@@ -77,6 +82,10 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("TOOLROUTER_BATCH_CONCURRENCY: %d is outside 1..1024", c.BatchConcurrency)
 	case c.ShutdownTimeout <= 0:
 		return fmt.Errorf("TOOLROUTER_SHUTDOWN_TIMEOUT: %s must be positive", c.ShutdownTimeout)
+	case c.IdempotencyTTL <= 0:
+		return fmt.Errorf("TOOLROUTER_IDEMPOTENCY_TTL: %s must be positive", c.IdempotencyTTL)
+	case c.RunHeartbeat < 100*time.Millisecond:
+		return fmt.Errorf("TOOLROUTER_RUN_HEARTBEAT: %s is below the minimum of 100ms", c.RunHeartbeat)
 	case c.LogFormat != "json" && c.LogFormat != "console":
 		return fmt.Errorf("TOOLROUTER_LOG_FORMAT: %q is not json or console", c.LogFormat)
 	}

@@ -37,10 +37,28 @@ func newRequestChecker(doc *openapi3.T, maxBody int64) (*requestChecker, error) 
 
 type bodyKey struct{}
 
+// checkedBody is a request body the checker read and decoded.
+type checkedBody struct {
+	raw []byte
+	obj map[string]any
+}
+
 // body returns the request body decoded by the checker.
 func body(r *http.Request) map[string]any {
-	m, _ := r.Context().Value(bodyKey{}).(map[string]any)
-	return m
+	b, _ := r.Context().Value(bodyKey{}).(*checkedBody)
+	if b == nil {
+		return nil
+	}
+	return b.obj
+}
+
+// rawBody returns the request body bytes the checker read.
+func rawBody(r *http.Request) []byte {
+	b, _ := r.Context().Value(bodyKey{}).(*checkedBody)
+	if b == nil {
+		return nil
+	}
+	return b.raw
 }
 
 func (c *requestChecker) middleware(next http.Handler) http.Handler {
@@ -101,7 +119,7 @@ func (c *requestChecker) middleware(next http.Handler) http.Handler {
 			writeProblem(w, r, http.StatusBadRequest, field, detail)
 			return
 		}
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), bodyKey{}, obj)))
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), bodyKey{}, &checkedBody{raw: raw, obj: obj})))
 	})
 }
 

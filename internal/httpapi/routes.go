@@ -26,9 +26,13 @@ func routes(d Deps, doc *openapi3.T) (http.Handler, error) {
 
 	r.Group(func(r chi.Router) {
 		r.Use(auth(d.APIKeys), check.middleware)
-		r.Post("/route", handleRoute(d.Router))
-		r.Post("/route/batch", handleBatch(d.Router))
+		idem := idempotency(d.Keys, d.KeyTTL)
+		r.With(idem).Post("/route", handleRoute(d.Router))
+		r.With(idem).Post("/route/batch", handleBatch(d.Router))
 		r.Get("/schemas/{provider}", handleSchemas(d.Tools))
+		r.Post("/runs", handleStartRun(d.Runs))
+		r.Get("/runs", handleListRuns(d.Runs))
+		r.Get("/runs/{id}", handleGetRun(d.Runs))
 	})
 	return r, nil
 }

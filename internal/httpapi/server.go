@@ -45,6 +45,9 @@ type Deps struct {
 	Tools        func() Tools
 	Store        Pinger
 	Metrics      Metrics
+	Runs         Runs
+	Keys         Keys          // Idempotency-Key storage
+	KeyTTL       time.Duration // how long an answered key is replayed
 	APIKeys      []string
 	MaxBodyBytes int64
 	Spec         []byte // the OpenAPI document, served as-is and enforced
@@ -55,6 +58,9 @@ func NewServer(d Deps) (http.Handler, error) {
 	doc, err := loadSpec(d.Spec)
 	if err != nil {
 		return nil, fmt.Errorf("load OpenAPI spec: %w", err)
+	}
+	if d.KeyTTL <= 0 {
+		d.KeyTTL = 24 * time.Hour
 	}
 	if d.MaxBodyBytes <= 0 {
 		d.MaxBodyBytes = 4 << 20

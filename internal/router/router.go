@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/rs/zerolog"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/toolrouterd/toolrouterd/internal/format"
@@ -36,11 +37,17 @@ type Observer interface {
 	ToolCall(tool string, outcome string, d time.Duration)
 }
 
+// Results keeps route results by tool_call_id.
+type Results interface {
+	SaveResult(ctx context.Context, res *toolrouter.Result) error
+}
+
 // Router routes tool calls. Its fields are set once at construction.
 type Router struct {
 	Tools            func() Tools // the registry in force (it may be swapped by a reload)
 	Exec             Executor
 	Seq              Sequencer
+	Results          Results  // may be nil
 	Observer         Observer // may be nil
 	BatchConcurrency int      // tool calls of one batch executed at once (default 16)
 	Now              func() time.Time
@@ -185,6 +192,14 @@ func (r *Router) route(ctx context.Context, planID string, seq int64, payload an
 				name = "(unknown)" // keep metric label cardinality bounded
 			}
 			r.Observer.ToolCall(name, outcome, now().Sub(start))
+		}
+		if r.Results != nil {
+			// The tool ran: keep its result even if the caller went away.
+			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+			if err := r.Results.SaveResult(sctx, res); err != nil {
+				zerolog.Ctx(ctx).Error().Err(err).Str("tool_call_id", id).Msg("store route result")
+			}
+			cancel()
 		}
 		return res
 	}

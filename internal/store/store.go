@@ -6,19 +6,65 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
+	"time"
 
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
 
-// Store is what toolrouterd persists.
+// Store is what toolrouterd persists. Every replica sharing a store sees
+// the same sequences, route results, idempotency keys and runs.
 type Store interface {
 	// NextSequence allocates the next sequence of a plan, from 0, never
-	// handing out the same number twice.
+	// handing out the same number twice (one atomic statement).
 	NextSequence(ctx context.Context, planID string) (int64, error)
+
+	// SaveResult stores a route result under its tool_call_id.
+	SaveResult(ctx context.Context, res *toolrouter.Result) error
+	// GetResult returns a stored route result (ENOTFOUND when unknown).
+	GetResult(ctx context.Context, toolCallID string) (*toolrouter.Result, error)
+
+	// ClaimKey claims an Idempotency-Key for a request whose body has the
+	// given fingerprint. It returns a Claim saying whether the caller now
+	// owns the key (and must Complete or Release it), whether the key was
+	// already answered (Response holds the stored answer), or whether
+	// another request holds it. A key used with another fingerprint is an
+	// EUNPROCESSABLE error. Expired keys are treated as absent.
+	ClaimKey(ctx context.Context, key, fingerprint string, ttl time.Duration) (Claim, error)
+	// CompleteKey stores the answer of a claimed key.
+	CompleteKey(ctx context.Context, key string, response []byte) error
+	// ReleaseKey drops a claim whose request did not complete, so a retry
+	// may run it.
+	ReleaseKey(ctx context.Context, key string) error
+
+	// SaveRun inserts or replaces a run (with its records).
+	SaveRun(ctx context.Context, run *toolrouter.Run) error
+	// GetRun returns a run (ENOTFOUND when unknown).
+	GetRun(ctx context.Context, runID string) (*toolrouter.Run, error)
+	// ListRuns returns a plan's runs, newest first, at most limit.
+	ListRuns(ctx context.Context, planID string, limit int) ([]*toolrouter.Run, error)
+	// InterruptStale marks running runs whose heartbeat is older than
+	// before as interrupted and returns how many it marked.
+	InterruptStale(ctx context.Context, before time.Time) (int, error)
+
 	// Ping reports whether the store is reachable.
 	Ping(ctx context.Context) error
 	Close() error
+}
+
+// ClaimState is the outcome of ClaimKey.
+type ClaimState int
+
+// Claim states.
+const (
+	Claimed    ClaimState = iota // the caller owns the key and runs the request
+	Answered                     // the key was answered before: replay Response
+	InProgress                   // another request holds the key right now
+)
+
+// Claim is the outcome of ClaimKey.
+type Claim struct {
+	State    ClaimState
+	Response []byte // the stored answer when State is Answered
 }
 
 // Open opens the store named by a TOOLROUTER_STORE URL.
@@ -36,32 +82,18 @@ func Open(ctx context.Context, url string) (Store, error) {
 	return nil, fmt.Errorf("store %q: unsupported scheme %q (want memory, sqlite or postgres)", url, scheme)
 }
 
-// Memory is an in-process store for tests and single-node runs that need no
-// durability.
-type Memory struct {
-	mu   sync.Mutex
-	next map[string]int64
+
+// ErrKeyReused is returned by ClaimKey for a key already used with a
+// different request body.
+var ErrKeyReused = &toolrouter.Error{Code: toolrouter.EUNPROCESSABLE, Field: "Idempotency-Key",
+	Message: "Idempotency-Key: already used with a different request body"}
+
+// Interrupt marks a running run as interrupted: its replica stopped
+// heartbeating before it finished.
+func Interrupt(run *toolrouter.Run, now time.Time) {
+	msg := "run interrupted: the replica running it stopped before it finished"
+	run.Status = toolrouter.RunInterrupted
+	run.Error = &msg
+	t := now.UTC()
+	run.FinishedAt = &t
 }
-
-var _ Store = (*Memory)(nil)
-
-// NewMemory returns an empty in-memory store.
-func NewMemory() *Memory { return &Memory{next: make(map[string]int64)} }
-
-// NextSequence implements Store.
-func (m *Memory) NextSequence(_ context.Context, planID string) (int64, error) {
-	if planID == "" {
-		return 0, toolrouter.Invalid("plan_id", "plan_id must be a non-empty string")
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	n := m.next[planID]
-	m.next[planID] = n + 1
-	return n, nil
-}
-
-// Ping implements Store.
-func (m *Memory) Ping(context.Context) error { return nil }
-
-// Close implements Store.
-func (m *Memory) Close() error { return nil }

@@ -1,0 +1,44 @@
+package main
+
+import (
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/toolrouterd/toolrouterd/internal/llm"
+	"github.com/toolrouterd/toolrouterd/internal/llm/anthropic"
+	"github.com/toolrouterd/toolrouterd/internal/llm/ollama"
+	"github.com/toolrouterd/toolrouterd/internal/llm/openai"
+	"github.com/toolrouterd/toolrouterd/internal/registry"
+)
+
+// adapters returns the factory of provider adapters: one shared HTTP client,
+// keys read from the variable each provider names at the time of the run.
+func adapters(getenv func(string) string) func(p registry.Provider) (llm.Adapter, error) {
+	client := &http.Client{Transport: &http.Transport{
+		Proxy:               http.ProxyFromEnvironment,
+		MaxIdleConns:        256,
+		MaxIdleConnsPerHost: 64,
+		IdleConnTimeout:     90 * time.Second,
+		TLSHandshakeTimeout: 10 * time.Second,
+		ForceAttemptHTTP2:   true,
+	}}
+	return func(p registry.Provider) (llm.Adapter, error) {
+		cfg := llm.Config{BaseURL: p.BaseURL, HTTPClient: client}
+		if p.APIKeyEnv != "" {
+			cfg.APIKey = getenv(p.APIKeyEnv)
+		}
+		switch p.Kind {
+		case "openai":
+			return openai.New(cfg), nil
+		case "anthropic":
+			if cfg.APIKey == "" && p.APIKeyEnv != "" {
+				return nil, fmt.Errorf("variable %s (api_key_env) is not set", p.APIKeyEnv)
+			}
+			return anthropic.New(cfg), nil
+		case "ollama":
+			return ollama.New(cfg), nil
+		}
+		return nil, fmt.Errorf("unsupported provider kind %q", p.Kind)
+	}
+}

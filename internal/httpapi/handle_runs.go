@@ -1,0 +1,113 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/toolrouterd/toolrouterd/internal/agent"
+	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
+)
+
+// Runs runs tool-calling loops (agent.Runner).
+type Runs interface {
+	Start(ctx context.Context, req agent.Request) (*agent.Pending, error)
+	Execute(ctx context.Context, pr *agent.Pending, emit func(agent.Event)) *toolrouter.Run
+	Background(ctx context.Context, pr *agent.Pending)
+	Get(ctx context.Context, id string) (*toolrouter.Run, error)
+	List(ctx context.Context, planID string, limit int) ([]*toolrouter.Run, error)
+}
+
+func readRunRequest(r *http.Request) (agent.Request, error) {
+	var req agent.Request
+	raw, err := json.Marshal(body(r))
+	if err != nil {
+		return req, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		return req, toolrouter.Invalid("body", "body: %v", err)
+	}
+	return req, nil
+}
+
+func handleStartRun(runs Runs) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		req, err := readRunRequest(r)
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		pr, err := runs.Start(r.Context(), req)
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		switch {
+		case preferAsync(r):
+			runs.Background(r.Context(), pr)
+			w.Header().Set("Location", "/runs/"+pr.Run.RunID)
+			w.Header().Set("Preference-Applied", "respond-async")
+			encode(w, r, http.StatusAccepted, pr.Run)
+		case wantsEventStream(r):
+			s := startSSE(w, r)
+			runs.Execute(r.Context(), pr, func(e agent.Event) { s.send(e.Type, e.Data) })
+			s.close()
+		default:
+			// A client that hangs up cancels the run: r.Context() ends.
+			run := runs.Execute(r.Context(), pr, nil)
+			encode(w, r, http.StatusOK, run)
+		}
+	}
+}
+
+func preferAsync(r *http.Request) bool {
+	for _, v := range r.Header.Values("Prefer") {
+		for _, p := range strings.Split(v, ",") {
+			if strings.EqualFold(strings.TrimSpace(p), "respond-async") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func handleGetRun(runs Runs) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		run, err := runs.Get(r.Context(), chi.URLParam(r, "id"))
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		encode(w, r, http.StatusOK, run)
+	}
+}
+
+func handleListRuns(runs Runs) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		limit := 100
+		if q := r.URL.Query().Get("limit"); q != "" {
+			n, err := strconv.Atoi(q)
+			if err != nil || n < 1 || n > 1000 {
+				writeError(w, r, toolrouter.Invalid("limit", "limit: must be an integer in 1..1000, got %q", q))
+				return
+			}
+			limit = n
+		}
+		list, err := runs.List(r.Context(), r.URL.Query().Get("plan_id"), limit)
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		if list == nil {
+			list = []*toolrouter.Run{}
+		}
+		encode(w, r, http.StatusOK, map[string]any{"runs": list})
+	}
+}

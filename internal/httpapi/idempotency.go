@@ -1,0 +1,154 @@
+package httpapi
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/toolrouterd/toolrouterd/internal/store"
+)
+
+// Keys stores Idempotency-Keys (store.Store).
+type Keys interface {
+	ClaimKey(ctx context.Context, key, fingerprint string, ttl time.Duration) (store.Claim, error)
+	CompleteKey(ctx context.Context, key string, response []byte) error
+	ReleaseKey(ctx context.Context, key string) error
+}
+
+// keyWait is how long a request waits for another request holding the same
+// key before answering 409.
+const keyWait = 30 * time.Second
+
+// storedResponse is an answered request, kept under its key.
+type storedResponse struct {
+	Status      int    `json:"status"`
+	ContentType string `json:"content_type"`
+	Body        []byte `json:"body"`
+}
+
+// idempotency makes requests carrying an Idempotency-Key run once: a
+// repeat gets the stored answer with Idempotent-Replayed: true, from any
+// replica sharing the store; a repeat arriving while the first is still
+// running waits for it (409 after keyWait); the same key with a different
+// body is 422.
+func idempotency(keys Keys, ttl time.Duration) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			key := r.Header.Get("Idempotency-Key")
+			if key == "" {
+				next.ServeHTTP(w, r)
+				return
+			}
+			if !validRequestID(key) || len(key) > 255 {
+				writeProblem(w, r, http.StatusBadRequest, "Idempotency-Key", "Idempotency-Key: must be 1 to 255 visible ASCII characters")
+				return
+			}
+			sum := sha256.New()
+			sum.Write([]byte(r.Method + " " + r.URL.Path + " " + r.Header.Get("Accept") + "\n"))
+			sum.Write(rawBody(r))
+			fp := hex.EncodeToString(sum.Sum(nil))
+			ctx := r.Context()
+			deadline := time.Now().Add(keyWait)
+			for {
+				claim, err := keys.ClaimKey(ctx, key, fp, ttl)
+				if err != nil {
+					writeError(w, r, err)
+					return
+				}
+				switch claim.State {
+				case store.Answered:
+					replay(w, r, claim.Response)
+					return
+				case store.Claimed:
+					runClaimed(w, r, next, keys, key)
+					return
+				}
+				if time.Now().After(deadline) {
+					writeProblem(w, r, http.StatusConflict, "Idempotency-Key", "Idempotency-Key: a request with this key is still being processed; retry later")
+					return
+				}
+				select {
+				case <-ctx.Done():
+					return
+				case <-time.After(50 * time.Millisecond):
+				}
+			}
+		})
+	}
+}
+
+// runClaimed serves a request whose key this replica claimed and stores
+// its answer; a server error releases the key so a retry can run.
+func runClaimed(w http.ResponseWriter, r *http.Request, next http.Handler, keys Keys, key string) {
+	rec := &recorder{ResponseWriter: w}
+	done := false
+	defer func() {
+		// Store even when the client went away: the work was done.
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 10*time.Second)
+		defer cancel()
+		log := zerolog.Ctx(r.Context())
+		if !done || rec.status >= 500 {
+			if err := keys.ReleaseKey(ctx, key); err != nil {
+				log.Error().Err(err).Msg("release idempotency key")
+			}
+			return
+		}
+		b, err := json.Marshal(storedResponse{Status: rec.status, ContentType: rec.Header().Get("Content-Type"), Body: rec.body})
+		if err == nil {
+			err = keys.CompleteKey(ctx, key, b)
+		}
+		if err != nil {
+			log.Error().Err(err).Msg("store idempotent response")
+		}
+	}()
+	next.ServeHTTP(rec, r)
+	if rec.status == 0 {
+		rec.status = http.StatusOK
+	}
+	done = true
+}
+
+func replay(w http.ResponseWriter, r *http.Request, stored []byte) {
+	var s storedResponse
+	if err := json.Unmarshal(stored, &s); err != nil {
+		writeError(w, r, errors.New("stored idempotent response is corrupt: "+err.Error()))
+		return
+	}
+	if s.ContentType != "" {
+		w.Header().Set("Content-Type", s.ContentType)
+	}
+	w.Header().Set("Idempotent-Replayed", "true")
+	w.WriteHeader(s.Status)
+	_, _ = w.Write(s.Body)
+}
+
+// recorder passes a response through while keeping a copy.
+type recorder struct {
+	http.ResponseWriter
+	status int
+	body   []byte
+}
+
+func (r *recorder) WriteHeader(code int) {
+	if r.status == 0 {
+		r.status = code
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *recorder) Write(b []byte) (int, error) {
+	if r.status == 0 {
+		r.status = http.StatusOK
+	}
+	r.body = append(r.body, b...)
+	return r.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach Flush (SSE).
+func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }

@@ -1,0 +1,151 @@
+// Package llm holds the neutral chat types the tool-calling loop speaks and
+// the interface every provider adapter implements (seed 003):
+// PrepareRequest, ParseResponse and FormatToolResult, plus Chat, which
+// sends one turn over HTTP.
+package llm
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+)
+
+// Role of a message in a conversation.
+type Role string
+
+// Roles.
+const (
+	RoleSystem    Role = "system"
+	RoleUser      Role = "user"
+	RoleAssistant Role = "assistant"
+	RoleTool      Role = "tool"
+)
+
+// ToolCall is a call the model asked for.
+type ToolCall struct {
+	// ID is the provider's id of the call; adapters generate a unique one
+	// when the provider sends none (never the function name).
+	ID string `json:"id"`
+	// Name is the name as the model wrote it (a provider-safe alias).
+	Name      string         `json:"name"`
+	Arguments map[string]any `json:"arguments"`
+}
+
+// Message is one neutral conversation message. An assistant message may
+// carry ToolCalls; a tool message answers one call (ToolCallID, Name) with
+// Content, and IsError when the call failed.
+type Message struct {
+	Role       Role       `json:"role"`
+	Content    string     `json:"content"`
+	ToolCalls  []ToolCall `json:"tool_calls,omitempty"`
+	ToolCallID string     `json:"tool_call_id,omitempty"`
+	Name       string     `json:"name,omitempty"`
+	IsError    bool       `json:"is_error,omitempty"`
+}
+
+// Tool is a tool offered to the model, under its provider-safe name.
+type Tool struct {
+	Name        string         `json:"name"`
+	Description string         `json:"description"`
+	Parameters  map[string]any `json:"parameters"` // JSON Schema of the arguments
+}
+
+// Usage is the token usage of one model call.
+type Usage struct {
+	InputTokens  int64 `json:"input_tokens"`
+	OutputTokens int64 `json:"output_tokens"`
+}
+
+// Response is a parsed model turn (seed 003's parse_response).
+type Response struct {
+	Content   string     `json:"content"`
+	ToolCalls []ToolCall `json:"tool_calls"`
+	Usage     *Usage     `json:"usage,omitempty"`
+	// StopReason is the provider's own stop/finish reason, for logs.
+	StopReason string `json:"stop_reason,omitempty"`
+}
+
+// Request is one model call.
+type Request struct {
+	Model      string
+	Messages   []Message
+	Tools      []Tool
+	ToolChoice string // "", "auto", "required" or "none"
+	MaxTokens  int    // 0: the adapter's default (Anthropic requires one)
+}
+
+// Adapter converts between the neutral types and one provider's wire
+// format, and sends turns to it.
+type Adapter interface {
+	// PrepareRequest builds the provider's request body.
+	PrepareRequest(req Request) (json.RawMessage, error)
+	// ParseResponse reads the provider's response body.
+	ParseResponse(body []byte) (Response, error)
+	// FormatToolResult is the provider message answering one tool call.
+	FormatToolResult(toolCallID, toolName string, result ToolResult) any
+	// Chat sends one turn and returns the parsed response. Rate limits and
+	// server errors are retried with backoff honouring Retry-After; other
+	// provider errors are returned as *ProviderError with the provider's
+	// message.
+	Chat(ctx context.Context, req Request) (Response, error)
+}
+
+// ToolResult is what a tool call produced, as fed back to the model.
+type ToolResult struct {
+	Success bool
+	Output  json.RawMessage // the tool's JSON output (success)
+	Error   string          // the error text (failure)
+}
+
+// Text is the content the model reads for a tool result: the output's JSON
+// text (a JSON string's own text) or the error.
+func (r ToolResult) Text() string {
+	if !r.Success {
+		if r.Error == "" {
+			return "error: tool call failed"
+		}
+		return "error: " + r.Error
+	}
+	if len(r.Output) > 0 && r.Output[0] == '"' {
+		var s string
+		if json.Unmarshal(r.Output, &s) == nil {
+			return s
+		}
+	}
+	if len(r.Output) == 0 {
+		return "null"
+	}
+	return string(r.Output)
+}
+
+// ProviderError is an error answer of a provider.
+type ProviderError struct {
+	Provider string // "openai", "anthropic", "ollama"
+	Status   int    // HTTP status, 0 when no answer came
+	Message  string // the provider's own message
+}
+
+func (e *ProviderError) Error() string {
+	if e.Status == 0 {
+		return e.Provider + ": " + e.Message
+	}
+	return e.Provider + " " + httpStatus(e.Status) + ": " + e.Message
+}
+
+func httpStatus(code int) string {
+	b := make([]byte, 0, 3)
+	for _, d := range []int{code / 100 % 10, code / 10 % 10, code % 10} {
+		b = append(b, byte('0'+d))
+	}
+	return string(b)
+}
+
+// Config is what an adapter needs to reach its provider.
+type Config struct {
+	BaseURL string // as the official SDKs take it (CONTRACT §3)
+	APIKey  string // never logged
+	// HTTPClient is shared by every adapter; nil means a default one.
+	HTTPClient *http.Client
+	// MaxRetries for 429 and 5xx answers (default 3; negative: none).
+	MaxRetries int
+}

@@ -1,0 +1,213 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
+)
+
+// Memory is an in-process store for tests and single-node runs that need no
+// durability. Values are copied in and out, as a database would.
+type Memory struct {
+	mu      sync.Mutex
+	now     func() time.Time
+	next    map[string]int64
+	results map[string][]byte
+	keys    map[string]*memKey
+	runs    map[string]*memRun
+}
+
+type memKey struct {
+	fingerprint string
+	response    []byte // nil while in progress
+	expires     time.Time
+}
+
+type memRun struct {
+	data      []byte
+	planID    string
+	status    toolrouter.RunStatus
+	owner     string
+	heartbeat time.Time
+	created   time.Time
+}
+
+var _ Store = (*Memory)(nil)
+
+// NewMemory returns an empty in-memory store.
+func NewMemory() *Memory {
+	return &Memory{
+		now:     time.Now,
+		next:    make(map[string]int64),
+		results: make(map[string][]byte),
+		keys:    make(map[string]*memKey),
+		runs:    make(map[string]*memRun),
+	}
+}
+
+// NextSequence implements Store.
+func (m *Memory) NextSequence(_ context.Context, planID string) (int64, error) {
+	if planID == "" {
+		return 0, toolrouter.Invalid("plan_id", "plan_id must be a non-empty string")
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := m.next[planID]
+	m.next[planID] = n + 1
+	return n, nil
+}
+
+// SaveResult implements Store.
+func (m *Memory) SaveResult(_ context.Context, res *toolrouter.Result) error {
+	b, err := json.Marshal(res)
+	if err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.results[res.ToolCallID] = b
+	return nil
+}
+
+// GetResult implements Store.
+func (m *Memory) GetResult(_ context.Context, id string) (*toolrouter.Result, error) {
+	m.mu.Lock()
+	b, ok := m.results[id]
+	m.mu.Unlock()
+	if !ok {
+		return nil, toolrouter.Errorf(toolrouter.ENOTFOUND, "tool call %q not found", id)
+	}
+	var res toolrouter.Result
+	return &res, json.Unmarshal(b, &res)
+}
+
+// ClaimKey implements Store.
+func (m *Memory) ClaimKey(_ context.Context, key, fingerprint string, ttl time.Duration) (Claim, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := m.now()
+	k, ok := m.keys[key]
+	if !ok || now.After(k.expires) {
+		m.keys[key] = &memKey{fingerprint: fingerprint, expires: now.Add(ttl)}
+		return Claim{State: Claimed}, nil
+	}
+	if k.fingerprint != fingerprint {
+		return Claim{}, ErrKeyReused
+	}
+	if k.response == nil {
+		return Claim{State: InProgress}, nil
+	}
+	return Claim{State: Answered, Response: append([]byte(nil), k.response...)}, nil
+}
+
+// CompleteKey implements Store.
+func (m *Memory) CompleteKey(_ context.Context, key string, response []byte) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if k, ok := m.keys[key]; ok {
+		k.response = append([]byte(nil), response...)
+	}
+	return nil
+}
+
+// ReleaseKey implements Store.
+func (m *Memory) ReleaseKey(_ context.Context, key string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if k, ok := m.keys[key]; ok && k.response == nil {
+		delete(m.keys, key)
+	}
+	return nil
+}
+
+// SaveRun implements Store.
+func (m *Memory) SaveRun(_ context.Context, run *toolrouter.Run) error {
+	b, err := json.Marshal(run)
+	if err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.runs[run.RunID] = &memRun{data: b, planID: run.Context.PlanID, status: run.Status,
+		owner: run.Owner, heartbeat: run.HeartbeatAt, created: run.CreatedAt}
+	return nil
+}
+
+// GetRun implements Store.
+func (m *Memory) GetRun(_ context.Context, id string) (*toolrouter.Run, error) {
+	m.mu.Lock()
+	r, ok := m.runs[id]
+	m.mu.Unlock()
+	if !ok {
+		return nil, toolrouter.Errorf(toolrouter.ENOTFOUND, "run %q not found", id)
+	}
+	return r.decode()
+}
+
+func (r *memRun) decode() (*toolrouter.Run, error) {
+	var run toolrouter.Run
+	if err := json.Unmarshal(r.data, &run); err != nil {
+		return nil, err
+	}
+	run.Owner, run.HeartbeatAt = r.owner, r.heartbeat
+	return &run, nil
+}
+
+// ListRuns implements Store.
+func (m *Memory) ListRuns(_ context.Context, planID string, limit int) ([]*toolrouter.Run, error) {
+	m.mu.Lock()
+	var rs []*memRun
+	for _, r := range m.runs {
+		if r.planID == planID {
+			rs = append(rs, r)
+		}
+	}
+	m.mu.Unlock()
+	sort.Slice(rs, func(i, j int) bool { return rs[i].created.After(rs[j].created) })
+	if limit > 0 && len(rs) > limit {
+		rs = rs[:limit]
+	}
+	out := make([]*toolrouter.Run, 0, len(rs))
+	for _, r := range rs {
+		run, err := r.decode()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, run)
+	}
+	return out, nil
+}
+
+// InterruptStale implements Store.
+func (m *Memory) InterruptStale(_ context.Context, before time.Time) (int, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := 0
+	for _, r := range m.runs {
+		if r.status != toolrouter.RunRunning || !r.heartbeat.Before(before) {
+			continue
+		}
+		run, err := r.decode()
+		if err != nil {
+			return n, err
+		}
+		Interrupt(run, m.now())
+		b, err := json.Marshal(run)
+		if err != nil {
+			return n, err
+		}
+		r.data, r.status = b, run.Status
+		n++
+	}
+	return n, nil
+}
+
+// Ping implements Store.
+func (m *Memory) Ping(context.Context) error { return nil }
+
+// Close implements Store.
+func (m *Memory) Close() error { return nil }

@@ -1,0 +1,79 @@
+package toolrouter
+
+import "time"
+
+// RunStatus is the state of a /runs run.
+type RunStatus string
+
+// Run states. A run is running until it completes (the model answered),
+// terminates (a limit stopped it), fails (the provider or the service
+// failed) or is interrupted (its replica died).
+const (
+	RunRunning     RunStatus = "running"
+	RunCompleted   RunStatus = "completed"
+	RunTerminated  RunStatus = "terminated"
+	RunFailed      RunStatus = "failed"
+	RunInterrupted RunStatus = "interrupted"
+)
+
+// Reasons a run terminated.
+const (
+	ReasonMaxIterations = "max_iterations"
+	ReasonRepeatLimit   = "repeat_limit"
+)
+
+// ActorContext is what a run knows about the actor it works for (seed 001).
+type ActorContext struct {
+	PlanID            string         `json:"plan_id"`
+	Phase             string         `json:"phase,omitempty"`
+	SandboxRoot       string         `json:"sandbox_root,omitempty"`
+	ResourceBindings  map[string]any `json:"resource_bindings,omitempty"`
+	AutomationProfile string         `json:"automation_profile,omitempty"`
+	ProjectResources  []any          `json:"project_resources,omitempty"`
+	Metadata          map[string]any `json:"metadata,omitempty"`
+}
+
+// ToolCallRecord is one tool call a run made.
+type ToolCallRecord struct {
+	ToolCallID     string         `json:"tool_call_id"`
+	ProviderCallID string         `json:"provider_call_id,omitempty"`
+	ToolName       string         `json:"tool_name"`
+	Inputs         map[string]any `json:"inputs"` // exactly what the tool got
+	Output         any            `json:"output"`
+	Success        bool           `json:"success"`
+	Error          *string        `json:"error"`
+	ErrorCategory  *ErrorCategory `json:"error_category"`
+	DurationMS     float64        `json:"duration_ms"`
+	Iteration      int            `json:"iteration"`
+}
+
+// Usage is the token usage a provider reported, summed over a run.
+type Usage struct {
+	InputTokens  int64 `json:"input_tokens"`
+	OutputTokens int64 `json:"output_tokens"`
+	TotalTokens  int64 `json:"total_tokens"`
+}
+
+// Run is one execution of the tool-calling loop.
+type Run struct {
+	RunID             string           `json:"run_id"`
+	Status            RunStatus        `json:"status"`
+	TerminatedReason  *string          `json:"terminated_reason"`
+	Content           string           `json:"content"`
+	Iterations        int              `json:"iterations"`
+	TerminatedByLimit bool             `json:"terminated_by_limit"`
+	Provider          string           `json:"provider"`
+	Model             string           `json:"model"`
+	Error             *string          `json:"error"`
+	Usage             *Usage           `json:"usage,omitempty"`
+	ToolCalls         []ToolCallRecord `json:"tool_calls"`
+	Context           ActorContext     `json:"context"`
+	Prompt            string           `json:"prompt"`
+	CreatedAt         time.Time        `json:"created_at"`
+	FinishedAt        *time.Time       `json:"finished_at"`
+
+	// Owner is the replica running the run and HeartbeatAt when it last
+	// said so; a running run whose heartbeat expired is interrupted.
+	Owner       string    `json:"-"`
+	HeartbeatAt time.Time `json:"-"`
+}
