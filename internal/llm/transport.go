@@ -1,0 +1,292 @@
+package llm
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Transport limits and defaults used by Send.
+const (
+	// MaxResponseBytes caps a provider's response body.
+	MaxResponseBytes = 32 << 20
+	// DefaultMaxRetries is used when Config.MaxRetries is 0.
+	DefaultMaxRetries = 3
+
+	backoffBase   = 200 * time.Millisecond
+	backoffCap    = 8 * time.Second
+	retryAfterCap = 30 * time.Second
+	maxErrorText  = 512
+	userAgent     = "toolrouterd"
+)
+
+// NewHTTPClient builds the HTTP client an adapter uses when Config.HTTPClient
+// is nil: its own transport (no shared package state), keep-alives, and no
+// overall timeout — the caller's context governs each call.
+func NewHTTPClient() *http.Client {
+	return &http.Client{Transport: &http.Transport{
+		Proxy: http.ProxyFromEnvironment,
+		DialContext: (&net.Dialer{
+			Timeout:   10 * time.Second,
+			KeepAlive: 30 * time.Second,
+		}).DialContext,
+		ForceAttemptHTTP2:     true,
+		MaxIdleConns:          100,
+		MaxIdleConnsPerHost:   16,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ExpectContinueTimeout: time.Second,
+	}}
+}
+
+// Send POSTs body to url with headers (plus Content-Type/Accept
+// application/json and a User-Agent when not given) and returns the 2xx
+// response body, read up to MaxResponseBytes.
+//
+// 429 and 5xx answers and connection errors are retried up to
+// cfg.MaxRetries times (0: DefaultMaxRetries, negative: never) with
+// exponential backoff (200ms doubling, jittered, capped at 8s) or the
+// answer's Retry-After / retry-after-ms (capped at 30s); waiting stops when
+// ctx is done. Any other non-2xx answer, and the last answer once retries are
+// exhausted, is a *ProviderError whose Message is parseError(status, body)
+// (the body's text, shortened, when parseError returns ""). cfg.APIKey never
+// appears in a returned error.
+func Send(ctx context.Context, cfg Config, provider, url string, headers http.Header, body []byte, parseError func(status int, body []byte) string) ([]byte, error) {
+	client := cfg.HTTPClient
+	if client == nil {
+		client = NewHTTPClient()
+		defer client.CloseIdleConnections()
+	}
+	retries := cfg.MaxRetries
+	switch {
+	case retries == 0:
+		retries = DefaultMaxRetries
+	case retries < 0:
+		retries = 0
+	}
+	redact := redactor(cfg.APIKey)
+
+	var lastErr error
+	for attempt := 0; ; attempt++ {
+		status, respBody, wait, err := sendOnce(ctx, client, url, headers, body)
+		switch {
+		case err == nil && status >= 200 && status <= 299:
+			return respBody, nil
+		case err != nil && ctx.Err() != nil:
+			// Canceled or timed out by the caller: not retryable.
+			return nil, canceled(ctx, provider, lastErr, redact)
+		case err != nil:
+			var tooBig *tooLargeError
+			if errors.As(err, &tooBig) {
+				return nil, &ProviderError{Provider: provider, Status: status, Message: err.Error()}
+			}
+			var bad *badURLError
+			if errors.As(err, &bad) {
+				return nil, &ProviderError{Provider: provider, Message: redact(err.Error())}
+			}
+			lastErr = &ProviderError{Provider: provider, Message: redact("request failed: " + err.Error())}
+		default:
+			msg := ""
+			if parseError != nil {
+				msg = parseError(status, respBody)
+			}
+			if strings.TrimSpace(msg) == "" {
+				msg = fallbackMessage(status, respBody)
+			}
+			pe := &ProviderError{Provider: provider, Status: status, Message: redact(msg)}
+			if !retryable(status) {
+				return nil, pe
+			}
+			lastErr = pe
+		}
+		if attempt >= retries {
+			if pe, ok := lastErr.(*ProviderError); ok && pe.Status == 0 && attempt > 0 {
+				pe.Message = fmt.Sprintf("%s (after %d attempts)", pe.Message, attempt+1)
+			}
+			return nil, lastErr
+		}
+		if wait < 0 {
+			wait = backoff(attempt)
+		}
+		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < wait {
+			// The wait would outlast the caller's deadline: give up now.
+			return nil, lastErr
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, canceled(ctx, provider, lastErr, redact)
+		case <-t.C:
+		}
+	}
+}
+
+// sendOnce makes one attempt. wait is the server's requested delay before a
+// retry (-1: none given).
+func sendOnce(ctx context.Context, client *http.Client, url string, headers http.Header, body []byte) (status int, respBody []byte, wait time.Duration, err error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return 0, nil, -1, &badURLError{err}
+	}
+	for k, vs := range headers {
+		for _, v := range vs {
+			req.Header.Add(k, v)
+		}
+	}
+	if req.Header.Get("Content-Type") == "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if req.Header.Get("Accept") == "" {
+		req.Header.Set("Accept", "application/json")
+	}
+	if req.Header.Get("User-Agent") == "" {
+		req.Header.Set("User-Agent", userAgent)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, nil, -1, err
+	}
+	defer resp.Body.Close()
+	respBody, err = io.ReadAll(io.LimitReader(resp.Body, MaxResponseBytes+1))
+	if err != nil {
+		// A body cut off mid-way is a connection problem: retryable.
+		return 0, nil, -1, fmt.Errorf("reading response: %w", err)
+	}
+	if len(respBody) > MaxResponseBytes {
+		return resp.StatusCode, nil, -1, &tooLargeError{}
+	}
+	return resp.StatusCode, respBody, retryAfter(resp.Header, time.Now()), nil
+}
+
+// badURLError: the request could not be built; retrying cannot help.
+type badURLError struct{ err error }
+
+func (e *badURLError) Error() string { return "invalid request: " + e.err.Error() }
+
+type tooLargeError struct{}
+
+func (*tooLargeError) Error() string {
+	return "response body exceeds " + strconv.Itoa(MaxResponseBytes>>20) + " MiB"
+}
+
+func retryable(status int) bool {
+	return status == http.StatusTooManyRequests || status >= 500
+}
+
+// canceled is the error of a call whose context ended; it wraps ctx.Err()
+// and mentions the last provider answer, if any.
+func canceled(ctx context.Context, provider string, last error, redact func(string) string) error {
+	if last == nil {
+		return fmt.Errorf("%s: %w", provider, ctx.Err())
+	}
+	return fmt.Errorf("%s: %w (last error: %s)", provider, ctx.Err(), redact(last.Error()))
+}
+
+// backoff is the jittered delay before retry attempt+1: 200ms doubling per
+// attempt, drawn from [d/2, d), capped at 8s.
+func backoff(attempt int) time.Duration {
+	d := min(backoffBase<<min(attempt, 10), backoffCap)
+	return d/2 + rand.N(d/2)
+}
+
+// retryAfter reads retry-after-ms (OpenAI) or Retry-After (delay seconds or
+// an HTTP date), capped at 30s; -1 when absent or unparseable.
+func retryAfter(h http.Header, now time.Time) time.Duration {
+	if v := strings.TrimSpace(h.Get("Retry-After-Ms")); v != "" {
+		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms >= 0 {
+			return min(time.Duration(ms*float64(time.Millisecond)), retryAfterCap)
+		}
+	}
+	v := strings.TrimSpace(h.Get("Retry-After"))
+	if v == "" {
+		return -1
+	}
+	if secs, err := strconv.ParseFloat(v, 64); err == nil {
+		if secs < 0 {
+			return -1
+		}
+		if secs >= retryAfterCap.Seconds() {
+			return retryAfterCap
+		}
+		return time.Duration(secs * float64(time.Second))
+	}
+	if at, err := http.ParseTime(v); err == nil {
+		return min(max(at.Sub(now), 0), retryAfterCap)
+	}
+	return -1
+}
+
+// ErrorMessage extracts the human message of a provider's JSON error body:
+// {"error":{"message"}} (OpenAI, Anthropic, llama.cpp), {"error":"…"}
+// (Ollama), {"message":"…"} (vLLM) or {"detail":"…"}; "" when none of these
+// is present.
+func ErrorMessage(body []byte) string {
+	var v struct {
+		Error   json.RawMessage `json:"error"`
+		Message json.RawMessage `json:"message"`
+		Detail  json.RawMessage `json:"detail"`
+	}
+	if json.Unmarshal(bytes.TrimSpace(body), &v) != nil {
+		return ""
+	}
+	if s := jsonString(v.Error); s != "" {
+		return s
+	}
+	var inner struct {
+		Message json.RawMessage `json:"message"`
+	}
+	if json.Unmarshal(v.Error, &inner) == nil {
+		if s := jsonString(inner.Message); s != "" {
+			return s
+		}
+	}
+	if s := jsonString(v.Message); s != "" {
+		return s
+	}
+	return jsonString(v.Detail)
+}
+
+func jsonString(raw json.RawMessage) string {
+	var s string
+	if len(raw) > 0 && raw[0] == '"' && json.Unmarshal(raw, &s) == nil {
+		return strings.TrimSpace(s)
+	}
+	return ""
+}
+
+// fallbackMessage is the body's text, shortened, or the status text.
+func fallbackMessage(status int, body []byte) string {
+	if s := ErrorMessage(body); s != "" {
+		return s
+	}
+	s := strings.TrimSpace(strings.ToValidUTF8(string(body), "\uFFFD"))
+	if s == "" {
+		if t := http.StatusText(status); t != "" {
+			return t
+		}
+		return "HTTP " + strconv.Itoa(status)
+	}
+	if len(s) > maxErrorText {
+		s = strings.ToValidUTF8(s[:maxErrorText], "") + "…"
+	}
+	return s
+}
+
+// redactor removes the API key from error text.
+func redactor(key string) func(string) string {
+	key = strings.TrimSpace(key)
+	if key == "" {
+		return func(s string) string { return s }
+	}
+	return func(s string) string { return strings.ReplaceAll(s, key, "[REDACTED]") }
+}
