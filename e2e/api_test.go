@@ -2,6 +2,7 @@ package e2e_test
 
 import (
 	"fmt"
+	"io"
 	"net/http"
 	"regexp"
 	"strings"
@@ -201,5 +202,44 @@ func TestAuthAndOperations(t *testing.T) {
 	}
 	if strings.Contains(rt.Output(), "k2") {
 		t.Errorf("an API key appears in the log")
+	}
+}
+
+// TestHugeBodyIsRejectedWithoutBeingRead: a body far over the limit gets
+// 413 and the server does not read it all (its memory stays small).
+func TestHugeBodyIsRejectedWithoutBeingRead(t *testing.T) {
+	rt, _ := startRouter(t, "tools: []\n")
+	pr, pw := io.Pipe()
+	go func() {
+		pw.Write([]byte(`{"plan_id":"p","tool_call":{"name":"x","arguments":"`))
+		chunk := []byte(strings.Repeat("x", 1<<20))
+		for i := 0; i < 256; i++ { // 256 MiB, streamed
+			if _, err := pw.Write(chunk); err != nil {
+				return
+			}
+		}
+		pw.Write([]byte(`"}}`))
+		pw.Close()
+	}()
+	req, _ := http.NewRequest("POST", rt.URL()+"/route", pr)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("request: %v", err)
+	}
+	resp.Body.Close()
+	pr.CloseWithError(io.ErrClosedPipe)
+	if resp.StatusCode != http.StatusRequestEntityTooLarge {
+		t.Errorf("status %d, want 413", resp.StatusCode)
+	}
+	metrics := string(do(t, "GET", rt.URL()+"/metrics", nil).Body)
+	for _, line := range strings.Split(metrics, "\n") {
+		if strings.HasPrefix(line, "process_resident_memory_bytes ") {
+			var rss float64
+			fmt.Sscanf(strings.TrimPrefix(line, "process_resident_memory_bytes "), "%g", &rss)
+			if rss > 200<<20 {
+				t.Errorf("resident memory %.0f MiB after a 256 MiB body", rss/(1<<20))
+			}
+		}
 	}
 }

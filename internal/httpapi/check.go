@@ -69,8 +69,12 @@ func (c *requestChecker) middleware(next http.Handler) http.Handler {
 			writeError(w, r, fmt.Errorf("OpenAPI spec has no operation for %s %s: %w", r.Method, r.URL.Path, err))
 			return
 		}
+		// Parameters and headers only: the body is read once, bounded,
+		// below (kin-openapi's security check would read it unbounded).
+		head := r.Clone(r.Context())
+		head.Body = http.NoBody
 		in := &openapi3filter.RequestValidationInput{
-			Request:    r,
+			Request:    head,
 			PathParams: params,
 			Route:      route,
 			Options: &openapi3filter.Options{

@@ -1,0 +1,374 @@
+#!/usr/bin/env bash
+# Load benchmark of toolrouterd against two baselines (see bench/README.md):
+#
+#   direct   bench/loadgen -> exampletools POST /echo
+#   nginx    bench/loadgen -> nginx (reverse proxy, keep-alive upstream) -> exampletools
+#   router   bench/loadgen -> toolrouterd POST /route -> exampletools POST /echo
+#
+# each at a fixed rate (open loop) and at full speed (closed loop), after a
+# warmup. Run by `make bench-load` after `make build` (bin/toolrouterd and
+# bin/exampletools). Everything listens on 127.0.0.1 only, everything it
+# starts is stopped on exit, and the whole run takes about 2 minutes.
+#
+# Knobs (environment):
+#   BENCH_RATE=2000          requests/s of the fixed-rate runs
+#   BENCH_RATE_WORKERS=64    loadgen workers of the fixed-rate runs
+#   BENCH_DURATION=10s       measured duration of every run
+#   BENCH_WARMUP=2s          unmeasured warmup before every run
+#   BENCH_CONCURRENCY=32     loadgen workers of the full-speed runs
+#   BENCH_NO_INSTALL=1       never install nginx (skip the nginx baseline if absent)
+#   BENCH_BIN=bin            directory holding toolrouterd and exampletools
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+
+RATE=${BENCH_RATE:-2000}
+RATE_WORKERS=${BENCH_RATE_WORKERS:-64}
+DURATION=${BENCH_DURATION:-10s}
+WARMUP=${BENCH_WARMUP:-2s}
+CONCURRENCY=${BENCH_CONCURRENCY:-32}
+BIN=${BENCH_BIN:-bin}
+
+log() { printf 'bench-load: %s\n' "$*" >&2; }
+die() { log "error: $*"; exit 1; }
+
+for b in "$BIN/toolrouterd" "$BIN/exampletools"; do
+	[[ -x $b ]] || die "$b is missing: run \`make build\` first (or \`make bench-load\`)"
+done
+command -v go >/dev/null || die "go is not on PATH"
+
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/toolrouterd-bench.XXXXXX")
+chmod 755 "$TMP" # nginx workers may run as another user
+PIDS=()
+
+cleanup() {
+	local pid
+	for pid in "${PIDS[@]}"; do
+		kill "$pid" 2>/dev/null || true
+	done
+	for pid in "${PIDS[@]}"; do
+		wait "$pid" 2>/dev/null || true
+	done
+	# nginx was started in the foreground (daemon off), so its master is in
+	# PIDS; its pid file is a second line of defence.
+	if [[ -s $TMP/nginx.pid ]]; then
+		kill "$(cat "$TMP/nginx.pid")" 2>/dev/null || true
+	fi
+	rm -rf "$TMP"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# ---------------------------------------------------------------------------
+# nginx: use the one on PATH, else install it from Debian packages.
+
+NGINX=""
+find_nginx() {
+	NGINX=$(command -v nginx || true)
+	[[ -z $NGINX && -x /usr/sbin/nginx ]] && NGINX=/usr/sbin/nginx
+	[[ -n $NGINX ]]
+}
+
+install_nginx() {
+	if [[ -n ${BENCH_NO_INSTALL:-} ]]; then
+		log "BENCH_NO_INSTALL is set: not installing nginx"
+		return 1
+	fi
+	if ! command -v apt-get >/dev/null || ! command -v apt-cache >/dev/null; then
+		log "no apt-get on this machine: cannot install nginx"
+		return 1
+	fi
+	local sudo=""
+	if [[ $(id -u) != 0 ]]; then
+		if command -v sudo >/dev/null && sudo -n true 2>/dev/null; then
+			sudo="sudo -n"
+		else
+			log "not root and no password-less sudo: cannot install nginx"
+			return 1
+		fi
+	fi
+	log "nginx not found: installing it from Debian packages (apt-get update && apt-get install)"
+	$sudo apt-get update -qq >&2 || { log "apt-get update failed"; return 1; }
+	local pkg=""
+	for p in nginx-light nginx; do
+		# (no `| grep -q`: with pipefail, grep closing the pipe early fails it)
+		if [[ $(apt-cache policy "$p" 2>/dev/null) =~ Candidate:\ [0-9] ]]; then
+			pkg=$p
+			break
+		fi
+	done
+	[[ -n $pkg ]] || { log "neither nginx-light nor nginx is available from apt"; return 1; }
+	# Keep the package's maintainer scripts from starting a system nginx on
+	# port 80 (policy-rc.d 101 = "action not allowed"), unless a policy is
+	# already in place.
+	local policy=/usr/sbin/policy-rc.d made_policy=""
+	if [[ ! -e $policy ]]; then
+		if printf '#!/bin/sh\nexit 101\n' | $sudo tee "$policy" >/dev/null && $sudo chmod 755 "$policy"; then
+			made_policy=1
+		fi
+	fi
+	local rc=0
+	DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "$pkg" >&2 || rc=$?
+	[[ -n $made_policy ]] && $sudo rm -f "$policy"
+	if [[ $rc != 0 ]]; then
+		log "apt-get install $pkg failed (exit $rc)"
+		return 1
+	fi
+	log "installed $pkg"
+}
+
+if ! find_nginx; then
+	if ! install_nginx || ! find_nginx; then
+		log "SKIPPING the nginx baseline: nginx is not available (see above)"
+		NGINX=""
+	fi
+fi
+
+# ---------------------------------------------------------------------------
+# Ports, processes.
+
+declare -A TAKEN=()
+port_in_use() {
+	if command -v ss >/dev/null; then
+		[[ -n $(ss -Htln "sport = :$1" 2>/dev/null) ]] && return 0
+	fi
+	(: </dev/tcp/127.0.0.1/"$1") 2>/dev/null
+}
+free_port() {
+	local p i
+	for i in $(seq 1 200); do
+		p=$((20000 + RANDOM % 40000))
+		[[ -n ${TAKEN[$p]:-} ]] && continue
+		if ! port_in_use "$p"; then
+			TAKEN[$p]=1
+			echo "$p"
+			return 0
+		fi
+	done
+	die "no free loopback port found"
+}
+
+# wait_http NAME URL PID: until URL answers (any HTTP status), or fail.
+wait_http() {
+	local name=$1 url=$2 pid=$3 i
+	for i in $(seq 1 100); do
+		if ! kill -0 "$pid" 2>/dev/null; then
+			log "$name exited during start-up; its log:"
+			cat "$TMP/$name.log" >&2 || true
+			exit 1
+		fi
+		if curl -s -o /dev/null --max-time 1 "$url" 2>/dev/null; then
+			return 0
+		fi
+		sleep 0.1
+	done
+	log "$name did not answer $url within 10s; its log:"
+	cat "$TMP/$name.log" >&2 || true
+	exit 1
+}
+command -v curl >/dev/null || die "curl is needed to wait for the servers"
+
+TOOL_PORT=$(free_port)
+ROUTER_PORT=$(free_port)
+NGINX_PORT=$(free_port)
+
+log "building bench/loadgen"
+go build -o "$TMP/loadgen" ./bench/loadgen
+
+"$BIN/exampletools" -addr "127.0.0.1:$TOOL_PORT" >"$TMP/exampletools.log" 2>&1 &
+PIDS+=($!)
+wait_http exampletools "http://127.0.0.1:$TOOL_PORT/healthz" "${PIDS[-1]}"
+
+cat >"$TMP/registry.yaml" <<EOF
+tools:
+  - name: test/echo
+    description: Echo tool (benchmark)
+    endpoint: http://127.0.0.1:$TOOL_PORT/echo
+    kind: tool
+    input_schema:
+      type: object
+      properties: {msg: {type: string}}
+    timeout: 10s
+EOF
+"$BIN/toolrouterd" check "$TMP/registry.yaml" >/dev/null
+
+env TOOLROUTER_ADDR="127.0.0.1:$ROUTER_PORT" \
+	TOOLROUTER_REGISTRY="$TMP/registry.yaml" \
+	TOOLROUTER_STORE=memory:// \
+	TOOLROUTER_LOG_LEVEL=warn \
+	TOOLROUTER_API_KEYS= \
+	"$BIN/toolrouterd" >"$TMP/toolrouterd.log" 2>&1 &
+PIDS+=($!)
+wait_http toolrouterd "http://127.0.0.1:$ROUTER_PORT/healthz" "${PIDS[-1]}"
+
+if [[ -n $NGINX ]]; then
+	mkdir -p "$TMP/nginx"
+	cat >"$TMP/nginx.conf" <<EOF
+worker_processes 1;
+daemon off;
+pid $TMP/nginx.pid;
+error_log $TMP/nginx.log warn;
+
+events {
+    worker_connections 4096;
+}
+
+http {
+    access_log off;
+    client_body_temp_path $TMP/nginx/client_body;
+    proxy_temp_path $TMP/nginx/proxy;
+    fastcgi_temp_path $TMP/nginx/fastcgi;
+    uwsgi_temp_path $TMP/nginx/uwsgi;
+    scgi_temp_path $TMP/nginx/scgi;
+
+    upstream tool {
+        server 127.0.0.1:$TOOL_PORT;
+        keepalive 64;
+    }
+
+    server {
+        listen 127.0.0.1:$NGINX_PORT;
+        location / {
+            proxy_pass http://tool;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+        }
+    }
+}
+EOF
+	if ! "$NGINX" -t -q -e "$TMP/nginx.log" -c "$TMP/nginx.conf" -p "$TMP/nginx" 2>"$TMP/nginx-test.log"; then
+		log "SKIPPING the nginx baseline: nginx rejected its configuration:"
+		cat "$TMP/nginx-test.log" >&2
+		NGINX=""
+	else
+		"$NGINX" -e "$TMP/nginx.log" -c "$TMP/nginx.conf" -p "$TMP/nginx" >>"$TMP/nginx.log" 2>&1 &
+		PIDS+=($!)
+		wait_http nginx "http://127.0.0.1:$NGINX_PORT/healthz" "${PIDS[-1]}"
+	fi
+fi
+
+# ---------------------------------------------------------------------------
+# Runs.
+
+printf '%s' '{"msg":"hi"}' >"$TMP/echo.json"
+printf '%s' '{"plan_id":"bench","tool_call":{"id":"call_1","type":"function","function":{"name":"test/echo","arguments":"{\"msg\":\"hi\"}"}}}' >"$TMP/route.json"
+
+# Sanity: each target answers 2xx with what we expect before we measure.
+post() { curl -sf --max-time 5 -X POST -H 'Content-Type: application/json' --data-binary @"$2" "$1" || true; }
+[[ $(post "http://127.0.0.1:$TOOL_PORT/echo" "$TMP/echo.json") == *'"msg":"hi"'* ]] ||
+	die "exampletools /echo did not echo"
+if [[ $(post "http://127.0.0.1:$ROUTER_PORT/route" "$TMP/route.json") != *'"success":true'* ]]; then
+	log "toolrouterd /route did not succeed: $(post "http://127.0.0.1:$ROUTER_PORT/route" "$TMP/route.json")"
+	log "its log:"
+	cat "$TMP/toolrouterd.log" >&2
+	exit 1
+fi
+if [[ -n $NGINX && $(post "http://127.0.0.1:$NGINX_PORT/echo" "$TMP/echo.json") != *'"msg":"hi"'* ]]; then
+	die "nginx -> exampletools /echo did not echo"
+fi
+
+TARGETS=(direct)
+[[ -n $NGINX ]] && TARGETS+=(nginx)
+TARGETS+=(router)
+
+declare -A URL=(
+	[direct]="http://127.0.0.1:$TOOL_PORT/echo"
+	[nginx]="http://127.0.0.1:$NGINX_PORT/echo"
+	[router]="http://127.0.0.1:$ROUTER_PORT/route"
+)
+declare -A BODY=(
+	[direct]="$TMP/echo.json"
+	[nginx]="$TMP/echo.json"
+	[router]="$TMP/route.json"
+)
+declare -A RES=()
+
+CORES=$(nproc 2>/dev/null || echo '?')
+log "machine: $CORES CPU cores; loadgen, toolrouterd, exampletools and nginx all share them"
+log "runs: fixed rate $RATE req/s ($RATE_WORKERS workers) and full speed ($CONCURRENCY workers), $DURATION each after a $WARMUP warmup"
+
+for mode in fixed full; do
+	for t in "${TARGETS[@]}"; do
+		if [[ $mode == fixed ]]; then
+			args=(-rate "$RATE" -concurrency "$RATE_WORKERS")
+		else
+			args=(-rate 0 -concurrency "$CONCURRENCY")
+		fi
+		log "running $t, $mode ..."
+		RES[$t.$mode]=$("$TMP/loadgen" -name "$t-$mode" -url "${URL[$t]}" -body "${BODY[$t]}" \
+			-header 'Content-Type: application/json' \
+			-duration "$DURATION" -warmup "$WARMUP" "${args[@]}")
+		printf '%s\n' "${RES[$t.$mode]}"
+	done
+done
+
+# ---------------------------------------------------------------------------
+# Report.
+
+# field JSON KEY: a number (or bare value) of loadgen's flat JSON line.
+field() {
+	sed -E 's/.*"'"$2"'":("[^"]*"|[^,}]*).*/\1/' <<<"$1"
+}
+# num V: V if it is a number, else "-".
+num() {
+	if [[ $1 =~ ^[0-9.]+$ ]]; then echo "$1"; else echo -; fi
+}
+# ratio A B: A/B with 2 decimals, or "-" when B is 0.
+ratio() {
+	awk -v a="$1" -v b="$2" 'BEGIN { if (b + 0 == 0) print "-"; else printf "%.2f", a / b }'
+}
+
+echo
+echo "== toolrouterd load benchmark ($(date -u +%Y-%m-%dT%H:%M:%SZ), $CORES CPU cores) =="
+echo "NOTE: the load generator runs on the same $CORES-core machine and competes for CPU with"
+echo "      the servers; full-speed figures are a lower bound for every target, and the router's"
+echo "      path (loadgen + toolrouterd + exampletools) has one more process to share CPU with."
+for mode in fixed full; do
+	echo
+	if [[ $mode == fixed ]]; then
+		echo "-- fixed rate: $RATE req/s for $DURATION, open loop, latency from scheduled send time --"
+		echo "   (lag_p99: how long requests waited in the generator for a free worker; the pacer's"
+		echo "    own timer overshoot, p99 $(num "$(field "${RES[direct.fixed]}" oversleep_p99_ms)") ms, is not charged)"
+	else
+		echo "-- full speed: $CONCURRENCY workers for $DURATION, closed loop --"
+	fi
+	printf '%-8s %10s %10s %8s %8s %9s %9s %9s %9s %9s\n' target requests 'rps' errors non2xx p50_ms p90_ms p99_ms max_ms lag_p99
+	for t in "${TARGETS[@]}"; do
+		r=${RES[$t.$mode]}
+		lag=-
+		[[ $mode == fixed ]] && lag=$(num "$(field "$r" lag_p99_ms)")
+		printf '%-8s %10s %10s %8s %8s %9s %9s %9s %9s %9s\n' "$t" \
+			"$(field "$r" requests)" "$(field "$r" rps)" "$(field "$r" errors)" "$(field "$r" non2xx)" \
+			"$(field "$r" p50_ms)" "$(field "$r" p90_ms)" "$(field "$r" p99_ms)" "$(field "$r" max_ms)" "$lag"
+		d=$(field "$r" dropped)
+		[[ $d =~ ^[0-9]+$ ]] && log "warning: $t $mode: $d requests fell due but never completed (server far behind)"
+	done
+	echo
+	printf '%-22s %12s %10s %10s\n' "toolrouterd ratio" throughput p50 p99
+	rr=${RES[router.$mode]}
+	for base in "${TARGETS[@]}"; do
+		[[ $base == router ]] && continue
+		br=${RES[$base.$mode]}
+		printf '%-22s %12s %10s %10s\n' "router / $base" \
+			"$(ratio "$(field "$rr" rps)" "$(field "$br" rps)")" \
+			"$(ratio "$(field "$rr" p50_ms)" "$(field "$br" p50_ms)")" \
+			"$(ratio "$(field "$rr" p99_ms)" "$(field "$br" p99_ms)")"
+	done
+done
+[[ -z $NGINX ]] && echo && echo "(nginx baseline skipped: nginx was not available; see the messages above)"
+echo
+echo "throughput ratio < 1: toolrouterd serves fewer requests/s than the baseline;"
+echo "latency ratios > 1: toolrouterd answers slower. See bench/README.md."
+
+# Any error or non-2xx answer makes the run fail, after the report.
+bad=0
+for k in "${!RES[@]}"; do
+	r=${RES[$k]}
+	if [[ $(field "$r" errors) != 0 || $(field "$r" non2xx) != 0 ]]; then
+		log "error: $k had errors or non-2xx answers: $r"
+		bad=1
+	fi
+done
+exit $bad
