@@ -127,6 +127,9 @@ type Request struct {
 	// header(s).
 	PlanID     string
 	ToolCallID string
+	// Progress, when set, receives progress a backend reports while the
+	// call runs (MCP notifications/progress); HTTP tools report none.
+	Progress func(progress, total float64, message string)
 }
 
 // Outcome is the result of a call.

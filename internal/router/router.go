@@ -128,7 +128,8 @@ func (r *Router) route(ctx context.Context, planID string, seq int64, payload an
 	now := r.now()
 	start := now()
 	id, _ := toolrouter.ToolCallID(planID, seq) // planID and seq are valid here
-	if emit == nil {
+	streaming := emit != nil
+	if !streaming {
 		emit = func(toolrouter.Update) {}
 	}
 	res := &toolrouter.Result{
@@ -219,7 +220,17 @@ func (r *Router) route(ctx context.Context, planID string, seq int64, payload an
 		}
 	}
 	emit(toolrouter.Update{ToolCallID: id, Status: toolrouter.StatusRunning, ToolName: tool.Name})
-	out := r.Exec.Call(ctx, remote.Request{Tool: tool, Args: call.Arguments, PlanID: planID, ToolCallID: id})
+	req := remote.Request{Tool: tool, Args: call.Arguments, PlanID: planID, ToolCallID: id}
+	if streaming {
+		req.Progress = func(progress, total float64, message string) {
+			u := toolrouter.Update{ToolCallID: id, Status: toolrouter.StatusRunning, ToolName: tool.Name, Message: message, Progress: &progress}
+			if total > 0 {
+				u.Total = &total
+			}
+			emit(u)
+		}
+	}
+	out := r.Exec.Call(ctx, req)
 	return finish(out, out.Answered)
 }
 

@@ -57,6 +57,12 @@ type Tool struct {
 	Headers      map[string]string `json:"-"`
 	Idempotent   bool              `json:"idempotent"`
 	Retries      int               `json:"retries"`
+	// MCPServer names the registry's MCP server that serves this tool, and
+	// MCPTool the tool's name on that server; both empty for HTTP tools.
+	MCPServer string `json:"mcp_server,omitempty"`
+	MCPTool   string `json:"mcp_tool,omitempty"`
+	// ReadOnly is an MCP tool's readOnlyHint annotation.
+	ReadOnly bool `json:"read_only,omitempty"`
 
 	// ValidateArgs checks decoded arguments against InputSchema; nil means
 	// anything goes. The returned error's text names the offending field.
