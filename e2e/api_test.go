@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
 )
 
@@ -241,5 +243,39 @@ func TestHugeBodyIsRejectedWithoutBeingRead(t *testing.T) {
 				t.Errorf("resident memory %.0f MiB after a 256 MiB body", rss/(1<<20))
 			}
 		}
+	}
+}
+
+// TestIdempotentReplay: a repeated Idempotency-Key returns the stored
+// result without calling the tool again; another body with it is 422.
+func TestIdempotentReplay(t *testing.T) {
+	var calls atomic.Int32
+	tool := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		io.Copy(io.Discard, r.Body)
+		fmt.Fprintf(w, `{"n":%d}`, calls.Load())
+	}))
+	defer tool.Close()
+	rt, _ := startRouter(t, fmt.Sprintf("tools:\n  - {name: count, endpoint: %s}\n", tool.URL))
+	body := map[string]any{"plan_id": "idem", "tool_call": map[string]any{"name": "count", "arguments": "{}"}}
+	first := do(t, "POST", rt.URL()+"/route", body, "Idempotency-Key", "k-1")
+	again := do(t, "POST", rt.URL()+"/route", body, "Idempotency-Key", "k-1")
+	if first.Status != 200 || again.Status != 200 {
+		t.Fatalf("%d %d", first.Status, again.Status)
+	}
+	if again.Header.Get("Idempotent-Replayed") != "true" || first.Header.Get("Idempotent-Replayed") != "" {
+		t.Errorf("replay header: first %q again %q", first.Header.Get("Idempotent-Replayed"), again.Header.Get("Idempotent-Replayed"))
+	}
+	if string(first.Body) != string(again.Body) || calls.Load() != 1 {
+		t.Errorf("tool called %d times; bodies\n%s\n%s", calls.Load(), first.Body, again.Body)
+	}
+	other := map[string]any{"plan_id": "idem", "tool_call": map[string]any{"name": "count", "arguments": `{"x":1}`}}
+	if resp := do(t, "POST", rt.URL()+"/route", other, "Idempotency-Key", "k-1"); resp.Status != 422 {
+		t.Errorf("same key, other body: %d %s", resp.Status, resp.Body)
+	}
+	// Without a key every request runs.
+	do(t, "POST", rt.URL()+"/route", body)
+	if calls.Load() != 2 {
+		t.Errorf("calls %d, want 2", calls.Load())
 	}
 }

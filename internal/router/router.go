@@ -173,6 +173,11 @@ func (r *Router) route(ctx context.Context, planID string, seq int64, payload an
 			res.ValidationPassed = validationPassed(out.Output)
 		}
 		call.Format = res.ProviderFormat
+		if call.ProviderCallID == "" {
+			// The provider sent no id (Ollama, Gemini, legacy function_call):
+			// answer under the stable id so the message still has one.
+			call.ProviderCallID = id
+		}
 		res.ProviderResult = format.ToolResult(call, res.Success, out.Output, out.Err)
 		status := toolrouter.StatusComplete
 		if !answered {
