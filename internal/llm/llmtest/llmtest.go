@@ -13,10 +13,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -128,9 +130,6 @@ func WithDefault(t Turn) Option { return func(c *config) { c.def = &t } }
 // "index", the way Ollama before v0.12.10 (and some models) do. Other
 // providers ignore it.
 func WithoutToolCallIDs() Option { return func(c *config) { c.noToolCallIDs = true } }
-
-// withClock is for tests of the fake itself.
-func withClock(now func() time.Time) Option { return func(c *config) { c.now = now } }
 
 // Server is one fake provider.
 type Server struct {
@@ -248,8 +247,8 @@ func (s *Server) Requests() []Recorded {
 	return append([]Recorded(nil), s.requests...)
 }
 
-// Rejections returns why each rejected request was rejected ("STATUS:
-// message"). Scripted failures (Turn.Status) are not rejections.
+// Rejections returns why each rejected request was rejected ("400 Bad
+// Request: message"). Scripted failures (Turn.Status) are not rejections.
 func (s *Server) Rejections() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -279,7 +278,7 @@ func (s *Server) nextTurn(rec Recorded) Turn {
 func (s *Server) addRejection(status int, msg string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.rejections = append(s.rejections, http.StatusText(status)+" ("+itoa(status)+"): "+msg)
+	s.rejections = append(s.rejections, strconv.Itoa(status)+" "+http.StatusText(status)+": "+msg)
 }
 
 const maxBody = 32 << 20
@@ -374,7 +373,7 @@ func ParseTurns(data []byte) ([]Turn, error) {
 	for i, t := range turns {
 		for j, c := range t.ToolCalls {
 			if c.Name == "" {
-				return nil, errors.New("turn " + itoa(i) + ": tool call " + itoa(j) + " has no name")
+				return nil, fmt.Errorf("turn %d: tool call %d has no name", i, j)
 			}
 		}
 	}
@@ -390,28 +389,6 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_, _ = w.Write(b)
-}
-
-func itoa(n int) string {
-	if n == 0 {
-		return "0"
-	}
-	neg := n < 0
-	if neg {
-		n = -n
-	}
-	var b [20]byte
-	i := len(b)
-	for n > 0 {
-		i--
-		b[i] = byte('0' + n%10)
-		n /= 10
-	}
-	if neg {
-		i--
-		b[i] = '-'
-	}
-	return string(b[i:])
 }
 
 func usageOf(t Turn) Usage {

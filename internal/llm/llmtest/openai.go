@@ -81,6 +81,7 @@ func (s *Server) serveOpenAI(w http.ResponseWriter, r *http.Request, rec Recorde
 		return
 	}
 	comp := s.openAICompletion(model, turn)
+	w.Header().Set("x-request-id", "req_"+randFrom(hexDigits, 32))
 	if stream, _ := rec.Body["stream"].(bool); stream {
 		includeUsage := false
 		if so, ok := rec.Body["stream_options"].(map[string]any); ok {
@@ -135,12 +136,21 @@ func openAICheckRequest(raw []byte, body map[string]any) (e openAIErr, bad bool)
 	if err := sch.Validate(inst); err != nil {
 		var ve *jsonschema.ValidationError
 		if errors.As(err, &ve) {
-			return openAIValidationError(ve), true
+			return openAIValidationError(ve, inst), true
 		}
 		return fail("llmtest: "+err.Error(), nil, nil)
 	}
-	// Tool names.
+	// Tools: not empty, and the tool options only with tools.
 	tools, _ := body["tools"].([]any)
+	if _, present := body["tools"]; present && tools != nil && len(tools) == 0 {
+		return fail("Invalid 'tools': empty array. Expected an array with minimum length 1, but got an empty array instead.", strp("tools"), strp("empty_array"))
+	}
+	for _, opt := range []string{"tool_choice", "parallel_tool_calls"} {
+		if v, present := body[opt]; present && v != nil && len(tools) == 0 {
+			return fail(fmt.Sprintf("Invalid value for '%s': '%s' is only allowed when 'tools' are specified.", opt, opt), strp(opt), nil)
+		}
+	}
+	// Tool names.
 	for i, t := range tools {
 		tm, _ := t.(map[string]any)
 		fn, _ := tm["function"].(map[string]any)
@@ -162,7 +172,16 @@ func openAICheckRequest(raw []byte, body map[string]any) (e openAIErr, bad bool)
 	// be JSON text.
 	for i, m := range msgs {
 		mm, _ := m.(map[string]any)
-		calls, _ := mm["tool_calls"].([]any)
+		calls, isList := mm["tool_calls"].([]any)
+		if isList && len(calls) == 0 {
+			p := fmt.Sprintf("messages[%d].tool_calls", i)
+			return fail(fmt.Sprintf("Invalid '%s': empty array. Expected an array with minimum length 1, but got an empty array instead.", p), strp(p), strp("empty_array"))
+		}
+		// An assistant message's content may only be absent or null when it
+		// calls tools.
+		if mm["role"] == "assistant" && len(calls) == 0 && mm["function_call"] == nil && mm["content"] == nil {
+			return fail("Invalid value for 'content': expected a string, got null.", strp(fmt.Sprintf("messages.[%d].content", i)), nil)
+		}
 		for j, c := range calls {
 			cm, _ := c.(map[string]any)
 			for _, k := range sortedKeys(cm) {

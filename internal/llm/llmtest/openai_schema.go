@@ -3,6 +3,7 @@ package llmtest
 import (
 	"bytes"
 	_ "embed"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/big"
@@ -94,7 +95,7 @@ func ValidateOpenAI(def string, doc []byte) error {
 	if err := sch.Validate(inst); err != nil {
 		var ve *jsonschema.ValidationError
 		if errors.As(err, &ve) {
-			e := openAIValidationError(ve)
+			e := openAIValidationError(ve, inst)
 			return fmt.Errorf("%s (%v)", e.Message, ve)
 		}
 		return err
@@ -183,7 +184,7 @@ func strp(s string) *string { return &s }
 // openAIValidationError turns a schema failure into the error OpenAI's API
 // gives for it ("Missing required parameter: 'messages[0].content'.",
 // "Invalid type for '…': expected a string, but got an object instead.", …).
-func openAIValidationError(ve *jsonschema.ValidationError) openAIErr {
+func openAIValidationError(ve *jsonschema.ValidationError, inst any) openAIErr {
 	leaf := bestLeaf(ve)
 	k := leaf.kind
 	path := openAIPath(leaf.loc)
@@ -199,10 +200,10 @@ func openAIValidationError(ve *jsonschema.ValidationError) openAIErr {
 		e.Message = fmt.Sprintf("Missing required parameter: '%s'.", p)
 		e.Code = strp("missing_required_parameter")
 	case *typesKind:
-		e.Message = fmt.Sprintf("Invalid type for '%s': expected %s, but got %s instead.", path, wantTypes(k.want), anJSONType(k.got))
+		e.Message = fmt.Sprintf("Invalid type for '%s': expected %s, but got %s instead.", path, wantTypes(k.want), anJSONType(instanceType(inst, leaf.loc, k.got)))
 		e.Code = strp("invalid_type")
 	case *kind.Type:
-		e.Message = fmt.Sprintf("Invalid type for '%s': expected %s, but got %s instead.", path, wantTypes(k.Want), anJSONType(k.Got))
+		e.Message = fmt.Sprintf("Invalid type for '%s': expected %s, but got %s instead.", path, wantTypes(k.Want), anJSONType(instanceType(inst, leaf.loc, k.Got)))
 		e.Code = strp("invalid_type")
 	case *kind.Enum:
 		e.Message = fmt.Sprintf("Invalid value: %s. Supported values are: %s.", quoteVal(k.Got), listVals(k.Want))
@@ -251,6 +252,32 @@ func openAIValidationError(ve *jsonschema.ValidationError) openAIErr {
 		e.Code = strp("invalid_value")
 	}
 	return e
+}
+
+// instanceType refines a "number" to "integer" when the value at loc is one.
+func instanceType(inst any, loc []string, got string) string {
+	if got != "number" {
+		return got
+	}
+	v := inst
+	for _, tok := range loc {
+		switch n := v.(type) {
+		case map[string]any:
+			v = n[tok]
+		case []any:
+			i, err := strconv.Atoi(tok)
+			if err != nil || i < 0 || i >= len(n) {
+				return got
+			}
+			v = n[i]
+		default:
+			return got
+		}
+	}
+	if n, ok := v.(json.Number); ok && !strings.ContainsAny(n.String(), ".eE") {
+		return "integer"
+	}
+	return got
 }
 
 // typesKind merges the type failures of the branches of a oneOf/anyOf at one
