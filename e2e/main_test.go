@@ -46,7 +46,7 @@ func runMain(m *testing.M) int {
 	}
 	defer os.RemoveAll(dir)
 	binDir = dir
-	for _, pkg := range []string{"toolrouterd", "exampletools"} {
+	for _, pkg := range []string{"toolrouterd", "exampletools", "fakellm"} {
 		cmd := exec.Command("go", "build", "-race", "-o", filepath.Join(dir, pkg), "../cmd/"+pkg)
 		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 		if err := cmd.Run(); err != nil {

@@ -17,9 +17,13 @@ import (
 // Keys stores Idempotency-Keys (store.Store).
 type Keys interface {
 	ClaimKey(ctx context.Context, key, fingerprint string, ttl time.Duration) (store.Claim, error)
-	CompleteKey(ctx context.Context, key string, response []byte) error
+	CompleteKey(ctx context.Context, key string, response []byte, ttl time.Duration) error
 	ReleaseKey(ctx context.Context, key string) error
 }
+
+// keyLease bounds how long a claimed key stays in progress: a replica that
+// dies mid-request frees its keys after it.
+const keyLease = 15 * time.Minute
 
 // keyWait is how long a request waits for another request holding the same
 // key before answering 409.
@@ -56,7 +60,7 @@ func idempotency(keys Keys, ttl time.Duration) func(http.Handler) http.Handler {
 			ctx := r.Context()
 			deadline := time.Now().Add(keyWait)
 			for {
-				claim, err := keys.ClaimKey(ctx, key, fp, ttl)
+				claim, err := keys.ClaimKey(ctx, key, fp, keyLease)
 				if err != nil {
 					writeError(w, r, err)
 					return
@@ -66,7 +70,7 @@ func idempotency(keys Keys, ttl time.Duration) func(http.Handler) http.Handler {
 					replay(w, r, claim.Response)
 					return
 				case store.Claimed:
-					runClaimed(w, r, next, keys, key)
+					runClaimed(w, r, next, keys, key, ttl)
 					return
 				}
 				if time.Now().After(deadline) {
@@ -85,7 +89,7 @@ func idempotency(keys Keys, ttl time.Duration) func(http.Handler) http.Handler {
 
 // runClaimed serves a request whose key this replica claimed and stores
 // its answer; a server error releases the key so a retry can run.
-func runClaimed(w http.ResponseWriter, r *http.Request, next http.Handler, keys Keys, key string) {
+func runClaimed(w http.ResponseWriter, r *http.Request, next http.Handler, keys Keys, key string, ttl time.Duration) {
 	rec := &recorder{ResponseWriter: w}
 	done := false
 	defer func() {
@@ -101,7 +105,7 @@ func runClaimed(w http.ResponseWriter, r *http.Request, next http.Handler, keys 
 		}
 		b, err := json.Marshal(storedResponse{Status: rec.status, ContentType: rec.Header().Get("Content-Type"), Body: rec.body})
 		if err == nil {
-			err = keys.CompleteKey(ctx, key, b)
+			err = keys.CompleteKey(ctx, key, b, ttl)
 		}
 		if err != nil {
 			log.Error().Err(err).Msg("store idempotent response")

@@ -105,11 +105,12 @@ func (m *Memory) ClaimKey(_ context.Context, key, fingerprint string, ttl time.D
 }
 
 // CompleteKey implements Store.
-func (m *Memory) CompleteKey(_ context.Context, key string, response []byte) error {
+func (m *Memory) CompleteKey(_ context.Context, key string, response []byte, ttl time.Duration) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if k, ok := m.keys[key]; ok {
 		k.response = append([]byte(nil), response...)
+		k.expires = m.now().Add(ttl)
 	}
 	return nil
 }

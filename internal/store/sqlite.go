@@ -3,9 +3,12 @@ package store
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"net/url"
 	"strings"
+	"time"
 
 	_ "modernc.org/sqlite" // pure-Go SQLite driver (no cgo), registered as "sqlite"
 
@@ -13,21 +16,32 @@ import (
 )
 
 // SQLite is the embedded default store: one file, WAL mode, no setup.
+// Several processes may share the file on one machine: every write is one
+// statement or one BEGIN IMMEDIATE transaction, and writers wait for each
+// other (busy_timeout) instead of failing.
 type SQLite struct {
-	db *sql.DB
+	db  *sql.DB
+	now func() time.Time
 }
 
 var _ Store = (*SQLite)(nil)
 
-// sqliteMigrations are applied in order at start; each runs once.
-var sqliteMigrations = []string{
-	`CREATE TABLE IF NOT EXISTS plan_sequences (
-		plan_id TEXT PRIMARY KEY,
-		next    INTEGER NOT NULL
-	)`,
+// sqliteTime is how SQLite columns hold instants: UTC, fixed width, with
+// nanoseconds, so that they compare and sort as text.
+const sqliteTime = "2006-01-02T15:04:05.000000000Z"
+
+func sqliteTimeOf(t time.Time) string { return t.UTC().Format(sqliteTime) }
+
+func parseSQLiteTime(s string) (time.Time, error) {
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("sqlite: bad timestamp %q: %w", s, err)
+	}
+	return t.UTC(), nil
 }
 
-// OpenSQLite opens (creating when missing) the database file at path.
+// OpenSQLite opens (creating when missing) the database file at path and
+// applies the pending migrations.
 func OpenSQLite(ctx context.Context, path string) (*SQLite, error) {
 	if path == "" {
 		return nil, fmt.Errorf("sqlite store: empty path")
@@ -43,7 +57,7 @@ func OpenSQLite(ctx context.Context, path string) (*SQLite, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
 	}
-	s := &SQLite{db: db}
+	s := &SQLite{db: db, now: time.Now}
 	if err := s.migrate(ctx); err != nil {
 		db.Close()
 		return nil, err
@@ -51,36 +65,44 @@ func OpenSQLite(ctx context.Context, path string) (*SQLite, error) {
 	return s, nil
 }
 
+// migrate applies the embedded migrations not yet recorded in
+// schema_migrations, each in its own immediate transaction, so concurrent
+// openers of one file apply each version exactly once.
 func (s *SQLite) migrate(ctx context.Context) error {
 	if _, err := s.db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY)`); err != nil {
 		return fmt.Errorf("sqlite migrate: %w", err)
 	}
-	for i, m := range sqliteMigrations {
-		version := i + 1
-		tx, err := s.db.BeginTx(ctx, nil)
-		if err != nil {
-			return fmt.Errorf("sqlite migrate %d: %w", version, err)
-		}
-		var n int
-		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM schema_migrations WHERE version = ?`, version).Scan(&n); err != nil {
-			tx.Rollback()
-			return fmt.Errorf("sqlite migrate %d: %w", version, err)
-		}
-		if n == 0 {
-			if _, err := tx.ExecContext(ctx, m); err != nil {
-				tx.Rollback()
-				return fmt.Errorf("sqlite migrate %d: %w", version, err)
+	for _, m := range migrations("sqlite") {
+		if err := s.tx(ctx, func(tx *sql.Tx) error {
+			var n int
+			if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM schema_migrations WHERE version = ?`, m.version).Scan(&n); err != nil || n > 0 {
+				return err
 			}
-			if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version) VALUES (?)`, version); err != nil {
-				tx.Rollback()
-				return fmt.Errorf("sqlite migrate %d: %w", version, err)
+			if _, err := tx.ExecContext(ctx, m.sql); err != nil {
+				return err
 			}
-		}
-		if err := tx.Commit(); err != nil {
-			return fmt.Errorf("sqlite migrate %d: %w", version, err)
+			_, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version) VALUES (?)`, m.version)
+			return err
+		}); err != nil {
+			return fmt.Errorf("sqlite migrate %s: %w", m.name, err)
 		}
 	}
 	return nil
+}
+
+// tx runs f in one BEGIN IMMEDIATE transaction (the DSN's _txlock), which
+// takes the write lock up front: no reader-turned-writer ever fails with
+// SQLITE_BUSY halfway through.
+func (s *SQLite) tx(ctx context.Context, f func(*sql.Tx) error) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if err := f(tx); err != nil {
+		tx.Rollback()
+		return err
+	}
+	return tx.Commit()
 }
 
 // NextSequence implements Store with one atomic upsert.
@@ -96,6 +118,230 @@ func (s *SQLite) NextSequence(ctx context.Context, planID string) (int64, error)
 		return 0, fmt.Errorf("sqlite next sequence: %w", err)
 	}
 	return seq, nil
+}
+
+// SaveResult implements Store.
+func (s *SQLite) SaveResult(ctx context.Context, res *toolrouter.Result) error {
+	b, err := json.Marshal(res)
+	if err != nil {
+		return fmt.Errorf("sqlite save result: %w", err)
+	}
+	_, err = s.db.ExecContext(ctx, `INSERT INTO route_results (tool_call_id, plan_id, body, created_at)
+		VALUES (?, ?, ?, ?)
+		ON CONFLICT (tool_call_id) DO UPDATE SET plan_id = excluded.plan_id, body = excluded.body`,
+		res.ToolCallID, res.PlanID, string(b), sqliteTimeOf(s.now()))
+	if err != nil {
+		return fmt.Errorf("sqlite save result: %w", err)
+	}
+	return nil
+}
+
+// GetResult implements Store.
+func (s *SQLite) GetResult(ctx context.Context, id string) (*toolrouter.Result, error) {
+	var body string
+	err := s.db.QueryRowContext(ctx, `SELECT body FROM route_results WHERE tool_call_id = ?`, id).Scan(&body)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, toolrouter.Errorf(toolrouter.ENOTFOUND, "tool call %q not found", id)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("sqlite get result: %w", err)
+	}
+	var res toolrouter.Result
+	if err := json.Unmarshal([]byte(body), &res); err != nil {
+		return nil, fmt.Errorf("sqlite get result %q: %w", id, err)
+	}
+	return &res, nil
+}
+
+// ClaimKey implements Store in one immediate transaction: an expired claim
+// is deleted, then the key is inserted unless present, else read.
+func (s *SQLite) ClaimKey(ctx context.Context, key, fingerprint string, ttl time.Duration) (Claim, error) {
+	var c Claim
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		now := s.now()
+		if _, err := tx.ExecContext(ctx, `DELETE FROM idempotency_keys WHERE key = ? AND expires_at < ?`,
+			key, sqliteTimeOf(now)); err != nil {
+			return err
+		}
+		r, err := tx.ExecContext(ctx, `INSERT INTO idempotency_keys (key, fingerprint, expires_at) VALUES (?, ?, ?)
+			ON CONFLICT (key) DO NOTHING`, key, fingerprint, sqliteTimeOf(now.Add(ttl)))
+		if err != nil {
+			return err
+		}
+		if n, err := r.RowsAffected(); err != nil || n == 1 {
+			c = Claim{State: Claimed}
+			return err
+		}
+		var fp string
+		var resp []byte
+		if err := tx.QueryRowContext(ctx, `SELECT fingerprint, response FROM idempotency_keys WHERE key = ?`,
+			key).Scan(&fp, &resp); err != nil {
+			return err
+		}
+		switch {
+		case fp != fingerprint:
+			return ErrKeyReused
+		case resp == nil:
+			c = Claim{State: InProgress}
+		default:
+			c = Claim{State: Answered, Response: resp}
+		}
+		return nil
+	})
+	if err == ErrKeyReused {
+		return Claim{}, err
+	}
+	if err != nil {
+		return Claim{}, fmt.Errorf("sqlite claim key: %w", err)
+	}
+	return c, nil
+}
+
+// CompleteKey implements Store.
+func (s *SQLite) CompleteKey(ctx context.Context, key string, response []byte, ttl time.Duration) error {
+	if _, err := s.db.ExecContext(ctx, `UPDATE idempotency_keys SET response = ?, expires_at = ? WHERE key = ?`,
+		keyResponse(response), sqliteTimeOf(s.now().Add(ttl)), key); err != nil {
+		return fmt.Errorf("sqlite complete key: %w", err)
+	}
+	return nil
+}
+
+// ReleaseKey implements Store.
+func (s *SQLite) ReleaseKey(ctx context.Context, key string) error {
+	if _, err := s.db.ExecContext(ctx, `DELETE FROM idempotency_keys WHERE key = ? AND response IS NULL`, key); err != nil {
+		return fmt.Errorf("sqlite release key: %w", err)
+	}
+	return nil
+}
+
+// PurgeExpiredKeys deletes every expired idempotency key and returns how
+// many it deleted. ClaimKey already ignores them; this only reclaims space.
+func (s *SQLite) PurgeExpiredKeys(ctx context.Context) (int, error) {
+	r, err := s.db.ExecContext(ctx, `DELETE FROM idempotency_keys WHERE expires_at < ?`, sqliteTimeOf(s.now()))
+	if err != nil {
+		return 0, fmt.Errorf("sqlite purge keys: %w", err)
+	}
+	n, err := r.RowsAffected()
+	return int(n), err
+}
+
+// SaveRun implements Store.
+func (s *SQLite) SaveRun(ctx context.Context, run *toolrouter.Run) error {
+	b, err := json.Marshal(run)
+	if err != nil {
+		return fmt.Errorf("sqlite save run: %w", err)
+	}
+	_, err = s.db.ExecContext(ctx, `INSERT INTO runs (run_id, plan_id, status, owner, heartbeat_at, created_at, body)
+		VALUES (?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (run_id) DO UPDATE SET plan_id = excluded.plan_id, status = excluded.status,
+			owner = excluded.owner, heartbeat_at = excluded.heartbeat_at,
+			created_at = excluded.created_at, body = excluded.body`,
+		run.RunID, run.Context.PlanID, string(run.Status), run.Owner,
+		sqliteTimeOf(run.HeartbeatAt), sqliteTimeOf(run.CreatedAt), string(b))
+	if err != nil {
+		return fmt.Errorf("sqlite save run: %w", err)
+	}
+	return nil
+}
+
+func scanSQLiteRun(sc interface{ Scan(...any) error }) (*toolrouter.Run, error) {
+	var body, owner, hb string
+	if err := sc.Scan(&body, &owner, &hb); err != nil {
+		return nil, err
+	}
+	heartbeat, err := parseSQLiteTime(hb)
+	if err != nil {
+		return nil, err
+	}
+	return decodeRun([]byte(body), owner, heartbeat)
+}
+
+// GetRun implements Store.
+func (s *SQLite) GetRun(ctx context.Context, id string) (*toolrouter.Run, error) {
+	run, err := scanSQLiteRun(s.db.QueryRowContext(ctx,
+		`SELECT body, owner, heartbeat_at FROM runs WHERE run_id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, toolrouter.Errorf(toolrouter.ENOTFOUND, "run %q not found", id)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("sqlite get run: %w", err)
+	}
+	return run, nil
+}
+
+// ListRuns implements Store.
+func (s *SQLite) ListRuns(ctx context.Context, planID string, limit int) ([]*toolrouter.Run, error) {
+	if limit <= 0 {
+		limit = -1 // no limit
+	}
+	rows, err := s.db.QueryContext(ctx, `SELECT body, owner, heartbeat_at FROM runs WHERE plan_id = ?
+		ORDER BY created_at DESC, run_id DESC LIMIT ?`, planID, limit)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite list runs: %w", err)
+	}
+	defer rows.Close()
+	out := []*toolrouter.Run{}
+	for rows.Next() {
+		run, err := scanSQLiteRun(rows)
+		if err != nil {
+			return nil, fmt.Errorf("sqlite list runs: %w", err)
+		}
+		out = append(out, run)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite list runs: %w", err)
+	}
+	return out, nil
+}
+
+// InterruptStale implements Store in one immediate transaction, so a run is
+// interrupted once even when several processes sweep at the same time.
+func (s *SQLite) InterruptStale(ctx context.Context, before time.Time) (int, error) {
+	n := 0
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		n = 0
+		rows, err := tx.QueryContext(ctx, `SELECT run_id, body FROM runs WHERE status = ? AND heartbeat_at < ?`,
+			string(toolrouter.RunRunning), sqliteTimeOf(before))
+		if err != nil {
+			return err
+		}
+		type stale struct{ id, body string }
+		var runs []stale
+		for rows.Next() {
+			var r stale
+			if err := rows.Scan(&r.id, &r.body); err != nil {
+				rows.Close()
+				return err
+			}
+			runs = append(runs, r)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		now := s.now()
+		for _, r := range runs {
+			var run toolrouter.Run
+			if err := json.Unmarshal([]byte(r.body), &run); err != nil {
+				return fmt.Errorf("run %q: %w", r.id, err)
+			}
+			Interrupt(&run, now)
+			b, err := json.Marshal(&run)
+			if err != nil {
+				return err
+			}
+			if _, err := tx.ExecContext(ctx, `UPDATE runs SET status = ?, body = ? WHERE run_id = ?`,
+				string(run.Status), string(b), r.id); err != nil {
+				return err
+			}
+			n++
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("sqlite interrupt stale runs: %w", err)
+	}
+	return n, nil
 }
 
 // Ping implements Store.

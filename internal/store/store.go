@@ -24,14 +24,15 @@ type Store interface {
 	GetResult(ctx context.Context, toolCallID string) (*toolrouter.Result, error)
 
 	// ClaimKey claims an Idempotency-Key for a request whose body has the
-	// given fingerprint. It returns a Claim saying whether the caller now
+	// given fingerprint, for at most lease while it runs (so a replica that
+	// dies mid-request does not hold the key for long). It returns a Claim saying whether the caller now
 	// owns the key (and must Complete or Release it), whether the key was
 	// already answered (Response holds the stored answer), or whether
 	// another request holds it. A key used with another fingerprint is an
 	// EUNPROCESSABLE error. Expired keys are treated as absent.
-	ClaimKey(ctx context.Context, key, fingerprint string, ttl time.Duration) (Claim, error)
-	// CompleteKey stores the answer of a claimed key.
-	CompleteKey(ctx context.Context, key string, response []byte) error
+	ClaimKey(ctx context.Context, key, fingerprint string, lease time.Duration) (Claim, error)
+	// CompleteKey stores the answer of a claimed key, replayed for ttl.
+	CompleteKey(ctx context.Context, key string, response []byte, ttl time.Duration) error
 	// ReleaseKey drops a claim whose request did not complete, so a retry
 	// may run it.
 	ReleaseKey(ctx context.Context, key string) error
@@ -77,11 +78,20 @@ func Open(ctx context.Context, url string) (Store, error) {
 	case "memory":
 		return NewMemory(), nil
 	case "sqlite":
-		return OpenSQLite(ctx, sqlitePath(rest))
+		s, err := OpenSQLite(ctx, sqlitePath(rest))
+		if err != nil {
+			return nil, err
+		}
+		return s, nil
+	case "postgres", "postgresql":
+		s, err := OpenPostgres(ctx, url)
+		if err != nil {
+			return nil, err
+		}
+		return s, nil
 	}
 	return nil, fmt.Errorf("store %q: unsupported scheme %q (want memory, sqlite or postgres)", url, scheme)
 }
-
 
 // ErrKeyReused is returned by ClaimKey for a key already used with a
 // different request body.

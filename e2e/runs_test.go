@@ -1,0 +1,347 @@
+package e2e_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
+)
+
+// fakeLLM is a fake provider process (cmd/fakellm).
+type fakeLLM struct {
+	*proc
+	provider, baseURL string
+}
+
+func startFakeLLM(t *testing.T, provider string, extra ...string) *fakeLLM {
+	t.Helper()
+	addr := freeAddr(t)
+	p := start(t, "fakellm", nil, append([]string{"-provider", provider, "-addr", addr}, extra...)...)
+	p.addr = addr
+	f := &fakeLLM{proc: p, provider: provider}
+	switch provider {
+	case "openai":
+		f.baseURL = "http://" + addr + "/v1"
+	default:
+		f.baseURL = "http://" + addr
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(p.Output(), "base_url=") {
+		if time.Now().After(deadline) {
+			t.Fatalf("fakellm did not start:\n%s", p.Output())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Cleanup(func() {
+		var rej []string
+		resp, err := http.Get("http://" + addr + "/_fakellm/rejections")
+		if err == nil {
+			json.NewDecoder(resp.Body).Decode(&rej)
+			resp.Body.Close()
+		}
+		if len(rej) > 0 {
+			t.Errorf("the fake %s rejected requests toolrouterd sent:\n%s", provider, strings.Join(rej, "\n"))
+		}
+	})
+	return f
+}
+
+// script queues the fake's next answers.
+func (f *fakeLLM) script(t *testing.T, turns ...map[string]any) {
+	t.Helper()
+	raw, _ := json.Marshal(turns)
+	resp, err := http.Post("http://"+f.addr+"/_fakellm/script", "application/json", strings.NewReader(string(raw)))
+	if err != nil || resp.StatusCode != 204 {
+		t.Fatalf("script fake: %v %v", err, resp)
+	}
+	resp.Body.Close()
+}
+
+// requests returns the bodies the fake received.
+func (f *fakeLLM) requests(t *testing.T) []map[string]any {
+	t.Helper()
+	resp, err := http.Get("http://" + f.addr + "/_fakellm/requests")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out []struct {
+		Body map[string]any `json:"body"`
+	}
+	json.NewDecoder(resp.Body).Decode(&out)
+	bodies := make([]map[string]any, len(out))
+	for i, o := range out {
+		bodies[i] = o.Body
+	}
+	return bodies
+}
+
+func toolCall(name string, args map[string]any) map[string]any {
+	return map[string]any{"name": toolrouter.ExportName(toolrouter.FormatOpenAI, name), "arguments": args}
+}
+
+// runsRegistry is the example registry plus a provider pointing at the fake.
+func runsRegistry(t *testing.T, toolsAddr string, f *fakeLLM) string {
+	return exampleRegistry(t, toolsAddr) + fmt.Sprintf(`
+providers:
+  - name: fake
+    kind: %s
+    base_url: %s
+    model: fake-model
+    api_key_env: FAKE_LLM_KEY
+default_provider: fake
+`, f.provider, f.baseURL)
+}
+
+type runResult struct {
+	RunID             string  `json:"run_id"`
+	Status            string  `json:"status"`
+	TerminatedReason  *string `json:"terminated_reason"`
+	Content           string  `json:"content"`
+	Iterations        int     `json:"iterations"`
+	TerminatedByLimit bool    `json:"terminated_by_limit"`
+	Error             *string `json:"error"`
+	Usage             *struct {
+		TotalTokens int `json:"total_tokens"`
+	} `json:"usage"`
+	ToolCalls []struct {
+		ToolCallID    string         `json:"tool_call_id"`
+		ToolName      string         `json:"tool_name"`
+		Inputs        map[string]any `json:"inputs"`
+		Output        any            `json:"output"`
+		Success       bool           `json:"success"`
+		Error         *string        `json:"error"`
+		ErrorCategory *string        `json:"error_category"`
+		DurationMS    float64        `json:"duration_ms"`
+		Iteration     int            `json:"iteration"`
+	} `json:"tool_calls"`
+	Context map[string]any `json:"context"`
+}
+
+func decodeRun(t *testing.T, r response) runResult {
+	t.Helper()
+	var run runResult
+	if err := json.Unmarshal(r.Body, &run); err != nil {
+		t.Fatalf("%v: %s", err, r.Body)
+	}
+	return run
+}
+
+// TestRunsAgainstEachProvider drives the real binary's /runs against a
+// fake of each provider, speaking its exact wire format.
+func TestRunsAgainstEachProvider(t *testing.T) {
+	for _, provider := range []string{"openai", "anthropic", "ollama"} {
+		t.Run(provider, func(t *testing.T) {
+			tools := startTools(t)
+			fake := startFakeLLM(t, provider, "-api-key", "sk-test-123")
+			rt, _ := startRouter(t, runsRegistry(t, tools.addr, fake), "FAKE_LLM_KEY=sk-test-123")
+
+			t.Run("single call", func(t *testing.T) {
+				fake.script(t,
+					map[string]any{"tool_calls": []any{toolCall("test/echo", map[string]any{"msg": "hello"})}},
+					map[string]any{"text": "Final answer after tool call"})
+				resp := do(t, "POST", rt.URL()+"/runs", map[string]any{"prompt": "Use the echo tool"})
+				run := decodeRun(t, resp)
+				if resp.Status != 200 || run.Status != "completed" || run.Content != "Final answer after tool call" || run.Iterations != 2 {
+					t.Fatalf("%d %s", resp.Status, resp.Body)
+				}
+				if len(run.ToolCalls) != 1 || !run.ToolCalls[0].Success || run.ToolCalls[0].ToolName != "test/echo" ||
+					run.ToolCalls[0].Iteration != 1 || run.ToolCalls[0].DurationMS <= 0 || !strings.HasPrefix(run.ToolCalls[0].ToolCallID, "tc_") {
+					t.Errorf("records %s", resp.Body)
+				}
+				if run.Usage == nil || run.Usage.TotalTokens == 0 {
+					t.Errorf("no usage: %s", resp.Body)
+				}
+			})
+
+			t.Run("two parallel calls, a failing and a missing tool", func(t *testing.T) {
+				fake.script(t,
+					map[string]any{"tool_calls": []any{
+						toolCall("math/add", map[string]any{"a": 2, "b": 3}),
+						toolCall("test/fail", map[string]any{}),
+						toolCall("test/nope", map[string]any{}),
+					}},
+					map[string]any{"text": "Done after tools"})
+				before := len(fake.requests(t))
+				resp := do(t, "POST", rt.URL()+"/runs", map[string]any{"prompt": "Use both tools"})
+				run := decodeRun(t, resp)
+				if run.Status != "completed" || len(run.ToolCalls) != 3 {
+					t.Fatalf("%s", resp.Body)
+				}
+				if !run.ToolCalls[0].Success || run.ToolCalls[0].ToolName != "math/add" {
+					t.Errorf("add: %+v", run.ToolCalls[0])
+				}
+				if run.ToolCalls[1].Success || run.ToolCalls[1].Error == nil || !strings.Contains(*run.ToolCalls[1].Error, "RuntimeError") {
+					t.Errorf("fail: %+v", run.ToolCalls[1])
+				}
+				if run.ToolCalls[2].Success || *run.ToolCalls[2].ErrorCategory != "not_found" {
+					t.Errorf("missing: %+v", run.ToolCalls[2])
+				}
+				// The second model call carried all three results, in call order.
+				second := fake.requests(t)[before+1]
+				text, _ := json.Marshal(second)
+				i5, iBoom, iNope := strings.Index(string(text), `sum`), strings.Index(string(text), "boom"), strings.Index(string(text), "not found")
+				if i5 < 0 || iBoom < 0 || iNope < 0 || !(i5 < iBoom && iBoom < iNope) {
+					t.Errorf("tool results not fed back in order: %s", text)
+				}
+			})
+
+			t.Run("max iterations", func(t *testing.T) {
+				var turns []map[string]any
+				for i := 0; i < 3; i++ {
+					turns = append(turns, map[string]any{"tool_calls": []any{toolCall("test/echo", map[string]any{"i": i})}})
+				}
+				fake.script(t, turns...)
+				resp := do(t, "POST", rt.URL()+"/runs", map[string]any{"prompt": "Keep calling tools", "max_iterations": 3})
+				run := decodeRun(t, resp)
+				if run.Status != "terminated" || !run.TerminatedByLimit || run.Iterations != 3 || len(run.ToolCalls) != 3 ||
+					run.TerminatedReason == nil || *run.TerminatedReason != "max_iterations" {
+					t.Errorf("%s", resp.Body)
+				}
+			})
+
+			t.Run("context threading", func(t *testing.T) {
+				fake.script(t,
+					map[string]any{"tool_calls": []any{toolCall("test/context", map[string]any{"path": "a.txt"})}},
+					map[string]any{"text": "ok"})
+				resp := do(t, "POST", rt.URL()+"/runs", map[string]any{"prompt": "Use sandbox", "context": map[string]any{
+					"plan_id": "plan-ctx-" + provider, "phase": "execute", "sandbox_root": "/tmp/sandbox",
+					"resource_bindings": map[string]any{"db": "main"}}})
+				run := decodeRun(t, resp)
+				if len(run.ToolCalls) != 1 {
+					t.Fatalf("%s", resp.Body)
+				}
+				out, _ := run.ToolCalls[0].Output.(map[string]any)
+				args, _ := out["arguments"].(map[string]any)
+				if args["sandbox_root"] != "/tmp/sandbox" || args["path"] != "a.txt" || out["plan_id"] != "plan-ctx-"+provider {
+					t.Errorf("the tool received %v", out)
+				}
+				if rb, _ := args["resource_bindings"].(map[string]any); rb["db"] != "main" {
+					t.Errorf("resource bindings %v", args)
+				}
+				list := do(t, "GET", rt.URL()+"/runs?plan_id=plan-ctx-"+provider, nil)
+				if !strings.Contains(string(list.Body), run.RunID) {
+					t.Errorf("run not listed: %s", list.Body)
+				}
+			})
+
+			t.Run("async", func(t *testing.T) {
+				fake.script(t, map[string]any{"text": "async answer"})
+				resp := do(t, "POST", rt.URL()+"/runs", map[string]any{"prompt": "later"}, "Prefer", "respond-async")
+				if resp.Status != 202 {
+					t.Fatalf("%d %s", resp.Status, resp.Body)
+				}
+				loc := resp.Header.Get("Location")
+				if !strings.HasPrefix(loc, "/runs/run_") {
+					t.Fatalf("Location %q", loc)
+				}
+				deadline := time.Now().Add(15 * time.Second)
+				for {
+					run := decodeRun(t, do(t, "GET", rt.URL()+loc, nil))
+					if run.Status == "completed" && run.Content == "async answer" {
+						break
+					}
+					if time.Now().After(deadline) {
+						t.Fatalf("async run never completed: %+v", run)
+					}
+					time.Sleep(50 * time.Millisecond)
+				}
+			})
+
+			t.Run("SSE", func(t *testing.T) {
+				fake.script(t,
+					map[string]any{"tool_calls": []any{toolCall("test/echo", map[string]any{"msg": "s"})}},
+					map[string]any{"text": "streamed"})
+				status, events := stream(t, rt.URL()+"/runs", map[string]any{"prompt": "stream it"})
+				var names []string
+				for _, e := range events {
+					names = append(names, e.Event)
+				}
+				want := "run_started,model_turn,tool_call_started,tool_call_finished,model_turn,run_finished"
+				if status != 200 || strings.Join(names, ",") != want {
+					t.Fatalf("%d %v", status, names)
+				}
+				if last := events[len(events)-1].Data; last["status"] != "completed" || last["content"] != "streamed" {
+					t.Errorf("final event %v", last)
+				}
+				if started := events[2].Data; started["tool_name"] == nil || started["arguments"] == nil {
+					t.Errorf("tool_call_started lacks name/arguments: %v", started)
+				}
+			})
+		})
+	}
+}
+
+// TestRunErrors: bad input is 400 naming the field; a provider error ends
+// the run as failed with the provider's message; keys stay out of logs.
+func TestRunErrors(t *testing.T) {
+	tools := startTools(t)
+	fake := startFakeLLM(t, "openai", "-api-key", "sk-secret-999")
+	rt, _ := startRouter(t, runsRegistry(t, tools.addr, fake), "FAKE_LLM_KEY=sk-secret-999")
+	for field, body := range map[string]map[string]any{
+		"prompt":          {"prompt": ""},
+		"max_iterations":  {"prompt": "x", "max_iterations": 0},
+		"provider":        {"prompt": "x", "provider": "nope"},
+		"tools[0]":        {"prompt": "x", "tools": []any{"test/nope"}},
+		"context.plan_id": {"prompt": "x", "context": map[string]any{"plan_id": ""}},
+	} {
+		resp := do(t, "POST", rt.URL()+"/runs", body)
+		if d, _ := resp.JSON(t)["detail"].(string); resp.Status != 400 || !strings.Contains(d, field) {
+			t.Errorf("%s: %d %s", field, resp.Status, resp.Body)
+		}
+	}
+	if resp := do(t, "GET", rt.URL()+"/runs/run_unknown", nil); resp.Status != 404 {
+		t.Errorf("unknown run: %d", resp.Status)
+	}
+	if resp := do(t, "GET", rt.URL()+"/runs", nil); resp.Status != 400 {
+		t.Errorf("list without plan_id: %d", resp.Status)
+	}
+	fake.script(t, map[string]any{"status": 400, "error_message": "Invalid value for 'model'"})
+	run := decodeRun(t, do(t, "POST", rt.URL()+"/runs", map[string]any{"prompt": "x"}))
+	if run.Status != "failed" || run.Error == nil || !strings.Contains(*run.Error, "Invalid value for 'model'") {
+		t.Errorf("provider error: %+v", run)
+	}
+	if strings.Contains(rt.Output(), "sk-secret-999") {
+		t.Errorf("the provider key appears in the log")
+	}
+}
+
+// TestRunClientDisconnectCancels: a client that hangs up on a synchronous
+// run cancels it; the run is stored as failed with its records.
+func TestRunClientDisconnectCancels(t *testing.T) {
+	tools := startTools(t)
+	fake := startFakeLLM(t, "openai")
+	rt, _ := startRouter(t, runsRegistry(t, tools.addr, fake))
+	fake.script(t, map[string]any{"tool_calls": []any{toolCall("test/slow", map[string]any{"ms": 1500})}}, map[string]any{"text": "never"})
+	client := &http.Client{Timeout: 400 * time.Millisecond}
+	raw, _ := json.Marshal(map[string]any{"prompt": "slow", "context": map[string]any{"plan_id": "plan-hangup"}})
+	if resp, err := client.Post(rt.URL()+"/runs", "application/json", strings.NewReader(string(raw))); err == nil {
+		resp.Body.Close()
+		t.Fatalf("the run answered before the client gave up: %d", resp.StatusCode)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var list struct {
+			Runs []runResult `json:"runs"`
+		}
+		json.Unmarshal(do(t, "GET", rt.URL()+"/runs?plan_id=plan-hangup", nil).Body, &list)
+		if len(list.Runs) == 1 && list.Runs[0].Status != "running" {
+			run := list.Runs[0]
+			if run.Status != "failed" || run.Error == nil || !strings.Contains(*run.Error, "cancel") || len(run.ToolCalls) != 1 || run.ToolCalls[0].Success {
+				t.Errorf("cancelled run %+v", run)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("run not finished: %+v", list.Runs)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if reqs := fake.requests(t); len(reqs) != 1 {
+		t.Errorf("the model was called %d times after the client left", len(reqs))
+	}
+}

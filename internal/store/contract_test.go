@@ -1,0 +1,711 @@
+package store_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/toolrouterd/toolrouterd/internal/store"
+	"github.com/toolrouterd/toolrouterd/internal/store/pgtest"
+	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
+)
+
+// The contract suite: every test runs against every store. Without a
+// PostgreSQL server (and TOOLROUTER_TEST_POSTGRES unset) the postgres
+// subtests skip, saying so; with CI=true they fail instead (pgtest).
+
+func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
+
+// backend opens stores of one kind. database makes a fresh database and
+// returns a function opening a new Store instance on it each call (closed
+// when the test ends): separate instances on one database are how the
+// suite simulates replicas. Memory cannot be shared between instances, so
+// its open returns the one instance.
+type backend struct {
+	name     string
+	replicas bool // open returns separate instances on one database
+	durable  bool // a reopened store sees what a closed one wrote
+	database func(t *testing.T) (open func() store.Store)
+}
+
+var backends = []backend{
+	{
+		name: "memory",
+		database: func(t *testing.T) func() store.Store {
+			m := store.NewMemory()
+			return func() store.Store { return m }
+		},
+	},
+	{
+		name: "sqlite", replicas: true, durable: true,
+		database: func(t *testing.T) func() store.Store {
+			url := "sqlite://" + filepath.Join(t.TempDir(), "toolrouter.db")
+			return opener(t, func() (store.Store, error) { return store.Open(context.Background(), url) })
+		},
+	},
+	{
+		name: "postgres", replicas: true, durable: true,
+		database: func(t *testing.T) func() store.Store {
+			url := pgtest.Start(t)
+			return opener(t, func() (store.Store, error) { return store.OpenPostgres(context.Background(), url) })
+		},
+	},
+}
+
+func opener(t *testing.T, open func() (store.Store, error)) func() store.Store {
+	return func() store.Store {
+		t.Helper()
+		s, err := open()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+}
+
+// each runs f once per backend, as a subtest named after it.
+func each(t *testing.T, f func(t *testing.T, b backend, open func() store.Store)) {
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) { f(t, b, b.database(t)) })
+	}
+}
+
+// replicas opens n instances on one database (n times the same instance
+// for memory).
+func replicas(open func() store.Store, n int) []store.Store {
+	ss := make([]store.Store, n)
+	for i := range ss {
+		ss[i] = open()
+	}
+	return ss
+}
+
+func wantCode(t *testing.T, err error, code string) {
+	t.Helper()
+	if got := toolrouter.ErrorCode(err); got != code {
+		t.Fatalf("error %v has code %q, want %q", err, got, code)
+	}
+}
+
+// roundTrip is what a store gives back for v: v through encoding/json, the
+// reference semantics of Memory.
+func roundTrip[T any](t *testing.T, v *T) *T {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out T
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatal(err)
+	}
+	return &out
+}
+
+func TestSequencesAreDistinctAndGapFreeAcrossReplicas(t *testing.T) {
+	each(t, func(t *testing.T, b backend, open func() store.Store) {
+		ctx := context.Background()
+		ss := replicas(open, 4)
+		const workers, per = 4, 25 // per replica
+		var mu sync.Mutex
+		seen := map[int64]int{}
+		var wg sync.WaitGroup
+		for _, s := range ss {
+			for w := 0; w < workers; w++ {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for i := 0; i < per; i++ {
+						n, err := s.NextSequence(ctx, "plan-a")
+						if err != nil {
+							t.Error(err)
+							return
+						}
+						mu.Lock()
+						seen[n]++
+						mu.Unlock()
+					}
+				}()
+			}
+		}
+		wg.Wait()
+		total := int64(len(ss) * workers * per)
+		for n, c := range seen {
+			if c > 1 {
+				t.Errorf("sequence %d handed out %d times", n, c)
+			}
+			if n < 0 || n >= total {
+				t.Errorf("sequence %d outside [0, %d)", n, total)
+			}
+		}
+		if int64(len(seen)) != total {
+			t.Errorf("%d distinct sequences, want %d (gaps)", len(seen), total)
+		}
+		if n, err := ss[1].NextSequence(ctx, "plan-a"); err != nil || n != total {
+			t.Errorf("next on another replica: %d, %v; want %d", n, err, total)
+		}
+		for i, s := range []store.Store{ss[0], ss[2], ss[0]} {
+			if n, err := s.NextSequence(ctx, "plan-b"); err != nil || n != int64(i) {
+				t.Errorf("plan-b #%d: %d, %v; want %d (a plan counts on its own, from 0)", i, n, err, i)
+			}
+		}
+		_, err := ss[0].NextSequence(ctx, "")
+		wantCode(t, err, toolrouter.EINVALID)
+		for _, s := range ss {
+			if err := s.Ping(ctx); err != nil {
+				t.Error(err)
+			}
+		}
+	})
+}
+
+func TestConcurrentOpenMigratesOnce(t *testing.T) {
+	each(t, func(t *testing.T, b backend, open func() store.Store) {
+		if !b.replicas {
+			t.Skip("memory has nothing to migrate")
+		}
+		ctx := context.Background()
+		ss := make([]store.Store, 5)
+		var wg sync.WaitGroup
+		for i := range ss {
+			wg.Add(1)
+			go func() { defer wg.Done(); ss[i] = open() }()
+		}
+		wg.Wait()
+		for i, s := range ss {
+			if s == nil {
+				t.FailNow() // open reported why
+			}
+			if n, err := s.NextSequence(ctx, "p"); err != nil || n != int64(i) {
+				t.Errorf("replica %d: %d, %v", i, n, err)
+			}
+		}
+	})
+}
+
+func sampleResult(id string) *toolrouter.Result {
+	pcid := "call_abc"
+	errText := `tool said: "no" <&> ünïcödé`
+	cat := toolrouter.ErrorCategory("execution")
+	passed := false
+	return &toolrouter.Result{
+		ToolCallID:     id,
+		ProviderCallID: &pcid,
+		PlanID:         "plan-001",
+		Sequence:       41,
+		ToolName:       "test/echo",
+		ProviderFormat: toolrouter.Format("openai"),
+		Arguments: map[string]any{"msg": "hi <b>&</b> ✓", "n": 1.5, "list": []any{"a", 2.0, nil, true},
+			"nested": map[string]any{"deep": map[string]any{}}},
+		Success: false,
+		// Key order, spacing-free compact form and big/precise numbers must
+		// survive: a jsonb column would reorder and reformat them.
+		Output:           json.RawMessage(`{"z":1,"a":[1,2.50,"x"],"n":{"b":null},"big":12345678901234567890,"é":"\u00fc"}`),
+		Error:            &errText,
+		ErrorCategory:    &cat,
+		IsValidation:     true,
+		ValidationPassed: &passed,
+		DurationMS:       1.75,
+		ProviderMetadata: map[string]any{"request_id": "req-1"},
+		ProviderResult:   map[string]any{"role": "tool", "tool_call_id": "call_abc", "content": "…"},
+	}
+}
+
+func TestResultsRoundTripExactly(t *testing.T) {
+	each(t, func(t *testing.T, b backend, open func() store.Store) {
+		ctx := context.Background()
+		ss := replicas(open, 2)
+		want := sampleResult("tc_0123456789abcdef01234567")
+		if err := ss[0].SaveResult(ctx, want); err != nil {
+			t.Fatal(err)
+		}
+		got, err := ss[1].GetResult(ctx, want.ToolCallID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, roundTrip(t, want)) {
+			t.Errorf("round trip:\n got %+v\nwant %+v", got, roundTrip(t, want))
+		}
+		wantJSON, _ := json.Marshal(want)
+		gotJSON, _ := json.Marshal(got)
+		if !bytes.Equal(gotJSON, wantJSON) {
+			t.Errorf("JSON differs:\n got %s\nwant %s", gotJSON, wantJSON)
+		}
+
+		// Saving again replaces.
+		want.Success, want.Error, want.ErrorCategory = true, nil, nil
+		want.Output = json.RawMessage(`[]`)
+		if err := ss[1].SaveResult(ctx, want); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := ss[0].GetResult(ctx, want.ToolCallID); err != nil || !reflect.DeepEqual(got, roundTrip(t, want)) {
+			t.Errorf("after replace: %+v, %v", got, err)
+		}
+
+		_, err = ss[0].GetResult(ctx, "tc_unknown")
+		wantCode(t, err, toolrouter.ENOTFOUND)
+	})
+}
+
+func wantClaim(t *testing.T, s store.Store, key, fp string, ttl time.Duration, state store.ClaimState, resp []byte) {
+	t.Helper()
+	c, err := s.ClaimKey(context.Background(), key, fp, ttl)
+	if err != nil {
+		t.Fatalf("claim %s/%s: %v", key, fp, err)
+	}
+	if c.State != state || !bytes.Equal(c.Response, resp) || (state == store.Answered) != (c.Response != nil) {
+		t.Fatalf("claim %s/%s: state %d response %q, want state %d response %q", key, fp, c.State, c.Response, state, resp)
+	}
+}
+
+func wantReused(t *testing.T, s store.Store, key, fp string) {
+	t.Helper()
+	_, err := s.ClaimKey(context.Background(), key, fp, time.Hour)
+	if !errors.Is(err, store.ErrKeyReused) {
+		t.Fatalf("claim %s/%s: %v, want ErrKeyReused", key, fp, err)
+	}
+	wantCode(t, err, toolrouter.EUNPROCESSABLE)
+}
+
+func TestClaimKeyStates(t *testing.T) {
+	each(t, func(t *testing.T, b backend, open func() store.Store) {
+		ctx := context.Background()
+		ss := replicas(open, 2)
+		a, c := ss[0], ss[1]
+		const hour = time.Hour
+		// Every byte value, a NUL and invalid UTF-8: the answer is opaque.
+		answer := []byte("{\"tool_call_id\":\"tc_1\"}\x00\xff\xfe")
+		for i := 0; i < 256; i++ {
+			answer = append(answer, byte(i))
+		}
+
+		wantClaim(t, a, "k1", "fp1", hour, store.Claimed, nil)
+		wantClaim(t, c, "k1", "fp1", hour, store.InProgress, nil)
+		wantClaim(t, a, "k1", "fp1", hour, store.InProgress, nil) // even for the claimer
+		wantReused(t, c, "k1", "fp2")
+		if err := a.CompleteKey(ctx, "k1", answer, time.Hour); err != nil {
+			t.Fatal(err)
+		}
+		wantClaim(t, c, "k1", "fp1", hour, store.Answered, answer)
+		wantClaim(t, a, "k1", "fp1", hour, store.Answered, answer)
+		wantReused(t, c, "k1", "fp2")
+		if err := c.ReleaseKey(ctx, "k1"); err != nil { // an answered key stays
+			t.Fatal(err)
+		}
+		wantClaim(t, c, "k1", "fp1", hour, store.Answered, answer)
+
+		// Release lets a retry (any body) claim it again.
+		wantClaim(t, a, "k2", "fp1", hour, store.Claimed, nil)
+		wantClaim(t, c, "k2", "fp1", hour, store.InProgress, nil)
+		if err := a.ReleaseKey(ctx, "k2"); err != nil {
+			t.Fatal(err)
+		}
+		wantClaim(t, c, "k2", "fp-other", hour, store.Claimed, nil)
+		wantReused(t, a, "k2", "fp1")
+
+		// Expired keys, in progress or answered, are absent.
+		const short = 250 * time.Millisecond // long enough for the checks below on a loaded machine
+		wantClaim(t, a, "k3", "fp1", short, store.Claimed, nil)
+		wantClaim(t, a, "k4", "fp1", short, store.Claimed, nil)
+		if err := a.CompleteKey(ctx, "k4", []byte("old answer"), short); err != nil {
+			t.Fatal(err)
+		}
+		wantClaim(t, c, "k3", "fp1", short, store.InProgress, nil)
+		wantClaim(t, c, "k4", "fp1", short, store.Answered, []byte("old answer"))
+		time.Sleep(short + 150*time.Millisecond)
+		wantClaim(t, c, "k3", "fp2", hour, store.Claimed, nil)
+		wantClaim(t, c, "k4", "fp1", hour, store.Claimed, nil)
+		wantClaim(t, a, "k4", "fp1", hour, store.InProgress, nil)
+
+		// Unknown keys: completing or releasing is a no-op.
+		if err := a.CompleteKey(ctx, "nope", []byte("x"), time.Hour); err != nil {
+			t.Error(err)
+		}
+		if err := a.ReleaseKey(ctx, "nope"); err != nil {
+			t.Error(err)
+		}
+		// A short lease while in progress, the answer's TTL once complete.
+		wantClaim(t, a, "k5", "fp1", short, store.Claimed, nil)
+		if err := a.CompleteKey(ctx, "k5", []byte("kept"), hour); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(short + 150*time.Millisecond)
+		wantClaim(t, c, "k5", "fp1", hour, store.Answered, []byte("kept"))
+		if err := a.ReleaseKey(ctx, "nope"); err != nil {
+			t.Error(err)
+		}
+		wantClaim(t, a, "nope", "fp", hour, store.Claimed, nil)
+	})
+}
+
+func TestClaimKeyConcurrentlyHasOneWinner(t *testing.T) {
+	each(t, func(t *testing.T, b backend, open func() store.Store) {
+		ctx := context.Background()
+		ss := replicas(open, 4)
+		const perReplica, keys = 6, 4
+		for k := 0; k < keys; k++ {
+			key := fmt.Sprintf("race-%d", k)
+			var mu sync.Mutex
+			states := map[store.ClaimState]int{}
+			var winner store.Store
+			var wg sync.WaitGroup
+			start := make(chan struct{})
+			for _, s := range ss {
+				for g := 0; g < perReplica; g++ {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						<-start
+						c, err := s.ClaimKey(ctx, key, "fp", time.Hour)
+						if err != nil {
+							t.Error(err)
+							return
+						}
+						mu.Lock()
+						states[c.State]++
+						if c.State == store.Claimed {
+							winner = s
+						}
+						mu.Unlock()
+					}()
+				}
+			}
+			close(start)
+			wg.Wait()
+			n := len(ss) * perReplica
+			if states[store.Claimed] != 1 || states[store.InProgress] != n-1 {
+				t.Fatalf("%s: %d claimed, %d in progress, %d answered; want 1, %d, 0",
+					key, states[store.Claimed], states[store.InProgress], states[store.Answered], n-1)
+			}
+			if err := winner.CompleteKey(ctx, key, []byte(key), time.Hour); err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range ss {
+				wantClaim(t, s, key, "fp", time.Hour, store.Answered, []byte(key))
+			}
+		}
+	})
+}
+
+// sameInstant compares instants to the microsecond: PostgreSQL keeps
+// timestamps in microseconds.
+func sameInstant(a, b time.Time) bool {
+	d := a.Sub(b)
+	return d < time.Microsecond && d > -time.Microsecond
+}
+
+func sampleRun(id, plan string, created time.Time) *toolrouter.Run {
+	reason := toolrouter.ReasonMaxIterations
+	out := "done"
+	cat := toolrouter.ErrorCategory("timeout")
+	finished := created.Add(1500 * time.Millisecond)
+	return &toolrouter.Run{
+		RunID: id, Status: toolrouter.RunTerminated, TerminatedReason: &reason,
+		Content: "the answer <&> ✓", Iterations: 2, TerminatedByLimit: true,
+		Provider: "local", Model: "qwen2.5:7b",
+		Usage: &toolrouter.Usage{InputTokens: 10, OutputTokens: 5, TotalTokens: 15},
+		ToolCalls: []toolrouter.ToolCallRecord{{
+			ToolCallID: "tc_1", ProviderCallID: "call_1", ToolName: "test/echo",
+			Inputs: map[string]any{"msg": "hi"}, Output: map[string]any{"msg": "hi"},
+			Success: true, DurationMS: 1.5, Iteration: 1,
+		}, {
+			ToolCallID: "tc_2", ToolName: "test/slow", Inputs: map[string]any{},
+			Output: nil, Error: &out, ErrorCategory: &cat, Iteration: 2,
+		}},
+		Context: toolrouter.ActorContext{PlanID: plan, Phase: "build", SandboxRoot: "/sandbox",
+			ResourceBindings: map[string]any{"db": "x"}, Metadata: map[string]any{"k": []any{1.0}}},
+		Prompt:      "do it",
+		CreatedAt:   created,
+		FinishedAt:  &finished,
+		Owner:       "replica-a",
+		HeartbeatAt: created.Add(time.Second),
+	}
+}
+
+// wantRun checks got is want as stored: its JSON fields through
+// encoding/json, Owner and HeartbeatAt as given.
+func wantRun(t *testing.T, got, want *toolrouter.Run) {
+	t.Helper()
+	if got.Owner != want.Owner || !sameInstant(got.HeartbeatAt, want.HeartbeatAt) {
+		t.Errorf("run %s: owner %q heartbeat %v, want %q %v", want.RunID, got.Owner, got.HeartbeatAt, want.Owner, want.HeartbeatAt)
+	}
+	g := *got
+	g.Owner, g.HeartbeatAt = "", time.Time{}
+	w := roundTrip(t, want)
+	if !reflect.DeepEqual(&g, w) {
+		t.Errorf("run %s:\n got %+v\nwant %+v", want.RunID, &g, w)
+	}
+}
+
+func TestRunsSaveGetList(t *testing.T) {
+	each(t, func(t *testing.T, b backend, open func() store.Store) {
+		ctx := context.Background()
+		ss := replicas(open, 2)
+		base := time.Date(2025, 6, 1, 12, 0, 0, 123456789, time.UTC)
+
+		run := sampleRun("run-1", "plan-x", base)
+		if err := ss[0].SaveRun(ctx, run); err != nil {
+			t.Fatal(err)
+		}
+		got, err := ss[1].GetRun(ctx, "run-1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantRun(t, got, run)
+
+		// Saving again replaces (a heartbeat, then the end of the run).
+		run.Status, run.TerminatedReason, run.Content = toolrouter.RunCompleted, nil, "final"
+		run.Owner, run.HeartbeatAt = "replica-b", base.Add(time.Minute)
+		if err := ss[1].SaveRun(ctx, run); err != nil {
+			t.Fatal(err)
+		}
+		got, err = ss[0].GetRun(ctx, "run-1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantRun(t, got, run)
+
+		_, err = ss[0].GetRun(ctx, "run-unknown")
+		wantCode(t, err, toolrouter.ENOTFOUND)
+
+		// Five more runs of plan-x, saved out of order, one of plan-y.
+		for _, i := range rand.Perm(5) {
+			r := sampleRun(fmt.Sprintf("run-x%d", i), "plan-x", base.Add(time.Duration(i+1)*time.Hour))
+			if err := ss[i%2].SaveRun(ctx, r); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := ss[0].SaveRun(ctx, sampleRun("run-y", "plan-y", base.Add(10*time.Hour))); err != nil {
+			t.Fatal(err)
+		}
+		ids := func(rs []*toolrouter.Run) string {
+			var s []string
+			for _, r := range rs {
+				s = append(s, r.RunID)
+			}
+			return strings.Join(s, ",")
+		}
+		for _, tc := range []struct {
+			plan  string
+			limit int
+			want  string
+		}{
+			{"plan-x", 0, "run-x4,run-x3,run-x2,run-x1,run-x0,run-1"},
+			{"plan-x", -1, "run-x4,run-x3,run-x2,run-x1,run-x0,run-1"},
+			{"plan-x", 2, "run-x4,run-x3"},
+			{"plan-x", 6, "run-x4,run-x3,run-x2,run-x1,run-x0,run-1"},
+			{"plan-x", 100, "run-x4,run-x3,run-x2,run-x1,run-x0,run-1"},
+			{"plan-y", 10, "run-y"},
+			{"plan-none", 10, ""},
+		} {
+			rs, err := ss[1].ListRuns(ctx, tc.plan, tc.limit)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := ids(rs); got != tc.want {
+				t.Errorf("ListRuns(%s, %d) = %s, want %s", tc.plan, tc.limit, got, tc.want)
+			}
+			if rs == nil {
+				t.Errorf("ListRuns(%s, %d) = nil, want an empty list (encodes as [])", tc.plan, tc.limit)
+			}
+		}
+		rs, _ := ss[0].ListRuns(ctx, "plan-x", 0)
+		wantRun(t, rs[len(rs)-1], run)
+	})
+}
+
+func TestInterruptStaleMarksOnlyStaleRunningRunsOnce(t *testing.T) {
+	each(t, func(t *testing.T, b backend, open func() store.Store) {
+		ctx := context.Background()
+		ss := replicas(open, 3)
+		before := time.Now().UTC().Truncate(time.Millisecond)
+		created := before.Add(-time.Hour)
+		mk := func(id, plan string, status toolrouter.RunStatus, heartbeat time.Time) *toolrouter.Run {
+			r := sampleRun(id, plan, created)
+			r.Status, r.HeartbeatAt, r.FinishedAt, r.Error = status, heartbeat, nil, nil
+			if err := ss[0].SaveRun(ctx, r); err != nil {
+				t.Fatal(err)
+			}
+			return r
+		}
+		stale := []*toolrouter.Run{
+			mk("stale-1", "p1", toolrouter.RunRunning, before.Add(-time.Minute)),
+			mk("stale-2", "p1", toolrouter.RunRunning, before.Add(-time.Millisecond)),
+			mk("stale-3", "p2", toolrouter.RunRunning, before.Add(-24*time.Hour)),
+		}
+		untouched := []*toolrouter.Run{
+			mk("fresh", "p1", toolrouter.RunRunning, before.Add(time.Second)),
+			mk("boundary", "p1", toolrouter.RunRunning, before), // not older than before
+			mk("done", "p1", toolrouter.RunCompleted, before.Add(-time.Hour)),
+			mk("failed", "p2", toolrouter.RunFailed, before.Add(-time.Hour)),
+		}
+
+		// Sweepers on every replica at once: each stale run is marked once.
+		var mu sync.Mutex
+		total := 0
+		var wg sync.WaitGroup
+		for _, s := range ss {
+			for g := 0; g < 3; g++ {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					n, err := s.InterruptStale(ctx, before)
+					if err != nil {
+						t.Error(err)
+					}
+					mu.Lock()
+					total += n
+					mu.Unlock()
+				}()
+			}
+		}
+		wg.Wait()
+		if total != len(stale) {
+			t.Errorf("interrupted %d runs in all, want %d", total, len(stale))
+		}
+		if n, err := ss[1].InterruptStale(ctx, before); err != nil || n != 0 {
+			t.Errorf("second sweep: %d, %v; want 0", n, err)
+		}
+
+		for _, r := range stale {
+			got, err := ss[2].GetRun(ctx, r.RunID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Status != toolrouter.RunInterrupted || got.Error == nil || *got.Error == "" ||
+				got.FinishedAt == nil || got.FinishedAt.Before(before) {
+				t.Errorf("%s: status %s error %v finished %v; want interrupted with an error and a finish time",
+					r.RunID, got.Status, got.Error, got.FinishedAt)
+			}
+			// Everything else is kept.
+			want := *r
+			store.Interrupt(&want, *got.FinishedAt)
+			want.Error = got.Error
+			wantRun(t, got, &want)
+		}
+		for _, r := range untouched {
+			got, err := ss[2].GetRun(ctx, r.RunID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantRun(t, got, r)
+		}
+		// Lists read the same state.
+		rs, err := ss[0].ListRuns(ctx, "p2", 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range rs {
+			if r.RunID == "stale-3" && r.Status != toolrouter.RunInterrupted {
+				t.Errorf("ListRuns shows stale-3 as %s", r.Status)
+			}
+		}
+	})
+}
+
+func TestReopenedStoreKeepsEverything(t *testing.T) {
+	each(t, func(t *testing.T, b backend, open func() store.Store) {
+		if !b.durable {
+			t.Skip("memory is not durable")
+		}
+		ctx := context.Background()
+		s := open()
+		for i := 0; i < 3; i++ {
+			if _, err := s.NextSequence(ctx, "p"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		res := sampleResult("tc_restart")
+		run := sampleRun("run-restart", "p", time.Now())
+		if err := s.SaveResult(ctx, res); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.SaveRun(ctx, run); err != nil {
+			t.Fatal(err)
+		}
+		wantClaim(t, s, "key", "fp", time.Hour, store.Claimed, nil)
+		if err := s.CompleteKey(ctx, "key", []byte("answer"), time.Hour); err != nil {
+			t.Fatal(err)
+		}
+		wantClaim(t, s, "key2", "fp", time.Hour, store.Claimed, nil)
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+
+		s = open() // migrations already applied: a no-op
+		if n, err := s.NextSequence(ctx, "p"); err != nil || n != 3 {
+			t.Errorf("after restart: %d, %v; want 3", n, err)
+		}
+		if got, err := s.GetResult(ctx, res.ToolCallID); err != nil || !reflect.DeepEqual(got, roundTrip(t, res)) {
+			t.Errorf("result after restart: %+v, %v", got, err)
+		}
+		if got, err := s.GetRun(ctx, run.RunID); err != nil {
+			t.Error(err)
+		} else {
+			wantRun(t, got, run)
+		}
+		wantClaim(t, s, "key", "fp", time.Hour, store.Answered, []byte("answer"))
+		wantClaim(t, s, "key2", "fp", time.Hour, store.InProgress, nil)
+	})
+}
+
+func TestOpenRejectsBadURLs(t *testing.T) {
+	for _, u := range []string{"redis://x", "nothing", "sqlite://", ""} {
+		if s, err := store.Open(context.Background(), u); err == nil {
+			s.Close()
+			t.Errorf("%q accepted", u)
+		}
+	}
+}
+
+func TestOpenPostgresFailsCleanly(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for _, u := range []string{
+		"postgres://user:s3cret-pw@127.0.0.1:1/db?connect_timeout=2", // nothing listens on port 1
+		"postgres://user:s3cret-pw@127.0.0.1:5432/db?pool_max_conns=zero",
+	} {
+		s, err := store.OpenPostgres(ctx, u)
+		if err == nil {
+			s.Close()
+			t.Fatalf("%s: opened", u)
+		}
+		if strings.Contains(err.Error(), "s3cret-pw") {
+			t.Errorf("error shows the password: %v", err)
+		}
+	}
+}
+
+// TestOpenWiresPostgres checks that TOOLROUTER_STORE=postgres://… and
+// postgresql://… reach the PostgreSQL store through store.Open.
+func TestOpenWiresPostgres(t *testing.T) {
+	url := pgtest.Start(t)
+	ctx := context.Background()
+	for _, u := range []string{url, "postgresql" + strings.TrimPrefix(url, "postgres")} {
+		s, err := store.Open(ctx, u)
+		if err != nil && strings.Contains(err.Error(), "unsupported scheme") {
+			t.Skip("store.Open does not route postgres:// to OpenPostgres yet (internal/store/store.go)")
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := s.(*store.Postgres); !ok {
+			t.Errorf("%s opened a %T", u, s)
+		}
+		if err := s.Ping(ctx); err != nil {
+			t.Error(err)
+		}
+		s.Close()
+	}
+}

@@ -1,0 +1,392 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
+)
+
+// Postgres is the store that several replicas share: sequences, claims and
+// sweeps are single atomic statements (or one implicit transaction), so any
+// number of processes may use one database at once.
+type Postgres struct {
+	pool *pgxpool.Pool
+	now  func() time.Time
+}
+
+var _ Store = (*Postgres)(nil)
+
+const (
+	// pgMigrationLock is the pg_advisory_lock key held while migrating, so
+	// replicas starting together apply each migration once ("toolrout").
+	pgMigrationLock int64 = 0x746f6f6c726f7574
+
+	// pgDefaultMaxConns is the pool size when the URL sets no
+	// pool_max_conns: enough for a replica's concurrent requests without
+	// letting a few replicas exhaust the server's max_connections (100).
+	pgDefaultMaxConns = 10
+
+	// pgDefaultConnectTimeout bounds a connection attempt when the URL sets
+	// no connect_timeout, so an unreachable server fails /readyz and start
+	// quickly instead of after the kernel's TCP timeout.
+	pgDefaultConnectTimeout = 10 * time.Second
+)
+
+// OpenPostgres connects to the database of a postgres:// or postgresql://
+// URL (any libpq URL or keyword/value string pgx accepts, plus pgxpool's
+// pool_* settings such as pool_max_conns, default 10) and applies the
+// pending migrations under an advisory lock. Behind a transaction-mode
+// pooler (PgBouncer) add default_query_exec_mode=exec to the URL: pgx
+// caches prepared statements per connection by default.
+func OpenPostgres(ctx context.Context, url string) (*Postgres, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		// pgx redacts the password from its parse errors.
+		return nil, fmt.Errorf("postgres store: %w", err)
+	}
+	if !connStringSets(url, "pool_max_conns") {
+		cfg.MaxConns = pgDefaultMaxConns
+	}
+	if !connStringSets(url, "connect_timeout") {
+		cfg.ConnConfig.ConnectTimeout = pgDefaultConnectTimeout
+	}
+	if _, ok := cfg.ConnConfig.RuntimeParams["application_name"]; !ok {
+		cfg.ConnConfig.RuntimeParams["application_name"] = "toolrouterd"
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("postgres store: %w", err)
+	}
+	p := &Postgres{pool: pool, now: time.Now}
+	if err := p.migrate(ctx); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return p, nil
+}
+
+// connStringSets reports whether a URL or keyword/value connection string
+// sets the parameter name.
+func connStringSets(conn, name string) bool {
+	if strings.HasPrefix(conn, "postgres://") || strings.HasPrefix(conn, "postgresql://") {
+		u, err := url.Parse(conn)
+		return err == nil && u.Query().Has(name)
+	}
+	for _, f := range strings.Fields(conn) {
+		if k, _, ok := strings.Cut(f, "="); ok && strings.TrimSpace(k) == name {
+			return true
+		}
+	}
+	return false
+}
+
+// migrate applies the embedded migrations not yet in schema_migrations.
+// The session-level advisory lock, held on one dedicated connection,
+// serializes replicas that start at the same time.
+func (p *Postgres) migrate(ctx context.Context) (err error) {
+	conn, err := p.pool.Acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("postgres store: connect: %w", err)
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock($1)`, pgMigrationLock); err != nil {
+		return fmt.Errorf("postgres migrate: lock: %w", err)
+	}
+	defer func() {
+		uctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if _, uerr := conn.Exec(uctx, `SELECT pg_advisory_unlock($1)`, pgMigrationLock); uerr != nil {
+			// The lock belongs to the session: never hand it back to the
+			// pool still held. Closing the connection releases it.
+			conn.Conn().Close(uctx)
+		}
+	}()
+
+	if _, err := conn.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+		version    INTEGER PRIMARY KEY,
+		applied_at TIMESTAMPTZ NOT NULL DEFAULT now()
+	)`); err != nil {
+		return fmt.Errorf("postgres migrate: %w", err)
+	}
+	rows, _ := conn.Query(ctx, `SELECT version FROM schema_migrations`)
+	versions, err := pgx.CollectRows(rows, pgx.RowTo[int32])
+	if err != nil {
+		return fmt.Errorf("postgres migrate: %w", err)
+	}
+	applied := make(map[int]bool, len(versions))
+	for _, v := range versions {
+		applied[int(v)] = true
+	}
+	for _, m := range migrations("postgres") {
+		if applied[m.version] {
+			continue
+		}
+		err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, m.sql); err != nil {
+				return err
+			}
+			_, err := tx.Exec(ctx, `INSERT INTO schema_migrations (version) VALUES ($1)`, m.version)
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("postgres migrate %s: %w", m.name, err)
+		}
+	}
+	return nil
+}
+
+// NextSequence implements Store with one atomic upsert: concurrent callers,
+// in any number of processes, get distinct, gap-free numbers.
+func (p *Postgres) NextSequence(ctx context.Context, planID string) (int64, error) {
+	if planID == "" {
+		return 0, toolrouter.Invalid("plan_id", "plan_id must be a non-empty string")
+	}
+	var seq int64
+	err := p.pool.QueryRow(ctx, `INSERT INTO plan_sequences (plan_id, next) VALUES ($1, 1)
+		ON CONFLICT (plan_id) DO UPDATE SET next = plan_sequences.next + 1
+		RETURNING next - 1`, planID).Scan(&seq)
+	if err != nil {
+		return 0, fmt.Errorf("postgres next sequence: %w", err)
+	}
+	return seq, nil
+}
+
+// SaveResult implements Store.
+func (p *Postgres) SaveResult(ctx context.Context, res *toolrouter.Result) error {
+	b, err := json.Marshal(res)
+	if err != nil {
+		return fmt.Errorf("postgres save result: %w", err)
+	}
+	_, err = p.pool.Exec(ctx, `INSERT INTO route_results (tool_call_id, plan_id, body) VALUES ($1, $2, $3)
+		ON CONFLICT (tool_call_id) DO UPDATE SET plan_id = excluded.plan_id, body = excluded.body`,
+		res.ToolCallID, res.PlanID, string(b))
+	if err != nil {
+		return fmt.Errorf("postgres save result: %w", err)
+	}
+	return nil
+}
+
+// GetResult implements Store.
+func (p *Postgres) GetResult(ctx context.Context, id string) (*toolrouter.Result, error) {
+	var body []byte
+	err := p.pool.QueryRow(ctx, `SELECT body FROM route_results WHERE tool_call_id = $1`, id).Scan(&body)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, toolrouter.Errorf(toolrouter.ENOTFOUND, "tool call %q not found", id)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("postgres get result: %w", err)
+	}
+	var res toolrouter.Result
+	if err := json.Unmarshal(body, &res); err != nil {
+		return nil, fmt.Errorf("postgres get result %q: %w", id, err)
+	}
+	return &res, nil
+}
+
+// ClaimKey implements Store. The three statements go in one batch, which
+// PostgreSQL runs as one implicit transaction in one round trip: an expired
+// claim is deleted, the key is inserted unless present (a concurrent insert
+// of the same key waits for the other transaction, then yields), and the
+// row is read. Expiry uses the server's clock, shared by every replica.
+func (p *Postgres) ClaimKey(ctx context.Context, key, fingerprint string, ttl time.Duration) (Claim, error) {
+	// The row read can vanish between the insert and the read (released or
+	// expired and reclaimed meanwhile): then try again.
+	for attempt := 0; ; attempt++ {
+		c, found, err := p.claimOnce(ctx, key, fingerprint, ttl)
+		if err != nil || found {
+			return c, err
+		}
+		if attempt == 10 {
+			return Claim{}, fmt.Errorf("postgres claim key: key %q keeps changing", key)
+		}
+	}
+}
+
+func (p *Postgres) claimOnce(ctx context.Context, key, fingerprint string, ttl time.Duration) (c Claim, found bool, err error) {
+	b := &pgx.Batch{}
+	b.Queue(`DELETE FROM idempotency_keys WHERE key = $1 AND expires_at < now()`, key)
+	b.Queue(`INSERT INTO idempotency_keys (key, fingerprint, expires_at)
+		VALUES ($1, $2, now() + $3::bigint * interval '1 microsecond')
+		ON CONFLICT (key) DO NOTHING RETURNING true`, key, fingerprint, ttl.Microseconds())
+	b.Queue(`SELECT fingerprint, response FROM idempotency_keys WHERE key = $1`, key)
+	br := p.pool.SendBatch(ctx, b)
+	defer func() {
+		if cerr := br.Close(); cerr != nil && err == nil {
+			c, found, err = Claim{}, false, fmt.Errorf("postgres claim key: %w", cerr)
+		}
+	}()
+	if _, err := br.Exec(); err != nil {
+		return Claim{}, false, fmt.Errorf("postgres claim key: %w", err)
+	}
+	var inserted bool
+	switch err := br.QueryRow().Scan(&inserted); {
+	case err == nil:
+		return Claim{State: Claimed}, true, nil
+	case !errors.Is(err, pgx.ErrNoRows):
+		return Claim{}, false, fmt.Errorf("postgres claim key: %w", err)
+	}
+	var fp string
+	var resp []byte
+	switch err := br.QueryRow().Scan(&fp, &resp); {
+	case errors.Is(err, pgx.ErrNoRows):
+		return Claim{}, false, nil
+	case err != nil:
+		return Claim{}, false, fmt.Errorf("postgres claim key: %w", err)
+	case fp != fingerprint:
+		return Claim{}, true, ErrKeyReused
+	case resp == nil:
+		return Claim{State: InProgress}, true, nil
+	}
+	return Claim{State: Answered, Response: resp}, true, nil
+}
+
+// CompleteKey implements Store.
+func (p *Postgres) CompleteKey(ctx context.Context, key string, response []byte, ttl time.Duration) error {
+	if _, err := p.pool.Exec(ctx, `UPDATE idempotency_keys SET response = $2,
+		expires_at = now() + $3::bigint * interval '1 microsecond' WHERE key = $1`,
+		key, keyResponse(response), ttl.Microseconds()); err != nil {
+		return fmt.Errorf("postgres complete key: %w", err)
+	}
+	return nil
+}
+
+// ReleaseKey implements Store.
+func (p *Postgres) ReleaseKey(ctx context.Context, key string) error {
+	if _, err := p.pool.Exec(ctx, `DELETE FROM idempotency_keys WHERE key = $1 AND response IS NULL`, key); err != nil {
+		return fmt.Errorf("postgres release key: %w", err)
+	}
+	return nil
+}
+
+// PurgeExpiredKeys deletes every expired idempotency key and returns how
+// many it deleted. ClaimKey already ignores them; this only reclaims space.
+func (p *Postgres) PurgeExpiredKeys(ctx context.Context) (int, error) {
+	tag, err := p.pool.Exec(ctx, `DELETE FROM idempotency_keys WHERE expires_at < now()`)
+	if err != nil {
+		return 0, fmt.Errorf("postgres purge keys: %w", err)
+	}
+	return int(tag.RowsAffected()), nil
+}
+
+// SaveRun implements Store.
+func (p *Postgres) SaveRun(ctx context.Context, run *toolrouter.Run) error {
+	b, err := json.Marshal(run)
+	if err != nil {
+		return fmt.Errorf("postgres save run: %w", err)
+	}
+	_, err = p.pool.Exec(ctx, `INSERT INTO runs (run_id, plan_id, status, owner, heartbeat_at, created_at, body)
+		VALUES ($1, $2, $3, $4, $5, $6, $7)
+		ON CONFLICT (run_id) DO UPDATE SET plan_id = excluded.plan_id, status = excluded.status,
+			owner = excluded.owner, heartbeat_at = excluded.heartbeat_at,
+			created_at = excluded.created_at, body = excluded.body`,
+		run.RunID, run.Context.PlanID, string(run.Status), run.Owner, run.HeartbeatAt, run.CreatedAt, string(b))
+	if err != nil {
+		return fmt.Errorf("postgres save run: %w", err)
+	}
+	return nil
+}
+
+func scanPostgresRun(row pgx.CollectableRow) (*toolrouter.Run, error) {
+	var body []byte
+	var owner string
+	var heartbeat time.Time
+	if err := row.Scan(&body, &owner, &heartbeat); err != nil {
+		return nil, err
+	}
+	return decodeRun(body, owner, heartbeat.UTC())
+}
+
+// GetRun implements Store.
+func (p *Postgres) GetRun(ctx context.Context, id string) (*toolrouter.Run, error) {
+	rows, _ := p.pool.Query(ctx, `SELECT body, owner, heartbeat_at FROM runs WHERE run_id = $1`, id)
+	run, err := pgx.CollectExactlyOneRow(rows, scanPostgresRun)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, toolrouter.Errorf(toolrouter.ENOTFOUND, "run %q not found", id)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("postgres get run: %w", err)
+	}
+	return run, nil
+}
+
+// ListRuns implements Store.
+func (p *Postgres) ListRuns(ctx context.Context, planID string, limit int) ([]*toolrouter.Run, error) {
+	var lim any // NULL: no limit
+	if limit > 0 {
+		lim = limit
+	}
+	rows, _ := p.pool.Query(ctx, `SELECT body, owner, heartbeat_at FROM runs WHERE plan_id = $1
+		ORDER BY created_at DESC, run_id DESC LIMIT $2`, planID, lim)
+	runs, err := pgx.CollectRows(rows, scanPostgresRun)
+	if err != nil {
+		return nil, fmt.Errorf("postgres list runs: %w", err)
+	}
+	if runs == nil {
+		runs = []*toolrouter.Run{}
+	}
+	return runs, nil
+}
+
+// InterruptStale implements Store. One UPDATE … RETURNING takes the stale
+// running runs (row locks make a concurrent sweeper wait, then skip rows no
+// longer running), and the same transaction writes each interrupted body
+// back: a run is interrupted once, by one sweeper.
+func (p *Postgres) InterruptStale(ctx context.Context, before time.Time) (int, error) {
+	n := 0
+	err := pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
+		rows, _ := tx.Query(ctx, `UPDATE runs SET status = $1 WHERE status = $2 AND heartbeat_at < $3
+			RETURNING run_id, body`, string(toolrouter.RunInterrupted), string(toolrouter.RunRunning), before)
+		type stale struct {
+			id   string
+			body []byte
+		}
+		runs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (stale, error) {
+			var s stale
+			return s, row.Scan(&s.id, &s.body)
+		})
+		if err != nil || len(runs) == 0 {
+			return err
+		}
+		now := p.now()
+		b := &pgx.Batch{}
+		for _, r := range runs {
+			var run toolrouter.Run
+			if err := json.Unmarshal(r.body, &run); err != nil {
+				return fmt.Errorf("run %q: %w", r.id, err)
+			}
+			Interrupt(&run, now)
+			body, err := json.Marshal(&run)
+			if err != nil {
+				return err
+			}
+			b.Queue(`UPDATE runs SET status = $2, body = $3 WHERE run_id = $1`, r.id, string(run.Status), string(body))
+		}
+		if err := tx.SendBatch(ctx, b).Close(); err != nil {
+			return err
+		}
+		n = len(runs)
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("postgres interrupt stale runs: %w", err)
+	}
+	return n, nil
+}
+
+// Ping implements Store.
+func (p *Postgres) Ping(ctx context.Context) error { return p.pool.Ping(ctx) }
+
+// Close implements Store.
+func (p *Postgres) Close() error {
+	p.pool.Close()
+	return nil
+}
