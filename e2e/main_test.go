@@ -27,6 +27,7 @@ import (
 	"github.com/getkin/kin-openapi/routers/legacy"
 
 	"github.com/toolrouterd/toolrouterd/api"
+	"github.com/toolrouterd/toolrouterd/internal/store/pgtest"
 )
 
 var (
@@ -64,7 +65,7 @@ func runMain(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "load spec:", err)
 		return 1
 	}
-	return m.Run()
+	return pgtest.Main(m)
 }
 
 // freeAddr returns a free loopback address.

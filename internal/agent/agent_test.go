@@ -1,0 +1,363 @@
+package agent_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/toolrouterd/toolrouterd/internal/agent"
+	"github.com/toolrouterd/toolrouterd/internal/llm"
+	"github.com/toolrouterd/toolrouterd/internal/registry"
+	"github.com/toolrouterd/toolrouterd/internal/store"
+	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
+)
+
+// fakeAdapter answers Chat with a function and records the requests.
+type fakeAdapter struct {
+	mu   sync.Mutex
+	reqs []llm.Request
+	chat func(n int, req llm.Request) (llm.Response, error)
+}
+
+func (f *fakeAdapter) PrepareRequest(llm.Request) (json.RawMessage, error) { return nil, nil }
+func (f *fakeAdapter) ParseResponse([]byte) (llm.Response, error)          { return llm.Response{}, nil }
+func (f *fakeAdapter) FormatToolResult(string, string, llm.ToolResult) any { return nil }
+func (f *fakeAdapter) Chat(ctx context.Context, req llm.Request) (llm.Response, error) {
+	f.mu.Lock()
+	n := len(f.reqs)
+	f.reqs = append(f.reqs, req)
+	f.mu.Unlock()
+	return f.chat(n, req)
+}
+
+// fakeRouter routes with a function.
+type fakeRouter struct {
+	route func(ctx context.Context, planID string, payload map[string]any) (*toolrouter.Result, error)
+}
+
+func (f fakeRouter) Route(ctx context.Context, planID string, payload any, meta map[string]any) (*toolrouter.Result, error) {
+	return f.route(ctx, planID, payload.(map[string]any))
+}
+
+type fakeRegistry struct{ tools []*toolrouter.Tool }
+
+func (f fakeRegistry) Tools() []*toolrouter.Tool { return f.tools }
+func (f fakeRegistry) Lookup(n string) (*toolrouter.Tool, bool) {
+	for _, t := range f.tools {
+		if t.Name == n {
+			return t, true
+		}
+	}
+	return nil, false
+}
+func (f fakeRegistry) Provider(n string) (registry.Provider, bool) {
+	return registry.Provider{Name: n, Kind: "openai", Model: "m"}, n == "fake"
+}
+func (f fakeRegistry) DefaultProvider() string { return "fake" }
+
+// echoRouter succeeds for test/echo (output = arguments) and fails others.
+func echoRouter(seen *[]map[string]any, mu *sync.Mutex) fakeRouter {
+	var seq atomic.Int64
+	return fakeRouter{route: func(ctx context.Context, planID string, p map[string]any) (*toolrouter.Result, error) {
+		args := p["arguments"].(map[string]any)
+		if mu != nil {
+			mu.Lock()
+			*seen = append(*seen, args)
+			mu.Unlock()
+		}
+		n := seq.Add(1) - 1
+		id, _ := toolrouter.ToolCallID(planID, n)
+		res := &toolrouter.Result{ToolCallID: id, PlanID: planID, Sequence: n, ToolName: p["name"].(string), Arguments: args, DurationMS: 0.5}
+		switch p["name"] {
+		case "test/echo", "test_echo_x":
+			res.Success = true
+			res.Output, _ = json.Marshal(args)
+		case "test/fail":
+			msg, cat := "RuntimeError: boom", toolrouter.CategoryExecution
+			res.Error, res.ErrorCategory = &msg, &cat
+		default:
+			msg, cat := fmt.Sprintf("Tool '%s' not found", p["name"]), toolrouter.CategoryNotFound
+			res.Error, res.ErrorCategory = &msg, &cat
+		}
+		return res, nil
+	}}
+}
+
+func newRunner(a llm.Adapter, rt agent.Router) (*agent.Runner, *store.Memory) {
+	st := store.NewMemory()
+	return &agent.Runner{
+		Router: rt,
+		Registry: func() agent.Registry {
+			return fakeRegistry{tools: []*toolrouter.Tool{{Name: "test/echo", InputSchema: map[string]any{"type": "object"}}}}
+		},
+		Adapter: func(registry.Provider) (llm.Adapter, error) { return a, nil },
+		Runs:    st,
+		Owner:   "test",
+	}, st
+}
+
+func run(t *testing.T, r *agent.Runner, req agent.Request) *toolrouter.Run {
+	t.Helper()
+	pr, err := r.Start(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r.Execute(context.Background(), pr, nil)
+}
+
+func call(id, name string, args map[string]any) llm.ToolCall {
+	return llm.ToolCall{ID: id, Name: name, Arguments: args}
+}
+
+func TestSingleToolCallThenAnswer(t *testing.T) {
+	a := &fakeAdapter{chat: func(n int, req llm.Request) (llm.Response, error) {
+		if n == 0 {
+			return llm.Response{ToolCalls: []llm.ToolCall{call("c1", "test/echo", map[string]any{"msg": "hi"})}, Usage: &llm.Usage{InputTokens: 10, OutputTokens: 2}}, nil
+		}
+		return llm.Response{Content: "Final answer after tool call", Usage: &llm.Usage{InputTokens: 20, OutputTokens: 5}}, nil
+	}}
+	r, st := newRunner(a, echoRouter(nil, nil))
+	got := run(t, r, agent.Request{Prompt: "Use the echo tool"})
+	if got.Status != toolrouter.RunCompleted || got.Content != "Final answer after tool call" || got.Iterations != 2 || got.TerminatedByLimit {
+		t.Fatalf("run %+v", got)
+	}
+	if len(got.ToolCalls) != 1 || got.ToolCalls[0].Iteration != 1 || !got.ToolCalls[0].Success || got.ToolCalls[0].DurationMS <= 0 {
+		t.Errorf("records %+v", got.ToolCalls)
+	}
+	if got.Usage == nil || got.Usage.InputTokens != 30 || got.Usage.TotalTokens != 37 {
+		t.Errorf("usage %+v", got.Usage)
+	}
+	// The second model call saw the assistant turn and the tool's answer.
+	msgs := a.reqs[1].Messages
+	if len(msgs) != 3 || msgs[1].Role != llm.RoleAssistant || msgs[2].Role != llm.RoleTool || msgs[2].ToolCallID != "c1" || msgs[2].Content != `{"msg":"hi"}` {
+		t.Errorf("second request messages %+v", msgs)
+	}
+	// Tools are offered under their provider-safe alias.
+	if name := a.reqs[0].Tools[0].Name; name != toolrouter.ExportName(toolrouter.FormatOpenAI, "test/echo") {
+		t.Errorf("offered tool name %q", name)
+	}
+	stored, err := st.GetRun(context.Background(), got.RunID)
+	if err != nil || stored.Status != toolrouter.RunCompleted || len(stored.ToolCalls) != 1 {
+		t.Errorf("stored run %+v %v", stored, err)
+	}
+}
+
+func TestParallelCallsRunConcurrentlyAndAnswerInOrder(t *testing.T) {
+	var inflight, peak atomic.Int32
+	gate := make(chan struct{})
+	var once sync.Once
+	rt := fakeRouter{route: func(ctx context.Context, planID string, p map[string]any) (*toolrouter.Result, error) {
+		n := inflight.Add(1)
+		if n > peak.Load() {
+			peak.Store(n)
+		}
+		if n == 2 {
+			once.Do(func() { close(gate) })
+		}
+		select {
+		case <-gate:
+		case <-time.After(10 * time.Second):
+		}
+		inflight.Add(-1)
+		out, _ := json.Marshal(p["arguments"])
+		return &toolrouter.Result{ToolCallID: "tc_" + p["id"].(string), ToolName: "test/echo", Success: true, Output: out, Arguments: p["arguments"].(map[string]any), DurationMS: 1}, nil
+	}}
+	a := &fakeAdapter{chat: func(n int, req llm.Request) (llm.Response, error) {
+		if n == 0 {
+			return llm.Response{ToolCalls: []llm.ToolCall{call("a", "test/echo", map[string]any{"i": 1.0}), call("b", "test/echo", map[string]any{"i": 2.0})}}, nil
+		}
+		return llm.Response{Content: "done"}, nil
+	}}
+	r, _ := newRunner(a, rt)
+	got := run(t, r, agent.Request{Prompt: "two"})
+	if peak.Load() != 2 {
+		t.Errorf("peak concurrency %d, want 2", peak.Load())
+	}
+	if len(got.ToolCalls) != 2 || got.ToolCalls[0].ProviderCallID != "a" || got.ToolCalls[1].ProviderCallID != "b" {
+		t.Errorf("records not in call order: %+v", got.ToolCalls)
+	}
+	msgs := a.reqs[1].Messages
+	if msgs[2].ToolCallID != "a" || msgs[3].ToolCallID != "b" {
+		t.Errorf("tool messages not in call order: %+v", msgs)
+	}
+}
+
+func TestMaxIterationsTerminates(t *testing.T) {
+	a := &fakeAdapter{chat: func(n int, req llm.Request) (llm.Response, error) {
+		return llm.Response{ToolCalls: []llm.ToolCall{call(fmt.Sprint("c", n), "test/echo", map[string]any{"n": float64(n)})}}, nil
+	}}
+	r, _ := newRunner(a, echoRouter(nil, nil))
+	three := 3
+	got := run(t, r, agent.Request{Prompt: "Keep calling tools", MaxIterations: &three})
+	if got.Status != toolrouter.RunTerminated || !got.TerminatedByLimit || got.Iterations != 3 || len(got.ToolCalls) != 3 ||
+		got.TerminatedReason == nil || *got.TerminatedReason != "max_iterations" {
+		t.Errorf("run %+v", got)
+	}
+	for i, rec := range got.ToolCalls {
+		if rec.Iteration != i+1 {
+			t.Errorf("record %d iteration %d", i, rec.Iteration)
+		}
+	}
+}
+
+func TestRepeatLimit(t *testing.T) {
+	a := &fakeAdapter{chat: func(n int, req llm.Request) (llm.Response, error) {
+		return llm.Response{ToolCalls: []llm.ToolCall{call(fmt.Sprint("c", n), "test/echo", map[string]any{"same": true})}}, nil
+	}}
+	r, _ := newRunner(a, echoRouter(nil, nil))
+	got := run(t, r, agent.Request{Prompt: "poll", RepeatLimit: 3})
+	if got.Status != toolrouter.RunTerminated || got.Iterations != 3 || got.TerminatedReason == nil || *got.TerminatedReason != "repeat_limit" {
+		t.Errorf("run %+v", got)
+	}
+	// Off by default: the same model runs to max_iterations.
+	got = run(t, r, agent.Request{Prompt: "poll"})
+	if got.Iterations != agent.DefaultMaxIterations || *got.TerminatedReason != "max_iterations" {
+		t.Errorf("without repeat_limit: %+v", got)
+	}
+}
+
+func TestFailingAndMissingToolsGoBackToTheModel(t *testing.T) {
+	a := &fakeAdapter{chat: func(n int, req llm.Request) (llm.Response, error) {
+		if n == 0 {
+			return llm.Response{ToolCalls: []llm.ToolCall{call("x", "test/fail", nil), call("y", "test/missing", map[string]any{})}}, nil
+		}
+		return llm.Response{Content: "sorry"}, nil
+	}}
+	r, _ := newRunner(a, echoRouter(nil, nil))
+	got := run(t, r, agent.Request{Prompt: "Call failing tool"})
+	if got.Status != toolrouter.RunCompleted || len(got.ToolCalls) != 2 {
+		t.Fatalf("run %+v", got)
+	}
+	if got.ToolCalls[0].Success || !strings.Contains(*got.ToolCalls[0].Error, "RuntimeError") {
+		t.Errorf("failing tool record %+v", got.ToolCalls[0])
+	}
+	if got.ToolCalls[1].Success || *got.ToolCalls[1].ErrorCategory != toolrouter.CategoryNotFound {
+		t.Errorf("missing tool record %+v", got.ToolCalls[1])
+	}
+	msgs := a.reqs[1].Messages
+	if !msgs[2].IsError || !strings.Contains(msgs[2].Content, "boom") || !msgs[3].IsError || !strings.Contains(msgs[3].Content, "not found") {
+		t.Errorf("errors not fed back: %+v", msgs)
+	}
+}
+
+func TestActorContextThreadsIntoInputs(t *testing.T) {
+	var seen []map[string]any
+	var mu sync.Mutex
+	a := &fakeAdapter{chat: func(n int, req llm.Request) (llm.Response, error) {
+		if n == 0 {
+			return llm.Response{ToolCalls: []llm.ToolCall{call("c", "test/echo", map[string]any{"path": "a.txt"})}}, nil
+		}
+		return llm.Response{Content: "ok"}, nil
+	}}
+	r, _ := newRunner(a, echoRouter(&seen, &mu))
+	bindings := map[string]any{"db": "postgres://x"}
+	got := run(t, r, agent.Request{Prompt: "Use sandbox", Context: &toolrouter.ActorContext{PlanID: "plan-ctx", SandboxRoot: "/tmp/sandbox", ResourceBindings: bindings}})
+	if len(seen) != 1 || seen[0]["sandbox_root"] != "/tmp/sandbox" || seen[0]["path"] != "a.txt" {
+		t.Fatalf("tool inputs %v", seen)
+	}
+	if rb, _ := seen[0]["resource_bindings"].(map[string]any); rb["db"] != "postgres://x" {
+		t.Errorf("resource bindings %v", seen[0])
+	}
+	if got.ToolCalls[0].Inputs["sandbox_root"] != "/tmp/sandbox" || got.Context.PlanID != "plan-ctx" {
+		t.Errorf("record %+v", got.ToolCalls[0])
+	}
+	// Without a context a run gets a generated plan id.
+	got = run(t, r, agent.Request{Prompt: "x"})
+	if !strings.HasPrefix(got.Context.PlanID, "plan_") {
+		t.Errorf("default plan id %q", got.Context.PlanID)
+	}
+}
+
+func TestBadRequestsNameTheField(t *testing.T) {
+	r, _ := newRunner(&fakeAdapter{}, echoRouter(nil, nil))
+	zero := 0
+	for field, req := range map[string]agent.Request{
+		"prompt":          {},
+		"max_iterations":  {Prompt: "x", MaxIterations: &zero},
+		"provider":        {Prompt: "x", Provider: "nope"},
+		"tools[0]":        {Prompt: "x", Tools: []string{"test/nope"}},
+		"repeat_limit":    {Prompt: "x", RepeatLimit: -1},
+		"context.plan_id": {Prompt: "x", Context: &toolrouter.ActorContext{}},
+		"tool_choice":     {Prompt: "x", ToolChoice: "sometimes"},
+	} {
+		_, err := r.Start(context.Background(), req)
+		var e *toolrouter.Error
+		if !errors.As(err, &e) || e.Code != toolrouter.EINVALID || e.Field != field || !strings.Contains(e.Message, field) {
+			t.Errorf("%s: %v", field, err)
+		}
+	}
+}
+
+func TestProviderErrorFailsTheRun(t *testing.T) {
+	a := &fakeAdapter{chat: func(n int, req llm.Request) (llm.Response, error) {
+		return llm.Response{}, &llm.ProviderError{Provider: "openai", Status: 400, Message: "Invalid 'messages'"}
+	}}
+	r, _ := newRunner(a, echoRouter(nil, nil))
+	got := run(t, r, agent.Request{Prompt: "x"})
+	if got.Status != toolrouter.RunFailed || got.Error == nil || !strings.Contains(*got.Error, "Invalid 'messages'") || got.FinishedAt == nil {
+		t.Errorf("run %+v", got)
+	}
+}
+
+func TestCancellationEndsTheRunCleanly(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	rt := fakeRouter{route: func(ctx context.Context, planID string, p map[string]any) (*toolrouter.Result, error) {
+		cancel() // the client goes away while the tool runs
+		<-ctx.Done()
+		msg, cat := "call cancelled: context canceled", toolrouter.CategoryExecution
+		return &toolrouter.Result{ToolCallID: "tc_1", ToolName: "test/echo", Error: &msg, ErrorCategory: &cat, DurationMS: 1}, nil
+	}}
+	a := &fakeAdapter{chat: func(n int, req llm.Request) (llm.Response, error) {
+		return llm.Response{ToolCalls: []llm.ToolCall{call("c", "test/echo", nil)}}, nil
+	}}
+	r, st := newRunner(a, rt)
+	pr, err := r.Start(ctx, agent.Request{Prompt: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := r.Execute(ctx, pr, nil)
+	if got.Status != toolrouter.RunFailed || !strings.Contains(*got.Error, "cancelled") || len(got.ToolCalls) != 1 {
+		t.Errorf("run %+v", got)
+	}
+	if len(a.reqs) != 1 {
+		t.Errorf("the model was called again after cancellation")
+	}
+	stored, _ := st.GetRun(context.Background(), got.RunID)
+	if stored.Status != toolrouter.RunFailed {
+		t.Errorf("stored status %s", stored.Status)
+	}
+}
+
+func TestStaleRunsAreInterrupted(t *testing.T) {
+	r, st := newRunner(&fakeAdapter{}, echoRouter(nil, nil))
+	r.Heartbeat = 100 * time.Millisecond
+	old := time.Now().Add(-time.Minute).UTC()
+	st.SaveRun(context.Background(), &toolrouter.Run{RunID: "run_dead", Status: toolrouter.RunRunning, Context: toolrouter.ActorContext{PlanID: "p"}, CreatedAt: old, HeartbeatAt: old, ToolCalls: []toolrouter.ToolCallRecord{}})
+	got, err := r.Get(context.Background(), "run_dead")
+	if err != nil || got.Status != toolrouter.RunInterrupted || got.FinishedAt == nil {
+		t.Errorf("%+v %v", got, err)
+	}
+}
+
+func TestEvents(t *testing.T) {
+	a := &fakeAdapter{chat: func(n int, req llm.Request) (llm.Response, error) {
+		if n == 0 {
+			return llm.Response{ToolCalls: []llm.ToolCall{call("c1", "test/echo", map[string]any{"msg": "hi"})}}, nil
+		}
+		return llm.Response{Content: "done"}, nil
+	}}
+	r, _ := newRunner(a, echoRouter(nil, nil))
+	pr, _ := r.Start(context.Background(), agent.Request{Prompt: "x"})
+	var types []string
+	r.Execute(context.Background(), pr, func(e agent.Event) { types = append(types, e.Type) })
+	want := "run_started,model_turn,tool_call_started,tool_call_finished,model_turn,run_finished"
+	if strings.Join(types, ",") != want {
+		t.Errorf("events %v, want %s", types, want)
+	}
+}
