@@ -5,7 +5,7 @@ ADDR    ?= 127.0.0.1:8080
 TOOLS_ADDR ?= 127.0.0.1:9001
 STORE   ?= sqlite://toolrouter.db
 
-.PHONY: all build run test test-short vet bench bench-go bench-load fmt clean
+.PHONY: all build run test vet bench bench-go bench-load bench-store fmt clean
 
 all: build
 
@@ -34,13 +34,18 @@ vet:
 
 # Benchmarks (not part of `make test`): Go benchmarks of the hot path, then
 # a load run against the real binary, a direct tool and nginx.
-bench: bench-go bench-load
+bench: bench-go bench-load bench-store
 
 bench-go:
 	$(GO) test -run='^$$' -bench=. -benchmem -count=1 ./internal/format/ ./internal/router/ ./internal/remote/ ./internal/httpapi/
 
 bench-load: build
 	bash bench/load.sh
+
+# Routes per second per store: PostgreSQL (3 replicas), SQLite, memory.
+bench-store:
+	bash scripts/install-postgres.sh
+	TOOLROUTER_BENCH=1 $(GO) test -count=1 -run TestStoreThroughput -v -timeout 10m ./e2e/ | grep -v '^=== RUN'
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')

@@ -47,8 +47,19 @@ func runMain(m *testing.M) int {
 	}
 	defer os.RemoveAll(dir)
 	binDir = dir
-	for _, pkg := range []string{"toolrouterd", "exampletools", "fakellm"} {
-		cmd := exec.Command("go", "build", "-race", "-o", filepath.Join(dir, pkg), "../cmd/"+pkg)
+	// Tests run the race-enabled binaries; benchmarks (TOOLROUTER_BENCH=1)
+	// measure plain ones.
+	flags := []string{"build", "-race"}
+	if os.Getenv("TOOLROUTER_BENCH") != "" {
+		flags = []string{"build"}
+	}
+	for _, pkg := range []string{"toolrouterd", "exampletools", "fakellm", "../bench/loadgen"} {
+		out := filepath.Join(dir, filepath.Base(pkg))
+		src := "../cmd/" + pkg
+		if strings.HasPrefix(pkg, "../") {
+			src = pkg
+		}
+		cmd := exec.Command("go", append(flags, "-o", out, src)...)
 		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 		if err := cmd.Run(); err != nil {
 			fmt.Fprintln(os.Stderr, "build", pkg+":", err)

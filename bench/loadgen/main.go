@@ -76,6 +76,12 @@ type config struct {
 	warmup      time.Duration
 	concurrency int
 	timeout     time.Duration
+	// extra are more targets (-also-url): requests go round-robin over url
+	// and these, e.g. several replicas.
+	extra []*url.URL
+	// plans > 0 renders "{{plan}}" in the body as plan-0 … plan-(plans-1),
+	// round-robin, so requests spread over that many plans.
+	plans int
 }
 
 // result is the JSON line printed at the end.
@@ -145,6 +151,9 @@ func parseFlags(args []string) (config, error) {
 	fs.DurationVar(&c.warmup, "warmup", 2*time.Second, "unmeasured warmup before the measured run (same mode)")
 	fs.IntVar(&c.concurrency, "concurrency", 32, "workers (and connections)")
 	fs.DurationVar(&c.timeout, "timeout", 10*time.Second, "per-request timeout")
+	var also headerFlags
+	fs.Var(&also, "also-url", "another target (repeatable); requests go round-robin over -url and these")
+	fs.IntVar(&c.plans, "plans", 0, `render "{{plan}}" in the body as plan-0 … plan-(N-1), round-robin`)
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -162,6 +171,16 @@ func parseFlags(args []string) (config, error) {
 		return c, fmt.Errorf("-url %q: only loopback targets are allowed (127.0.0.0/8, ::1, localhost)", *rawURL)
 	}
 	c.url = u
+	for _, a := range also {
+		v, err := url.Parse(a)
+		if err != nil || v.Host == "" || !loopback(v.Hostname()) {
+			return c, fmt.Errorf("-also-url %q: want a loopback http://HOST:PORT/PATH", a)
+		}
+		c.extra = append(c.extra, v)
+	}
+	if c.plans < 0 || c.plans > 100_000 {
+		return c, errors.New("-plans must be in [0, 100000]")
+	}
 	if *body != "" {
 		f, err := os.Open(*body)
 		if err != nil {
@@ -274,6 +293,9 @@ func (s *stats) merge(o *stats) {
 // runner sends requests and records their outcome.
 type runner struct {
 	cfg     config
+	targets []string
+	bodies  [][]byte // one per plan with -plans, else just the body
+	next    atomic.Uint64
 	target  string
 	client  *http.Client
 	samples atomic.Int64 // samples kept so far, against maxSamples
@@ -284,11 +306,12 @@ type runner struct {
 // from `from` (the intended send time in fixed-rate mode).
 func (r *runner) do(ctx context.Context, s *stats, from time.Time, record bool) {
 	lag := time.Since(from)
+	n := r.next.Add(1)
 	var rd io.Reader
 	if r.cfg.body != nil {
-		rd = bytes.NewReader(r.cfg.body)
+		rd = bytes.NewReader(r.bodies[n%uint64(len(r.bodies))])
 	}
-	req, err := http.NewRequestWithContext(ctx, r.cfg.method, r.target, rd)
+	req, err := http.NewRequestWithContext(ctx, r.cfg.method, r.targets[n%uint64(len(r.targets))], rd)
 	if err != nil {
 		panic(err) // the URL was validated
 	}
@@ -428,6 +451,17 @@ func (r *runner) phase(d time.Duration, record bool) (*stats, time.Duration) {
 
 func run(cfg config) (*result, error) {
 	r := &runner{cfg: cfg, target: cfg.url.String(), client: newClient(cfg)}
+	r.targets = []string{r.target}
+	for _, u := range cfg.extra {
+		r.targets = append(r.targets, u.String())
+	}
+	r.bodies = [][]byte{cfg.body}
+	if cfg.plans > 0 {
+		r.bodies = make([][]byte, cfg.plans)
+		for i := range r.bodies {
+			r.bodies[i] = bytes.ReplaceAll(cfg.body, []byte("{{plan}}"), []byte(fmt.Sprintf("plan-%d", i)))
+		}
+	}
 	defer r.client.CloseIdleConnections()
 
 	if cfg.warmup > 0 {
