@@ -20,6 +20,7 @@ import (
 	"github.com/toolrouterd/toolrouterd/internal/agent"
 	"github.com/toolrouterd/toolrouterd/internal/config"
 	"github.com/toolrouterd/toolrouterd/internal/httpapi"
+	"github.com/toolrouterd/toolrouterd/internal/mcpserver"
 	"github.com/toolrouterd/toolrouterd/internal/metrics"
 	"github.com/toolrouterd/toolrouterd/internal/registry"
 	"github.com/toolrouterd/toolrouterd/internal/remote"
@@ -83,6 +84,12 @@ func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) er
 		Owner:     instanceID(),
 		Heartbeat: cfg.RunHeartbeat,
 	}
+	mcpSrv := mcpserver.New(mcpserver.Deps{
+		Router:       rt,
+		Tools:        func() mcpserver.Tools { return holder.Current() },
+		Logger:       log,
+		MaxBodyBytes: cfg.MaxBodyBytes,
+	})
 	handler, err := httpapi.NewServer(httpapi.Deps{
 		Logger:       log,
 		Router:       rt,
@@ -95,6 +102,7 @@ func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) er
 		APIKeys:      cfg.APIKeys,
 		MaxBodyBytes: cfg.MaxBodyBytes,
 		Spec:         api.Spec,
+		MCP:          mcpSrv,
 	})
 	if err != nil {
 		return fmt.Errorf("build HTTP server: %w", err)
@@ -112,6 +120,7 @@ func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) er
 		MaxHeaderBytes:    1 << 20,
 		ErrorLog:          nil,
 	}
+	srv.RegisterOnShutdown(mcpSrv.Close) // end MCP sessions' open streams, or Shutdown waits for them
 
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
@@ -134,7 +143,7 @@ func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) er
 		}
 		return nil
 	})
-	g.Go(func() error { return reloadOnHUP(gctx, holder, m, log) })
+	g.Go(func() error { return reloadOnHUP(gctx, holder, m, log, mcpSrv.Sync) })
 	if err := g.Wait(); err != nil {
 		log.Error().Err(err).Msg("stopped")
 		return exitError(1)
@@ -144,8 +153,8 @@ func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) er
 }
 
 // reloadOnHUP reloads the registry file on SIGHUP; a bad file is logged and
-// the registry in force stays.
-func reloadOnHUP(ctx context.Context, h *registry.Holder, m *metrics.Metrics, log zerolog.Logger) error {
+// the registry in force stays. After a reload it calls each of reloaded.
+func reloadOnHUP(ctx context.Context, h *registry.Holder, m *metrics.Metrics, log zerolog.Logger, reloaded ...func()) error {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
@@ -161,6 +170,9 @@ func reloadOnHUP(ctx context.Context, h *registry.Holder, m *metrics.Metrics, lo
 			}
 			m.Reload(true)
 			log.Info().Int("tools", len(h.Current().Tools())).Msg("registry reloaded")
+			for _, f := range reloaded {
+				f()
+			}
 		}
 	}
 }

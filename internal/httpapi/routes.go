@@ -34,5 +34,8 @@ func routes(d Deps, doc *openapi3.T) (http.Handler, error) {
 		r.Get("/runs", handleListRuns(d.Runs))
 		r.Get("/runs/{id}", handleGetRun(d.Runs))
 	})
+	if d.MCP != nil { // MCP streamable HTTP: authenticated, but not body-checked (the SDK reads the body and streams SSE)
+		r.With(auth(d.APIKeys)).Handle("/mcp", d.MCP)
+	}
 	return r, nil
 }

@@ -50,7 +50,8 @@ type Deps struct {
 	KeyTTL       time.Duration // how long an answered key is replayed
 	APIKeys      []string
 	MaxBodyBytes int64
-	Spec         []byte // the OpenAPI document, served as-is and enforced
+	Spec         []byte       // the OpenAPI document, served as-is and enforced
+	MCP          http.Handler // the /mcp MCP server (mcpserver.Handler); nil leaves /mcp unmounted
 }
 
 // NewServer returns the service's HTTP handler.

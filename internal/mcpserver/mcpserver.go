@@ -1,0 +1,373 @@
+// Package mcpserver serves the registry as an MCP server over streamable
+// HTTP (CONTRACT §5, "/mcp"): tools/list lists every registry tool under its
+// MCP-safe name, and tools/call routes the call through the same router as
+// POST /route, so ids, sequences, argument validation and error
+// classification are the same.
+package mcpserver
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/rs/zerolog"
+
+	"github.com/toolrouterd/toolrouterd/internal/format"
+	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
+)
+
+// Keys of the _meta objects this server reads and writes.
+const (
+	// MetaPlanID in a tools/call's params._meta names the plan the call
+	// belongs to (a string of 1 to 256 characters); without it the call
+	// belongs to the plan "mcp-" + the MCP session id. Results carry it too.
+	MetaPlanID = "toolrouter/plan_id"
+	// MetaToolCallID is the result's stable tool_call_id.
+	MetaToolCallID = "toolrouter/tool_call_id"
+	// MetaSequence is the result's sequence within its plan.
+	MetaSequence = "toolrouter/sequence"
+	// MetaToolName is the canonical name of the tool that was called (in a
+	// result), or of the tool an MCP name stands for (in tools/list).
+	MetaToolName = "toolrouter/tool_name"
+	// MetaErrorCategory is the error_category of a failed call.
+	MetaErrorCategory = "toolrouter/error_category"
+	// MetaValidationPassed is a validation tool's verdict.
+	MetaValidationPassed = "toolrouter/validation_passed"
+)
+
+// maxPlanID is the longest plan id accepted, as for POST /route.
+const maxPlanID = 256
+
+// Router routes tool calls (implemented by router.Router).
+type Router interface {
+	Route(ctx context.Context, planID string, payload any, meta map[string]any) (*toolrouter.Result, error)
+}
+
+// Tools lists the registry in force.
+type Tools interface {
+	Tools() []*toolrouter.Tool
+}
+
+// Deps are everything the MCP server needs.
+type Deps struct {
+	Router Router
+	Tools  func() Tools // the registry in force (a reload may swap it)
+	Logger zerolog.Logger
+	// PlanID picks the plan a tools/call is routed under from the MCP
+	// session id ("" when there is none) and the call's _meta; an error is
+	// answered as invalid params. Nil means DefaultPlanID.
+	PlanID func(sessionID string, meta map[string]any) (string, error)
+	// Version is reported as serverInfo.version; empty means the module's
+	// build version.
+	Version string
+	// SessionTimeout closes sessions idle for that long (default 30 min).
+	SessionTimeout time.Duration
+	// MaxBodyBytes bounds a request body (default 4 MiB).
+	MaxBodyBytes int64
+}
+
+// DefaultPlanID is the default plan-id policy: the _meta's
+// "toolrouter/plan_id" when the client sent one, else "mcp-" + the session
+// id, so a session's calls get consecutive sequences and stable ids.
+func DefaultPlanID(sessionID string, meta map[string]any) (string, error) {
+	if v, ok := meta[MetaPlanID]; ok {
+		s, _ := v.(string)
+		if s == "" || len(s) > maxPlanID {
+			return "", toolrouter.Invalid("_meta."+MetaPlanID, "_meta.%s must be a string of 1 to %d characters", MetaPlanID, maxPlanID)
+		}
+		return s, nil
+	}
+	if sessionID == "" {
+		return "mcp", nil
+	}
+	return "mcp-" + sessionID, nil
+}
+
+// Handler is the /mcp endpoint.
+type Handler struct {
+	d    Deps
+	srv  *mcp.Server
+	http *mcp.StreamableHTTPHandler
+
+	mu       sync.Mutex
+	last     []*toolrouter.Tool // the registry's tools at the last sync
+	exported map[string]string  // MCP name → JSON of its definition
+
+	inflight atomic.Int64 // tools/call requests being answered
+}
+
+var _ http.Handler = (*Handler)(nil)
+
+// New returns the MCP server handler, its tool list synced with the
+// registry in force.
+func New(d Deps) *Handler {
+	if d.PlanID == nil {
+		d.PlanID = DefaultPlanID
+	}
+	if d.Version == "" {
+		d.Version = buildVersion()
+	}
+	if d.SessionTimeout <= 0 {
+		d.SessionTimeout = 30 * time.Minute
+	}
+	d.Logger = d.Logger.With().Str("component", "mcpserver").Logger()
+	slogger := slog.New(quieter{zerolog.NewSlogHandler(d.Logger)})
+	h := &Handler{d: d}
+	h.srv = mcp.NewServer(&mcp.Implementation{Name: "toolrouterd", Version: d.Version}, &mcp.ServerOptions{
+		Logger: slogger,
+		// Advertise tools (and list_changed) even while the registry is empty.
+		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
+	})
+	h.srv.AddReceivingMiddleware(h.intercept)
+	h.http = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return h.srv }, &mcp.StreamableHTTPOptions{
+		Logger:              slogger,
+		SessionTimeout:      d.SessionTimeout,
+		MaxRequestBodyBytes: d.MaxBodyBytes,
+	})
+	h.Sync()
+	return h
+}
+
+// ServeHTTP serves the MCP streamable HTTP transport (POST, GET, DELETE).
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h.http.ServeHTTP(w, r)
+}
+
+// Sync makes the server's tool list that of the registry in force. Tools
+// whose definition changed are replaced, and connected sessions get
+// notifications/tools/list_changed when anything changed. It is cheap when
+// the registry did not change; tools/list calls it, and the owner of the
+// registry should call it after a reload so sessions hear of the change.
+func (h *Handler) Sync() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	tools := h.d.Tools().Tools()
+	if h.exported != nil && slices.Equal(tools, h.last) {
+		return // registries are immutable: same tools, same definitions
+	}
+	want := make([]*mcp.Tool, 0, len(tools))
+	defs := make(map[string]string, len(tools))
+	for _, t := range tools {
+		mt := definition(t)
+		if _, dup := defs[mt.Name]; dup {
+			continue // the registry rejects colliding names; be safe anyway
+		}
+		b, err := json.Marshal(mt)
+		if err != nil {
+			h.d.Logger.Error().Err(err).Str("tool", t.Name).Msg("tool definition is not JSON; not listed")
+			continue
+		}
+		defs[mt.Name] = string(b)
+		want = append(want, mt)
+	}
+	var gone []string
+	for name := range h.exported {
+		if _, ok := defs[name]; !ok {
+			gone = append(gone, name)
+		}
+	}
+	if len(gone) > 0 {
+		h.srv.RemoveTools(gone...)
+	}
+	for _, mt := range want {
+		if h.exported[mt.Name] == defs[mt.Name] {
+			continue
+		}
+		if err := h.addTool(mt); err != nil {
+			h.d.Logger.Error().Err(err).Str("tool", mt.Name).Msg("tool not listed")
+			delete(defs, mt.Name)
+		}
+	}
+	h.exported, h.last = defs, tools
+}
+
+// addTool adds or replaces a tool, turning the SDK's panic on a schema it
+// rejects into an error.
+func (h *Handler) addTool(mt *mcp.Tool) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = fmt.Errorf("%v", v)
+		}
+	}()
+	// Calls never reach this handler (intercept answers them all); it is
+	// there because the SDK wants one.
+	h.srv.AddTool(mt, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return h.call(ctx, req)
+	})
+	return nil
+}
+
+// Close waits for the tools/call requests in flight, then closes every MCP
+// session, ending their open GET streams, which would otherwise keep a
+// graceful HTTP shutdown waiting until its timeout. Register it with
+// http.Server.RegisterOnShutdown.
+func (h *Handler) Close() {
+	for h.inflight.Load() > 0 {
+		time.Sleep(20 * time.Millisecond)
+	}
+	for ss := range h.srv.Sessions() {
+		_ = ss.Close()
+	}
+}
+
+// definition is the MCP Tool of a registry tool.
+func definition(t *toolrouter.Tool) *mcp.Tool {
+	def := format.Definition(toolrouter.FormatMCP, t, 0)
+	name, _ := def["name"].(string)
+	mt := &mcp.Tool{
+		Name:        name,
+		Description: t.Description,
+		InputSchema: def["inputSchema"],
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: t.ReadOnly, IdempotentHint: t.Idempotent},
+		Meta:        mcp.Meta{MetaToolName: t.Name},
+	}
+	if name != t.Name {
+		mt.Title = t.Name
+	}
+	if out, ok := def["outputSchema"]; ok {
+		mt.OutputSchema = out
+	}
+	return mt
+}
+
+// intercept keeps tools/list in step with the registry and answers every
+// tools/call itself, so a tool missing from the list (unknown, or added by
+// a reload not yet synced) gets the router's not_found result rather than
+// a protocol error.
+func (h *Handler) intercept(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		switch method {
+		case "tools/list":
+			h.Sync()
+		case "tools/call":
+			if r, ok := req.(*mcp.CallToolRequest); ok {
+				h.inflight.Add(1)
+				defer h.inflight.Add(-1)
+				return h.call(ctx, r)
+			}
+		}
+		return next(ctx, method, req)
+	}
+}
+
+// call routes one tools/call.
+func (h *Handler) call(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	p := req.Params
+	sessionID := ""
+	if req.Session != nil {
+		sessionID = req.Session.ID()
+	}
+	planID, err := h.d.PlanID(sessionID, p.Meta)
+	if err != nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: toolrouter.ErrorMessage(err)}
+	}
+	var args any = map[string]any{}
+	if len(bytes.TrimSpace(p.Arguments)) > 0 && !bytes.Equal(bytes.TrimSpace(p.Arguments), []byte("null")) {
+		if err := json.Unmarshal(p.Arguments, &args); err != nil {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "arguments: not valid JSON: " + err.Error()}
+		}
+	}
+	// The call as an MCP client would send it to /route: the router detects
+	// the mcp format, resolves the MCP name (or the canonical one) and
+	// validates the arguments.
+	payload := map[string]any{
+		"jsonrpc": "2.0",
+		"method":  "tools/call",
+		"params":  map[string]any{"name": p.Name, "arguments": args},
+	}
+	var meta map[string]any
+	if sessionID != "" {
+		meta = map[string]any{"mcp_session_id": sessionID}
+	}
+	res, err := h.d.Router.Route(ctx, planID, payload, meta)
+	if err != nil {
+		if toolrouter.ErrorCode(err) == toolrouter.EINVALID {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: toolrouter.ErrorMessage(err)}
+		}
+		h.d.Logger.Error().Err(err).Str("plan_id", planID).Str("tool", p.Name).Msg("route MCP tools/call")
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error"}
+	}
+	return result(res), nil
+}
+
+// result is the CallToolResult of a route result: a failure is isError with
+// the error text; a success is the output's JSON text, plus the output as
+// structuredContent when it is an object (the protocol versions this
+// stateful server speaks, up to 2025-11-25, require an object there).
+func result(res *toolrouter.Result) *mcp.CallToolResult {
+	out := &mcp.CallToolResult{Meta: mcp.Meta{
+		MetaToolCallID: res.ToolCallID,
+		MetaSequence:   res.Sequence,
+		MetaPlanID:     res.PlanID,
+	}}
+	if res.ToolName != "" {
+		out.Meta[MetaToolName] = res.ToolName
+	}
+	if !res.Success {
+		msg := "tool call failed"
+		if res.Error != nil && *res.Error != "" {
+			msg = *res.Error
+		}
+		out.IsError = true
+		out.Content = []mcp.Content{&mcp.TextContent{Text: msg}}
+		if res.ErrorCategory != nil {
+			out.Meta[MetaErrorCategory] = string(*res.ErrorCategory)
+		}
+		return out
+	}
+	if res.ValidationPassed != nil {
+		out.Meta[MetaValidationPassed] = *res.ValidationPassed
+	}
+	raw := bytes.TrimSpace(res.Output)
+	if len(raw) == 0 {
+		raw = []byte("null")
+	}
+	out.Content = []mcp.Content{&mcp.TextContent{Text: string(raw)}}
+	if raw[0] == '{' && json.Valid(raw) {
+		out.StructuredContent = json.RawMessage(raw)
+	}
+	return out
+}
+
+// quieter logs the SDK's info messages (a line per session connected,
+// initialized, disconnected) at debug level; warnings and errors stay.
+type quieter struct{ slog.Handler }
+
+func (q quieter) Enabled(ctx context.Context, l slog.Level) bool {
+	return q.Handler.Enabled(ctx, demote(l))
+}
+
+func (q quieter) Handle(ctx context.Context, r slog.Record) error {
+	r.Level = demote(r.Level)
+	return q.Handler.Handle(ctx, r)
+}
+
+func (q quieter) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return quieter{q.Handler.WithAttrs(attrs)}
+}
+
+func (q quieter) WithGroup(name string) slog.Handler { return quieter{q.Handler.WithGroup(name)} }
+
+func demote(l slog.Level) slog.Level {
+	if l == slog.LevelInfo {
+		return slog.LevelDebug
+	}
+	return l
+}
+
+func buildVersion() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
+		return bi.Main.Version
+	}
+	return "devel"
+}
