@@ -15,6 +15,8 @@ import (
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/getkin/kin-openapi/routers"
 	"github.com/getkin/kin-openapi/routers/legacy"
+
+	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
 
 // requestChecker enforces the OpenAPI spec on requests. It is ours rather
@@ -114,7 +116,7 @@ func (c *requestChecker) middleware(next http.Handler) http.Handler {
 		}
 		obj, ok := v.(map[string]any)
 		if !ok {
-			writeProblem(w, r, http.StatusBadRequest, "body", "body: payload must be a dict (JSON object), got "+jsonKind(v))
+			writeProblem(w, r, http.StatusBadRequest, "body", "body: payload must be a dict (JSON object), got "+toolrouter.JSONKind(v))
 			return
 		}
 		schema := rb.Value.Content.Get("application/json").Schema.Value
@@ -208,7 +210,7 @@ func schemaReason(se *openapi3.SchemaError) string {
 		default:
 			want = "must be a " + strings.Join(*se.Schema.Type, " or ")
 		}
-		return want + ", got " + jsonKind(se.Value)
+		return want + ", got " + toolrouter.JSONKind(se.Value)
 	}
 	if se.Reason != "" {
 		return se.Reason
@@ -261,24 +263,6 @@ func quoted(s string) string {
 	}
 	name, _, _ := strings.Cut(rest, `"`)
 	return name
-}
-
-func jsonKind(v any) string {
-	switch v.(type) {
-	case nil:
-		return "null"
-	case map[string]any:
-		return "object"
-	case []any:
-		return "list"
-	case string:
-		return "string"
-	case bool:
-		return "boolean"
-	case float64, json.Number, int, int64:
-		return "number"
-	}
-	return fmt.Sprintf("%T", v)
 }
 
 // jsonErrorText describes a decoding error with its byte offset.

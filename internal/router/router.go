@@ -89,7 +89,7 @@ func (r *Router) Batch(ctx context.Context, planID string, payloads []any, meta 
 	}
 	for i, p := range payloads {
 		if _, ok := p.(map[string]any); !ok {
-			return nil, toolrouter.Invalid(fmt.Sprintf("tool_calls[%d]", i), "tool_calls[%d]: payload must be a dict (JSON object), got %s", i, jsonType(p))
+			return nil, toolrouter.Invalid(fmt.Sprintf("tool_calls[%d]", i), "tool_calls[%d]: payload must be a dict (JSON object), got %s", i, toolrouter.JSONKind(p))
 		}
 	}
 	seqs := make([]int64, len(payloads))
@@ -118,7 +118,7 @@ func checkPayload(planID string, payload any) error {
 		return toolrouter.Invalid("plan_id", "plan_id must be a non-empty string")
 	}
 	if _, ok := payload.(map[string]any); !ok {
-		return toolrouter.Invalid("tool_call", "tool_call: payload must be a dict (JSON object), got %s", jsonType(payload))
+		return toolrouter.Invalid("tool_call", "tool_call: payload must be a dict (JSON object), got %s", toolrouter.JSONKind(payload))
 	}
 	return nil
 }
@@ -257,22 +257,4 @@ func (r *Router) now() func() time.Time {
 		return r.Now
 	}
 	return time.Now
-}
-
-func jsonType(v any) string {
-	switch v.(type) {
-	case nil:
-		return "null"
-	case map[string]any:
-		return "object"
-	case []any:
-		return "list"
-	case string:
-		return "string"
-	case bool:
-		return "boolean"
-	case float64, json.Number:
-		return "number"
-	}
-	return fmt.Sprintf("%T", v)
 }

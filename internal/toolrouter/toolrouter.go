@@ -5,6 +5,7 @@ package toolrouter
 
 import (
 	"encoding/json"
+	"fmt"
 	"time"
 )
 
@@ -133,4 +134,24 @@ type Update struct {
 	Message    string       `json:"message,omitempty"`
 	Progress   *float64     `json:"progress,omitempty"`
 	Total      *float64     `json:"total,omitempty"`
+}
+
+// JSONKind names the JSON type of a decoded value, for error messages
+// ("object", "list", "string", "number", "boolean", "null").
+func JSONKind(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case map[string]any:
+		return "object"
+	case []any:
+		return "list"
+	case string:
+		return "string"
+	case bool:
+		return "boolean"
+	case float64, json.Number, int, int64:
+		return "number"
+	}
+	return fmt.Sprintf("%T", v)
 }
