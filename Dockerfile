@@ -5,10 +5,14 @@ WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
-RUN CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/toolrouterd ./cmd/toolrouterd
+RUN CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/toolrouterd ./cmd/toolrouterd \
+ && mkdir -p /out/data
 
 FROM gcr.io/distroless/static-debian12:nonroot
 COPY --from=build /out/toolrouterd /usr/local/bin/toolrouterd
+# The default SQLite store lives here; mount a volume to keep it.
+COPY --from=build --chown=65532:65532 /out/data /data
+VOLUME /data
 USER nonroot:nonroot
 ENV TOOLROUTER_ADDR=:8080 \
     TOOLROUTER_STORE=sqlite:///data/toolrouter.db

@@ -5,6 +5,9 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync/atomic"
@@ -204,6 +207,17 @@ func TestAuthAndOperations(t *testing.T) {
 	}
 	if strings.Contains(rt.Output(), "k2") {
 		t.Errorf("an API key appears in the log")
+	}
+	// The container health check needs no shell or curl.
+	hc := exec.Command(filepath.Join(binDir, "toolrouterd"), "healthcheck")
+	hc.Env = append(os.Environ(), "TOOLROUTER_ADDR="+rt.addr)
+	if out, err := hc.CombinedOutput(); err != nil {
+		t.Errorf("healthcheck against a live server: %v %s", err, out)
+	}
+	hc = exec.Command(filepath.Join(binDir, "toolrouterd"), "healthcheck")
+	hc.Env = append(os.Environ(), "TOOLROUTER_ADDR="+freeAddr(t))
+	if err := hc.Run(); err == nil {
+		t.Errorf("healthcheck passed with nothing listening")
 	}
 }
 
