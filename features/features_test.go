@@ -699,6 +699,7 @@ func resultSuccess(res map[string]any, want bool) error {
 // Steps
 
 func initializeScenario(sc *godog.ScenarioContext) {
+	initRuntimeSteps(sc)
 	sc.Before(func(ctx context.Context, _ *godog.Scenario) (context.Context, error) {
 		return context.WithValue(ctx, stateKey{}, &state{roles: map[string]string{}}), nil
 	})

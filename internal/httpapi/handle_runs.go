@@ -51,10 +51,13 @@ func handleStartRun(runs Runs) http.HandlerFunc {
 		}
 		switch {
 		case preferAsync(r):
+			// Answer with the run as accepted: once in the background it is
+			// the loop's to change.
+			accepted := *pr.Run
 			runs.Background(r.Context(), pr)
-			w.Header().Set("Location", "/runs/"+pr.Run.RunID)
+			w.Header().Set("Location", "/runs/"+accepted.RunID)
 			w.Header().Set("Preference-Applied", "respond-async")
-			encode(w, r, http.StatusAccepted, pr.Run)
+			encode(w, r, http.StatusAccepted, &accepted)
 		case wantsEventStream(r):
 			s := startSSE(w, r)
 			runs.Execute(r.Context(), pr, func(e agent.Event) { s.send(e.Type, e.Data) })
