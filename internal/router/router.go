@@ -144,8 +144,10 @@ func (r *Router) route(ctx context.Context, planID string, seq int64, payload an
 	}
 
 	call, err := format.Normalize(payload)
-	res.ProviderFormat = format.Detect(payload)
-	if err == nil {
+	res.ProviderFormat = call.Format
+	if err != nil {
+		res.ProviderFormat = format.Detect(payload)
+	} else {
 		res.ToolName = call.ToolName
 		res.Arguments = call.Arguments
 		if call.ProviderCallID != "" {
