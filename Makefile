@@ -5,7 +5,7 @@ ADDR    ?= 127.0.0.1:8080
 TOOLS_ADDR ?= 127.0.0.1:9001
 STORE   ?= sqlite://toolrouter.db
 
-.PHONY: all build run test vet bench bench-go bench-load bench-store fmt clean
+.PHONY: all build run test vet bench bench-go bench-load bench-store bench-mcp fmt clean
 
 all: build
 
@@ -34,13 +34,17 @@ vet:
 
 # Benchmarks (not part of `make test`): Go benchmarks of the hot path, then
 # a load run against the real binary, a direct tool and nginx.
-bench: bench-go bench-load bench-store
+bench: bench-go bench-load bench-store bench-mcp
 
 bench-go:
 	$(GO) test -run='^$$' -bench=. -benchmem -count=1 ./internal/format/ ./internal/router/ ./internal/remote/ ./internal/httpapi/
 
 bench-load: build
 	bash bench/load.sh
+
+# toolrouterd → MCP echo tool against calling the MCP server directly.
+bench-mcp: build
+	bash bench/mcp.sh
 
 # Routes per second per store: PostgreSQL (3 replicas), SQLite, memory.
 bench-store:

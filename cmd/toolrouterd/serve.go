@@ -20,6 +20,7 @@ import (
 	"github.com/toolrouterd/toolrouterd/internal/agent"
 	"github.com/toolrouterd/toolrouterd/internal/config"
 	"github.com/toolrouterd/toolrouterd/internal/httpapi"
+	"github.com/toolrouterd/toolrouterd/internal/mcpclient"
 	"github.com/toolrouterd/toolrouterd/internal/mcpserver"
 	"github.com/toolrouterd/toolrouterd/internal/metrics"
 	"github.com/toolrouterd/toolrouterd/internal/registry"
@@ -68,9 +69,17 @@ func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) er
 	m := metrics.New()
 	exec := remote.New(remote.Options{})
 	defer exec.CloseIdle()
+	mcpm := mcpclient.New(log, m.Registerer())
+	defer mcpm.Close()
+	mcpm.OnChange(func() {
+		if err := holder.SetExtra(mcpm.Tools()); err != nil {
+			log.Warn().Err(err).Msg("MCP tools left out of the registry")
+		}
+	})
+	mcpm.Sync(ctx, reg.MCPServers())
 	rt := &router.Router{
 		Tools:            func() router.Tools { return holder.Current() },
-		Exec:             exec,
+		Exec:             &mcpclient.Executor{HTTP: exec, MCP: mcpm},
 		Seq:              st,
 		Results:          st,
 		Observer:         m,
@@ -90,6 +99,7 @@ func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) er
 		Logger:       log,
 		MaxBodyBytes: cfg.MaxBodyBytes,
 	})
+	mcpm.OnChange(mcpSrv.Sync) // /mcp sessions hear of MCP tool changes
 	handler, err := httpapi.NewServer(httpapi.Deps{
 		Logger:       log,
 		Router:       rt,
@@ -124,7 +134,7 @@ func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) er
 
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
-		log.Info().Str("addr", ln.Addr().String()).Int("tools", len(reg.Tools())).Str("store", storeKind(cfg.Store)).Msg("listening")
+		log.Info().Str("addr", ln.Addr().String()).Int("tools", len(holder.Current().Tools())).Str("store", storeKind(cfg.Store)).Msg("listening")
 		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
 			return fmt.Errorf("serve: %w", err)
 		}
@@ -143,7 +153,9 @@ func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) er
 		}
 		return nil
 	})
-	g.Go(func() error { return reloadOnHUP(gctx, holder, m, log, mcpSrv.Sync) })
+	g.Go(func() error {
+		return reloadOnHUP(gctx, holder, m, log, mcpSrv.Sync, func() { mcpm.Sync(gctx, holder.Current().MCPServers()) })
+	})
 	if err := g.Wait(); err != nil {
 		log.Error().Err(err).Msg("stopped")
 		return exitError(1)

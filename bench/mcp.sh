@@ -1,0 +1,221 @@
+#!/usr/bin/env bash
+# MCP load benchmark: toolrouterd in front of an MCP server against calling
+# that MCP server directly:
+#
+#   direct   bench/mcpload (Go SDK client, one session) -> bench/mcpecho tools/call echo
+#   router   bench/loadgen -> toolrouterd POST /route -> (one MCP session) -> bench/mcpecho
+#
+# each at a fixed rate (open loop) and at full speed (closed loop), after a
+# warmup. Run by `make bench-mcp` after `make build` (bin/toolrouterd).
+# Everything listens on 127.0.0.1 only, everything it starts is stopped on
+# exit, and the whole run takes about a minute.
+#
+# Knobs (environment):
+#   BENCH_RATE=1000          calls/s of the fixed-rate runs
+#   BENCH_RATE_WORKERS=64    workers of the fixed-rate runs
+#   BENCH_DURATION=8s        measured duration of every run
+#   BENCH_WARMUP=2s          unmeasured warmup before every run
+#   BENCH_CONCURRENCY=32     workers of the full-speed runs
+#   BENCH_BIN=bin            directory holding toolrouterd
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+
+RATE=${BENCH_RATE:-1000}
+RATE_WORKERS=${BENCH_RATE_WORKERS:-64}
+DURATION=${BENCH_DURATION:-8s}
+WARMUP=${BENCH_WARMUP:-2s}
+CONCURRENCY=${BENCH_CONCURRENCY:-32}
+BIN=${BENCH_BIN:-bin}
+
+log() { printf 'bench-mcp: %s\n' "$*" >&2; }
+die() { log "error: $*"; exit 1; }
+
+[[ -x $BIN/toolrouterd ]] || die "$BIN/toolrouterd is missing: run \`make build\` first (or \`make bench-mcp\`)"
+command -v go >/dev/null || die "go is not on PATH"
+command -v curl >/dev/null || die "curl is needed to wait for the servers"
+
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/toolrouterd-bench-mcp.XXXXXX")
+PIDS=()
+cleanup() {
+	local pid
+	for pid in "${PIDS[@]}"; do
+		kill "$pid" 2>/dev/null || true
+	done
+	for pid in "${PIDS[@]}"; do
+		wait "$pid" 2>/dev/null || true
+	done
+	rm -rf "$TMP"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+declare -A TAKEN=()
+port_in_use() {
+	if command -v ss >/dev/null; then
+		[[ -n $(ss -Htln "sport = :$1" 2>/dev/null) ]] && return 0
+	fi
+	(: </dev/tcp/127.0.0.1/"$1") 2>/dev/null
+}
+free_port() {
+	local p i
+	for i in $(seq 1 200); do
+		p=$((20000 + RANDOM % 40000))
+		[[ -n ${TAKEN[$p]:-} ]] && continue
+		if ! port_in_use "$p"; then
+			TAKEN[$p]=1
+			echo "$p"
+			return 0
+		fi
+	done
+	die "no free loopback port found"
+}
+
+# wait_http NAME URL PID: until URL answers (any HTTP status), or fail.
+wait_http() {
+	local name=$1 url=$2 pid=$3 i
+	for i in $(seq 1 100); do
+		if ! kill -0 "$pid" 2>/dev/null; then
+			log "$name exited during start-up; its log:"
+			cat "$TMP/$name.log" >&2 || true
+			exit 1
+		fi
+		if curl -s -o /dev/null --max-time 1 "$url" 2>/dev/null; then
+			return 0
+		fi
+		sleep 0.1
+	done
+	log "$name did not answer $url within 10s; its log:"
+	cat "$TMP/$name.log" >&2 || true
+	exit 1
+}
+
+MCP_PORT=$(free_port)
+ROUTER_PORT=$(free_port)
+
+log "building bench/loadgen, bench/mcpload, bench/mcpecho"
+go build -o "$TMP/loadgen" ./bench/loadgen
+go build -o "$TMP/mcpload" ./bench/mcpload
+go build -o "$TMP/mcpecho" ./bench/mcpecho
+
+"$TMP/mcpecho" -addr "127.0.0.1:$MCP_PORT" >"$TMP/mcpecho.log" 2>&1 &
+PIDS+=($!)
+wait_http mcpecho "http://127.0.0.1:$MCP_PORT/healthz" "${PIDS[-1]}"
+
+cat >"$TMP/registry.yaml" <<YAML
+mcp_servers:
+  - name: bench
+    url: http://127.0.0.1:$MCP_PORT/mcp
+    tools: [echo]
+    timeout: 10s
+YAML
+"$BIN/toolrouterd" check "$TMP/registry.yaml" >/dev/null
+
+env TOOLROUTER_ADDR="127.0.0.1:$ROUTER_PORT" \
+	TOOLROUTER_REGISTRY="$TMP/registry.yaml" \
+	TOOLROUTER_STORE=memory:// \
+	TOOLROUTER_LOG_LEVEL=warn \
+	TOOLROUTER_API_KEYS= \
+	"$BIN/toolrouterd" >"$TMP/toolrouterd.log" 2>&1 &
+PIDS+=($!)
+wait_http toolrouterd "http://127.0.0.1:$ROUTER_PORT/healthz" "${PIDS[-1]}"
+
+printf '%s' '{"plan_id":"bench","tool_call":{"id":"call_1","type":"function","function":{"name":"bench/echo","arguments":"{\"msg\":\"hi\"}"}}}' >"$TMP/route.json"
+post() { curl -sf --max-time 5 -X POST -H 'Content-Type: application/json' --data-binary @"$2" "$1" || true; }
+# Sanity: the router reaches the MCP tool (discovery at start-up included).
+ok=""
+for i in $(seq 1 50); do
+	if [[ $(post "http://127.0.0.1:$ROUTER_PORT/route" "$TMP/route.json") == *'"success":true'*'"msg":"hi"'* ]]; then
+		ok=1
+		break
+	fi
+	sleep 0.1
+done
+if [[ -z $ok ]]; then
+	log "toolrouterd /route did not reach the MCP echo tool: $(post "http://127.0.0.1:$ROUTER_PORT/route" "$TMP/route.json")"
+	cat "$TMP/toolrouterd.log" >&2
+	exit 1
+fi
+"$TMP/mcpload" -url "http://127.0.0.1:$MCP_PORT/mcp" -duration 100ms -warmup 0 -concurrency 1 >/dev/null ||
+	die "mcpload could not call the MCP echo tool"
+
+TARGETS=(direct router)
+declare -A RES=()
+CORES=$(nproc 2>/dev/null || echo '?')
+log "machine: $CORES CPU cores; the load generator, toolrouterd and mcpecho all share them"
+log "runs: fixed rate $RATE calls/s ($RATE_WORKERS workers) and full speed ($CONCURRENCY workers), $DURATION each after a $WARMUP warmup"
+
+for mode in fixed full; do
+	for t in "${TARGETS[@]}"; do
+		if [[ $mode == fixed ]]; then
+			args=(-rate "$RATE" -concurrency "$RATE_WORKERS")
+		else
+			args=(-rate 0 -concurrency "$CONCURRENCY")
+		fi
+		log "running $t, $mode ..."
+		if [[ $t == direct ]]; then
+			RES[$t.$mode]=$("$TMP/mcpload" -name "$t-$mode" -url "http://127.0.0.1:$MCP_PORT/mcp" \
+				-tool echo -args '{"msg":"hi"}' -duration "$DURATION" -warmup "$WARMUP" "${args[@]}")
+		else
+			RES[$t.$mode]=$("$TMP/loadgen" -name "$t-$mode" -url "http://127.0.0.1:$ROUTER_PORT/route" \
+				-body "$TMP/route.json" -header 'Content-Type: application/json' \
+				-duration "$DURATION" -warmup "$WARMUP" "${args[@]}")
+		fi
+		printf '%s\n' "${RES[$t.$mode]}"
+	done
+done
+
+field() {
+	sed -E 's/.*"'"$2"'":("[^"]*"|[^,}]*).*/\1/' <<<"$1"
+}
+num() {
+	if [[ $1 =~ ^[0-9.]+$ ]]; then echo "$1"; else echo -; fi
+}
+ratio() {
+	awk -v a="$1" -v b="$2" 'BEGIN { if (b + 0 == 0) print "-"; else printf "%.2f", a / b }'
+}
+
+echo
+echo "== toolrouterd MCP benchmark ($(date -u +%Y-%m-%dT%H:%M:%SZ), $CORES CPU cores) =="
+echo "direct: Go SDK client -> mcpecho tools/call echo (one session)"
+echo "router: POST /route (OpenAI tool call) -> toolrouterd -> one MCP session -> mcpecho"
+echo "NOTE: everything shares the same $CORES cores; the router path has one more process."
+for mode in fixed full; do
+	echo
+	if [[ $mode == fixed ]]; then
+		echo "-- fixed rate: $RATE calls/s for $DURATION, open loop, latency from scheduled send time --"
+	else
+		echo "-- full speed: $CONCURRENCY workers for $DURATION, closed loop --"
+	fi
+	printf '%-8s %10s %10s %8s %8s %9s %9s %9s %9s %9s\n' target requests 'rps' errors failed p50_ms p90_ms p99_ms max_ms lag_p99
+	for t in "${TARGETS[@]}"; do
+		r=${RES[$t.$mode]}
+		lag=-
+		[[ $mode == fixed ]] && lag=$(num "$(field "$r" lag_p99_ms)")
+		printf '%-8s %10s %10s %8s %8s %9s %9s %9s %9s %9s\n' "$t" \
+			"$(field "$r" requests)" "$(field "$r" rps)" "$(field "$r" errors)" "$(field "$r" non2xx)" \
+			"$(field "$r" p50_ms)" "$(field "$r" p90_ms)" "$(field "$r" p99_ms)" "$(field "$r" max_ms)" "$lag"
+	done
+	echo
+	printf '%-22s %12s %10s %10s\n' "toolrouterd ratio" throughput p50 p99
+	rr=${RES[router.$mode]}
+	br=${RES[direct.$mode]}
+	printf '%-22s %12s %10s %10s\n' "router / direct" \
+		"$(ratio "$(field "$rr" rps)" "$(field "$br" rps)")" \
+		"$(ratio "$(field "$rr" p50_ms)" "$(field "$br" p50_ms)")" \
+		"$(ratio "$(field "$rr" p99_ms)" "$(field "$br" p99_ms)")"
+done
+echo
+echo "throughput ratio < 1: toolrouterd serves fewer calls/s than calling the MCP server directly;"
+echo "latency ratios > 1: toolrouterd answers slower. (failed: non-2xx for the router, isError for direct.)"
+
+bad=0
+for k in "${!RES[@]}"; do
+	r=${RES[$k]}
+	if [[ $(field "$r" errors) != 0 || $(field "$r" non2xx) != 0 ]]; then
+		log "error: $k had errors or failed calls: $r"
+		bad=1
+	fi
+done
+exit $bad

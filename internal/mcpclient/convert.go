@@ -1,0 +1,164 @@
+package mcpclient
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolrouterd/toolrouterd/internal/registry"
+	"github.com/toolrouterd/toolrouterd/internal/remote"
+	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
+)
+
+// discovered is one tool of a server's last successful tools/list, kept
+// as the server described it so that the registry tools can be rebuilt
+// when only the server's prefix, allowlist or timeout change.
+type discovered struct {
+	tool *mcp.Tool
+	// input and output are the tool's schemas as JSON objects; validate
+	// checks arguments against input (nil when it does not compile).
+	input, output map[string]any
+	validate      func(map[string]any) error
+	schemaErr     error
+}
+
+// newDiscovered decodes a tool's schemas and compiles its input schema
+// like the registry compiles those of file tools.
+func newDiscovered(t *mcp.Tool) discovered {
+	d := discovered{tool: t}
+	d.input, _ = jsonObject(t.InputSchema)
+	if d.input == nil {
+		d.input = map[string]any{"type": "object"}
+	}
+	d.output, _ = jsonObject(t.OutputSchema)
+	d.validate, d.schemaErr = registry.CompileInputSchema(d.input)
+	return d
+}
+
+// jsonObject turns a schema the SDK decoded (a map, a json.RawMessage or a
+// typed schema) into a JSON object; nil when it is absent or no object.
+func jsonObject(v any) (map[string]any, error) {
+	switch v := v.(type) {
+	case nil:
+		return nil, nil
+	case map[string]any:
+		return v, nil
+	}
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// allowed reports whether the allowlist lets a server's tool in.
+func allowed(allow []string, name string) bool {
+	return slices.Contains(allow, "*") || slices.Contains(allow, name)
+}
+
+// registryTool is the registry tool of a discovered MCP tool.
+func registryTool(cfg registry.MCPServer, d discovered) *toolrouter.Tool {
+	t := &toolrouter.Tool{
+		Name:         cfg.Prefix + d.tool.Name,
+		Description:  d.tool.Description,
+		Kind:         toolrouter.KindTool,
+		InputSchema:  d.input,
+		OutputSchema: d.output,
+		Timeout:      cfg.Timeout,
+		MCPServer:    cfg.Name,
+		MCPTool:      d.tool.Name,
+		ValidateArgs: d.validate,
+	}
+	if t.Description == "" {
+		t.Description = d.tool.Title
+	}
+	if a := d.tool.Annotations; a != nil {
+		if t.Description == "" {
+			t.Description = a.Title
+		}
+		t.ReadOnly = a.ReadOnlyHint
+		// An idempotent tool may be called again when the first request may
+		// or may not have reached it (a connection lost mid-call).
+		t.Idempotent = a.IdempotentHint
+		if t.Idempotent {
+			t.Retries = 1
+		}
+	}
+	return t
+}
+
+// outcome turns a tools/call result into the router's Outcome: a result
+// with isError is a failure the tool reported (classified by its text);
+// otherwise the output is structuredContent when present, else the text
+// content (as JSON when it is JSON, else as a JSON string), else the
+// content blocks themselves.
+func outcome(res *mcp.CallToolResult) remote.Outcome {
+	if res == nil {
+		return remote.Outcome{Output: json.RawMessage("null"), Answered: true}
+	}
+	text, hasText := textOf(res.Content)
+	if res.IsError {
+		msg := strings.TrimSpace(text)
+		if msg == "" {
+			msg = "the MCP tool reported an error without a message"
+		}
+		cat := toolrouter.ClassifyError(msg)
+		if cat == toolrouter.CategoryUnknown {
+			cat = toolrouter.CategoryExecution
+		}
+		return remote.Outcome{Err: msg, Category: cat, Answered: true}
+	}
+	if res.StructuredContent != nil {
+		raw, err := json.Marshal(res.StructuredContent)
+		if err != nil {
+			return remote.Outcome{Err: fmt.Sprintf("the MCP tool's structuredContent cannot be encoded: %v", err),
+				Category: toolrouter.CategoryParse, Answered: true}
+		}
+		return remote.Outcome{Output: raw, Answered: true}
+	}
+	if hasText {
+		return remote.Outcome{Output: textOutput(text), Answered: true}
+	}
+	if len(res.Content) == 0 {
+		return remote.Outcome{Output: json.RawMessage("null"), Answered: true}
+	}
+	raw, err := json.Marshal(res.Content)
+	if err != nil {
+		return remote.Outcome{Err: fmt.Sprintf("the MCP tool's content cannot be encoded: %v", err),
+			Category: toolrouter.CategoryParse, Answered: true}
+	}
+	return remote.Outcome{Output: raw, Answered: true}
+}
+
+// textOf joins the text blocks of a result's content with newlines.
+func textOf(content []mcp.Content) (string, bool) {
+	var parts []string
+	for _, c := range content {
+		if t, ok := c.(*mcp.TextContent); ok {
+			parts = append(parts, t.Text)
+		}
+	}
+	return strings.Join(parts, "\n"), len(parts) > 0
+}
+
+// textOutput is text as a JSON value: the text itself when it is a JSON
+// document, else the text as a JSON string.
+func textOutput(text string) json.RawMessage {
+	trimmed := bytes.TrimSpace([]byte(text))
+	if len(trimmed) > 0 && json.Valid(trimmed) {
+		var buf bytes.Buffer
+		if json.Compact(&buf, trimmed) == nil {
+			return buf.Bytes()
+		}
+	}
+	raw, _ := json.Marshal(text) // a string always encodes
+	return raw
+}

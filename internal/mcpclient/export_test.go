@@ -1,0 +1,8 @@
+package mcpclient
+
+import "time"
+
+// SetTiming shortens the Manager's waits for tests.
+func SetTiming(m *Manager, syncWait, backoffMin, backoffMax time.Duration) {
+	m.syncWait, m.backoffMin, m.backoffMax = syncWait, backoffMin, backoffMax
+}

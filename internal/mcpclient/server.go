@@ -1,0 +1,705 @@
+package mcpclient
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolrouterd/toolrouterd/internal/registry"
+	"github.com/toolrouterd/toolrouterd/internal/remote"
+	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
+)
+
+// errToolTimeout is the cause of a call's own deadline, telling it apart
+// from the caller's.
+var errToolTimeout = errors.New("tool timeout")
+
+// errSessionLost is why a server is down after it said it no longer knows
+// the session.
+var errSessionLost = errors.New("the server ended the session")
+
+// server is one MCP server: a supervisor goroutine (run) owns the
+// connection, calls share its session.
+type server struct {
+	m       *Manager
+	name    string
+	url     string
+	headers map[string]string
+	client  *mcp.Client
+	http    *http.Client
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	done   chan struct{}
+	// kick asks the supervisor to act now: reconnect when the server is
+	// down (or its session broke), rediscover the tools when it is up.
+	kick chan struct{}
+
+	mu  sync.Mutex
+	cfg registry.MCPServer
+	cs  *mcp.ClientSession // nil while down
+	sid string             // cs's session id
+	gen uint64             // sessions opened so far; numbers the current one
+	// lostGen is the last session the server disowned (404).
+	lostGen uint64
+	// err is why the server is down (nil before the first attempt).
+	err error
+	// attempts counts the finished connection attempts.
+	attempts uint64
+	// round is closed, and replaced, after every connection or discovery
+	// attempt.
+	round chan struct{}
+	// raw is the last successful discovery; tools the registry tools made
+	// of it, fingerprint their JSON.
+	raw         []discovered
+	listed      bool // raw is the result of a discovery
+	tools       []*toolrouter.Tool
+	fingerprint string
+	downLogged  bool
+}
+
+func newServer(m *Manager, cfg registry.MCPServer) *server {
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &server{
+		m:       m,
+		name:    cfg.Name,
+		url:     cfg.URL,
+		headers: maps.Clone(cfg.Headers),
+		ctx:     ctx,
+		cancel:  cancel,
+		done:    make(chan struct{}),
+		kick:    make(chan struct{}, 1),
+		cfg:     cfg,
+		round:   make(chan struct{}),
+	}
+	s.http = &http.Client{
+		Transport: &serverTransport{base: m.base, headers: s.headers, lost: s.lost, event: m.progressEvent},
+		// Never follow a redirect: it would carry the server's headers
+		// (secrets) to another URL.
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+	s.client = mcp.NewClient(&mcp.Implementation{Name: "toolrouterd", Version: "1"}, &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+			s.m.log.Debug().Str("mcp_server", s.name).Msg("MCP server tool list changed")
+			s.poke()
+		},
+		// Progress notifications are forwarded by the transport (see
+		// serverTransport.event): no ProgressNotificationHandler.
+		KeepAlive: keepAlive,
+	})
+	return s
+}
+
+func (s *server) start() {
+	s.m.up.WithLabelValues(s.name).Set(0)
+	go s.run()
+}
+
+// stop ends the supervisor, closes the session and forgets the server's
+// metrics.
+func (s *server) stop() {
+	s.cancel()
+	<-s.done
+	s.m.up.DeleteLabelValues(s.name)
+	s.m.reconnects.DeletePartialMatch(map[string]string{"server": s.name})
+}
+
+// poke asks the supervisor to act now (see kick).
+func (s *server) poke() {
+	select {
+	case s.kick <- struct{}{}:
+	default:
+	}
+}
+
+// firstRound is closed when the first connection attempt is over.
+func (s *server) firstRound() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.round
+}
+
+// refresh asks for a rediscovery (or a reconnection attempt, when down)
+// and returns a channel closed once it is over.
+func (s *server) refresh() <-chan struct{} {
+	s.mu.Lock()
+	ch := s.round
+	s.mu.Unlock()
+	s.poke()
+	return ch
+}
+
+// reconfigure takes a new configuration with the same URL and headers:
+// prefix, allowlist and timeout apply to the tools at once.
+func (s *server) reconfigure(cfg registry.MCPServer) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.cfg = cfg
+	s.rebuild()
+}
+
+// rebuild makes the registry tools of the last discovery; s.mu is held.
+// It reports whether they changed, and logs what is wrong with them when
+// they did.
+func (s *server) rebuild() bool {
+	var tools []*toolrouter.Tool
+	var warnings []func()
+	for _, d := range s.raw {
+		if !allowed(s.cfg.Tools, d.tool.Name) {
+			continue
+		}
+		if d.schemaErr != nil {
+			name, err := d.tool.Name, d.schemaErr
+			warnings = append(warnings, func() {
+				s.m.log.Warn().Str("mcp_server", s.name).Str("tool", name).Err(err).
+					Msg("MCP tool's inputSchema does not compile: its arguments are not validated here")
+			})
+		}
+		tools = append(tools, registryTool(s.cfg, d))
+	}
+	for _, name := range s.cfg.Tools {
+		if name != "*" && s.listed && !slices.ContainsFunc(s.raw, func(d discovered) bool { return d.tool.Name == name }) {
+			warnings = append(warnings, func() {
+				s.m.log.Warn().Str("mcp_server", s.name).Str("tool", name).Msg("allowlisted tool not offered by the MCP server")
+			})
+		}
+	}
+	fp, _ := json.Marshal(tools)
+	if string(fp) == s.fingerprint {
+		return false
+	}
+	s.tools, s.fingerprint = tools, string(fp)
+	for _, w := range warnings {
+		w()
+	}
+	return true
+}
+
+func (s *server) currentTools() []*toolrouter.Tool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.tools
+}
+
+// nextRound closes the current round and opens the next; s.mu is held.
+func (s *server) nextRound() {
+	close(s.round)
+	s.round = make(chan struct{})
+}
+
+// run is the supervisor: connect, serve the session until it ends,
+// reconnect with backoff.
+func (s *server) run() {
+	defer close(s.done)
+	var delay time.Duration
+	for first := true; ; first = false {
+		if delay > 0 {
+			t := time.NewTimer(delay)
+			select {
+			case <-s.ctx.Done():
+				t.Stop()
+				return
+			case <-s.kick:
+				t.Stop()
+			case <-t.C:
+			}
+		}
+		cs, raw, err := s.connect()
+		if s.ctx.Err() != nil {
+			if cs != nil {
+				_ = cs.Close()
+			}
+			return
+		}
+		if !first {
+			result := "ok"
+			if err != nil {
+				result = "error"
+			}
+			s.m.reconnects.WithLabelValues(s.name, result).Inc()
+		}
+		if err != nil {
+			s.attemptFailed(err)
+			delay = s.nextDelay(delay)
+			continue
+		}
+		gen := s.setUp(cs, raw)
+		began := time.Now()
+		err = s.serve(cs, gen)
+		_ = cs.Close()
+		if s.ctx.Err() != nil {
+			return
+		}
+		s.sessionEnded(gen, err)
+		// Reconnect at once, unless sessions keep dying young.
+		delay = 0
+		if time.Since(began) < time.Second {
+			delay = s.m.backoffMin
+		}
+	}
+}
+
+// nextDelay doubles the wait between attempts, from backoffMin up to
+// backoffMax, jittered by ±20%.
+func (s *server) nextDelay(d time.Duration) time.Duration {
+	if d <= 0 {
+		d = s.m.backoffMin
+	} else {
+		d = min(d*2, s.m.backoffMax)
+	}
+	j := time.Duration(rand.Int64N(int64(d)/5 + 1))
+	if rand.IntN(2) == 0 {
+		return d - j
+	}
+	return min(d+j, s.m.backoffMax)
+}
+
+// connect opens a session and discovers the tools, within the server's
+// timeout.
+func (s *server) connect() (*mcp.ClientSession, []discovered, error) {
+	ctx, cancel := context.WithTimeout(s.ctx, s.timeout())
+	defer cancel()
+	cs, err := s.client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: s.url, HTTPClient: s.http}, nil)
+	if err != nil {
+		return nil, nil, fmt.Errorf("connect: %w", err)
+	}
+	raw, err := s.list(ctx, cs)
+	if err != nil {
+		_ = cs.Close()
+		return nil, nil, err
+	}
+	return cs, raw, nil
+}
+
+func (s *server) timeout() time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cfg.Timeout > 0 {
+		return s.cfg.Timeout
+	}
+	return defaultTimeout
+}
+
+// list runs tools/list over every page.
+func (s *server) list(ctx context.Context, cs *mcp.ClientSession) ([]discovered, error) {
+	var out []discovered
+	seen := map[string]bool{}
+	params := &mcp.ListToolsParams{}
+	for page := 0; ; page++ {
+		if page == maxPages {
+			return nil, fmt.Errorf("tools/list: more than %d pages", maxPages)
+		}
+		res, err := cs.ListTools(ctx, params)
+		if err != nil {
+			return nil, fmt.Errorf("tools/list: %w", err)
+		}
+		for _, t := range res.Tools {
+			if t == nil || seen[t.Name] {
+				continue
+			}
+			seen[t.Name] = true
+			out = append(out, newDiscovered(t))
+		}
+		if res.NextCursor == "" {
+			return out, nil
+		}
+		if res.NextCursor == params.Cursor {
+			return nil, fmt.Errorf("tools/list: the server repeats cursor %q", res.NextCursor)
+		}
+		params = &mcp.ListToolsParams{Cursor: res.NextCursor}
+	}
+}
+
+// serve waits until the session ends (the server closed it, a call found
+// it broken) or the server is stopped, rediscovering the tools when
+// kicked. It returns why the session ended.
+func (s *server) serve(cs *mcp.ClientSession, gen uint64) error {
+	ended := make(chan error, 1)
+	go func() { ended <- cs.Wait() }()
+	for {
+		select {
+		case <-s.ctx.Done():
+			return nil
+		case err := <-ended:
+			if err == nil {
+				err = errors.New("the session was closed")
+			}
+			return fmt.Errorf("session lost: %w", err)
+		case <-s.kick:
+			if broken, err := s.broken(gen); broken {
+				return err
+			}
+			ctx, cancel := context.WithTimeout(s.ctx, s.timeout())
+			raw, err := s.list(ctx, cs)
+			cancel()
+			if s.ctx.Err() != nil {
+				return nil
+			}
+			if err != nil {
+				if serverError(err) != nil {
+					// The server answered: keep the session and the tools.
+					s.m.log.Warn().Str("mcp_server", s.name).Str("error", s.scrub(err)).Msg("MCP tool rediscovery failed")
+					s.mu.Lock()
+					s.nextRound()
+					s.mu.Unlock()
+					continue
+				}
+				return err
+			}
+			s.setTools(raw)
+		}
+	}
+}
+
+// broken reports whether the session gen was given up by a call.
+func (s *server) broken(gen uint64) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.gen == gen && s.cs != nil {
+		return false, nil
+	}
+	return true, s.err
+}
+
+func (s *server) setUp(cs *mcp.ClientSession, raw []discovered) uint64 {
+	s.mu.Lock()
+	s.gen++
+	gen := s.gen
+	s.cs, s.sid, s.err = cs, cs.ID(), nil
+	s.attempts++
+	s.raw, s.listed = raw, true
+	changed := s.rebuild()
+	n := len(s.tools)
+	wasDown := s.downLogged
+	s.downLogged = false
+	s.nextRound()
+	s.mu.Unlock()
+	s.m.up.WithLabelValues(s.name).Set(1)
+	ev := s.m.log.Info()
+	if !wasDown && gen > 1 {
+		ev = s.m.log.Debug() // a quiet session renewal
+	}
+	ev.Str("mcp_server", s.name).Int("tools", n).Int("offered", len(raw)).Msg("MCP server connected")
+	if changed {
+		s.m.changed()
+	}
+	return gen
+}
+
+func (s *server) setTools(raw []discovered) {
+	s.mu.Lock()
+	s.raw, s.listed = raw, true
+	changed := s.rebuild()
+	n := len(s.tools)
+	s.nextRound()
+	s.mu.Unlock()
+	s.m.log.Debug().Str("mcp_server", s.name).Int("tools", n).Bool("changed", changed).Msg("MCP tools rediscovered")
+	if changed {
+		s.m.changed()
+	}
+}
+
+// attemptFailed records a failed connection attempt.
+func (s *server) attemptFailed(err error) {
+	s.mu.Lock()
+	s.cs, s.sid = nil, ""
+	s.err = err
+	s.attempts++
+	logIt := !s.downLogged
+	s.downLogged = true
+	s.nextRound()
+	s.mu.Unlock()
+	s.m.up.WithLabelValues(s.name).Set(0)
+	ev := s.m.log.Debug()
+	if logIt {
+		ev = s.m.log.Warn()
+	}
+	ev.Str("mcp_server", s.name).Str("error", s.scrub(err)).Msg("MCP server unavailable; retrying in the background")
+}
+
+// sessionEnded records the end of session gen.
+func (s *server) sessionEnded(gen uint64, err error) {
+	s.mu.Lock()
+	if s.gen == gen && s.cs != nil {
+		s.cs, s.sid = nil, ""
+		s.err = err
+	}
+	if s.err == nil {
+		s.err = err
+	}
+	s.mu.Unlock()
+	s.m.up.WithLabelValues(s.name).Set(0)
+	s.m.log.Debug().Str("mcp_server", s.name).Str("reason", s.scrub(err)).Msg("MCP session ended; reconnecting")
+}
+
+// markBroken gives up session gen after a call found it unusable, and
+// asks the supervisor to reconnect. It returns the number of finished
+// connection attempts, for awaitSession.
+func (s *server) markBroken(gen uint64, err error) uint64 {
+	s.mu.Lock()
+	if s.gen == gen && s.cs != nil {
+		s.cs, s.sid = nil, ""
+		s.err = err
+		s.m.up.WithLabelValues(s.name).Set(0)
+	}
+	n := s.attempts
+	s.mu.Unlock()
+	s.poke()
+	return n
+}
+
+// lost is told by the transport that the server does not know session
+// sid any more.
+func (s *server) lost(sid string) {
+	s.mu.Lock()
+	current := s.cs != nil && s.sid == sid
+	gen := s.gen
+	if current {
+		s.lostGen = gen
+	}
+	s.mu.Unlock()
+	if current {
+		s.markBroken(gen, errSessionLost)
+	}
+}
+
+// session returns the live session, waiting for the first connection
+// attempt when it is not over yet; with no session it returns why.
+func (s *server) session(ctx context.Context) (*mcp.ClientSession, uint64, error) {
+	return s.awaitSession(ctx, 0)
+}
+
+// awaitSession returns the live session, or waits until more than after
+// connection attempts are finished and none succeeded.
+func (s *server) awaitSession(ctx context.Context, after uint64) (*mcp.ClientSession, uint64, error) {
+	for {
+		s.mu.Lock()
+		cs, gen, err, n, round := s.cs, s.gen, s.err, s.attempts, s.round
+		s.mu.Unlock()
+		switch {
+		case cs != nil:
+			return cs, gen, nil
+		case n > after:
+			if err == nil {
+				err = errors.New("not connected")
+			}
+			return nil, 0, err
+		}
+		select {
+		case <-round:
+		case <-ctx.Done():
+			return nil, 0, ctx.Err()
+		case <-s.ctx.Done():
+			return nil, 0, errors.New("the server was removed from the registry or toolrouterd is stopping")
+		}
+	}
+}
+
+// call executes one tools/call. The outcomes:
+//   - a result: success, or (isError) a failure the tool reported;
+//   - a JSON-RPC error from the server (unknown tool, invalid params …):
+//     a failure classified by its message, answered;
+//   - the call's timeout: category timeout (the SDK then sends
+//     notifications/cancelled);
+//   - no session, the server unreachable: category resource, "MCP server
+//     X unavailable: …";
+//   - the server no longer knows the session (it restarted, the session
+//     expired): a new session, and the call again (it never ran);
+//   - the connection lost mid-call: the call again on a new session if the
+//     tool is idempotent, else a failure (the tool may have run).
+func (s *server) call(ctx context.Context, req remote.Request) remote.Outcome {
+	t := req.Tool
+	timeout := t.Timeout
+	if timeout <= 0 {
+		timeout = s.timeout()
+	}
+	callCtx, cancel := context.WithTimeoutCause(ctx, timeout, errToolTimeout)
+	defer cancel()
+
+	args := req.Args
+	if args == nil {
+		args = map[string]any{}
+	}
+	params := &mcp.CallToolParams{Name: t.MCPTool, Arguments: args}
+	if req.Progress != nil {
+		token, stop := s.m.watchProgress(req.Progress)
+		defer stop()
+		params.SetProgressToken(token)
+	}
+	retries := 0
+	if t.Idempotent {
+		retries = t.Retries
+	}
+	fresh := true // one new session for a call the server never ran
+	attempts := 0
+	var after uint64
+	var wait bool
+	for {
+		var cs *mcp.ClientSession
+		var gen uint64
+		var err error
+		if wait {
+			cs, gen, err = s.awaitSession(callCtx, after)
+		} else {
+			cs, gen, err = s.session(callCtx)
+		}
+		if err != nil {
+			if callCtx.Err() != nil {
+				return s.contextOutcome(ctx, callCtx, timeout, attempts)
+			}
+			out := failure(toolrouter.CategoryResource, "MCP server %s unavailable: %s", s.name, s.scrub(err))
+			out.Attempts = attempts
+			return out
+		}
+		attempts++
+		res, err := cs.CallTool(callCtx, params)
+		if err == nil {
+			out := outcome(res)
+			out.Attempts = attempts
+			return out
+		}
+		if callCtx.Err() != nil {
+			return s.contextOutcome(ctx, callCtx, timeout, attempts)
+		}
+		lost := errors.Is(err, mcp.ErrSessionMissing) || s.lostSession(gen)
+		jerr := serverError(err)
+		switch {
+		case lost:
+			after = s.markBroken(gen, errSessionLost)
+			if fresh {
+				fresh, wait = false, true
+				continue
+			}
+			out := failure(toolrouter.CategoryResource, "MCP server %s unavailable: %s", s.name, errSessionLost)
+			out.Attempts = attempts
+			return out
+		case jerr != nil:
+			msg := jerr.Message
+			if msg == "" {
+				msg = fmt.Sprintf("JSON-RPC error %d", jerr.Code)
+			}
+			cat := toolrouter.ClassifyError(msg)
+			if cat == toolrouter.CategoryUnknown {
+				cat = toolrouter.CategoryExecution
+			}
+			return remote.Outcome{Err: msg, Category: cat, Attempts: attempts, Answered: true}
+		}
+		// The transport failed.
+		after = s.markBroken(gen, err)
+		// The request did not leave: no connection, or a session already
+		// closing.
+		never := unreachable(err) || errors.Is(err, mcp.ErrConnectionClosed)
+		switch {
+		case never && fresh:
+			fresh, wait = false, true
+			continue
+		case !never && retries > 0:
+			retries--
+			wait = true
+			continue
+		case never:
+			out := failure(toolrouter.CategoryResource, "MCP server %s unavailable: %s", s.name, s.scrub(err))
+			out.Attempts = attempts
+			return out
+		}
+		out := failure(toolrouter.CategoryExecution, "MCP server %s: tools/call failed: %s", s.name, s.scrub(err))
+		out.Attempts = attempts
+		return out
+	}
+}
+
+// lostSession reports whether the transport saw the server disown session
+// gen.
+func (s *server) lostSession(gen uint64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lostGen == gen
+}
+
+func (s *server) contextOutcome(ctx, callCtx context.Context, timeout time.Duration, attempts int) remote.Outcome {
+	var out remote.Outcome
+	switch err := ctx.Err(); {
+	case errors.Is(context.Cause(callCtx), errToolTimeout):
+		out = failure(toolrouter.CategoryTimeout, "MCP tool timed out after %s", timeout)
+	case errors.Is(err, context.DeadlineExceeded):
+		out = failure(toolrouter.CategoryTimeout, "call cancelled: %v", err)
+	default:
+		if err == nil {
+			err = callCtx.Err()
+		}
+		out = failure(toolrouter.CategoryExecution, "call cancelled: %v", err)
+	}
+	out.Attempts = attempts
+	return out
+}
+
+// scrub is an error's message fit for clients and logs: the innermost
+// network error when there is one (the SDK's wrapping repeats the
+// request), and never the URL's credentials.
+func (s *server) scrub(err error) string {
+	if err == nil {
+		return ""
+	}
+	var ue *url.Error
+	msg := err.Error()
+	if errors.As(err, &ue) && ue.Err != nil {
+		msg = ue.Err.Error()
+	}
+	if red := redactURL(s.url); red != s.url {
+		msg = strings.ReplaceAll(msg, s.url, red)
+	}
+	return msg
+}
+
+// The codes of the SDK's own errors, which look like JSON-RPC errors but
+// never came from the server: client is closing, server is closing,
+// rejected by transport.
+const (
+	codeClientClosing = -32003
+	codeServerClosing = -32004
+	codeRejected      = -32005
+)
+
+// serverError finds the JSON-RPC error the server answered with in err's
+// tree, skipping the SDK's own sentinels; nil when the server gave none.
+func serverError(err error) *jsonrpc.Error {
+	var found *jsonrpc.Error
+	var walk func(error) bool
+	walk = func(e error) bool {
+		if je, ok := e.(*jsonrpc.Error); ok {
+			switch je.Code {
+			case codeClientClosing, codeServerClosing, codeRejected:
+			default:
+				found = je
+				return true
+			}
+		}
+		switch u := e.(type) {
+		case interface{ Unwrap() error }:
+			if x := u.Unwrap(); x != nil {
+				return walk(x)
+			}
+		case interface{ Unwrap() []error }:
+			for _, x := range u.Unwrap() {
+				if walk(x) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	walk(err)
+	return found
+}

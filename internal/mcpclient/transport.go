@@ -1,0 +1,211 @@
+package mcpclient
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"syscall"
+	"time"
+)
+
+const (
+	dialTimeout         = 5 * time.Second
+	dialKeepAlive       = 30 * time.Second
+	tlsHandshakeTimeout = 5 * time.Second
+	idleConnTimeout     = 90 * time.Second
+	maxIdleConnsPerHost = 256
+	userAgent           = "toolrouterd"
+	sessionIDHeader     = "Mcp-Session-Id"
+	// peekBytes bounds how much of a 400 reply is read to tell a lost
+	// session from other bad requests.
+	peekBytes = 4 << 10
+)
+
+// newBaseTransport is the HTTP transport shared by every MCP server of a
+// Manager: bounded dial and TLS handshake, keep-alive, a pool large enough
+// for many concurrent calls to one server.
+func newBaseTransport() *http.Transport {
+	dialer := &net.Dialer{Timeout: dialTimeout, KeepAlive: dialKeepAlive}
+	return &http.Transport{
+		Proxy:               http.ProxyFromEnvironment,
+		DialContext:         dialer.DialContext,
+		ForceAttemptHTTP2:   true,
+		MaxIdleConns:        1024,
+		MaxIdleConnsPerHost: maxIdleConnsPerHost,
+		IdleConnTimeout:     idleConnTimeout,
+		TLSHandshakeTimeout: tlsHandshakeTimeout,
+	}
+}
+
+// serverTransport is the http.RoundTripper of one MCP server: it sends the
+// server's configured headers (secrets included; they are never logged) on
+// every request, and notices when the server no longer knows the session a
+// request carries.
+type serverTransport struct {
+	base    http.RoundTripper
+	headers map[string]string
+	// lost is told the session id of a request the server answered with
+	// 404 (the streamable HTTP transport's "session expired"), or with 400
+	// and a body that complains about the session (what some servers,
+	// among them the TypeScript reference servers, answer instead).
+	lost func(sessionID string)
+	// event, when set, sees the data of every server-sent event as the
+	// SDK reads it, before the SDK sees the events that follow.
+	event func(data []byte)
+}
+
+func (t *serverTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r2 := r.Clone(r.Context())
+	for k, v := range t.headers {
+		r2.Header.Set(k, v)
+	}
+	if r2.Header.Get("User-Agent") == "" {
+		r2.Header.Set("User-Agent", userAgent)
+	}
+	resp, err := t.base.RoundTrip(r2)
+	if err != nil || r.Method == http.MethodDelete {
+		return resp, err
+	}
+	if t.event != nil && resp.StatusCode == http.StatusOK && isEventStream(resp.Header.Get("Content-Type")) {
+		resp.Body = &sseTap{body: resp.Body, event: t.event}
+	}
+	if t.lost == nil {
+		return resp, nil
+	}
+	sid := r.Header.Get(sessionIDHeader)
+	if sid == "" {
+		return resp, nil
+	}
+	switch resp.StatusCode {
+	case http.StatusNotFound:
+		t.lost(sid)
+	case http.StatusBadRequest:
+		if mentionsSession(resp) {
+			t.lost(sid)
+		}
+	}
+	return resp, nil
+}
+
+func isEventStream(contentType string) bool {
+	mt, _, _ := strings.Cut(contentType, ";")
+	return strings.EqualFold(strings.TrimSpace(mt), "text/event-stream")
+}
+
+// maxEventData bounds the data of one event the tap buffers; the events it
+// looks for (progress notifications) are small, larger ones are skipped
+// (the SDK still reads them in full).
+const maxEventData = 64 << 10
+
+// sseTap passes a Server-Sent Events body through unchanged, handing the
+// data of each complete event to event before Read returns the bytes that
+// end it: whatever event does happens before the reader sees any later
+// event. (The SDK handles notifications on another goroutine than
+// responses, so a progress notification it handled itself could arrive
+// after the result of its call.)
+type sseTap struct {
+	body     io.ReadCloser
+	event    func(data []byte)
+	line     []byte
+	data     []byte
+	overflow bool
+}
+
+func (t *sseTap) Read(p []byte) (int, error) {
+	n, err := t.body.Read(p)
+	t.feed(p[:n])
+	return n, err
+}
+
+func (t *sseTap) Close() error { return t.body.Close() }
+
+func (t *sseTap) feed(b []byte) {
+	for len(b) > 0 {
+		i := bytes.IndexByte(b, '\n')
+		if i < 0 {
+			t.appendLine(b)
+			return
+		}
+		t.appendLine(b[:i])
+		t.endLine()
+		b = b[i+1:]
+	}
+}
+
+func (t *sseTap) appendLine(b []byte) {
+	if len(t.line)+len(b) > maxEventData {
+		t.overflow = true
+		return
+	}
+	t.line = append(t.line, b...)
+}
+
+func (t *sseTap) endLine() {
+	line := bytes.TrimSuffix(t.line, []byte("\r"))
+	t.line = t.line[:0]
+	switch {
+	case len(line) == 0: // the end of an event
+		if len(t.data) > 0 && !t.overflow {
+			t.event(t.data)
+		}
+		t.data, t.overflow = t.data[:0], false
+	case bytes.HasPrefix(line, []byte("data:")):
+		v := bytes.TrimPrefix(line[len("data:"):], []byte(" "))
+		if len(t.data)+len(v)+1 > maxEventData {
+			t.overflow = true
+			return
+		}
+		if len(t.data) > 0 {
+			t.data = append(t.data, '\n')
+		}
+		t.data = append(t.data, v...)
+	}
+}
+
+// mentionsSession peeks at the start of a reply body for the word
+// "session", leaving the body readable in full.
+func mentionsSession(resp *http.Response) bool {
+	head, err := io.ReadAll(io.LimitReader(resp.Body, peekBytes))
+	resp.Body = readCloser{io.MultiReader(bytes.NewReader(head), resp.Body), resp.Body}
+	if err != nil {
+		return false
+	}
+	return strings.Contains(strings.ToLower(string(head)), "session")
+}
+
+type readCloser struct {
+	io.Reader
+	io.Closer
+}
+
+// unreachable reports whether err means no connection to the server could
+// be made (so the request was never sent): refused, unknown host, dial
+// timeout, no route.
+func unreachable(err error) bool {
+	var op *net.OpError
+	if errors.As(err, &op) && op.Op == "dial" {
+		return true
+	}
+	var dns *net.DNSError
+	return errors.As(err, &dns) ||
+		errors.Is(err, syscall.ECONNREFUSED) ||
+		errors.Is(err, syscall.EHOSTUNREACH) ||
+		errors.Is(err, syscall.ENETUNREACH)
+}
+
+// redactURL is the server URL as it may appear in messages: without user
+// information and query, which can carry credentials.
+func redactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(invalid URL)"
+	}
+	u.User = nil
+	u.RawQuery = ""
+	u.Fragment = ""
+	return u.String()
+}

@@ -1,0 +1,104 @@
+package registry
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
+)
+
+// CompileInputSchema compiles a tool's input schema the way the registry
+// compiles the input_schema of its file tools (JSON Schema 2020-12 unless
+// $schema says otherwise, no external references) and returns the
+// Tool.ValidateArgs for it. Tools that join the registry from elsewhere
+// (MCP servers) use it so that their arguments are checked like those of
+// file tools.
+func CompileInputSchema(schema map[string]any) (func(map[string]any) error, error) {
+	if schema == nil {
+		schema = map[string]any{"type": "object"}
+	}
+	compiled, err := compileSchema(schema)
+	if err != nil {
+		var msgs []string
+		for _, sp := range compileProblems(err) {
+			m := sp.why
+			if sp.ptr != "" {
+				m = sp.ptr + ": " + m
+			}
+			msgs = append(msgs, m)
+		}
+		return nil, errors.New("invalid JSON Schema: " + strings.Join(msgs, "; "))
+	}
+	return argsValidator(compiled), nil
+}
+
+// WithTools returns a registry holding r's tools followed by extra (tools
+// discovered elsewhere, such as on MCP servers), with the same providers and
+// MCP servers. r is not modified. Lookup finds the extra tools by canonical
+// name and by their provider aliases, like file tools.
+//
+// A file tool always wins: an extra tool whose canonical name or one of
+// whose aliases is already taken (by a file tool, or by an earlier extra
+// tool), or whose name is not a valid tool name, is left out. The registry
+// returned is always usable; the error, when not nil, lists every tool left
+// out and why (errors.Join of one error per tool), for the caller to log.
+func (r *Registry) WithTools(extra []*toolrouter.Tool) (*Registry, error) {
+	out := &Registry{
+		tools:           slices.Clone(r.tools),
+		byName:          make(map[string]*toolrouter.Tool, len(r.byName)+len(extra)*2),
+		providers:       r.providers,
+		defaultProvider: r.defaultProvider,
+		mcpServers:      r.mcpServers,
+	}
+	maps.Copy(out.byName, r.byName)
+	var errs []error
+	for _, t := range extra {
+		if t == nil {
+			continue
+		}
+		if err := out.addExtra(t); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return out, errors.Join(errs...)
+}
+
+// addExtra adds one extra tool, or explains why it cannot be added.
+func (r *Registry) addExtra(t *toolrouter.Tool) error {
+	if !validToolName(t.Name) {
+		return fmt.Errorf("tool %q left out: a name must be 1-128 characters of A-Z a-z 0-9 / . _ -", t.Name)
+	}
+	if other, taken := r.byName[t.Name]; taken {
+		if other.Name == t.Name {
+			return fmt.Errorf("tool %q left out: %s", t.Name, describeOwner(other, "has the same name"))
+		}
+		return fmt.Errorf("tool %q left out: its name is an alias of tool %q", t.Name, other.Name)
+	}
+	var aliases []string
+	for _, f := range aliasFormats {
+		a := toolrouter.ExportName(f, t.Name)
+		if a == t.Name || slices.Contains(aliases, a) {
+			continue
+		}
+		if other, taken := r.byName[a]; taken {
+			return fmt.Errorf("tool %q left out: its %s alias %q is taken by tool %q", t.Name, f, a, other.Name)
+		}
+		aliases = append(aliases, a)
+	}
+	r.tools = append(r.tools, t)
+	r.byName[t.Name] = t
+	for _, a := range aliases {
+		r.byName[a] = t
+	}
+	return nil
+}
+
+func describeOwner(other *toolrouter.Tool, what string) string {
+	if other.MCPServer != "" {
+		return fmt.Sprintf("%s as a tool of MCP server %q", what, other.MCPServer)
+	}
+	return what + " as a tool of the registry file"
+}
