@@ -332,7 +332,12 @@ func result(res *toolrouter.Result) *mcp.CallToolResult {
 	if len(raw) == 0 {
 		raw = []byte("null")
 	}
-	out.Content = []mcp.Content{&mcp.TextContent{Text: string(raw)}}
+	text := string(raw)
+	var str string
+	if raw[0] == '"' && json.Unmarshal(raw, &str) == nil {
+		text = str // a string output is its own text, not a JSON literal
+	}
+	out.Content = []mcp.Content{&mcp.TextContent{Text: text}}
 	if raw[0] == '{' && json.Valid(raw) {
 		out.StructuredContent = json.RawMessage(raw)
 	}
