@@ -84,17 +84,21 @@ func toolCall(name string, args map[string]any) map[string]any {
 	return map[string]any{"name": toolrouter.ExportName(toolrouter.FormatOpenAI, name), "arguments": args}
 }
 
-// runsRegistry is the example registry plus a provider pointing at the fake.
-func runsRegistry(t *testing.T, toolsAddr string, f *fakeLLM) string {
+// runsRegistry is the example registry plus a provider pointing at the
+// fake; with keyEnv the provider takes its key from that variable.
+func runsRegistry(t *testing.T, toolsAddr string, f *fakeLLM, keyEnv ...string) string {
+	key := ""
+	if len(keyEnv) > 0 {
+		key = "\n    api_key_env: " + keyEnv[0]
+	}
 	return exampleRegistry(t, toolsAddr) + fmt.Sprintf(`
 providers:
   - name: fake
     kind: %s
     base_url: %s
-    model: fake-model
-    api_key_env: FAKE_LLM_KEY
+    model: fake-model%s
 default_provider: fake
-`, f.provider, f.baseURL)
+`, f.provider, f.baseURL, key)
 }
 
 type runResult struct {
@@ -138,7 +142,7 @@ func TestRunsAgainstEachProvider(t *testing.T) {
 		t.Run(provider, func(t *testing.T) {
 			tools := startTools(t)
 			fake := startFakeLLM(t, provider, "-api-key", "sk-test-123")
-			rt, _ := startRouter(t, runsRegistry(t, tools.addr, fake), "FAKE_LLM_KEY=sk-test-123")
+			rt, _ := startRouter(t, runsRegistry(t, tools.addr, fake, "FAKE_LLM_KEY"), "FAKE_LLM_KEY=sk-test-123")
 
 			t.Run("single call", func(t *testing.T) {
 				fake.script(t,
@@ -281,7 +285,7 @@ func TestRunsAgainstEachProvider(t *testing.T) {
 func TestRunErrors(t *testing.T) {
 	tools := startTools(t)
 	fake := startFakeLLM(t, "openai", "-api-key", "sk-secret-999")
-	rt, _ := startRouter(t, runsRegistry(t, tools.addr, fake), "FAKE_LLM_KEY=sk-secret-999")
+	rt, _ := startRouter(t, runsRegistry(t, tools.addr, fake, "FAKE_LLM_KEY"), "FAKE_LLM_KEY=sk-secret-999")
 	for field, body := range map[string]map[string]any{
 		"prompt":          {"prompt": ""},
 		"max_iterations":  {"prompt": "x", "max_iterations": 0},
@@ -293,6 +297,11 @@ func TestRunErrors(t *testing.T) {
 		if d, _ := resp.JSON(t)["detail"].(string); resp.Status != 400 || !strings.Contains(d, field) {
 			t.Errorf("%s: %d %s", field, resp.Status, resp.Body)
 		}
+	}
+	// A provider whose key variable is unset is refused up front.
+	noKey, _ := startRouter(t, runsRegistry(t, tools.addr, fake, "UNSET_KEY_VAR"))
+	if resp := do(t, "POST", noKey.URL()+"/runs", map[string]any{"prompt": "x"}); resp.Status != 400 || !strings.Contains(string(resp.Body), "UNSET_KEY_VAR") {
+		t.Errorf("unset key variable: %d %s", resp.Status, resp.Body)
 	}
 	if resp := do(t, "GET", rt.URL()+"/runs/run_unknown", nil); resp.Status != 404 {
 		t.Errorf("unknown run: %d", resp.Status)

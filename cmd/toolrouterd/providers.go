@@ -26,15 +26,16 @@ func adapters(getenv func(string) string) func(p registry.Provider) (llm.Adapter
 	return func(p registry.Provider) (llm.Adapter, error) {
 		cfg := llm.Config{BaseURL: p.BaseURL, HTTPClient: client}
 		if p.APIKeyEnv != "" {
-			cfg.APIKey = getenv(p.APIKeyEnv)
+			// A provider that names a key variable needs it: sending no key
+			// would only get a 401 from the provider, after the run began.
+			if cfg.APIKey = getenv(p.APIKeyEnv); cfg.APIKey == "" {
+				return nil, fmt.Errorf("variable %s (api_key_env) is not set", p.APIKeyEnv)
+			}
 		}
 		switch p.Kind {
 		case "openai":
 			return openai.New(cfg), nil
 		case "anthropic":
-			if cfg.APIKey == "" && p.APIKeyEnv != "" {
-				return nil, fmt.Errorf("variable %s (api_key_env) is not set", p.APIKeyEnv)
-			}
 			return anthropic.New(cfg), nil
 		case "ollama":
 			return ollama.New(cfg), nil

@@ -91,6 +91,9 @@ type plan struct {
 	model    string
 	maxIter  int
 	tools    []llm.Tool
+	// allowed are the canonical names of the tools offered, when the
+	// request named them; nil means every registry tool.
+	allowed map[string]bool
 }
 
 func (r *Runner) now() time.Time {
@@ -149,12 +152,14 @@ func (r *Runner) prepare(req Request) (*plan, error) {
 	if req.Tools == nil {
 		offered = reg.Tools()
 	} else {
+		p.allowed = make(map[string]bool, len(req.Tools))
 		for i, n := range req.Tools {
 			t, ok := reg.Lookup(n)
 			if !ok {
 				return nil, toolrouter.Invalid(fmt.Sprintf("tools[%d]", i), "tools[%d]: unknown tool %q", i, n)
 			}
 			offered = append(offered, t)
+			p.allowed[t.Name] = true
 		}
 	}
 	for _, t := range offered {
@@ -312,7 +317,7 @@ func (r *Runner) Execute(ctx context.Context, pr *Pending, emit func(Event)) *to
 			}
 			if repeats >= p.req.RepeatLimit {
 				return finish(toolrouter.RunTerminated, toolrouter.ReasonRepeatLimit,
-					fmt.Sprintf("the model repeated the identical call %s %d times in a row", resp.ToolCalls[len(resp.ToolCalls)-1].Name, repeats))
+					fmt.Sprintf("the model repeated the identical call %s %d times in a row", r.canonical(resp.ToolCalls[len(resp.ToolCalls)-1].Name), repeats))
 			}
 		}
 	}
@@ -338,14 +343,20 @@ func (r *Runner) callTools(ctx context.Context, run *toolrouter.Run, p *plan, it
 			sem <- struct{}{}
 			defer func() { <-sem }()
 			args := withActor(tc.Arguments, run.Context)
+			name := r.canonical(tc.Name)
 			emitMu.Lock()
-			emit(Event{Type: "tool_call_started", Data: map[string]any{"iteration": iter, "provider_call_id": tc.ID, "tool_name": tc.Name, "arguments": args}})
+			emit(Event{Type: "tool_call_started", Data: map[string]any{"iteration": iter, "provider_call_id": tc.ID, "tool_name": name, "arguments": args}})
 			emitMu.Unlock()
 			start := time.Now()
-			payload := map[string]any{"id": tc.ID, "name": tc.Name, "arguments": args}
-			res, err := r.Router.Route(ctx, run.Context.PlanID, payload, meta)
-			rec := toolrouter.ToolCallRecord{ProviderCallID: tc.ID, ToolName: tc.Name, Inputs: args, Iteration: iter}
-			if err != nil {
+			rec := toolrouter.ToolCallRecord{ProviderCallID: tc.ID, ToolName: name, Inputs: args, Iteration: iter}
+			if p.allowed != nil && !p.allowed[name] {
+				// Only the tools offered to this run may run, whatever the
+				// model (or a prompt injection) asks for.
+				msg := fmt.Sprintf("Tool '%s' not found among the tools of this run", tc.Name)
+				cat := toolrouter.CategoryNotFound
+				rec.Error, rec.ErrorCategory = &msg, &cat
+				rec.DurationMS = max(float64(time.Since(start).Microseconds())/1000, 0.001)
+			} else if res, err := r.Router.Route(ctx, run.Context.PlanID, map[string]any{"id": tc.ID, "name": tc.Name, "arguments": args}, meta); err != nil {
 				msg := "route failed: " + toolrouter.ErrorMessage(err)
 				cat := toolrouter.CategoryExecution
 				rec.Error, rec.ErrorCategory = &msg, &cat
@@ -372,6 +383,15 @@ func (r *Runner) callTools(ctx context.Context, run *toolrouter.Run, p *plan, it
 	}
 	wg.Wait()
 	return records
+}
+
+// canonical is the registry name of a tool the model called under its
+// provider-safe alias (the name itself when the registry has no such tool).
+func (r *Runner) canonical(name string) string {
+	if t, ok := r.Registry().Lookup(name); ok {
+		return t.Name
+	}
+	return name
 }
 
 // withActor adds the actor context's sandbox root and resource bindings to

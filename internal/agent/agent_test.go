@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -359,5 +360,37 @@ func TestEvents(t *testing.T) {
 	want := "run_started,model_turn,tool_call_started,tool_call_finished,model_turn,run_finished"
 	if strings.Join(types, ",") != want {
 		t.Errorf("events %v, want %s", types, want)
+	}
+}
+
+func TestOnlyOfferedToolsRun(t *testing.T) {
+	var seen []map[string]any
+	var mu sync.Mutex
+	a := &fakeAdapter{chat: func(n int, req llm.Request) (llm.Response, error) {
+		if n == 0 {
+			return llm.Response{ToolCalls: []llm.ToolCall{call("a", "test/fail", nil), call("b", "test/echo", map[string]any{"x": 1.0})}}, nil
+		}
+		return llm.Response{Content: "ok"}, nil
+	}}
+	r, _ := newRunner(a, echoRouter(&seen, &mu))
+	var started []string
+	pr, err := r.Start(context.Background(), agent.Request{Prompt: "x", Tools: []string{"test/echo"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := r.Execute(context.Background(), pr, func(e agent.Event) {
+		if e.Type == "tool_call_started" {
+			started = append(started, e.Data.(map[string]any)["tool_name"].(string))
+		}
+	})
+	if len(seen) != 1 {
+		t.Fatalf("%d tools executed, want only the offered one", len(seen))
+	}
+	if got.ToolCalls[0].Success || *got.ToolCalls[0].ErrorCategory != toolrouter.CategoryNotFound || !got.ToolCalls[1].Success {
+		t.Errorf("records %+v", got.ToolCalls)
+	}
+	sort.Strings(started) // the calls of a turn run concurrently
+	if strings.Join(started, ",") != "test/echo,test/fail" {
+		t.Errorf("started events name %v", started)
 	}
 }
