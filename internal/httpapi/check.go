@@ -9,12 +9,14 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"net/url"
+	"strconv"
 	"strings"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/getkin/kin-openapi/routers"
-	"github.com/getkin/kin-openapi/routers/legacy"
+	"github.com/go-chi/chi/v5"
 
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
@@ -24,17 +26,66 @@ import (
 // breaks SSE. It reads the body once (bounded), decodes it once, validates
 // the decoded value against the operation's schema and hands it to the
 // handler through the context, so no handler decodes JSON again.
+//
+// It finds the operation by the route pattern chi matched rather than with
+// a second router: two routers disagree on some paths (chi matches
+// /runs/a%2Fb on the escaped path, kin-openapi's on the decoded one), and
+// a request chi routed must never find "no operation".
 type requestChecker struct {
-	router  routers.Router
+	ops     map[string]*routers.Route // "METHOD /pattern" → operation
 	maxBody int64
 }
 
 func newRequestChecker(doc *openapi3.T, maxBody int64) (*requestChecker, error) {
-	rt, err := legacy.NewRouter(doc)
-	if err != nil {
-		return nil, fmt.Errorf("build OpenAPI router: %w", err)
+	ops := make(map[string]*routers.Route)
+	for path, item := range doc.Paths.Map() {
+		for method, op := range item.Operations() {
+			ops[method+" "+path] = &routers.Route{Spec: doc, Path: path, PathItem: item, Method: method, Operation: op}
+		}
 	}
-	return &requestChecker{router: rt, maxBody: maxBody}, nil
+	if len(ops) == 0 {
+		return nil, errors.New("OpenAPI spec has no operations")
+	}
+	return &requestChecker{ops: ops, maxBody: maxBody}, nil
+}
+
+// operation returns the spec's operation for the route chi matched (HEAD
+// is checked as GET) and the request's path parameters, unescaped.
+func (c *requestChecker) operation(r *http.Request) (*routers.Route, map[string]string, error) {
+	rc := chi.RouteContext(r.Context())
+	if rc == nil {
+		return nil, nil, errors.New("no chi route context")
+	}
+	method := r.Method
+	if method == http.MethodHead {
+		method = http.MethodGet
+	}
+	pattern := rc.RoutePattern()
+	route, ok := c.ops[method+" "+pattern]
+	if !ok {
+		return nil, nil, fmt.Errorf("no operation %s %s", method, pattern)
+	}
+	params := make(map[string]string, len(rc.URLParams.Keys))
+	for i, k := range rc.URLParams.Keys {
+		params[k] = unescapeParam(r, rc.URLParams.Values[i])
+	}
+	return route, params, nil
+}
+
+// pathParam returns a path parameter, unescaped (chi matches on the escaped
+// path when the request has one, so /runs/a%2Fb gives the id "a/b").
+func pathParam(r *http.Request, name string) string {
+	return unescapeParam(r, chi.URLParam(r, name))
+}
+
+func unescapeParam(r *http.Request, v string) string {
+	if r.URL.RawPath == "" {
+		return v // chi matched on the decoded path
+	}
+	if u, err := url.PathUnescape(v); err == nil {
+		return u
+	}
+	return v
 }
 
 type bodyKey struct{}
@@ -65,10 +116,11 @@ func rawBody(r *http.Request) []byte {
 
 func (c *requestChecker) middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		route, params, err := c.router.FindRoute(r)
+		route, params, err := c.operation(r)
 		if err != nil {
-			// chi matched a route the spec lacks: a bug, not the client's fault.
-			writeError(w, r, fmt.Errorf("OpenAPI spec has no operation for %s %s: %w", r.Method, r.URL.Path, err))
+			// chi matched a route the spec lacks: a bug, not the client's
+			// fault (TestEveryRouteIsInTheSpec guards against it).
+			writeError(w, r, fmt.Errorf("OpenAPI spec lacks a route the server has: %w", err))
 			return
 		}
 		// Parameters and headers only: the body is read once, bounded,
@@ -111,7 +163,7 @@ func (c *requestChecker) middleware(next http.Handler) http.Handler {
 		}
 		var v any
 		if err := json.Unmarshal(raw, &v); err != nil {
-			writeProblem(w, r, http.StatusBadRequest, "body", "body: not valid JSON: "+jsonErrorText(err, raw))
+			writeProblem(w, r, http.StatusBadRequest, "body", "body: "+jsonErrorText(err, raw))
 			return
 		}
 		obj, ok := v.(map[string]any)
@@ -167,20 +219,23 @@ func describe(err error) (field, detail string) {
 		}
 		var se *openapi3.SchemaError
 		if errors.As(err, &se) {
-			f := fieldPath(se.JSONPointer())
+			ptr := se.JSONPointer()
+			f := fieldPath(ptr)
 			if se.SchemaField == "required" {
 				if missing := missingProperty(se.Reason); missing != "" {
-					f = joinField(f, missing)
+					// kin-openapi puts the missing key at the end of the
+					// pointer (it did not always).
+					if len(ptr) == 0 || ptr[len(ptr)-1] != missing {
+						f = joinField(f, missing)
+					}
 					add(f, f+": is required")
 					return
 				}
 			}
-			if se.SchemaField == "additionalProperties" {
-				if unk := unknownProperty(se.Reason); unk != "" {
-					f = joinField(f, unk)
-					add(f, f+": unknown field")
-					return
-				}
+			if unk := unknownProperty(se.Reason); unk != "" {
+				f = joinField(f, unk)
+				add(f, f+": unknown field")
+				return
 			}
 			if f == "" {
 				f = "body"
@@ -250,29 +305,40 @@ func missingProperty(reason string) string {
 
 // unknownProperty extracts NAME from `property "NAME" is unsupported`.
 func unknownProperty(reason string) string {
-	if !strings.Contains(reason, "unsupported") {
+	if !strings.HasPrefix(reason, "property ") || !strings.HasSuffix(reason, " is unsupported") {
 		return ""
 	}
 	return quoted(reason)
 }
 
+// quoted extracts the Go-quoted string (%q) that s contains.
 func quoted(s string) string {
-	_, rest, ok := strings.Cut(s, `"`)
-	if !ok {
+	i := strings.IndexByte(s, '"')
+	if i < 0 {
 		return ""
 	}
-	name, _, _ := strings.Cut(rest, `"`)
+	if name, err := strconv.QuotedPrefix(s[i:]); err == nil {
+		if u, err := strconv.Unquote(name); err == nil {
+			return u
+		}
+	}
+	name, _, _ := strings.Cut(s[i+1:], `"`)
 	return name
 }
 
 // jsonErrorText describes a decoding error with its byte offset.
 func jsonErrorText(err error, raw []byte) string {
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return "not valid JSON: empty body"
+	}
 	var se *json.SyntaxError
 	if errors.As(err, &se) {
-		return fmt.Sprintf("%s (at byte %d)", se.Error(), se.Offset)
+		return fmt.Sprintf("not valid JSON: %s (at byte %d)", se.Error(), se.Offset)
 	}
-	if len(bytes.TrimSpace(raw)) == 0 {
-		return "empty body"
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) && strings.HasPrefix(te.Value, "number") {
+		// Valid JSON, but beyond float64 (1e400).
+		return fmt.Sprintf("%s is out of range (at byte %d)", te.Value, te.Offset)
 	}
-	return err.Error()
+	return "not valid JSON: " + err.Error()
 }

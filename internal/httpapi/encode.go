@@ -4,6 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strings"
+
+	"github.com/go-chi/chi/v5"
 
 	"github.com/rs/zerolog"
 
@@ -64,11 +67,22 @@ func statusOf(code string) int {
 	return http.StatusInternalServerError
 }
 
+// statusClientClosed is what the access log and metrics record for a
+// request whose client went away before the answer (nginx's 499): not a
+// server error, and nobody reads it.
+const statusClientClosed = 499
+
 // writeError answers err: application errors with their message, anything
 // else as "internal error" (logged with its details).
 func writeError(w http.ResponseWriter, r *http.Request, err error) {
 	code := toolrouter.ErrorCode(err)
 	status := statusOf(code)
+	if status == http.StatusInternalServerError && r.Context().Err() != nil && errors.Is(err, r.Context().Err()) {
+		// The store gave up because the client hung up: not our failure.
+		zerolog.Ctx(r.Context()).Info().Err(err).Msg("client went away")
+		w.WriteHeader(statusClientClosed)
+		return
+	}
 	if status == http.StatusInternalServerError {
 		zerolog.Ctx(r.Context()).Error().Err(err).Msg("internal error")
 	}
@@ -80,10 +94,57 @@ func writeError(w http.ResponseWriter, r *http.Request, err error) {
 	writeProblem(w, r, status, field, toolrouter.ErrorMessage(err))
 }
 
-func handleNotFound(w http.ResponseWriter, r *http.Request) {
-	writeProblem(w, r, http.StatusNotFound, "", "no route for "+r.Method+" "+r.URL.Path)
+// routingPath is the path chi routes on: the escaped one when the request
+// has it.
+func routingPath(r *http.Request) string {
+	if r.URL.RawPath != "" {
+		return r.URL.RawPath
+	}
+	return r.URL.Path
 }
 
-func handleMethodNotAllowed(w http.ResponseWriter, r *http.Request) {
-	writeProblem(w, r, http.StatusMethodNotAllowed, "", "method "+r.Method+" is not allowed on "+r.URL.Path)
+// allowedMethods lists the methods mux routes for path, in a stable order
+// (HEAD wherever GET is, OPTIONS everywhere: answered by
+// handleMethodNotAllowed).
+func allowedMethods(mux chi.Routes, path string) []string {
+	var allow []string
+	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
+		if mux.Match(chi.NewRouteContext(), m, path) {
+			allow = append(allow, m)
+			if m == http.MethodGet {
+				allow = append(allow, http.MethodHead)
+			}
+		}
+	}
+	if len(allow) > 0 {
+		allow = append(allow, http.MethodOptions)
+	}
+	return allow
+}
+
+// handleNotFound answers paths no route has, pointing at the route a
+// trailing slash hides (/route/ → /route).
+func handleNotFound(mux chi.Routes) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		detail := "no route for " + r.Method + " " + r.URL.Path
+		p := routingPath(r)
+		if trimmed := strings.TrimRight(p, "/"); trimmed != p && trimmed != "" && len(allowedMethods(mux, trimmed)) > 0 {
+			detail += " (without the trailing slash: " + strings.TrimRight(r.URL.Path, "/") + ")"
+		}
+		writeProblem(w, r, http.StatusNotFound, "", detail)
+	}
+}
+
+// handleMethodNotAllowed answers a method the path does not have with 405
+// and the Allow header (RFC 9110 §15.5.6), and OPTIONS with 204 and Allow.
+func handleMethodNotAllowed(mux chi.Routes) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		allow := strings.Join(allowedMethods(mux, routingPath(r)), ", ")
+		w.Header().Set("Allow", allow)
+		if r.Method == http.MethodOptions {
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		writeProblem(w, r, http.StatusMethodNotAllowed, "", "method "+r.Method+" is not allowed on "+r.URL.Path+"; allowed: "+allow)
+	}
 }

@@ -2,7 +2,7 @@ package httpapi
 
 import (
 	"net/http"
-	"strings"
+	"sync"
 
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
@@ -63,15 +63,31 @@ func handleRoute(rt Router) http.HandlerFunc {
 }
 
 // streamRoute answers a route as Server-Sent Events: update events in the
-// router's order, then one result event.
+// router's order, then one result event. The stream starts with the first
+// update; updates may come from other goroutines (progress notifications),
+// and one arriving after the route returned is dropped.
 func streamRoute(w http.ResponseWriter, r *http.Request, rt Router, req routeRequest) {
-	var s *sse
+	var (
+		mu       sync.Mutex
+		s        *sse
+		finished bool
+	)
 	res, err := rt.Stream(r.Context(), req.PlanID, req.Call, req.Metadata, func(u toolrouter.Update) {
+		mu.Lock()
+		if finished {
+			mu.Unlock()
+			return
+		}
 		if s == nil {
 			s = startSSE(w, r)
 		}
-		s.send("update", u)
+		st := s
+		mu.Unlock()
+		st.send("update", u)
 	})
+	mu.Lock()
+	finished = true
+	mu.Unlock()
 	if err != nil {
 		if s == nil { // nothing sent yet: a plain problem response
 			writeError(w, r, err)
@@ -105,8 +121,4 @@ func handleBatch(rt Router) http.HandlerFunc {
 		}
 		encode(w, r, http.StatusOK, map[string]any{"results": results})
 	}
-}
-
-func wantsEventStream(r *http.Request) bool {
-	return strings.Contains(r.Header.Get("Accept"), "text/event-stream")
 }

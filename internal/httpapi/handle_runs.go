@@ -4,11 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strconv"
 	"strings"
-
-	"github.com/go-chi/chi/v5"
 
 	"github.com/toolrouterd/toolrouterd/internal/agent"
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
@@ -32,6 +31,12 @@ func readRunRequest(r *http.Request) (agent.Request, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil {
+		// The schema admitted the body, so what is left is a number that
+		// no Go int holds (max_iterations: 1e300).
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) && te.Field != "" {
+			return req, toolrouter.Invalid(te.Field, "%s: %s is out of range", te.Field, strings.TrimPrefix(te.Value, "number "))
+		}
 		return req, toolrouter.Invalid("body", "body: %v", err)
 	}
 	return req, nil
@@ -70,20 +75,9 @@ func handleStartRun(runs Runs) http.HandlerFunc {
 	}
 }
 
-func preferAsync(r *http.Request) bool {
-	for _, v := range r.Header.Values("Prefer") {
-		for _, p := range strings.Split(v, ",") {
-			if strings.EqualFold(strings.TrimSpace(p), "respond-async") {
-				return true
-			}
-		}
-	}
-	return false
-}
-
 func handleGetRun(runs Runs) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		run, err := runs.Get(r.Context(), chi.URLParam(r, "id"))
+		run, err := runs.Get(r.Context(), pathParam(r, "id"))
 		if err != nil {
 			writeError(w, r, err)
 			return

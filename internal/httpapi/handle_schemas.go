@@ -5,8 +5,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/go-chi/chi/v5"
-
 	"github.com/toolrouterd/toolrouterd/internal/format"
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
@@ -25,7 +23,7 @@ func handleSchemas(tools func() Tools) http.HandlerFunc {
 		valid = append(valid, string(f))
 	}
 	return func(w http.ResponseWriter, r *http.Request) {
-		name := chi.URLParam(r, "provider")
+		name := pathParam(r, "provider")
 		f, ok := format.ParseFormat(name)
 		if !ok {
 			writeError(w, r, &toolrouter.Error{Code: toolrouter.ENOTFOUND, Field: "provider",

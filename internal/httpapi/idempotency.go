@@ -89,7 +89,13 @@ func idempotency(keys Keys, ttl time.Duration) func(http.Handler) http.Handler {
 
 // runClaimed serves a request whose key this replica claimed and stores
 // its answer; a server error releases the key so a retry can run.
+//
+// The work does not stop when the client hangs up: a client that timed out
+// retries with the same key, and must get the tool's real answer (waiting
+// for it if need be), not a stored "call cancelled". Tool timeouts bound
+// the work.
 func runClaimed(w http.ResponseWriter, r *http.Request, next http.Handler, keys Keys, key string, ttl time.Duration) {
+	r = r.WithContext(context.WithoutCancel(r.Context()))
 	rec := &recorder{ResponseWriter: w}
 	done := false
 	defer func() {
@@ -97,7 +103,7 @@ func runClaimed(w http.ResponseWriter, r *http.Request, next http.Handler, keys 
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 10*time.Second)
 		defer cancel()
 		log := zerolog.Ctx(r.Context())
-		if !done || rec.status >= 500 {
+		if !done || rec.status >= statusClientClosed {
 			if err := keys.ReleaseKey(ctx, key); err != nil {
 				log.Error().Err(err).Msg("release idempotency key")
 			}

@@ -104,8 +104,9 @@ func auth(keys []string) func(http.Handler) http.Handler {
 		}
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			h := r.Header.Get("Authorization")
-			token, ok := strings.CutPrefix(h, "Bearer ")
-			if ok && keyAccepted(keys, strings.TrimSpace(token)) {
+			// The scheme is case-insensitive (RFC 9110 §11.1).
+			scheme, token, ok := strings.Cut(strings.TrimSpace(h), " ")
+			if ok && strings.EqualFold(scheme, "Bearer") && keyAccepted(keys, strings.TrimSpace(token)) {
 				next.ServeHTTP(w, r)
 				return
 			}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
 )
 
 // routes is the whole API at a glance.
@@ -14,9 +15,11 @@ func routes(d Deps, doc *openapi3.T) (http.Handler, error) {
 		return nil, err
 	}
 	r := chi.NewRouter()
-	r.Use(requestID(d.Logger), accessLog(d.Metrics), recoverer)
-	r.NotFound(handleNotFound)
-	r.MethodNotAllowed(handleMethodNotAllowed)
+	// GetHead answers HEAD on every GET route (load balancers and uptime
+	// checkers send HEAD /healthz); net/http drops the body.
+	r.Use(requestID(d.Logger), accessLog(d.Metrics), recoverer, middleware.GetHead)
+	r.NotFound(handleNotFound(r))
+	r.MethodNotAllowed(handleMethodNotAllowed(r))
 
 	// Unauthenticated operations endpoints.
 	r.Get("/healthz", handleHealthz())

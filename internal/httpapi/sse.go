@@ -16,12 +16,13 @@ const heartbeat = 15 * time.Second
 // sse writes Server-Sent Events. send may be called from one goroutine while
 // the heartbeat runs in another.
 type sse struct {
-	mu   sync.Mutex
-	w    http.ResponseWriter
-	rc   *http.ResponseController
-	log  *zerolog.Logger
-	stop chan struct{}
-	done sync.WaitGroup
+	mu     sync.Mutex
+	closed bool // the handler is returning: w must not be touched again
+	w      http.ResponseWriter
+	rc     *http.ResponseController
+	log    *zerolog.Logger
+	stop   chan struct{}
+	done   sync.WaitGroup
 }
 
 func startSSE(w http.ResponseWriter, r *http.Request) *sse {
@@ -46,8 +47,10 @@ func startSSE(w http.ResponseWriter, r *http.Request) *sse {
 				return
 			case <-t.C:
 				s.mu.Lock()
-				_, _ = s.w.Write([]byte(": ping\n\n"))
-				_ = s.rc.Flush()
+				if !s.closed {
+					_, _ = s.w.Write([]byte(": ping\n\n"))
+					_ = s.rc.Flush()
+				}
 				s.mu.Unlock()
 			}
 		}
@@ -63,6 +66,12 @@ func (s *sse) send(event string, v any) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.closed {
+		// A late event (a progress notification arriving after the call
+		// returned): the response is finished, and writing to it after the
+		// handler returned would corrupt another response or crash.
+		return
+	}
 	buf := make([]byte, 0, len(data)+len(event)+16)
 	buf = append(buf, "event: "...)
 	buf = append(buf, event...)
@@ -75,7 +84,12 @@ func (s *sse) send(event string, v any) {
 	_ = s.rc.Flush()
 }
 
+// close ends the stream: later sends are dropped. It is called before the
+// handler returns.
 func (s *sse) close() {
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
 	close(s.stop)
 	s.done.Wait()
 }
