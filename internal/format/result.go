@@ -11,7 +11,9 @@ import (
 // tool's result back to the provider the call came from, keyed by the
 // provider's own call id. call is the normalized call, output the tool's raw
 // JSON output (nil when there is none) and errMsg the error of a failed
-// call. The value is built from maps and json.RawMessage for json.Marshal.
+// call. The value is for json.Marshal: structs whose fields are in the
+// order of their JSON names (so that they marshal exactly as maps with
+// those keys would), slices and json.RawMessage.
 func ToolResult(call toolrouter.Call, success bool, output json.RawMessage, errMsg string) any {
 	out := bytes.TrimSpace(output)
 	text := resultText(success, out, errMsg)
@@ -19,53 +21,128 @@ func ToolResult(call toolrouter.Call, success bool, output json.RawMessage, errM
 	switch call.Format {
 	case toolrouter.FormatOpenAI:
 		if call.Extra["openai_api"] == "responses" {
-			return map[string]any{"type": "function_call_output", "call_id": id, "output": text}
+			return &openAIResponsesResult{CallID: id, Output: text, Type: "function_call_output"}
 		}
-		return map[string]any{"role": "tool", "tool_call_id": id, "content": text}
+		return &openAIChatResult{Content: text, Role: "tool", ToolCallID: id}
 
 	case toolrouter.FormatAnthropic:
-		return map[string]any{"type": "tool_result", "tool_use_id": id, "content": text, "is_error": !success}
+		return &anthropicResult{Content: text, IsError: !success, ToolUseID: id, Type: "tool_result"}
 
 	case toolrouter.FormatLangChain:
-		return map[string]any{"type": "tool", "tool_call_id": id, "name": call.ToolName,
-			"content": text, "status": status(success)}
+		return &langChainResult{Content: text, Name: call.ToolName, Status: status(success), ToolCallID: id, Type: "tool"}
 
 	case toolrouter.FormatGemini:
-		response := map[string]any{"output": jsonValue(out)}
-		if !success {
-			response = map[string]any{"error": text}
+		fr := &geminiResult{}
+		fr.FunctionResponse.ID = id
+		fr.FunctionResponse.Name = call.ToolName
+		if success {
+			fr.FunctionResponse.Response = geminiOutput{Output: jsonValue(out)}
+		} else {
+			fr.FunctionResponse.Response = geminiError{Error: text}
 		}
-		fr := map[string]any{"name": call.ToolName, "response": response}
-		if id != "" {
-			fr["id"] = id
-		}
-		return map[string]any{"functionResponse": fr}
+		return fr
 
 	case toolrouter.FormatBedrock:
-		content := []any{map[string]any{"text": text}}
+		r := &bedrockResult{}
+		r.ToolResult.Status = status(success)
+		r.ToolResult.ToolUseID = id
 		if success && isObject(out) {
-			content = []any{map[string]any{"json": json.RawMessage(out)}}
+			r.ToolResult.Content = []any{bedrockJSON{JSON: json.RawMessage(out)}}
+		} else {
+			r.ToolResult.Content = []any{bedrockText{Text: text}}
 		}
-		return map[string]any{"toolResult": map[string]any{"toolUseId": id, "content": content, "status": status(success)}}
+		return r
 
 	case toolrouter.FormatMCP:
-		result := map[string]any{
-			"content": []any{map[string]any{"type": "text", "text": text}},
-			"isError": !success,
-		}
+		r := &mcpResult{ID: call.Extra["jsonrpc_id"], JSONRPC: "2.0"}
+		r.Result.Content = []any{mcpText{Text: text, Type: "text"}}
+		r.Result.IsError = !success
 		if success && isObject(out) {
-			result["structuredContent"] = json.RawMessage(out)
+			r.Result.StructuredContent = json.RawMessage(out)
 		}
-		return map[string]any{"jsonrpc": "2.0", "id": call.Extra["jsonrpc_id"], "result": result}
+		return r
 	}
 
 	var e any
 	if !success {
 		e = text
 	}
-	return map[string]any{"tool_call_id": id, "name": call.ToolName, "success": success,
-		"output": jsonValue(out), "error": e}
+	return &unknownResult{Error: e, Name: call.ToolName, Output: jsonValue(out), Success: success, ToolCallID: id}
 }
+
+// The result messages. Their fields are in the order of their JSON names,
+// as json.Marshal orders a map's keys.
+type (
+	openAIChatResult struct {
+		Content    string `json:"content"`
+		Role       string `json:"role"`
+		ToolCallID string `json:"tool_call_id"`
+	}
+	openAIResponsesResult struct {
+		CallID string `json:"call_id"`
+		Output string `json:"output"`
+		Type   string `json:"type"`
+	}
+	anthropicResult struct {
+		Content   string `json:"content"`
+		IsError   bool   `json:"is_error"`
+		ToolUseID string `json:"tool_use_id"`
+		Type      string `json:"type"`
+	}
+	langChainResult struct {
+		Content    string `json:"content"`
+		Name       string `json:"name"`
+		Status     string `json:"status"`
+		ToolCallID string `json:"tool_call_id"`
+		Type       string `json:"type"`
+	}
+	geminiResult struct {
+		FunctionResponse struct {
+			ID       string `json:"id,omitempty"`
+			Name     string `json:"name"`
+			Response any    `json:"response"`
+		} `json:"functionResponse"`
+	}
+	geminiOutput struct {
+		Output any `json:"output"`
+	}
+	geminiError struct {
+		Error string `json:"error"`
+	}
+	bedrockResult struct {
+		ToolResult struct {
+			Content   []any  `json:"content"`
+			Status    string `json:"status"`
+			ToolUseID string `json:"toolUseId"`
+		} `json:"toolResult"`
+	}
+	bedrockJSON struct {
+		JSON json.RawMessage `json:"json"`
+	}
+	bedrockText struct {
+		Text string `json:"text"`
+	}
+	mcpResult struct {
+		ID      any    `json:"id"`
+		JSONRPC string `json:"jsonrpc"`
+		Result  struct {
+			Content           []any           `json:"content"`
+			IsError           bool            `json:"isError"`
+			StructuredContent json.RawMessage `json:"structuredContent,omitempty"`
+		} `json:"result"`
+	}
+	mcpText struct {
+		Text string `json:"text"`
+		Type string `json:"type"`
+	}
+	unknownResult struct {
+		Error      any    `json:"error"`
+		Name       string `json:"name"`
+		Output     any    `json:"output"`
+		Success    bool   `json:"success"`
+		ToolCallID string `json:"tool_call_id"`
+	}
+)
 
 // resultText is the text of a result: the error message of a failure, the
 // string itself for a JSON string output, the output's JSON text otherwise.

@@ -5,6 +5,8 @@ package metrics
 import (
 	"net/http"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -21,6 +23,72 @@ type Metrics struct {
 	toolDuration *prometheus.HistogramVec
 	reloads      *prometheus.CounterVec
 	inflight     prometheus.Gauge
+
+	// The children of the per-call vectors, looked up once per label set
+	// rather than on every call.
+	toolChildren childCache[toolKey, toolChildren]
+	httpChildren childCache[httpKey, httpChildren]
+}
+
+type toolKey struct{ tool, outcome string }
+
+type toolChildren struct {
+	calls    prometheus.Counter
+	duration prometheus.Observer
+}
+
+type httpKey struct {
+	route, method string
+	status        int
+}
+
+type httpChildren struct {
+	requests prometheus.Counter
+	duration prometheus.Observer
+}
+
+// maxCachedChildren bounds each child cache: label sets past it (say,
+// made-up HTTP methods) are looked up in their vector on every call.
+const maxCachedChildren = 512
+
+// childCache maps label values to the vector children they select. Reads
+// are lock-free lookups in an immutable map; a miss copies the map. The
+// vectors keep their children for good (nothing deletes them), so a cached
+// child stays the one the vector would return.
+type childCache[K comparable, V any] struct {
+	m  atomic.Pointer[map[K]V]
+	mu sync.Mutex
+}
+
+// get returns the children for k, from lookup on a miss. A lookup that
+// panics (invalid label values) caches nothing.
+func (c *childCache[K, V]) get(k K, lookup func(K) V) V {
+	if m := c.m.Load(); m != nil {
+		if v, ok := (*m)[k]; ok {
+			return v
+		}
+	}
+	v := lookup(k)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	old := c.m.Load()
+	if old != nil && len(*old) >= maxCachedChildren {
+		return v
+	}
+	m := make(map[K]V, 1+len(ptrMap(old)))
+	for k, v := range ptrMap(old) {
+		m[k] = v
+	}
+	m[k] = v
+	c.m.Store(&m)
+	return v
+}
+
+func ptrMap[K comparable, V any](p *map[K]V) map[K]V {
+	if p == nil {
+		return nil
+	}
+	return *p
 }
 
 // New creates and registers the collectors.
@@ -69,8 +137,16 @@ func (m *Metrics) Registerer() prometheus.Registerer { return m.reg }
 
 // HTTPRequest records one served request.
 func (m *Metrics) HTTPRequest(route, method string, status int, d time.Duration) {
-	m.httpRequests.WithLabelValues(route, method, strconv.Itoa(status)).Inc()
-	m.httpDuration.WithLabelValues(route, method).Observe(d.Seconds())
+	c := m.httpChildren.get(httpKey{route, method, status}, m.lookupHTTP)
+	c.requests.Inc()
+	c.duration.Observe(d.Seconds())
+}
+
+func (m *Metrics) lookupHTTP(k httpKey) httpChildren {
+	return httpChildren{
+		requests: m.httpRequests.WithLabelValues(k.route, k.method, strconv.Itoa(k.status)),
+		duration: m.httpDuration.WithLabelValues(k.route, k.method),
+	}
 }
 
 // InFlight adjusts the in-flight request gauge by delta.
@@ -78,8 +154,16 @@ func (m *Metrics) InFlight(delta float64) { m.inflight.Add(delta) }
 
 // ToolCall records one routed tool call.
 func (m *Metrics) ToolCall(tool, outcome string, d time.Duration) {
-	m.toolCalls.WithLabelValues(tool, outcome).Inc()
-	m.toolDuration.WithLabelValues(tool).Observe(d.Seconds())
+	c := m.toolChildren.get(toolKey{tool, outcome}, m.lookupTool)
+	c.calls.Inc()
+	c.duration.Observe(d.Seconds())
+}
+
+func (m *Metrics) lookupTool(k toolKey) toolChildren {
+	return toolChildren{
+		calls:    m.toolCalls.WithLabelValues(k.tool, k.outcome),
+		duration: m.toolDuration.WithLabelValues(k.tool),
+	}
 }
 
 // Reload records a registry reload.

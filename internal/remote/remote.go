@@ -9,6 +9,7 @@ package remote
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -63,11 +64,21 @@ type Options struct {
 	DefaultTimeout time.Duration
 }
 
-// Client executes tool calls. It holds one http.Client whose keep-alive
+// Client executes tool calls. It holds one transport whose keep-alive
 // connections are shared by every call; it is safe for concurrent use.
 // Create it with New.
+//
+// Requests go to the transport's RoundTrip directly, not through an
+// http.Client: a tool answers itself, so a redirect is a failure reported
+// with its status line and never followed (a 301/302 would turn the POST
+// into a GET, and following could leak Tool.Headers to another host), and
+// the per-call deadline lives in the request's context. What http.Client
+// would still do for such a request (basic auth from the endpoint's
+// userinfo, its errors for a malformed Location and for odd RoundTripper
+// answers) is done by roundTrip.
 type Client struct {
-	http           *http.Client
+	rt             http.RoundTripper
+	targets        targetCache
 	maxReplyBytes  int64
 	defaultTimeout time.Duration
 }
@@ -85,13 +96,7 @@ func New(opts Options) *Client {
 		rt = newTransport()
 	}
 	return &Client{
-		http: &http.Client{
-			Transport: rt,
-			// A tool answers itself: a redirect is a failure reported with its
-			// status line, never followed (a 301/302 would turn the POST into
-			// a GET, and following could leak Tool.Headers to another host).
-			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-		},
+		rt:             rt,
 		maxReplyBytes:  opts.MaxReplyBytes,
 		defaultTimeout: opts.DefaultTimeout,
 	}
@@ -116,7 +121,11 @@ func newTransport() *http.Transport {
 
 // CloseIdle closes the idle keep-alive connections of the client's
 // transport (for example after a registry reload, or at shutdown).
-func (c *Client) CloseIdle() { c.http.CloseIdleConnections() }
+func (c *Client) CloseIdle() {
+	if ci, ok := c.rt.(interface{ CloseIdleConnections() }); ok {
+		ci.CloseIdleConnections()
+	}
+}
 
 // Request is one call to execute.
 type Request struct {
@@ -159,6 +168,9 @@ func failure(cat toolrouter.ErrorCategory, format string, args ...any) Outcome {
 	return Outcome{Err: fmt.Sprintf(format, args...), Category: cat}
 }
 
+// emptyObject is the body of a call without arguments; it is only read.
+var emptyObject = []byte("{}")
+
 // errToolTimeout is the cause of the per-call deadline, telling it apart
 // from a deadline or cancellation of the caller's context.
 var errToolTimeout = errors.New("tool timeout")
@@ -173,9 +185,9 @@ func (c *Client) Call(ctx context.Context, req Request) Outcome {
 	if t == nil {
 		return failure(toolrouter.CategoryExecution, "no tool to call")
 	}
-	body := []byte("{}")
+	body := emptyObject
 	if req.Args != nil {
-		b, err := json.Marshal(req.Args)
+		b, err := encodeArgs(req.Args)
 		if err != nil {
 			return failure(toolrouter.CategorySchema, "arguments cannot be encoded as JSON: %v", err)
 		}
@@ -222,13 +234,14 @@ func (c *Client) Call(ctx context.Context, req Request) Outcome {
 // another attempt; wait is the reply's Retry-After, or -1 when it gave none.
 func (c *Client) attempt(ctx, callCtx context.Context, timeout time.Duration, req Request, body []byte) (out Outcome, retry bool, wait time.Duration) {
 	wait = -1
-	hreq, err := http.NewRequestWithContext(callCtx, http.MethodPost, req.Tool.Endpoint, bytes.NewReader(body))
+	tgt, err := c.targets.get(req.Tool.Endpoint)
 	if err != nil {
 		return failure(toolrouter.CategoryExecution, "invalid tool endpoint: %v", innerURLError(err)), false, wait
 	}
-	setHeaders(hreq, req)
+	hreq := tgt.request(callCtx, body)
+	setHeaders(hreq, req, tgt.basicAuth)
 
-	resp, err := c.http.Do(hreq)
+	resp, err := c.roundTrip(hreq)
 	if err != nil {
 		out, retry = transportFailure(ctx, callCtx, timeout, err)
 		return out, retry, wait
@@ -264,9 +277,18 @@ func (c *Client) attempt(ctx, callCtx context.Context, timeout time.Duration, re
 }
 
 // setHeaders sets the request headers: the tool's own, then Accept and
-// User-Agent unless the tool set them, then the contract headers.
-func setHeaders(hreq *http.Request, req Request) {
-	h := make(http.Header, len(req.Tool.Headers)+7)
+// User-Agent unless the tool set them, then the contract headers, then
+// basicAuth (the endpoint's userinfo) as Authorization unless the tool set
+// a non-empty one. Every value slice of the map shares one backing array,
+// each with capacity 1, so that the map costs three allocations in all.
+func setHeaders(hreq *http.Request, req Request, basicAuth string) {
+	n := len(req.Tool.Headers) + 7
+	h := make(http.Header, n)
+	vals := make([]string, 0, n)
+	set := func(k, v string) {
+		vals = append(vals, v)
+		h[k] = vals[len(vals)-1 : len(vals) : len(vals)]
+	}
 	for k, v := range req.Tool.Headers {
 		switch ck := http.CanonicalHeaderKey(k); ck {
 		case "Host":
@@ -274,24 +296,60 @@ func setHeaders(hreq *http.Request, req Request) {
 		case "Content-Type", "Content-Length", headerPlanID, headerToolCallID, headerIdempotencyKey:
 			// owned by the protocol
 		default:
-			h[ck] = []string{v}
+			set(ck, v)
 		}
 	}
 	if _, ok := h["Accept"]; !ok {
-		h["Accept"] = []string{contentTypeJSON}
+		set("Accept", contentTypeJSON)
 	}
 	if _, ok := h["User-Agent"]; !ok {
-		h["User-Agent"] = []string{userAgent}
+		set("User-Agent", userAgent)
 	}
-	h["Content-Type"] = []string{contentTypeJSON}
+	set("Content-Type", contentTypeJSON)
 	if req.PlanID != "" {
-		h[headerPlanID] = []string{req.PlanID}
+		set(headerPlanID, req.PlanID)
 	}
 	if req.ToolCallID != "" {
-		h[headerToolCallID] = []string{req.ToolCallID}
-		h[headerIdempotencyKey] = []string{req.ToolCallID}
+		set(headerToolCallID, req.ToolCallID)
+		set(headerIdempotencyKey, req.ToolCallID)
+	}
+	if basicAuth != "" && h.Get("Authorization") == "" {
+		set("Authorization", basicAuth)
 	}
 	hreq.Header = h
+}
+
+// roundTrip sends hreq through the transport and does what http.Client
+// would do for it, redirects aside (none is ever followed).
+func (c *Client) roundTrip(hreq *http.Request) (*http.Response, error) {
+	resp, err := c.rt.RoundTrip(hreq)
+	if err != nil {
+		if tlsErr, ok := err.(tls.RecordHeaderError); ok && string(tlsErr.RecordHeader[:]) == "HTTP/" {
+			err = http.ErrSchemeMismatch
+		}
+		return nil, err
+	}
+	if resp == nil {
+		return nil, fmt.Errorf("http: RoundTripper implementation (%T) returned a nil *Response with a nil error", c.rt)
+	}
+	if resp.Body == nil {
+		if resp.ContentLength > 0 {
+			return nil, fmt.Errorf("http: RoundTripper implementation (%T) returned a *Response with content length %d but a nil Body", c.rt, resp.ContentLength)
+		}
+		resp.Body = http.NoBody
+	}
+	switch resp.StatusCode {
+	case http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther, http.StatusTemporaryRedirect, http.StatusPermanentRedirect:
+		// http.Client parses the Location of a redirect before it asks
+		// whether to follow it, and fails the request when it cannot.
+		if loc := resp.Header.Get("Location"); loc != "" {
+			if _, err := hreq.URL.Parse(loc); err != nil {
+				_ = resp.Body.Close()
+				return nil, fmt.Errorf("failed to parse Location header %q: %v", loc, err)
+			}
+		}
+	}
+	return resp, nil
 }
 
 // contextOutcome is the failure of a call whose context is done: the tool's

@@ -902,3 +902,87 @@ func BenchmarkCallStubTransport(b *testing.B) {
 		}
 	}
 }
+
+func TestCallEndpointUserinfoIsBasicAuth(t *testing.T) {
+	var got []string
+	srv := serve(t, func(w http.ResponseWriter, r *http.Request) {
+		got = append(got, r.Header.Get("Authorization"))
+		_, _ = io.WriteString(w, `{}`)
+	})
+	c := newClient(t, remote.Options{})
+	withUser := strings.Replace(srv.URL, "http://", "http://us%20er:p%40ss@", 1) + "/x"
+	assertSuccess(t, c.Call(context.Background(), remote.Request{Tool: newTool(withUser)}))
+	// The tool's own Authorization wins; an empty one does not.
+	tool := newTool(withUser)
+	tool.Headers = map[string]string{"authorization": "Bearer " + secret}
+	assertSuccess(t, c.Call(context.Background(), remote.Request{Tool: tool}))
+	tool = newTool(withUser)
+	tool.Headers = map[string]string{"Authorization": ""}
+	assertSuccess(t, c.Call(context.Background(), remote.Request{Tool: tool}))
+	// Only a user name.
+	assertSuccess(t, c.Call(context.Background(), remote.Request{Tool: newTool(strings.Replace(srv.URL, "http://", "http://solo@", 1))}))
+	want := []string{"Basic dXMgZXI6cEBzcw==", "Bearer " + secret, "Basic dXMgZXI6cEBzcw==", "Basic c29sbzo="}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("Authorization headers %q, want %q", got, want)
+	}
+}
+
+func TestCallRedirectStatuses(t *testing.T) {
+	for _, tc := range []struct {
+		status   int
+		location string
+		wantErr  string
+		wantCat  toolrouter.ErrorCategory
+		wantStat int
+	}{
+		{http.StatusFound, "", "302 Found", toolrouter.CategoryExecution, 302},
+		{http.StatusMovedPermanently, "/elsewhere", "301 Moved Permanently", toolrouter.CategoryExecution, 301},
+		{http.StatusPermanentRedirect, "/elsewhere", "308 Permanent Redirect", toolrouter.CategoryExecution, 308},
+		{http.StatusNotModified, "http://[::1", "304 Not Modified", toolrouter.CategoryExecution, 304},
+		// As http.Client did: a Location that does not parse fails the request.
+		{http.StatusSeeOther, "http://[::1", `tool request failed: failed to parse Location header "http://[::1": parse "http://[::1": missing ']' in host`, toolrouter.CategoryExecution, 0},
+		{http.StatusTemporaryRedirect, "%zz", `tool request failed: failed to parse Location header "%zz": parse "%zz": invalid URL escape "%zz"`, toolrouter.CategoryExecution, 0},
+	} {
+		t.Run(fmt.Sprint(tc.status, tc.location), func(t *testing.T) {
+			var hits atomic.Int32
+			srv := serve(t, func(w http.ResponseWriter, r *http.Request) {
+				hits.Add(1)
+				if tc.location != "" {
+					w.Header()["Location"] = []string{tc.location}
+				}
+				w.WriteHeader(tc.status)
+			})
+			tool := newTool(srv.URL + "/tool")
+			out := newClient(t, remote.Options{}).Call(context.Background(), remote.Request{Tool: tool})
+			assertFailure(t, out, tc.wantCat)
+			if out.Err != tc.wantErr || out.Status != tc.wantStat || out.Attempts != 1 || hits.Load() != 1 {
+				t.Errorf("got err %q status %d attempts %d after %d requests, want %q, %d, 1, 1", out.Err, out.Status, out.Attempts, hits.Load(), tc.wantErr, tc.wantStat)
+			}
+		})
+	}
+}
+
+func TestCallEndpointsSharedAndDistinct(t *testing.T) {
+	var paths []string
+	var mu sync.Mutex
+	srv := serve(t, func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		paths = append(paths, r.Host+" "+r.URL.RequestURI())
+		mu.Unlock()
+		_, _ = io.WriteString(w, `{}`)
+	})
+	c := newClient(t, remote.Options{})
+	host := strings.TrimPrefix(srv.URL, "http://")
+	for _, ep := range []string{srv.URL + "/a?x=1", srv.URL + "/b", srv.URL + "/a?x=1", srv.URL + "/b"} {
+		assertSuccess(t, c.Call(context.Background(), remote.Request{Tool: newTool(ep)}))
+	}
+	// A Host header of the tool's goes to that tool alone.
+	tool := newTool(srv.URL + "/b")
+	tool.Headers = map[string]string{"Host": "virtual.example"}
+	assertSuccess(t, c.Call(context.Background(), remote.Request{Tool: tool}))
+	assertSuccess(t, c.Call(context.Background(), remote.Request{Tool: newTool(srv.URL + "/b")}))
+	want := []string{host + " /a?x=1", host + " /b", host + " /a?x=1", host + " /b", "virtual.example /b", host + " /b"}
+	if fmt.Sprint(paths) != fmt.Sprint(want) {
+		t.Errorf("requests %q, want %q", paths, want)
+	}
+}

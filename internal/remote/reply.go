@@ -98,7 +98,17 @@ func readReply(r io.Reader, contentLength, limit int64) (data []byte, tooLarge b
 // closeBody discards a bounded rest of the body, so that the connection can
 // go back to the idle pool, and closes it.
 func closeBody(body io.ReadCloser) {
-	_, _ = io.CopyN(io.Discard, body, drainLimit)
+	// As io.CopyN(io.Discard, body, drainLimit), without its allocations.
+	bp := chunkPool.Get().(*[]byte)
+	buf := *bp
+	for n := 0; n < drainLimit; {
+		m, err := body.Read(buf[:min(len(buf), drainLimit-n)])
+		n += m
+		if err != nil {
+			break
+		}
+	}
+	chunkPool.Put(bp)
 	_ = body.Close()
 }
 

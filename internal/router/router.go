@@ -123,112 +123,75 @@ func checkPayload(planID string, payload any) error {
 	return nil
 }
 
+// routed is a result with room for what its pointer fields point to, so
+// that a route allocates them together.
+type routed struct {
+	res            toolrouter.Result
+	providerCallID string
+	errMsg         string
+	errCat         toolrouter.ErrorCategory
+}
+
+// routeCall is the state of one route between its steps.
+type routeCall struct {
+	now   func() time.Time
+	start time.Time
+	id    string
+	call  toolrouter.Call
+	emit  func(toolrouter.Update) // nil when not streaming
+	r     *routed
+}
+
 // route does the work of one call whose sequence is allocated.
 func (r *Router) route(ctx context.Context, planID string, seq int64, payload any, meta map[string]any, emit func(toolrouter.Update)) *toolrouter.Result {
-	now := r.now()
-	start := now()
-	id, _ := toolrouter.ToolCallID(planID, seq) // planID and seq are valid here
-	streaming := emit != nil
-	if !streaming {
-		emit = func(toolrouter.Update) {}
-	}
-	res := &toolrouter.Result{
-		ToolCallID:       id,
-		PlanID:           planID,
-		Sequence:         seq,
-		ProviderMetadata: meta,
-		Arguments:        map[string]any{},
-	}
+	rc := routeCall{now: r.now(), emit: emit, r: &routed{}}
+	rc.start = rc.now()
+	rc.id, _ = toolrouter.ToolCallID(planID, seq) // planID and seq are valid here
+	id := rc.id
+	res := &rc.r.res
+	res.ToolCallID = id
+	res.PlanID = planID
+	res.Sequence = seq
+	res.ProviderMetadata = meta
 	if res.ProviderMetadata == nil {
 		res.ProviderMetadata = map[string]any{}
 	}
 
-	call, err := format.Normalize(payload)
-	res.ProviderFormat = call.Format
+	var err error
+	rc.call, err = format.Normalize(payload)
+	res.ProviderFormat = rc.call.Format
 	if err != nil {
 		res.ProviderFormat = format.Detect(payload)
+		res.Arguments = map[string]any{}
 	} else {
-		res.ToolName = call.ToolName
-		res.Arguments = call.Arguments
-		if call.ProviderCallID != "" {
-			res.ProviderCallID = &call.ProviderCallID
+		res.ToolName = rc.call.ToolName
+		res.Arguments = rc.call.Arguments
+		if rc.call.ProviderCallID != "" {
+			rc.r.providerCallID = rc.call.ProviderCallID
+			res.ProviderCallID = &rc.r.providerCallID
 		}
 	}
-	emit(toolrouter.Update{ToolCallID: id, Status: toolrouter.StatusPending, ToolName: res.ToolName})
-	// finish completes res and emits its terminal update; answered says the
-	// tool gave an answer of its own (complete) rather than none (error).
-	finish := func(out remote.Outcome, answered bool) *toolrouter.Result {
-		res.DurationMS = float64(now().Sub(start).Nanoseconds()) / 1e6
-		if res.DurationMS <= 0 {
-			res.DurationMS = 0.001
-		}
-		res.Success = out.Success()
-		res.Output = out.Output
-		if !res.Success {
-			msg, cat := out.Err, out.Category
-			if cat == "" {
-				cat = toolrouter.ClassifyError(msg)
-			}
-			res.Error, res.ErrorCategory = &msg, &cat
-		}
-		if res.IsValidation && res.Success {
-			res.ValidationPassed = validationPassed(out.Output)
-		}
-		call.Format = res.ProviderFormat
-		if call.ProviderCallID == "" {
-			// The provider sent no id (Ollama, Gemini, legacy function_call):
-			// answer under the stable id so the message still has one.
-			call.ProviderCallID = id
-		}
-		res.ProviderResult = format.ToolResult(call, res.Success, out.Output, out.Err)
-		status := toolrouter.StatusComplete
-		if !answered {
-			status = toolrouter.StatusError
-		}
-		u := toolrouter.Update{ToolCallID: id, Status: status, ToolName: res.ToolName}
-		if !res.Success {
-			u.Message = out.Err
-		}
-		emit(u)
-		if r.Observer != nil {
-			outcome := "success"
-			if !res.Success {
-				outcome = string(*res.ErrorCategory)
-			}
-			name := res.ToolName
-			if name == "" || !answered && *res.ErrorCategory == toolrouter.CategoryNotFound {
-				name = "(unknown)" // keep metric label cardinality bounded
-			}
-			r.Observer.ToolCall(name, outcome, now().Sub(start))
-		}
-		if r.Results != nil {
-			// The tool ran: keep its result even if the caller went away.
-			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-			if err := r.Results.SaveResult(sctx, res); err != nil {
-				zerolog.Ctx(ctx).Error().Err(err).Str("tool_call_id", id).Msg("store route result")
-			}
-			cancel()
-		}
-		return res
+	if emit != nil {
+		emit(toolrouter.Update{ToolCallID: id, Status: toolrouter.StatusPending, ToolName: res.ToolName})
 	}
 
 	if err != nil {
-		return finish(remote.Outcome{Err: err.Error(), Category: toolrouter.CategoryParse}, false)
+		return r.finish(ctx, &rc, remote.Outcome{Err: err.Error(), Category: toolrouter.CategoryParse}, false)
 	}
-	tool, ok := r.Tools().Lookup(call.ToolName)
+	tool, ok := r.Tools().Lookup(rc.call.ToolName)
 	if !ok {
-		return finish(remote.Outcome{Err: fmt.Sprintf("Tool '%s' not found", call.ToolName), Category: toolrouter.CategoryNotFound}, false)
+		return r.finish(ctx, &rc, remote.Outcome{Err: fmt.Sprintf("Tool '%s' not found", rc.call.ToolName), Category: toolrouter.CategoryNotFound}, false)
 	}
 	res.ToolName = tool.Name
 	res.IsValidation = tool.Kind == toolrouter.KindValidation
 	if tool.ValidateArgs != nil {
-		if err := tool.ValidateArgs(call.Arguments); err != nil {
-			return finish(remote.Outcome{Err: err.Error(), Category: toolrouter.CategorySchema}, false)
+		if err := tool.ValidateArgs(rc.call.Arguments); err != nil {
+			return r.finish(ctx, &rc, remote.Outcome{Err: err.Error(), Category: toolrouter.CategorySchema}, false)
 		}
 	}
-	emit(toolrouter.Update{ToolCallID: id, Status: toolrouter.StatusRunning, ToolName: tool.Name})
-	req := remote.Request{Tool: tool, Args: call.Arguments, PlanID: planID, ToolCallID: id}
-	if streaming {
+	req := remote.Request{Tool: tool, Args: rc.call.Arguments, PlanID: planID, ToolCallID: id}
+	if emit != nil {
+		emit(toolrouter.Update{ToolCallID: id, Status: toolrouter.StatusRunning, ToolName: tool.Name})
 		req.Progress = func(progress, total float64, message string) {
 			u := toolrouter.Update{ToolCallID: id, Status: toolrouter.StatusRunning, ToolName: tool.Name, Message: message, Progress: &progress}
 			if total > 0 {
@@ -238,7 +201,70 @@ func (r *Router) route(ctx context.Context, planID string, seq int64, payload an
 		}
 	}
 	out := r.Exec.Call(ctx, req)
-	return finish(out, out.Answered)
+	return r.finish(ctx, &rc, out, out.Answered)
+}
+
+// finish completes the result of rc and emits its terminal update;
+// answered says the tool gave an answer of its own (complete) rather than
+// none (error).
+func (r *Router) finish(ctx context.Context, rc *routeCall, out remote.Outcome, answered bool) *toolrouter.Result {
+	res := &rc.r.res
+	elapsed := rc.now().Sub(rc.start) // one clock reading for the result and the metric
+	res.DurationMS = float64(elapsed.Nanoseconds()) / 1e6
+	if res.DurationMS <= 0 {
+		res.DurationMS = 0.001
+	}
+	res.Success = out.Success()
+	res.Output = out.Output
+	if !res.Success {
+		rc.r.errMsg, rc.r.errCat = out.Err, out.Category
+		if rc.r.errCat == "" {
+			rc.r.errCat = toolrouter.ClassifyError(rc.r.errMsg)
+		}
+		res.Error, res.ErrorCategory = &rc.r.errMsg, &rc.r.errCat
+	}
+	if res.IsValidation && res.Success {
+		res.ValidationPassed = validationPassed(out.Output)
+	}
+	call := rc.call
+	call.Format = res.ProviderFormat
+	if call.ProviderCallID == "" {
+		// The provider sent no id (Ollama, Gemini, legacy function_call):
+		// answer under the stable id so the message still has one.
+		call.ProviderCallID = rc.id
+	}
+	res.ProviderResult = format.ToolResult(call, res.Success, out.Output, out.Err)
+	if rc.emit != nil {
+		status := toolrouter.StatusComplete
+		if !answered {
+			status = toolrouter.StatusError
+		}
+		u := toolrouter.Update{ToolCallID: rc.id, Status: status, ToolName: res.ToolName}
+		if !res.Success {
+			u.Message = out.Err
+		}
+		rc.emit(u)
+	}
+	if r.Observer != nil {
+		outcome := "success"
+		if !res.Success {
+			outcome = string(*res.ErrorCategory)
+		}
+		name := res.ToolName
+		if name == "" || !answered && *res.ErrorCategory == toolrouter.CategoryNotFound {
+			name = "(unknown)" // keep metric label cardinality bounded
+		}
+		r.Observer.ToolCall(name, outcome, elapsed)
+	}
+	if r.Results != nil {
+		// The tool ran: keep its result even if the caller went away.
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		if err := r.Results.SaveResult(sctx, res); err != nil {
+			zerolog.Ctx(ctx).Error().Err(err).Str("tool_call_id", rc.id).Msg("store route result")
+		}
+		cancel()
+	}
+	return res
 }
 
 // validationPassed reads the boolean `passed` of a validation tool's

@@ -1,0 +1,93 @@
+package format
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+
+	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
+)
+
+// mapToolResult is ToolResult as it was built from maps; the structs of
+// ToolResult must marshal to exactly its bytes.
+func mapToolResult(call toolrouter.Call, success bool, output json.RawMessage, errMsg string) any {
+	out := bytes.TrimSpace(output)
+	text := resultText(success, out, errMsg)
+	id := call.ProviderCallID
+	switch call.Format {
+	case toolrouter.FormatOpenAI:
+		if call.Extra["openai_api"] == "responses" {
+			return map[string]any{"type": "function_call_output", "call_id": id, "output": text}
+		}
+		return map[string]any{"role": "tool", "tool_call_id": id, "content": text}
+	case toolrouter.FormatAnthropic:
+		return map[string]any{"type": "tool_result", "tool_use_id": id, "content": text, "is_error": !success}
+	case toolrouter.FormatLangChain:
+		return map[string]any{"type": "tool", "tool_call_id": id, "name": call.ToolName,
+			"content": text, "status": status(success)}
+	case toolrouter.FormatGemini:
+		response := map[string]any{"output": jsonValue(out)}
+		if !success {
+			response = map[string]any{"error": text}
+		}
+		fr := map[string]any{"name": call.ToolName, "response": response}
+		if id != "" {
+			fr["id"] = id
+		}
+		return map[string]any{"functionResponse": fr}
+	case toolrouter.FormatBedrock:
+		content := []any{map[string]any{"text": text}}
+		if success && isObject(out) {
+			content = []any{map[string]any{"json": json.RawMessage(out)}}
+		}
+		return map[string]any{"toolResult": map[string]any{"toolUseId": id, "content": content, "status": status(success)}}
+	case toolrouter.FormatMCP:
+		result := map[string]any{
+			"content": []any{map[string]any{"type": "text", "text": text}},
+			"isError": !success,
+		}
+		if success && isObject(out) {
+			result["structuredContent"] = json.RawMessage(out)
+		}
+		return map[string]any{"jsonrpc": "2.0", "id": call.Extra["jsonrpc_id"], "result": result}
+	}
+	var e any
+	if !success {
+		e = text
+	}
+	return map[string]any{"tool_call_id": id, "name": call.ToolName, "success": success,
+		"output": jsonValue(out), "error": e}
+}
+
+func TestToolResultMarshalsAsMaps(t *testing.T) {
+	outputs := []json.RawMessage{
+		nil, json.RawMessage(``), json.RawMessage(`  `), json.RawMessage(`null`), json.RawMessage(`{"temp": 21, "h":"<&>"}`),
+		json.RawMessage(" {\"a\" :\n [1, 2.50, \"\\u00e9\"]} \n"), json.RawMessage(`"héllo \"you\" <b>"`), json.RawMessage(`"\u2028"`),
+		json.RawMessage(`[1,2]`), json.RawMessage(`42`), json.RawMessage(`true`), json.RawMessage(`{oops`), json.RawMessage(`"unterminated`),
+		json.RawMessage("\"bad \xff\""), json.RawMessage("{\"k\":\"\xff\"}"),
+	}
+	calls := []toolrouter.Call{}
+	for _, f := range append(SchemaFormats(), "bogus") {
+		for _, id := range []string{"", "call_1", "<id&>"} {
+			for _, extra := range []map[string]any{nil, {"openai_api": "responses", "jsonrpc_id": 7.0}, {"jsonrpc_id": "a-<1>"}, {"jsonrpc_id": map[string]any{"x": 1.0}}} {
+				calls = append(calls, toolrouter.Call{ToolName: "get_weather<>", ProviderCallID: id, Format: f, Extra: extra})
+			}
+		}
+	}
+	n := 0
+	for _, c := range calls {
+		for _, out := range outputs {
+			for _, success := range []bool{true, false} {
+				for _, errMsg := range []string{"", "Tool 'w' not found <&>", "bad \xff\u2029"} {
+					want, wantErr := json.Marshal(mapToolResult(c, success, out, errMsg))
+					got, err := json.Marshal(ToolResult(c, success, out, errMsg))
+					if (err == nil) != (wantErr == nil) || !bytes.Equal(got, want) {
+						t.Fatalf("%+v success=%v out=%q err=%q:\ngot  %s (%v)\nwant %s (%v)", c, success, out, errMsg, got, err, want, wantErr)
+					}
+					n++
+				}
+			}
+		}
+	}
+	t.Logf("%d results compared", n)
+}
