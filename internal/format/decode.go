@@ -34,6 +34,26 @@ func decodeObject(s string) (m map[string]any, ok bool) {
 	return v.(map[string]any), true
 }
 
+// DecodeJSON returns exactly what json.Unmarshal(data, &v) gives a v of
+// type any: the same value (map[string]any, []any, string, float64, bool,
+// nil) or the same error. It copies data once and decodes strings without
+// escapes as substrings of that copy rather than one by one, so it
+// allocates far less; anything it does not take care of itself (invalid
+// JSON, a number out of range, deep nesting) goes through json.Unmarshal.
+func DecodeJSON(data []byte) (any, error) {
+	d := fastDecoder{s: string(data)}
+	d.skipSpace()
+	if v, ok := d.value(0); ok {
+		d.skipSpace()
+		if d.i == len(d.s) {
+			return v, nil
+		}
+	}
+	var v any
+	err := json.Unmarshal(data, &v)
+	return v, err
+}
+
 type fastDecoder struct {
 	s string
 	i int

@@ -102,7 +102,44 @@ func FuzzDecodeArgs(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, s string) {
 		checkDecode(t, s)
+		checkDecodeJSON(t, []byte(s))
 	})
+}
+
+// checkDecodeJSON fails unless DecodeJSON(data) is json.Unmarshal into an
+// any: the same value or the same error (type, text and offset).
+func checkDecodeJSON(t *testing.T, data []byte) {
+	t.Helper()
+	got, gotErr := DecodeJSON(data)
+	var want any
+	wantErr := json.Unmarshal(data, &want)
+	if !reflect.DeepEqual(gotErr, wantErr) {
+		t.Fatalf("%q: error %#v, want %#v", data, gotErr, wantErr)
+	}
+	if !reflect.DeepEqual(got, want) || !sameZeros(got, want) {
+		t.Fatalf("%q:\ngot  %#v\nwant %#v", data, got, want)
+	}
+}
+
+func TestDecodeJSONIsUnmarshal(t *testing.T) {
+	for _, s := range decodeCases {
+		checkDecodeJSON(t, []byte(s))
+	}
+	for _, s := range []string{
+		`{"plan_id":"bench","tool_call":{"id":"call_1","type":"function","function":{"name":"test/echo","arguments":"{\"msg\":\"hi\"}"}}}`,
+		`[1,"a",{"b":[]}]`, `"x"`, `"\u00e9"`, `1e400`, `-0`, `0`, ` true `, `false`, `null`, `nul`, `1 2`, `[`, `]`, `{}x`,
+	} {
+		checkDecodeJSON(t, []byte(s))
+	}
+	data := []byte(`{"k":"value"}`)
+	v, _ := DecodeJSON(data)
+	copy(data, `{"k":"XXXXX"}`)
+	if v.(map[string]any)["k"] != "value" {
+		t.Error("the value shares memory with the input")
+	}
+	if _, err := DecodeJSON([]byte(strings.Repeat("[", 20000))); err == nil {
+		t.Error("deep nesting: no error")
+	}
 }
 
 func TestDecodeObjectTakesTheFastPath(t *testing.T) {
