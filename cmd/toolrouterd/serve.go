@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -47,9 +48,10 @@ func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) er
 	}
 	log := newLogger(cfg, stderr)
 
+	// Start-up failures name the variable at fault, like config errors.
 	st, err := store.Open(ctx, cfg.Store)
 	if err != nil {
-		log.Error().Err(err).Msg("open store")
+		log.Error().Err(err).Str("store", storeKind(cfg.Store)).Msg("TOOLROUTER_STORE: cannot open the store")
 		return exitError(1)
 	}
 	defer st.Close()
@@ -58,7 +60,12 @@ func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) er
 	if cfg.Registry == "" {
 		log.Warn().Msg("TOOLROUTER_REGISTRY is not set: starting with no tools")
 	} else if reg, err = registry.Load(cfg.Registry, getenv); err != nil {
-		fmt.Fprintf(stderr, "toolrouterd: registry %s:\n%v\n", cfg.Registry, err)
+		var probs registry.Problems
+		if errors.As(err, &probs) {
+			fmt.Fprintf(stderr, "toolrouterd: TOOLROUTER_REGISTRY: %s has %d problem(s):\n%v\n", cfg.Registry, len(probs), err)
+		} else {
+			fmt.Fprintf(stderr, "toolrouterd: TOOLROUTER_REGISTRY: %s\n", strings.ReplaceAll(err.Error(), "\n", "; "))
+		}
 		return exitError(1)
 	}
 	holder := registry.NewHolder(cfg.Registry, getenv, reg)
@@ -120,7 +127,7 @@ func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) er
 
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
-		log.Error().Err(err).Str("addr", cfg.Addr).Msg("listen")
+		log.Error().Err(err).Str("addr", cfg.Addr).Msg("TOOLROUTER_ADDR: cannot listen")
 		return exitError(1)
 	}
 	srv := &http.Server{

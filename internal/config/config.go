@@ -4,6 +4,9 @@ package config
 import (
 	"errors"
 	"fmt"
+	"net"
+	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -35,7 +38,9 @@ type Config struct {
 }
 
 // Load reads and validates the configuration. Its error is one line naming
-// the variable at fault.
+// the variable at fault. A variable that is set but empty counts as set
+// (envconfig's rule): it is an error for every variable with a default, and
+// means "none" for TOOLROUTER_REGISTRY and TOOLROUTER_API_KEYS.
 func Load() (Config, error) {
 	var c Config
 	if err := envconfig.Process(Prefix, &c); err != nil {
@@ -52,32 +57,34 @@ func typeWord(t string) string {
 	switch t {
 	case "int", "int64":
 		return "integer"
-	case "Duration":
+	case "time.Duration", "Duration":
 		return "duration (e.g. 30s)"
 	}
 	return t
 }
 
+// MaxBodyLimit is the largest TOOLROUTER_MAX_BODY_BYTES: a body is read
+// into memory whole, so a larger limit would let one request exhaust it.
+const MaxBodyLimit = 1 << 30
+
 // Validate checks every value.
 func (c *Config) Validate() error {
-	keys := c.APIKeys[:0]
-	for _, k := range c.APIKeys {
-		if k = strings.TrimSpace(k); k != "" {
-			keys = append(keys, k)
-		}
+	if err := c.validateAPIKeys(); err != nil {
+		return err
 	}
-	c.APIKeys = keys
 	switch {
-	case strings.TrimSpace(c.Addr) == "":
+	case c.Addr == "":
 		return errors.New("TOOLROUTER_ADDR: must not be empty (e.g. :8080 or 127.0.0.1:8080)")
-	case !strings.Contains(c.Addr, ":"):
-		return fmt.Errorf("TOOLROUTER_ADDR: %q is not host:port", c.Addr)
+	case c.Addr != strings.TrimSpace(c.Addr):
+		return fmt.Errorf("TOOLROUTER_ADDR: %q has leading or trailing whitespace", c.Addr)
+	case c.Registry != strings.TrimSpace(c.Registry):
+		return fmt.Errorf("TOOLROUTER_REGISTRY: %q has leading or trailing whitespace", c.Registry)
 	case c.Store == "":
 		return errors.New("TOOLROUTER_STORE: must not be empty (memory://, sqlite://PATH or postgres://…)")
 	case !validStore(c.Store):
-		return fmt.Errorf("TOOLROUTER_STORE: %q is not memory://, sqlite://PATH or postgres://…", c.Store)
-	case c.MaxBodyBytes < 1024:
-		return fmt.Errorf("TOOLROUTER_MAX_BODY_BYTES: %d is below the minimum of 1024", c.MaxBodyBytes)
+		return fmt.Errorf("TOOLROUTER_STORE: %s is not memory://, sqlite://PATH or postgres://…", redactStore(c.Store))
+	case c.MaxBodyBytes < 1024 || c.MaxBodyBytes > MaxBodyLimit:
+		return fmt.Errorf("TOOLROUTER_MAX_BODY_BYTES: %d is outside 1024..%d", c.MaxBodyBytes, MaxBodyLimit)
 	case c.BatchConcurrency < 1 || c.BatchConcurrency > 1024:
 		return fmt.Errorf("TOOLROUTER_BATCH_CONCURRENCY: %d is outside 1..1024", c.BatchConcurrency)
 	case c.ShutdownTimeout <= 0:
@@ -89,17 +96,85 @@ func (c *Config) Validate() error {
 	case c.LogFormat != "json" && c.LogFormat != "console":
 		return fmt.Errorf("TOOLROUTER_LOG_FORMAT: %q is not json or console", c.LogFormat)
 	}
+	if err := validAddr(c.Addr); err != nil {
+		return fmt.Errorf("TOOLROUTER_ADDR: %q %v", c.Addr, err)
+	}
 	if _, err := zerolog.ParseLevel(c.LogLevel); err != nil || c.LogLevel == "" {
 		return fmt.Errorf("TOOLROUTER_LOG_LEVEL: %q is not one of trace, debug, info, warn, error, fatal, panic, disabled", c.LogLevel)
 	}
 	return nil
 }
 
-func validStore(s string) bool {
-	for _, p := range []string{"memory://", "sqlite://", "postgres://", "postgresql://"} {
-		if strings.HasPrefix(s, p) {
-			return p != "sqlite://" || len(s) > len(p)
+// validateAPIKeys drops the blanks of a comma-separated list ("k1, k2,")
+// but refuses a list with no key at all: TOOLROUTER_API_KEYS=" , " (from
+// "${KEY1},${KEY2}" with both unset, say) would otherwise turn
+// authentication off without a word. Keys are never printed.
+func (c *Config) validateAPIKeys() error {
+	keys := make([]string, 0, len(c.APIKeys))
+	for i, k := range c.APIKeys {
+		k = strings.TrimSpace(k)
+		if k == "" {
+			continue
 		}
+		for j := 0; j < len(k); j++ {
+			if k[j] < 0x21 || k[j] > 0x7e {
+				return fmt.Errorf("TOOLROUTER_API_KEYS: key %d has a character that is not visible ASCII (a bearer token cannot carry it)", i+1)
+			}
+		}
+		keys = append(keys, k)
+	}
+	if len(c.APIKeys) > 0 && len(keys) == 0 {
+		return errors.New("TOOLROUTER_API_KEYS: holds commas but no key; set comma-separated keys, or leave it empty to turn authentication off")
+	}
+	c.APIKeys = keys
+	return nil
+}
+
+// validAddr checks a listen address: host:port, the port a number in
+// 0..65535 or a service name.
+func validAddr(addr string) error {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return errors.New("is not host:port (e.g. :8080 or 127.0.0.1:8080)")
+	}
+	if port == "" {
+		return errors.New("has no port")
+	}
+	if n, err := strconv.Atoi(port); err == nil {
+		if n < 0 || n > 65535 {
+			return fmt.Errorf("has port %d outside 0..65535", n)
+		}
+		return nil
+	}
+	if _, err := net.LookupPort("tcp", port); err != nil {
+		return fmt.Errorf("has port %q that is neither a number nor a known service", port)
+	}
+	return nil
+}
+
+func validStore(s string) bool {
+	switch {
+	case strings.HasPrefix(s, "memory://"):
+		return true
+	case strings.HasPrefix(s, "sqlite://"):
+		return len(s) > len("sqlite://") && strings.TrimSpace(s) == s
+	case strings.HasPrefix(s, "postgres://"), strings.HasPrefix(s, "postgresql://"):
+		// postgres:///db?host=/run/postgresql (a socket) has no host.
+		_, err := url.Parse(s)
+		return err == nil
 	}
 	return false
+}
+
+// redactStore quotes a store URL without its password.
+func redactStore(s string) string {
+	if u, err := url.Parse(s); err == nil && u.User != nil {
+		if _, ok := u.User.Password(); ok {
+			return strconv.Quote(u.Redacted())
+		}
+	}
+	if i := strings.Index(s, "@"); i >= 0 && strings.Contains(s, "://") {
+		return strconv.Quote(s[:strings.Index(s, "://")+3] + "…" + s[i:])
+	}
+	return strconv.Quote(s)
 }

@@ -1,0 +1,199 @@
+package config_test
+
+import (
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/toolrouterd/toolrouterd/internal/config"
+)
+
+// clearEnv unsets every TOOLROUTER_ variable (and the bare names envconfig
+// could fall back to) for the test, then sets env (name, value, …).
+func clearEnv(t *testing.T, env ...string) {
+	t.Helper()
+	for _, kv := range os.Environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(name, "TOOLROUTER_") {
+			t.Setenv(name, "") // restores it after the test
+			os.Unsetenv(name)
+		}
+	}
+	for i := 0; i+1 < len(env); i += 2 {
+		t.Setenv(env[i], env[i+1])
+	}
+}
+
+func TestDefaults(t *testing.T) {
+	clearEnv(t)
+	c, err := config.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := config.Config{
+		Addr: ":8080", Store: "sqlite://toolrouter.db", APIKeys: []string{}, LogLevel: "info", LogFormat: "json",
+		MaxBodyBytes: 4194304, BatchConcurrency: 16, ShutdownTimeout: 30 * time.Second,
+		IdempotencyTTL: 24 * time.Hour, RunHeartbeat: 5 * time.Second,
+	}
+	if c.Addr != want.Addr || c.Registry != "" || c.Store != want.Store || len(c.APIKeys) != 0 ||
+		c.LogLevel != want.LogLevel || c.LogFormat != want.LogFormat || c.MaxBodyBytes != want.MaxBodyBytes ||
+		c.BatchConcurrency != want.BatchConcurrency || c.ShutdownTimeout != want.ShutdownTimeout ||
+		c.IdempotencyTTL != want.IdempotencyTTL || c.RunHeartbeat != want.RunHeartbeat {
+		t.Errorf("defaults %+v, want %+v", c, want)
+	}
+}
+
+// TestBareNamesAreNotRead: only TOOLROUTER_-prefixed variables count
+// (envconfig reads the bare name of a field with an `envconfig` tag; a
+// Kubernetes pod or a shell easily has ADDR or STORE set).
+func TestBareNamesAreNotRead(t *testing.T) {
+	clearEnv(t,
+		"ADDR", "nonsense", "REGISTRY", "/nonexistent.yaml", "STORE", "redis://x", "API_KEYS", "k",
+		"APIKEYS", "k", "LOG_LEVEL", "loud", "LOGLEVEL", "loud", "LOG_FORMAT", "xml", "MAX_BODY_BYTES", "x",
+		"BATCH_CONCURRENCY", "x", "SHUTDOWN_TIMEOUT", "x", "IDEMPOTENCY_TTL", "x", "RUN_HEARTBEAT", "x",
+		// Kubernetes service links for a Service named "toolrouter".
+		"TOOLROUTER_PORT", "tcp://10.0.0.1:8080", "TOOLROUTER_SERVICE_HOST", "10.0.0.1", "TOOLROUTER_PORT_8080_TCP_ADDR", "10.0.0.1")
+	c, err := config.Load()
+	if err != nil {
+		t.Fatalf("bare names were read: %v", err)
+	}
+	if c.Addr != ":8080" || c.Registry != "" || c.Store != "sqlite://toolrouter.db" || len(c.APIKeys) != 0 || c.LogLevel != "info" {
+		t.Errorf("bare names were read: %+v", c)
+	}
+}
+
+func TestValidValues(t *testing.T) {
+	cases := []struct {
+		name, value string
+		check       func(config.Config) bool
+	}{
+		{"TOOLROUTER_ADDR", "127.0.0.1:0", func(c config.Config) bool { return c.Addr == "127.0.0.1:0" }},
+		{"TOOLROUTER_ADDR", "[::1]:65535", func(c config.Config) bool { return c.Addr == "[::1]:65535" }},
+		{"TOOLROUTER_ADDR", ":http", func(c config.Config) bool { return c.Addr == ":http" }},
+		{"TOOLROUTER_REGISTRY", "", func(c config.Config) bool { return c.Registry == "" }},
+		{"TOOLROUTER_REGISTRY", "examples/registry.yaml", func(c config.Config) bool { return c.Registry == "examples/registry.yaml" }},
+		{"TOOLROUTER_STORE", "memory://", func(c config.Config) bool { return c.Store == "memory://" }},
+		{"TOOLROUTER_STORE", "postgres://u:p@db:5432/toolrouter?sslmode=disable", func(c config.Config) bool { return strings.HasPrefix(c.Store, "postgres://") }},
+		{"TOOLROUTER_STORE", "postgres:///toolrouter?host=/run/postgresql", func(c config.Config) bool { return strings.HasPrefix(c.Store, "postgres://") }},
+		{"TOOLROUTER_API_KEYS", "", func(c config.Config) bool { return len(c.APIKeys) == 0 }},
+		{"TOOLROUTER_API_KEYS", "   ", func(c config.Config) bool { return len(c.APIKeys) == 0 }},
+		{"TOOLROUTER_API_KEYS", " k1 , k2 ,", func(c config.Config) bool { return strings.Join(c.APIKeys, "|") == "k1|k2" }},
+		{"TOOLROUTER_LOG_LEVEL", "debug", func(c config.Config) bool { return c.LogLevel == "debug" }},
+		{"TOOLROUTER_LOG_FORMAT", "console", func(c config.Config) bool { return c.LogFormat == "console" }},
+		{"TOOLROUTER_MAX_BODY_BYTES", "1024", func(c config.Config) bool { return c.MaxBodyBytes == 1024 }},
+		{"TOOLROUTER_MAX_BODY_BYTES", "1073741824", func(c config.Config) bool { return c.MaxBodyBytes == 1<<30 }},
+		{"TOOLROUTER_BATCH_CONCURRENCY", "1024", func(c config.Config) bool { return c.BatchConcurrency == 1024 }},
+		{"TOOLROUTER_SHUTDOWN_TIMEOUT", "1m30s", func(c config.Config) bool { return c.ShutdownTimeout == 90*time.Second }},
+		{"TOOLROUTER_SHUTDOWN_TIMEOUT", "8760h", func(c config.Config) bool { return c.ShutdownTimeout == 8760*time.Hour }},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name+"="+tc.value, func(t *testing.T) {
+			clearEnv(t, tc.name, tc.value)
+			c, err := config.Load()
+			if err != nil {
+				t.Fatalf("rejected: %v", err)
+			}
+			if !tc.check(c) {
+				t.Errorf("got %+v", c)
+			}
+		})
+	}
+}
+
+// TestBadValuesNameTheVariable: every bad value is an error of one line
+// that starts with the variable's name, and never prints an API key.
+func TestBadValuesNameTheVariable(t *testing.T) {
+	cases := []struct {
+		name, value, says string
+	}{
+		// Set but empty: an error wherever there is a default.
+		{"TOOLROUTER_ADDR", "", "must not be empty"},
+		{"TOOLROUTER_STORE", "", "must not be empty"},
+		{"TOOLROUTER_LOG_LEVEL", "", "is not one of"},
+		{"TOOLROUTER_LOG_FORMAT", "", "is not json or console"},
+		{"TOOLROUTER_MAX_BODY_BYTES", "", "is not a valid integer"},
+		{"TOOLROUTER_BATCH_CONCURRENCY", "", "is not a valid integer"},
+		{"TOOLROUTER_SHUTDOWN_TIMEOUT", "", "is not a valid duration"},
+		{"TOOLROUTER_IDEMPOTENCY_TTL", "", "is not a valid duration"},
+		{"TOOLROUTER_RUN_HEARTBEAT", "", "is not a valid duration"},
+		// Whitespace.
+		{"TOOLROUTER_ADDR", " :8080", "whitespace"},
+		{"TOOLROUTER_ADDR", ":8080\n", "whitespace"},
+		{"TOOLROUTER_REGISTRY", " ", "whitespace"},
+		{"TOOLROUTER_REGISTRY", "registry.yaml ", "whitespace"},
+		{"TOOLROUTER_STORE", " memory://", "is not memory://"},
+		{"TOOLROUTER_STORE", "sqlite://x.db ", "is not memory://"},
+		{"TOOLROUTER_LOG_LEVEL", " info", "is not one of"},
+		{"TOOLROUTER_MAX_BODY_BYTES", " 4096", "is not a valid integer"},
+		{"TOOLROUTER_BATCH_CONCURRENCY", "4 ", "is not a valid integer"},
+		{"TOOLROUTER_SHUTDOWN_TIMEOUT", " 30s", "is not a valid duration"},
+		// Addresses.
+		{"TOOLROUTER_ADDR", "localhost", "is not host:port"},
+		{"TOOLROUTER_ADDR", ":99999", "outside 0..65535"},
+		{"TOOLROUTER_ADDR", ":-1", "outside 0..65535"},
+		{"TOOLROUTER_ADDR", "127.0.0.1:", "has no port"},
+		{"TOOLROUTER_ADDR", ":nosuchservice", "neither a number nor a known service"},
+		{"TOOLROUTER_ADDR", "a:b:c", "is not host:port"},
+		// Stores.
+		{"TOOLROUTER_STORE", "redis://x", "is not memory://"},
+		{"TOOLROUTER_STORE", "sqlite://", "is not memory://"},
+		{"TOOLROUTER_STORE", "toolrouter.db", "is not memory://"},
+		{"TOOLROUTER_STORE", "postgres://u:p@h/%zz", "is not memory://"},
+		// API keys.
+		{"TOOLROUTER_API_KEYS", " , ", "holds commas but no key"},
+		{"TOOLROUTER_API_KEYS", ",", "holds commas but no key"},
+		{"TOOLROUTER_API_KEYS", "secret1,sec ret2", "key 2 has a character"},
+		{"TOOLROUTER_API_KEYS", "secret1\x7f", "key 1 has a character"},
+		{"TOOLROUTER_API_KEYS", "sécret1", "key 1 has a character"},
+		// Numbers and durations.
+		{"TOOLROUTER_MAX_BODY_BYTES", "lots", "is not a valid integer"},
+		{"TOOLROUTER_MAX_BODY_BYTES", "1023", "outside 1024.."},
+		{"TOOLROUTER_MAX_BODY_BYTES", "-1", "outside 1024.."},
+		{"TOOLROUTER_MAX_BODY_BYTES", "1073741825", "outside 1024.."},
+		{"TOOLROUTER_MAX_BODY_BYTES", "99999999999999999999", "is not a valid integer"},
+		{"TOOLROUTER_MAX_BODY_BYTES", "4e6", "is not a valid integer"},
+		{"TOOLROUTER_BATCH_CONCURRENCY", "0", "outside 1..1024"},
+		{"TOOLROUTER_BATCH_CONCURRENCY", "-5", "outside 1..1024"},
+		{"TOOLROUTER_BATCH_CONCURRENCY", "1025", "outside 1..1024"},
+		{"TOOLROUTER_BATCH_CONCURRENCY", "99999999999999999999", "is not a valid integer"},
+		{"TOOLROUTER_SHUTDOWN_TIMEOUT", "soon", "is not a valid duration (e.g. 30s)"},
+		{"TOOLROUTER_SHUTDOWN_TIMEOUT", "30", "is not a valid duration"},
+		{"TOOLROUTER_SHUTDOWN_TIMEOUT", "-1s", "must be positive"},
+		{"TOOLROUTER_SHUTDOWN_TIMEOUT", "0s", "must be positive"},
+		{"TOOLROUTER_SHUTDOWN_TIMEOUT", "9999999999h", "is not a valid duration"},
+		{"TOOLROUTER_IDEMPOTENCY_TTL", "-24h", "must be positive"},
+		{"TOOLROUTER_RUN_HEARTBEAT", "10ms", "below the minimum"},
+		{"TOOLROUTER_LOG_LEVEL", "loud", "is not one of"},
+		{"TOOLROUTER_LOG_FORMAT", "xml", "is not json or console"},
+		{"TOOLROUTER_LOG_FORMAT", "JSON ", "is not json or console"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name+"="+tc.value, func(t *testing.T) {
+			clearEnv(t, tc.name, tc.value)
+			_, err := config.Load()
+			if err == nil {
+				t.Fatalf("%s=%q accepted", tc.name, tc.value)
+			}
+			msg := err.Error()
+			if !strings.HasPrefix(msg, tc.name+": ") || !strings.Contains(msg, tc.says) || strings.Contains(msg, "\n") {
+				t.Errorf("error %q, want one line starting %q and saying %q", msg, tc.name+": ", tc.says)
+			}
+			if tc.name == "TOOLROUTER_API_KEYS" && strings.Contains(msg, "secret") {
+				t.Errorf("error prints a key: %q", msg)
+			}
+		})
+	}
+}
+
+// TestStorePasswordIsNotPrinted: a rejected store URL is quoted without
+// its password.
+func TestStorePasswordIsNotPrinted(t *testing.T) {
+	for _, v := range []string{"postgres://u:hunter2@h/%zz", "mysql://u:hunter2@h/db"} {
+		clearEnv(t, "TOOLROUTER_STORE", v)
+		_, err := config.Load()
+		if err == nil || strings.Contains(err.Error(), "hunter2") {
+			t.Errorf("%s: %v", v, err)
+		}
+	}
+}
