@@ -356,12 +356,18 @@ func TestHeadOptionsAndAllow(t *testing.T) {
 }
 
 // TestTrailingSlash: /route/ is not /route, and the 404 says which path
-// was meant.
+// was meant; nor is //route, and /runs// is not a run named "/".
 func TestTrailingSlash(t *testing.T) {
 	s := newServer(t)
 	w := s.serve("POST", "/route/", echoCall)
 	if p := problemOf(t, w); w.Code != 404 || !strings.Contains(p.Detail, "without the trailing slash: /route") {
 		t.Errorf("POST /route/: %d %s", w.Code, w.Body)
+	}
+	for _, path := range []string{"//route", "/runs//", "/runs//x", "/schemas//openai"} {
+		w := s.serve("POST", path, echoCall)
+		if p := problemOf(t, w); w.Code != 404 || !strings.Contains(p.Detail, "empty path segment") {
+			t.Errorf("POST %s: %d %s", path, w.Code, w.Body)
+		}
 	}
 	w = s.serve("GET", "/nothing/", "")
 	if p := problemOf(t, w); w.Code != 404 || strings.Contains(p.Detail, "trailing") {
