@@ -10,8 +10,10 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
@@ -32,11 +34,12 @@ import (
 // /runs/a%2Fb on the escaped path, kin-openapi's on the decoded one), and
 // a request chi routed must never find "no operation".
 type requestChecker struct {
-	ops     map[string]*routers.Route // "METHOD /pattern" → operation
-	maxBody int64
+	ops         map[string]*routers.Route // "METHOD /pattern" → operation
+	maxBody     int64
+	bodyTimeout time.Duration
 }
 
-func newRequestChecker(doc *openapi3.T, maxBody int64) (*requestChecker, error) {
+func newRequestChecker(doc *openapi3.T, maxBody int64, bodyTimeout time.Duration) (*requestChecker, error) {
 	ops := make(map[string]*routers.Route)
 	for path, item := range doc.Paths.Map() {
 		for method, op := range item.Operations() {
@@ -46,7 +49,7 @@ func newRequestChecker(doc *openapi3.T, maxBody int64) (*requestChecker, error) 
 	if len(ops) == 0 {
 		return nil, errors.New("OpenAPI spec has no operations")
 	}
-	return &requestChecker{ops: ops, maxBody: maxBody}, nil
+	return &requestChecker{ops: ops, maxBody: maxBody, bodyTimeout: bodyTimeout}, nil
 }
 
 // operation returns the spec's operation for the route chi matched (HEAD
@@ -151,11 +154,27 @@ func (c *requestChecker) middleware(next http.Handler) http.Handler {
 			writeProblem(w, r, http.StatusUnsupportedMediaType, "Content-Type", "Content-Type: must be application/json")
 			return
 		}
+		if ce := r.Header.Get("Content-Encoding"); ce != "" && !strings.EqualFold(strings.TrimSpace(ce), "identity") {
+			// Read as JSON, a gzip body would be a puzzling "not valid JSON".
+			writeProblem(w, r, http.StatusUnsupportedMediaType, "Content-Encoding", "Content-Encoding: "+strconv.Quote(ce)+" is not supported; send the body uncompressed")
+			return
+		}
+		// A body must arrive in bodyReadTimeout: a client trickling it
+		// would otherwise hold its connection and goroutine for ever (the
+		// server has no ReadTimeout, which would cut streams short).
+		rc := http.NewResponseController(w)
+		_ = rc.SetReadDeadline(time.Now().Add(c.bodyTimeout))
 		raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, c.maxBody))
+		_ = rc.SetReadDeadline(time.Time{})
 		if err != nil {
 			var mbe *http.MaxBytesError
 			if errors.As(err, &mbe) {
 				writeProblem(w, r, http.StatusRequestEntityTooLarge, "body", fmt.Sprintf("body: larger than the limit of %d bytes (TOOLROUTER_MAX_BODY_BYTES)", c.maxBody))
+				return
+			}
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				w.Header().Set("Connection", "close")
+				writeProblem(w, r, http.StatusRequestTimeout, "body", fmt.Sprintf("body: not received within %s", c.bodyTimeout))
 				return
 			}
 			writeProblem(w, r, http.StatusBadRequest, "body", "body: could not be read: "+err.Error())

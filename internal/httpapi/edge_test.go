@@ -3,9 +3,12 @@ package httpapi_test
 import (
 	"bufio"
 	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -705,4 +708,69 @@ func FuzzRequest(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestContentEncoding: a compressed body is 415 naming Content-Encoding,
+// not a puzzling "not valid JSON".
+func TestContentEncoding(t *testing.T) {
+	s := newServer(t)
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	zw.Write([]byte(echoCall))
+	zw.Close()
+	w := s.serve("POST", "/route", gz.String(), "Content-Encoding", "gzip")
+	if p := problemOf(t, w); w.Code != http.StatusUnsupportedMediaType || p.Field != "Content-Encoding" {
+		t.Errorf("gzip: %d %s", w.Code, w.Body)
+	}
+	if w := s.serve("POST", "/route", echoCall, "Content-Encoding", "identity"); w.Code != 200 {
+		t.Errorf("identity: %d %s", w.Code, w.Body)
+	}
+}
+
+// TestSlowBody: a body that does not arrive in time is 408 and frees the
+// connection; the deadline does not outlive the body, so a stream may run
+// longer.
+func TestSlowBody(t *testing.T) {
+	s := newServer(t, func(d *httpapi.Deps) { d.BodyReadTimeout = 300 * time.Millisecond })
+	s.router.stream = func(ctx context.Context, planID string, _ any, _ map[string]any, emit func(toolrouter.Update)) (*toolrouter.Result, error) {
+		emit(toolrouter.Update{ToolCallID: "tc_000000000000000000000000", Status: toolrouter.StatusRunning})
+		select {
+		case <-time.After(600 * time.Millisecond):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		return &toolrouter.Result{ToolCallID: "tc_000000000000000000000000", PlanID: planID, Success: true}, nil
+	}
+	srv := httptest.NewServer(s.h)
+	defer srv.Close()
+
+	conn, err := net.Dial("tcp", srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "POST /route HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"plan_id\"")
+	conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	start := time.Now()
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("no answer to a trickled body: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestTimeout || time.Since(start) > 3*time.Second {
+		t.Errorf("trickled body: %d after %s", resp.StatusCode, time.Since(start))
+	}
+
+	req, _ := http.NewRequest("POST", srv.URL+"/route", strings.NewReader(echoCall))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "text/event-stream")
+	sresp, err := srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(sresp.Body)
+	sresp.Body.Close()
+	if !strings.Contains(string(b), "event: result") {
+		t.Errorf("a stream longer than the body deadline was cut: %s", b)
+	}
 }

@@ -10,7 +10,7 @@ import (
 
 // routes is the whole API at a glance.
 func routes(d Deps, doc *openapi3.T) (http.Handler, error) {
-	check, err := newRequestChecker(doc, d.MaxBodyBytes)
+	check, err := newRequestChecker(doc, d.MaxBodyBytes, d.BodyReadTimeout)
 	if err != nil {
 		return nil, err
 	}

@@ -50,8 +50,11 @@ type Deps struct {
 	KeyTTL       time.Duration // how long an answered key is replayed
 	APIKeys      []string
 	MaxBodyBytes int64
-	Spec         []byte       // the OpenAPI document, served as-is and enforced
-	MCP          http.Handler // the /mcp MCP server (mcpserver.Handler); nil leaves /mcp unmounted
+	// BodyReadTimeout bounds how long a request body may take to arrive
+	// (default 60s); a slower one is 408.
+	BodyReadTimeout time.Duration
+	Spec            []byte       // the OpenAPI document, served as-is and enforced
+	MCP             http.Handler // the /mcp MCP server (mcpserver.Handler); nil leaves /mcp unmounted
 }
 
 // NewServer returns the service's HTTP handler.
@@ -65,6 +68,9 @@ func NewServer(d Deps) (http.Handler, error) {
 	}
 	if d.MaxBodyBytes <= 0 {
 		d.MaxBodyBytes = 4 << 20
+	}
+	if d.BodyReadTimeout <= 0 {
+		d.BodyReadTimeout = 60 * time.Second
 	}
 	return routes(d, doc)
 }
