@@ -774,3 +774,26 @@ func TestSlowBody(t *testing.T) {
 		t.Errorf("a stream longer than the body deadline was cut: %s", b)
 	}
 }
+
+// TestMetricsMethodLabelIsBounded: made-up methods share one label, so a
+// client cannot grow the metrics without end.
+func TestMetricsMethodLabelIsBounded(t *testing.T) {
+	s := newServer(t)
+	for i := 0; i < 50; i++ {
+		s.serve(fmt.Sprintf("M%d", i), "/route", "")
+	}
+	metrics := s.serve("GET", "/metrics", "").Body.String()
+	if strings.Contains(metrics, `method="M1"`) || !strings.Contains(metrics, `method="OTHER"`) {
+		t.Errorf("method labels:\n%s", grep(metrics, "toolrouter_http_requests_total"))
+	}
+}
+
+func grep(s, substr string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, substr) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}

@@ -63,7 +63,7 @@ func accessLog(m Metrics) func(http.Handler) http.Handler {
 				if status == 0 {
 					status = http.StatusOK
 				}
-				m.HTTPRequest(route, r.Method, status, d)
+				m.HTTPRequest(route, methodLabel(r.Method), status, d)
 				if route == "/healthz" || route == "/readyz" || route == "/metrics" {
 					return
 				}
@@ -76,6 +76,18 @@ func accessLog(m Metrics) func(http.Handler) http.Handler {
 			next.ServeHTTP(ww, r)
 		})
 	}
+}
+
+// methodLabel bounds the method label of the metrics: any token is a
+// valid method, and one time series per made-up method would grow
+// without end.
+func methodLabel(m string) string {
+	switch m {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodOptions, http.MethodConnect, http.MethodTrace:
+		return m
+	}
+	return "OTHER"
 }
 
 // recoverer turns a panic into a logged 500 problem instead of a dropped
