@@ -250,6 +250,11 @@ func TestReadinessFollowsTheDatabase(t *testing.T) {
 	}
 	px.cut()
 	waitStatus(t, ready, 503)
+	// A route while the store is down is a 503 to retry, not a 500.
+	resp := do(t, "POST", rt.URL()+"/route", map[string]any{"plan_id": "p", "tool_call": map[string]any{"name": "x", "arguments": "{}"}})
+	if resp.Status != 503 || resp.Header.Get("Retry-After") == "" || !strings.Contains(string(resp.Body), "retry") {
+		t.Errorf("route with the store down: %d %s %s", resp.Status, resp.Header, resp.Body)
+	}
 	px.restore(t)
 	waitStatus(t, ready, 200)
 }

@@ -21,8 +21,12 @@ import (
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
 
-// DefaultMaxIterations is the iteration limit of a run that sets none.
-const DefaultMaxIterations = 10
+// DefaultMaxIterations is the iteration limit of a run that sets none, and
+// MaxIterationsLimit the largest a run may ask for.
+const (
+	DefaultMaxIterations = 10
+	MaxIterationsLimit   = 1000
+)
 
 // Router executes one tool call (router.Router).
 type Router interface {
@@ -110,8 +114,8 @@ func (r *Runner) prepare(req Request) (*plan, error) {
 	}
 	p := &plan{req: req, maxIter: DefaultMaxIterations}
 	if req.MaxIterations != nil {
-		if *req.MaxIterations < 1 {
-			return nil, toolrouter.Invalid("max_iterations", "max_iterations: must be >= 1, got %d", *req.MaxIterations)
+		if *req.MaxIterations < 1 || *req.MaxIterations > MaxIterationsLimit {
+			return nil, toolrouter.Invalid("max_iterations", "max_iterations: must be in 1..%d, got %d", MaxIterationsLimit, *req.MaxIterations)
 		}
 		p.maxIter = *req.MaxIterations
 	}
@@ -200,7 +204,7 @@ func (r *Runner) Start(ctx context.Context, req Request) (*Pending, error) {
 		HeartbeatAt: now,
 	}
 	if err := r.Runs.SaveRun(ctx, run); err != nil {
-		return nil, fmt.Errorf("save new run: %w", err)
+		return nil, toolrouter.StoreError(fmt.Errorf("save new run: %w", err))
 	}
 	return &Pending{Run: run, plan: p}, nil
 }
@@ -465,7 +469,8 @@ func (r *Runner) heartbeat(ctx context.Context, run *toolrouter.Run, mu *sync.Mu
 // heartbeating.
 func (r *Runner) Get(ctx context.Context, id string) (*toolrouter.Run, error) {
 	r.reap(ctx)
-	return r.Runs.GetRun(ctx, id)
+	run, err := r.Runs.GetRun(ctx, id)
+	return run, toolrouter.StoreError(err)
 }
 
 // List returns a plan's runs, newest first.
@@ -474,7 +479,8 @@ func (r *Runner) List(ctx context.Context, planID string, limit int) ([]*toolrou
 		return nil, toolrouter.Invalid("plan_id", "plan_id: query parameter required")
 	}
 	r.reap(ctx)
-	return r.Runs.ListRuns(ctx, planID, limit)
+	runs, err := r.Runs.ListRuns(ctx, planID, limit)
+	return runs, toolrouter.StoreError(err)
 }
 
 // reap marks as interrupted the running runs whose heartbeat expired.

@@ -77,14 +77,18 @@ const statusClientClosed = 499
 func writeError(w http.ResponseWriter, r *http.Request, err error) {
 	code := toolrouter.ErrorCode(err)
 	status := statusOf(code)
-	if status == http.StatusInternalServerError && r.Context().Err() != nil && errors.Is(err, r.Context().Err()) {
+	if status >= http.StatusInternalServerError && r.Context().Err() != nil && errors.Is(err, r.Context().Err()) {
 		// The store gave up because the client hung up: not our failure.
 		zerolog.Ctx(r.Context()).Info().Err(err).Msg("client went away")
 		w.WriteHeader(statusClientClosed)
 		return
 	}
-	if status == http.StatusInternalServerError {
+	switch status {
+	case http.StatusInternalServerError:
 		zerolog.Ctx(r.Context()).Error().Err(err).Msg("internal error")
+	case http.StatusServiceUnavailable:
+		zerolog.Ctx(r.Context()).Warn().Err(err).Msg("dependency unavailable")
+		w.Header().Set("Retry-After", "1")
 	}
 	var field string
 	var e *toolrouter.Error

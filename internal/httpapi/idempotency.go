@@ -12,6 +12,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/toolrouterd/toolrouterd/internal/store"
+	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
 
 // Keys stores Idempotency-Keys (store.Store).
@@ -62,7 +63,7 @@ func idempotency(keys Keys, ttl time.Duration) func(http.Handler) http.Handler {
 			for {
 				claim, err := keys.ClaimKey(ctx, key, fp, keyLease)
 				if err != nil {
-					writeError(w, r, err)
+					writeError(w, r, toolrouter.StoreError(err))
 					return
 				}
 				switch claim.State {

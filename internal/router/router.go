@@ -72,7 +72,7 @@ func (r *Router) Stream(ctx context.Context, planID string, payload any, meta ma
 	}
 	seq, err := r.Seq.NextSequence(ctx, planID)
 	if err != nil {
-		return nil, fmt.Errorf("allocate sequence for plan %q: %w", planID, err)
+		return nil, toolrouter.StoreError(fmt.Errorf("allocate sequence for plan %q: %w", planID, err))
 	}
 	return r.route(ctx, planID, seq, payload, meta, emit), nil
 }
@@ -96,7 +96,7 @@ func (r *Router) Batch(ctx context.Context, planID string, payloads []any, meta 
 	for i := range payloads {
 		seq, err := r.Seq.NextSequence(ctx, planID)
 		if err != nil {
-			return nil, fmt.Errorf("allocate sequence for plan %q: %w", planID, err)
+			return nil, toolrouter.StoreError(fmt.Errorf("allocate sequence for plan %q: %w", planID, err))
 		}
 		seqs[i] = seq
 	}

@@ -1,6 +1,7 @@
 package toolrouter
 
 import (
+	"context"
 	"errors"
 	"fmt"
 )
@@ -22,9 +23,25 @@ type Error struct {
 	Message string
 	// Field names the request field at fault, when there is one.
 	Field string
+	// Err is the underlying cause, for logs; never shown to clients.
+	Err error
 }
 
-func (e *Error) Error() string { return e.Message }
+func (e *Error) Error() string {
+	if e.Err != nil {
+		return e.Message + ": " + e.Err.Error()
+	}
+	return e.Message
+}
+
+// Unwrap returns the cause.
+func (e *Error) Unwrap() error { return e.Err }
+
+// Unavailable is the EUNAVAILABLE error of a dependency (the store) that
+// failed; clients are told to retry, the cause goes to the logs.
+func Unavailable(what string, err error) *Error {
+	return &Error{Code: EUNAVAILABLE, Message: what + " unavailable; retry later", Err: err}
+}
 
 // Errorf returns an *Error with the given code and formatted message.
 func Errorf(code, format string, args ...any) *Error {
@@ -56,4 +73,15 @@ func ErrorMessage(err error) string {
 		return e.Message
 	}
 	return "internal error"
+}
+
+// StoreError passes application errors (not found, a reused key…) and
+// cancellations through, and reports anything else from the store as the
+// store being unavailable (503, retry later).
+func StoreError(err error) error {
+	var e *Error
+	if err == nil || errors.As(err, &e) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return Unavailable("store", err)
 }
