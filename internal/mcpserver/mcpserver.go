@@ -70,8 +70,12 @@ type Deps struct {
 	// Version is reported as serverInfo.version; empty means the module's
 	// build version.
 	Version string
-	// SessionTimeout closes sessions idle for that long (default 30 min).
+	// SessionTimeout closes sessions idle for that long (default 10 min).
 	SessionTimeout time.Duration
+	// MaxSessions bounds the open sessions (default 1000); a new session
+	// beyond it is answered 503 with Retry-After, so no caller can pile up
+	// sessions until memory runs out.
+	MaxSessions int
 	// MaxBodyBytes bounds a request body (default 4 MiB).
 	MaxBodyBytes int64
 }
@@ -118,7 +122,10 @@ func New(d Deps) *Handler {
 		d.Version = buildVersion()
 	}
 	if d.SessionTimeout <= 0 {
-		d.SessionTimeout = 30 * time.Minute
+		d.SessionTimeout = 10 * time.Minute
+	}
+	if d.MaxSessions <= 0 {
+		d.MaxSessions = 1000
 	}
 	d.Logger = d.Logger.With().Str("component", "mcpserver").Logger()
 	slogger := slog.New(quieter{zerolog.NewSlogHandler(d.Logger)})
@@ -140,7 +147,21 @@ func New(d Deps) *Handler {
 
 // ServeHTTP serves the MCP streamable HTTP transport (POST, GET, DELETE).
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "" && h.sessions() >= h.d.MaxSessions {
+		w.Header().Set("Retry-After", "5")
+		http.Error(w, "too many MCP sessions open; retry later", http.StatusServiceUnavailable)
+		return
+	}
 	h.http.ServeHTTP(w, r)
+}
+
+// sessions counts the open sessions.
+func (h *Handler) sessions() int {
+	n := 0
+	for range h.srv.Sessions() {
+		n++
+	}
+	return n
 }
 
 // Sync makes the server's tool list that of the registry in force. Tools

@@ -90,7 +90,7 @@ type env struct {
 	tools string
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t *testing.T, opts ...func(*mcpserver.Deps)) *env {
 	t.Helper()
 	toolSrv := httptest.NewServer(exampletools.Handler())
 	t.Cleanup(toolSrv.Close)
@@ -103,11 +103,15 @@ func newEnv(t *testing.T) *env {
 		Exec:  exec,
 		Seq:   store.NewMemory(),
 	}
-	e.h = mcpserver.New(mcpserver.Deps{
+	deps := mcpserver.Deps{
 		Router: rt,
 		Tools:  func() mcpserver.Tools { return e.reg.Current() },
 		Logger: zerolog.New(zerolog.NewTestWriter(t)),
-	})
+	}
+	for _, o := range opts {
+		o(&deps)
+	}
+	e.h = mcpserver.New(deps)
 	srv := httptest.NewServer(e.h)
 	t.Cleanup(func() { e.h.Close(); srv.Close() })
 	e.url = srv.URL
@@ -374,5 +378,39 @@ func TestMCPServerFollowsReload(t *testing.T) {
 	}
 	if res := call(t, cs, mcpName("test/big"), map[string]any{}, nil); !res.IsError || res.Meta[mcpserver.MetaErrorCategory] != "not_found" {
 		t.Errorf("removed tool: isError %v, _meta %v", res.IsError, res.Meta)
+	}
+}
+
+// TestMCPServerSessionCap: sessions beyond MaxSessions are refused with
+// 503 until one closes.
+func TestMCPServerSessionCap(t *testing.T) {
+	e := newEnv(t, func(d *mcpserver.Deps) { d.MaxSessions = 2 })
+	a := connect(t, e.url, nil)
+	connect(t, e.url, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	c := mcp.NewClient(&mcp.Implementation{Name: "third", Version: "v0"}, nil)
+	if cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: e.url}, nil); err == nil {
+		cs.Close()
+		t.Fatal("a third session was accepted over MaxSessions=2")
+	} else if !strings.Contains(err.Error(), "503") && !strings.Contains(err.Error(), "Service Unavailable") && !strings.Contains(err.Error(), "too many") {
+		t.Errorf("refusal: %v", err)
+	}
+	// Existing sessions keep working, and closing one makes room.
+	if _, err := a.ListTools(ctx, nil); err != nil {
+		t.Errorf("existing session: %v", err)
+	}
+	a.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: e.url}, nil)
+		if err == nil {
+			cs.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no room after a session closed: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
