@@ -293,3 +293,18 @@ func TestIdempotentReplay(t *testing.T) {
 		t.Errorf("calls %d, want 2", calls.Load())
 	}
 }
+
+// TestParseFailureKeepsTheName: a call whose arguments do not parse still
+// says which tool it was for.
+func TestParseFailureKeepsTheName(t *testing.T) {
+	rt, _ := startRouter(t, "tools: []\n")
+	for _, call := range []map[string]any{
+		{"id": "c1", "type": "function", "function": map[string]any{"name": "math/add", "arguments": "{not json"}},
+		{"name": "math/add", "args": []any{1, 2}},
+	} {
+		res := do(t, "POST", rt.URL()+"/route", map[string]any{"plan_id": "p", "tool_call": call}).JSON(t)
+		if res["error_category"] != "parse" || res["tool_name"] != "math/add" {
+			t.Errorf("%v → %v", call, res)
+		}
+	}
+}

@@ -12,7 +12,7 @@ func normalizeAnthropic(m map[string]any) (toolrouter.Call, error) {
 	}
 	args, err := decodeArgs(m["input"])
 	if err != nil {
-		return toolrouter.Call{}, err
+		return toolrouter.Call{ToolName: name}, err
 	}
 	c := toolrouter.Call{ToolName: name, Arguments: args}
 	if c.ProviderCallID = str(m, "id"); c.ProviderCallID == "" {

@@ -15,7 +15,7 @@ func normalizeBedrock(m map[string]any) (toolrouter.Call, error) {
 	}
 	args, err := decodeArgs(tu["input"])
 	if err != nil {
-		return toolrouter.Call{}, err
+		return toolrouter.Call{ToolName: name}, err
 	}
 	return toolrouter.Call{ToolName: name, Arguments: args, ProviderCallID: str(tu, "toolUseId")}, nil
 }

@@ -78,7 +78,9 @@ func NormalizeAs(payload any, f toolrouter.Format) (toolrouter.Call, error) {
 		c, err = normalizeUnknown(m)
 	}
 	if err != nil {
-		return toolrouter.Call{}, err
+		// The name, when it could be read, helps the caller see which call
+		// failed.
+		return toolrouter.Call{ToolName: c.ToolName, Format: f}, err
 	}
 	c.Format = f
 	return c, nil

@@ -17,7 +17,7 @@ func normalizeGemini(m map[string]any) (toolrouter.Call, error) {
 	}
 	args, err := decodeArgs(fc["args"])
 	if err != nil {
-		return toolrouter.Call{}, err
+		return toolrouter.Call{ToolName: name}, err
 	}
 	c := toolrouter.Call{ToolName: name, Arguments: args, ProviderCallID: str(fc, "id")}
 	if sig, ok := m["thoughtSignature"]; ok && sig != nil {

@@ -16,7 +16,7 @@ func normalizeLangChain(m map[string]any) (toolrouter.Call, error) {
 	case map[string]any:
 		args = a
 	default:
-		return toolrouter.Call{}, invalid("parse error: langchain args must be a dict, got %s", kind(a))
+		return toolrouter.Call{ToolName: name}, invalid("parse error: langchain args must be a dict, got %s", kind(a))
 	}
 	return toolrouter.Call{ToolName: name, Arguments: args, ProviderCallID: str(m, "id")}, nil
 }

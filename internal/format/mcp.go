@@ -14,7 +14,7 @@ func normalizeMCP(m map[string]any) (toolrouter.Call, error) {
 	}
 	args, err := decodeArgs(params["arguments"])
 	if err != nil {
-		return toolrouter.Call{}, err
+		return toolrouter.Call{ToolName: name}, err
 	}
 	c := toolrouter.Call{ToolName: name, Arguments: args}
 	if id, ok := m["id"]; ok {

@@ -17,7 +17,7 @@ func normalizeOpenAI(m map[string]any) (toolrouter.Call, error) {
 	}
 	args, err := decodeArgs(src["arguments"])
 	if err != nil {
-		return toolrouter.Call{}, err
+		return toolrouter.Call{ToolName: name}, err
 	}
 	c := toolrouter.Call{ToolName: name, Arguments: args}
 	// Responses items are answered by call_id, not by the item's id.

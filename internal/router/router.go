@@ -162,6 +162,7 @@ func (r *Router) route(ctx context.Context, planID string, seq int64, payload an
 	res.ProviderFormat = rc.call.Format
 	if err != nil {
 		res.ProviderFormat = format.Detect(payload)
+		res.ToolName = rc.call.ToolName // "" when the name itself was unreadable
 		res.Arguments = map[string]any{}
 	} else {
 		res.ToolName = rc.call.ToolName
@@ -251,7 +252,7 @@ func (r *Router) finish(ctx context.Context, rc *routeCall, out remote.Outcome, 
 			outcome = string(*res.ErrorCategory)
 		}
 		name := res.ToolName
-		if name == "" || !answered && *res.ErrorCategory == toolrouter.CategoryNotFound {
+		if name == "" || !answered && (*res.ErrorCategory == toolrouter.CategoryNotFound || *res.ErrorCategory == toolrouter.CategoryParse) {
 			name = "(unknown)" // keep metric label cardinality bounded
 		}
 		r.Observer.ToolCall(name, outcome, elapsed)

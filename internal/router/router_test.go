@@ -155,9 +155,9 @@ func TestRouteResults(t *testing.T) {
 		{
 			name:        "parse error",
 			payload:     `{"id":"call_9","function":{"name":"test/echo","arguments":"{oops"}}`,
-			want:        `{"tool_call_id":"tc_0426a3b5ebe27a4c5365d1e6","provider_call_id":null,"plan_id":"p","sequence":0,"tool_name":"","provider_format":"openai","arguments":{},"success":false,"output":null,"error":"parse error: arguments are not valid JSON: invalid character 'o' looking for beginning of object key string","error_category":"parse","is_validation":false,"validation_passed":null,"duration_ms":0,"provider_metadata":{},"provider_result":{"content":"parse error: arguments are not valid JSON: invalid character 'o' looking for beginning of object key string","role":"tool","tool_call_id":"tc_0426a3b5ebe27a4c5365d1e6"}}`,
+			want:        `{"tool_call_id":"tc_0426a3b5ebe27a4c5365d1e6","provider_call_id":null,"plan_id":"p","sequence":0,"tool_name":"test/echo","provider_format":"openai","arguments":{},"success":false,"output":null,"error":"parse error: arguments are not valid JSON: invalid character 'o' looking for beginning of object key string","error_category":"parse","is_validation":false,"validation_passed":null,"duration_ms":0,"provider_metadata":{},"provider_result":{"content":"parse error: arguments are not valid JSON: invalid character 'o' looking for beginning of object key string","role":"tool","tool_call_id":"tc_0426a3b5ebe27a4c5365d1e6"}}`,
 			wantObs:     observed{"(unknown)", "parse"},
-			wantUpdates: `[{"tool_call_id":"tc_0426a3b5ebe27a4c5365d1e6","status":"pending"},{"tool_call_id":"tc_0426a3b5ebe27a4c5365d1e6","status":"error","message":"parse error: arguments are not valid JSON: invalid character 'o' looking for beginning of object key string"}]`,
+			wantUpdates: `[{"tool_call_id":"tc_0426a3b5ebe27a4c5365d1e6","status":"pending","tool_name":"test/echo"},{"tool_call_id":"tc_0426a3b5ebe27a4c5365d1e6","status":"error","tool_name":"test/echo","message":"parse error: arguments are not valid JSON: invalid character 'o' looking for beginning of object key string"}]`,
 		},
 		{
 			name:        "schema error",
