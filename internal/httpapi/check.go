@@ -20,6 +20,7 @@ import (
 	"github.com/getkin/kin-openapi/routers"
 	"github.com/go-chi/chi/v5"
 
+	"github.com/toolrouterd/toolrouterd/internal/format"
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
 
@@ -180,8 +181,8 @@ func (c *requestChecker) middleware(next http.Handler) http.Handler {
 			writeProblem(w, r, http.StatusBadRequest, "body", "body: could not be read: "+err.Error())
 			return
 		}
-		var v any
-		if err := json.Unmarshal(raw, &v); err != nil {
+		v, err := format.DecodeJSON(raw) // json.Unmarshal's value and errors, fewer allocations
+		if err != nil {
 			writeProblem(w, r, http.StatusBadRequest, "body", "body: "+jsonErrorText(err, raw))
 			return
 		}
