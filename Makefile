@@ -1,4 +1,6 @@
 # toolrouterd — the two commands are `make run` and `make test`.
+SHELL := bash
+.SHELLFLAGS := -o pipefail -ec
 GO      ?= go
 BIN     := bin
 ADDR    ?= 127.0.0.1:8080

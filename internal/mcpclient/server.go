@@ -176,11 +176,13 @@ func (s *server) rebuild() bool {
 			})
 		}
 	}
+	// Timeout is not part of a tool's JSON; it is part of what changed.
 	fp, _ := json.Marshal(tools)
-	if string(fp) == s.fingerprint {
+	key := s.cfg.Timeout.String() + "\x00" + string(fp)
+	if key == s.fingerprint {
 		return false
 	}
-	s.tools, s.fingerprint = tools, string(fp)
+	s.tools, s.fingerprint = tools, key
 	for _, w := range warnings {
 		w()
 	}
