@@ -354,3 +354,28 @@ func TestRunClientDisconnectCancels(t *testing.T) {
 		t.Errorf("the model was called %d times after the client left", len(reqs))
 	}
 }
+
+// TestRunStrictToolGetsActorContext: the actor context's additions do not
+// trip a tool whose schema forbids extra properties (OpenAI strict mode
+// requires additionalProperties: false); the tool still receives them.
+func TestRunStrictToolGetsActorContext(t *testing.T) {
+	tools := startTools(t)
+	fake := startFakeLLM(t, "openai")
+	reg := strings.Replace(runsRegistry(t, tools.addr, fake), "tools:\n", fmt.Sprintf(`tools:
+  - name: strict/context
+    endpoint: http://%s/context
+    input_schema: {type: object, properties: {path: {type: string}}, required: [path], additionalProperties: false}
+`, tools.addr), 1)
+	rt, _ := startRouter(t, reg)
+	fake.script(t, map[string]any{"tool_calls": []any{toolCall("strict/context", map[string]any{"path": "a.txt"})}}, map[string]any{"text": "ok"})
+	run := decodeRun(t, do(t, "POST", rt.URL()+"/runs", map[string]any{"prompt": "p",
+		"context": map[string]any{"plan_id": "plan-strict", "sandbox_root": "/tmp/sb", "resource_bindings": map[string]any{"db": "x"}}}))
+	if len(run.ToolCalls) != 1 || !run.ToolCalls[0].Success {
+		t.Fatalf("strict tool failed: %+v", run.ToolCalls)
+	}
+	out, _ := run.ToolCalls[0].Output.(map[string]any)
+	args, _ := out["arguments"].(map[string]any)
+	if args["sandbox_root"] != "/tmp/sb" || args["path"] != "a.txt" || run.ToolCalls[0].Inputs["sandbox_root"] != "/tmp/sb" {
+		t.Errorf("tool received %v, record inputs %v", out, run.ToolCalls[0].Inputs)
+	}
+}

@@ -28,9 +28,10 @@ const (
 	MaxIterationsLimit   = 1000
 )
 
-// Router executes one tool call (router.Router).
+// Router executes one tool call (router.Router); extra is added to the
+// arguments the tool gets after they were validated.
 type Router interface {
-	Route(ctx context.Context, planID string, payload any, meta map[string]any) (*toolrouter.Result, error)
+	RouteWith(ctx context.Context, planID string, payload any, meta, extra map[string]any) (*toolrouter.Result, error)
 }
 
 // Registry is the registry in force: its tools and LLM providers.
@@ -360,7 +361,7 @@ func (r *Runner) callTools(ctx context.Context, run *toolrouter.Run, p *plan, it
 				cat := toolrouter.CategoryNotFound
 				rec.Error, rec.ErrorCategory = &msg, &cat
 				rec.DurationMS = max(float64(time.Since(start).Microseconds())/1000, 0.001)
-			} else if res, err := r.Router.Route(ctx, run.Context.PlanID, map[string]any{"id": tc.ID, "name": tc.Name, "arguments": args}, meta); err != nil {
+			} else if res, err := r.Router.RouteWith(ctx, run.Context.PlanID, map[string]any{"id": tc.ID, "name": tc.Name, "arguments": tc.Arguments}, meta, actorArgs(run.Context)); err != nil {
 				msg := "route failed: " + toolrouter.ErrorMessage(err)
 				cat := toolrouter.CategoryExecution
 				rec.Error, rec.ErrorCategory = &msg, &cat
@@ -398,18 +399,29 @@ func (r *Runner) canonical(name string) string {
 	return name
 }
 
-// withActor adds the actor context's sandbox root and resource bindings to
-// a call's arguments (CONTRACT §4), without touching the model's map.
-func withActor(args map[string]any, actor toolrouter.ActorContext) map[string]any {
-	out := make(map[string]any, len(args)+2)
-	for k, v := range args {
-		out[k] = v
-	}
+// actorArgs are the arguments the actor context adds to every tool call
+// (CONTRACT §4): its sandbox root and resource bindings, when set.
+func actorArgs(actor toolrouter.ActorContext) map[string]any {
+	out := map[string]any{}
 	if actor.SandboxRoot != "" {
 		out["sandbox_root"] = actor.SandboxRoot
 	}
 	if actor.ResourceBindings != nil {
 		out["resource_bindings"] = actor.ResourceBindings
+	}
+	return out
+}
+
+// withActor is a call's arguments as the tool gets them: the model's plus
+// the actor context's, without touching the model's map.
+func withActor(args map[string]any, actor toolrouter.ActorContext) map[string]any {
+	extra := actorArgs(actor)
+	out := make(map[string]any, len(args)+len(extra))
+	for k, v := range args {
+		out[k] = v
+	}
+	for k, v := range extra {
+		out[k] = v
 	}
 	return out
 }

@@ -42,8 +42,20 @@ type fakeRouter struct {
 	route func(ctx context.Context, planID string, payload map[string]any) (*toolrouter.Result, error)
 }
 
-func (f fakeRouter) Route(ctx context.Context, planID string, payload any, meta map[string]any) (*toolrouter.Result, error) {
-	return f.route(ctx, planID, payload.(map[string]any))
+// RouteWith adds extra to the arguments, as router.Router does after
+// validation.
+func (f fakeRouter) RouteWith(ctx context.Context, planID string, payload any, meta, extra map[string]any) (*toolrouter.Result, error) {
+	p := payload.(map[string]any)
+	args := map[string]any{}
+	if a, ok := p["arguments"].(map[string]any); ok {
+		for k, v := range a {
+			args[k] = v
+		}
+	}
+	for k, v := range extra {
+		args[k] = v
+	}
+	return f.route(ctx, planID, map[string]any{"id": p["id"], "name": p["name"], "arguments": args})
 }
 
 type fakeRegistry struct{ tools []*toolrouter.Tool }

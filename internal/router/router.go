@@ -61,6 +61,22 @@ func (r *Router) Route(ctx context.Context, planID string, payload any, meta map
 	return r.Stream(ctx, planID, payload, meta, nil)
 }
 
+// RouteWith routes one call like Route and adds extra to the arguments the
+// tool receives after they were validated against its input schema: the
+// actor context's sandbox_root and resource_bindings of /runs (CONTRACT §4)
+// are the service's additions, not the model's, and a tool with a strict
+// schema must still accept the model's call.
+func (r *Router) RouteWith(ctx context.Context, planID string, payload any, meta, extra map[string]any) (*toolrouter.Result, error) {
+	if err := checkPayload(planID, payload); err != nil {
+		return nil, err
+	}
+	seq, err := r.Seq.NextSequence(ctx, planID)
+	if err != nil {
+		return nil, toolrouter.StoreError(fmt.Errorf("allocate sequence for plan %q: %w", planID, err))
+	}
+	return r.route(ctx, planID, seq, payload, meta, nil, extra), nil
+}
+
 // Stream routes one call like Route and reports its progress to emit:
 // pending once the id is assigned, running before the tool is called, then
 // complete when the tool answered (successfully or with a failure it
@@ -74,7 +90,7 @@ func (r *Router) Stream(ctx context.Context, planID string, payload any, meta ma
 	if err != nil {
 		return nil, toolrouter.StoreError(fmt.Errorf("allocate sequence for plan %q: %w", planID, err))
 	}
-	return r.route(ctx, planID, seq, payload, meta, emit), nil
+	return r.route(ctx, planID, seq, payload, meta, emit, nil), nil
 }
 
 // Batch routes several calls of one plan concurrently (bounded by
@@ -105,7 +121,7 @@ func (r *Router) Batch(ctx context.Context, planID string, payloads []any, meta 
 	g.SetLimit(max(r.BatchConcurrency, 1))
 	for i, p := range payloads {
 		g.Go(func() error {
-			results[i] = r.route(ctx, planID, seqs[i], p, meta, nil)
+			results[i] = r.route(ctx, planID, seqs[i], p, meta, nil, nil)
 			return nil
 		})
 	}
@@ -143,7 +159,7 @@ type routeCall struct {
 }
 
 // route does the work of one call whose sequence is allocated.
-func (r *Router) route(ctx context.Context, planID string, seq int64, payload any, meta map[string]any, emit func(toolrouter.Update)) *toolrouter.Result {
+func (r *Router) route(ctx context.Context, planID string, seq int64, payload any, meta map[string]any, emit func(toolrouter.Update), extra map[string]any) *toolrouter.Result {
 	rc := routeCall{now: r.now(), emit: emit, r: &routed{}}
 	rc.start = rc.now()
 	rc.id, _ = toolrouter.ToolCallID(planID, seq) // planID and seq are valid here
@@ -189,6 +205,16 @@ func (r *Router) route(ctx context.Context, planID string, seq int64, payload an
 		if err := tool.ValidateArgs(rc.call.Arguments); err != nil {
 			return r.finish(ctx, &rc, remote.Outcome{Err: err.Error(), Category: toolrouter.CategorySchema}, false)
 		}
+	}
+	if len(extra) > 0 {
+		args := make(map[string]any, len(rc.call.Arguments)+len(extra))
+		for k, v := range rc.call.Arguments {
+			args[k] = v
+		}
+		for k, v := range extra {
+			args[k] = v
+		}
+		rc.call.Arguments, res.Arguments = args, args // exactly what the tool gets
 	}
 	req := remote.Request{Tool: tool, Args: rc.call.Arguments, PlanID: planID, ToolCallID: id}
 	if emit != nil {
