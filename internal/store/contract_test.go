@@ -709,3 +709,35 @@ func TestOpenWiresPostgres(t *testing.T) {
 		s.Close()
 	}
 }
+
+// TestInterruptedRunStaysInterrupted: a heartbeat of the replica that lost
+// a run does not bring it back to running; its final status still lands.
+func TestInterruptedRunStaysInterrupted(t *testing.T) {
+	each(t, func(t *testing.T, b backend, open func() store.Store) {
+		ctx := context.Background()
+		ss := replicas(open, 2)
+		created := time.Now().UTC().Add(-time.Hour).Truncate(time.Millisecond)
+		r := sampleRun("slow-run", "p", created)
+		r.Status, r.HeartbeatAt, r.FinishedAt, r.Error = toolrouter.RunRunning, created, nil, nil
+		if err := ss[0].SaveRun(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := ss[1].InterruptStale(ctx, time.Now().UTC()); err != nil || n != 1 {
+			t.Fatalf("interrupt: %d %v", n, err)
+		}
+		r.HeartbeatAt = time.Now().UTC() // the late heartbeat
+		if err := ss[0].SaveRun(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := ss[1].GetRun(ctx, "slow-run"); got.Status != toolrouter.RunInterrupted {
+			t.Errorf("after a late heartbeat: %s, want interrupted", got.Status)
+		}
+		r.Status = toolrouter.RunCompleted
+		if err := ss[0].SaveRun(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := ss[1].GetRun(ctx, "slow-run"); got.Status != toolrouter.RunCompleted {
+			t.Errorf("final status: %s, want completed", got.Status)
+		}
+	})
+}

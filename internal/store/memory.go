@@ -133,6 +133,9 @@ func (m *Memory) SaveRun(_ context.Context, run *toolrouter.Run) error {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if old, ok := m.runs[run.RunID]; ok && old.status != toolrouter.RunRunning && run.Status == toolrouter.RunRunning {
+		return nil // a heartbeat never brings an interrupted run back
+	}
 	m.runs[run.RunID] = &memRun{data: b, planID: run.Context.PlanID, status: run.Status,
 		owner: run.Owner, heartbeat: run.HeartbeatAt, created: run.CreatedAt}
 	return nil

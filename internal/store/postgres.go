@@ -287,7 +287,8 @@ func (p *Postgres) SaveRun(ctx context.Context, run *toolrouter.Run) error {
 		VALUES ($1, $2, $3, $4, $5, $6, $7)
 		ON CONFLICT (run_id) DO UPDATE SET plan_id = excluded.plan_id, status = excluded.status,
 			owner = excluded.owner, heartbeat_at = excluded.heartbeat_at,
-			created_at = excluded.created_at, body = excluded.body`,
+			created_at = excluded.created_at, body = excluded.body
+		WHERE runs.status = 'running' OR excluded.status <> 'running'`,
 		run.RunID, run.Context.PlanID, string(run.Status), run.Owner, run.HeartbeatAt, run.CreatedAt, string(b))
 	if err != nil {
 		return fmt.Errorf("postgres save run: %w", err)

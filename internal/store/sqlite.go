@@ -235,7 +235,8 @@ func (s *SQLite) SaveRun(ctx context.Context, run *toolrouter.Run) error {
 		VALUES (?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (run_id) DO UPDATE SET plan_id = excluded.plan_id, status = excluded.status,
 			owner = excluded.owner, heartbeat_at = excluded.heartbeat_at,
-			created_at = excluded.created_at, body = excluded.body`,
+			created_at = excluded.created_at, body = excluded.body
+		WHERE runs.status = 'running' OR excluded.status <> 'running'`,
 		run.RunID, run.Context.PlanID, string(run.Status), run.Owner,
 		sqliteTimeOf(run.HeartbeatAt), sqliteTimeOf(run.CreatedAt), string(b))
 	if err != nil {

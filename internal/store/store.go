@@ -1,5 +1,5 @@
 // Package store keeps what must outlive a request and be shared by replicas:
-// per-plan sequences (and, later, route results and runs).
+// per-plan sequences, route results, idempotency keys and runs.
 package store
 
 import (
@@ -37,7 +37,9 @@ type Store interface {
 	// may run it.
 	ReleaseKey(ctx context.Context, key string) error
 
-	// SaveRun inserts or replaces a run (with its records).
+	// SaveRun inserts or replaces a run (with its records). A run that is
+	// no longer running (say, interrupted by another replica) is never set
+	// back to running; a final status still replaces it.
 	SaveRun(ctx context.Context, run *toolrouter.Run) error
 	// GetRun returns a run (ENOTFOUND when unknown).
 	GetRun(ctx context.Context, runID string) (*toolrouter.Run, error)
