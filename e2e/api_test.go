@@ -308,3 +308,26 @@ func TestParseFailureKeepsTheName(t *testing.T) {
 		}
 	}
 }
+
+// TestIdempotencyKeysBelongToTheCaller: with API keys, the same
+// Idempotency-Key from two clients is two different keys.
+func TestIdempotencyKeysBelongToTheCaller(t *testing.T) {
+	var calls atomic.Int32
+	tool := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		io.Copy(io.Discard, r.Body)
+		w.Write([]byte(`{"ok":true}`))
+	}))
+	defer tool.Close()
+	rt, _ := startRouter(t, fmt.Sprintf("tools:\n  - {name: count, endpoint: %s}\n", tool.URL), "TOOLROUTER_API_KEYS=alice-key,bob-key")
+	body := map[string]any{"plan_id": "shared", "tool_call": map[string]any{"name": "count", "arguments": "{}"}}
+	a := do(t, "POST", rt.URL()+"/route", body, "Authorization", "Bearer alice-key", "Idempotency-Key", "k")
+	b := do(t, "POST", rt.URL()+"/route", body, "Authorization", "Bearer bob-key", "Idempotency-Key", "k")
+	again := do(t, "POST", rt.URL()+"/route", body, "Authorization", "Bearer alice-key", "Idempotency-Key", "k")
+	if b.Header.Get("Idempotent-Replayed") != "" || calls.Load() != 2 {
+		t.Errorf("bob got alice's answer (calls %d)", calls.Load())
+	}
+	if again.Header.Get("Idempotent-Replayed") != "true" || string(again.Body) != string(a.Body) {
+		t.Errorf("alice's own retry was not replayed")
+	}
+}

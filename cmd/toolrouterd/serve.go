@@ -99,6 +99,8 @@ func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) er
 		Runs:      st,
 		Owner:     instanceID(),
 		Heartbeat: cfg.RunHeartbeat,
+		// The tool calls of one model turn are a batch too.
+		ToolConcurrency: cfg.BatchConcurrency,
 	}
 	mcpSrv := mcpserver.New(mcpserver.Deps{
 		Router:       rt,
@@ -153,6 +155,7 @@ func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) er
 		sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 		defer cancel()
 		if err := srv.Shutdown(sctx); err != nil {
+			srv.Close() // cut what did not finish in time, so its runs end and are saved
 			return fmt.Errorf("shutdown: %w", err)
 		}
 		if err := runner.Wait(sctx); err != nil {
@@ -160,8 +163,11 @@ func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) er
 		}
 		return nil
 	})
+	if p, ok := st.(keyPurger); ok {
+		g.Go(func() error { purgeKeys(gctx, p, log); return nil })
+	}
 	g.Go(func() error {
-		return reloadOnHUP(gctx, holder, m, log, mcpSrv.Sync, func() { mcpm.Sync(gctx, holder.Current().MCPServers()) })
+		return reloadOnHUP(gctx, cfg.Registry, holder, m, log, mcpSrv.Sync, func() { mcpm.Sync(gctx, holder.Current().MCPServers()) })
 	})
 	if err := g.Wait(); err != nil {
 		log.Error().Err(err).Msg("stopped")
@@ -173,7 +179,7 @@ func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) er
 
 // reloadOnHUP reloads the registry file on SIGHUP; a bad file is logged and
 // the registry in force stays. After a reload it calls each of reloaded.
-func reloadOnHUP(ctx context.Context, h *registry.Holder, m *metrics.Metrics, log zerolog.Logger, reloaded ...func()) error {
+func reloadOnHUP(ctx context.Context, path string, h *registry.Holder, m *metrics.Metrics, log zerolog.Logger, reloaded ...func()) error {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
@@ -182,6 +188,10 @@ func reloadOnHUP(ctx context.Context, h *registry.Holder, m *metrics.Metrics, lo
 		case <-ctx.Done():
 			return nil
 		case <-hup:
+			if path == "" {
+				log.Warn().Msg("SIGHUP ignored: TOOLROUTER_REGISTRY is not set, there is no file to reload")
+				continue
+			}
 			if err := h.Reload(); err != nil {
 				m.Reload(false)
 				log.Error().Err(err).Msg("registry reload rejected; keeping the registry in force")
@@ -211,4 +221,28 @@ func instanceID() string {
 	var b [4]byte
 	_, _ = rand.Read(b[:])
 	return fmt.Sprintf("%s-%d-%x", host, os.Getpid(), b)
+}
+
+// keyPurger is a store that can delete its expired idempotency keys.
+type keyPurger interface {
+	PurgeExpiredKeys(ctx context.Context) (int, error)
+}
+
+// purgeKeys deletes expired idempotency keys every 10 minutes, so the
+// table does not grow without bound (ClaimKey already ignores them).
+func purgeKeys(ctx context.Context, p keyPurger, log zerolog.Logger) {
+	t := time.NewTicker(10 * time.Minute)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if n, err := p.PurgeExpiredKeys(ctx); err != nil {
+				log.Warn().Err(err).Msg("purge expired idempotency keys")
+			} else if n > 0 {
+				log.Debug().Int("keys", n).Msg("purged expired idempotency keys")
+			}
+		}
+	}
 }

@@ -58,6 +58,12 @@ func idempotency(keys Keys, ttl time.Duration) func(http.Handler) http.Handler {
 			sum.Write([]byte(r.Method + " " + r.URL.Path + " " + r.Header.Get("Accept") + "\n"))
 			sum.Write(rawBody(r))
 			fp := hex.EncodeToString(sum.Sum(nil))
+			// Keys belong to the caller: with API keys, one client can
+			// neither replay nor block another's answers by reusing its key.
+			if authz := r.Header.Get("Authorization"); authz != "" {
+				owner := sha256.Sum256([]byte(authz))
+				key = hex.EncodeToString(owner[:8]) + ":" + key
+			}
 			ctx := r.Context()
 			deadline := time.Now().Add(keyWait)
 			for {

@@ -13,6 +13,9 @@ import (
 // and clients keep it open.
 const heartbeat = 15 * time.Second
 
+// sseWriteTimeout bounds one event's write to a client that stopped reading.
+const sseWriteTimeout = 10 * time.Second
+
 // sse writes Server-Sent Events. send may be called from one goroutine while
 // the heartbeat runs in another.
 type sse struct {
@@ -48,6 +51,7 @@ func startSSE(w http.ResponseWriter, r *http.Request) *sse {
 			case <-t.C:
 				s.mu.Lock()
 				if !s.closed {
+					_ = s.rc.SetWriteDeadline(time.Now().Add(sseWriteTimeout))
 					_, _ = s.w.Write([]byte(": ping\n\n"))
 					_ = s.rc.Flush()
 				}
@@ -78,6 +82,9 @@ func (s *sse) send(event string, v any) {
 	buf = append(buf, "\ndata: "...)
 	buf = append(buf, data...)
 	buf = append(buf, "\n\n"...)
+	// A client that stops reading must not stall the sender (a tool call,
+	// an MCP session's progress): the write gives up after sseWriteTimeout.
+	_ = s.rc.SetWriteDeadline(time.Now().Add(sseWriteTimeout))
 	if _, err := s.w.Write(buf); err != nil {
 		return
 	}
@@ -89,6 +96,8 @@ func (s *sse) send(event string, v any) {
 func (s *sse) close() {
 	s.mu.Lock()
 	s.closed = true
+	// The connection may serve another request next: no deadline left over.
+	_ = s.rc.SetWriteDeadline(time.Time{})
 	s.mu.Unlock()
 	close(s.stop)
 	s.done.Wait()

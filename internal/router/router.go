@@ -49,7 +49,7 @@ type Router struct {
 	Seq              Sequencer
 	Results          Results  // may be nil
 	Observer         Observer // may be nil
-	BatchConcurrency int      // tool calls of one batch executed at once (default 16)
+	BatchConcurrency int      // tool calls of one batch executed at once (at least 1)
 	Now              func() time.Time
 }
 

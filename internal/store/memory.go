@@ -215,3 +215,17 @@ func (m *Memory) Ping(context.Context) error { return nil }
 
 // Close implements Store.
 func (m *Memory) Close() error { return nil }
+
+// PurgeExpiredKeys deletes expired idempotency keys and returns how many.
+func (m *Memory) PurgeExpiredKeys(context.Context) (int, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now, n := m.now(), 0
+	for k, v := range m.keys {
+		if now.After(v.expires) {
+			delete(m.keys, k)
+			n++
+		}
+	}
+	return n, nil
+}
