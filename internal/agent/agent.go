@@ -290,7 +290,12 @@ func (r *Runner) Execute(ctx context.Context, pr *Pending, emit func(Event)) *to
 		addUsage(run, resp.Usage)
 		run.Content = resp.Content
 		mu.Unlock()
-		emit(Event{Type: "model_turn", Data: map[string]any{"iteration": iter, "content": resp.Content, "tool_calls": resp.ToolCalls}})
+		asked := make([]llm.ToolCall, len(resp.ToolCalls))
+		for i, tc := range resp.ToolCalls {
+			tc.Name = r.canonical(tc.Name) // the registry's name, not the provider-safe alias
+			asked[i] = tc
+		}
+		emit(Event{Type: "model_turn", Data: map[string]any{"iteration": iter, "content": resp.Content, "tool_calls": asked}})
 		if len(resp.ToolCalls) == 0 {
 			return finish(toolrouter.RunCompleted, "", "")
 		}

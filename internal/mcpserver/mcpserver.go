@@ -233,7 +233,9 @@ func (h *Handler) addTool(mt *mcp.Tool) (err error) {
 // graceful HTTP shutdown waiting until its timeout. Register it with
 // http.Server.RegisterOnShutdown.
 func (h *Handler) Close() {
-	for h.inflight.Load() > 0 {
+	// In-flight tools/call get a bounded time to answer; the HTTP server's
+	// own shutdown timeout still governs the whole.
+	for deadline := time.Now().Add(30 * time.Second); h.inflight.Load() > 0 && time.Now().Before(deadline); {
 		time.Sleep(20 * time.Millisecond)
 	}
 	for ss := range h.srv.Sessions() {
