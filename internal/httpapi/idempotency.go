@@ -20,6 +20,7 @@ type Keys interface {
 	ClaimKey(ctx context.Context, key, fingerprint string, ttl time.Duration) (store.Claim, error)
 	CompleteKey(ctx context.Context, key string, response []byte, ttl time.Duration) error
 	ReleaseKey(ctx context.Context, key string) error
+	RenewKey(ctx context.Context, key string, lease time.Duration) error
 }
 
 // keyLease bounds how long a claimed key stays in progress: a replica that
@@ -124,11 +125,36 @@ func runClaimed(w http.ResponseWriter, r *http.Request, next http.Handler, keys 
 			log.Error().Err(err).Msg("store idempotent response")
 		}
 	}()
+	stop := renewWhileRunning(r.Context(), keys, key)
 	next.ServeHTTP(rec, r)
+	stop()
 	if rec.status == 0 {
 		rec.status = http.StatusOK
 	}
 	done = true
+}
+
+// renewWhileRunning renews a claimed key's lease every third of it until
+// stopped, so a request longer than keyLease keeps its key.
+func renewWhileRunning(ctx context.Context, keys Keys, key string) (stop func()) {
+	quit := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		t := time.NewTicker(keyLease / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-quit:
+				return
+			case <-t.C:
+				if err := keys.RenewKey(ctx, key, keyLease); err != nil {
+					zerolog.Ctx(ctx).Warn().Err(err).Msg("renew idempotency key")
+				}
+			}
+		}
+	}()
+	return func() { close(quit); <-finished }
 }
 
 func replay(w http.ResponseWriter, r *http.Request, stored []byte) {

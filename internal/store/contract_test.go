@@ -741,3 +741,29 @@ func TestInterruptedRunStaysInterrupted(t *testing.T) {
 		}
 	})
 }
+
+// TestRenewKeyKeepsALongRequestsClaim: renewing the lease of a key in
+// progress keeps other claimers out past the first lease.
+func TestRenewKeyKeepsALongRequestsClaim(t *testing.T) {
+	each(t, func(t *testing.T, b backend, open func() store.Store) {
+		ctx := context.Background()
+		ss := replicas(open, 2)
+		const short = 250 * time.Millisecond
+		wantClaim(t, ss[0], "long", "fp", short, store.Claimed, nil)
+		time.Sleep(short / 2)
+		if err := ss[0].RenewKey(ctx, "long", 2*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(short)
+		wantClaim(t, ss[1], "long", "fp", short, store.InProgress, nil)
+		// Renewing an answered key changes nothing.
+		if err := ss[0].CompleteKey(ctx, "long", []byte("done"), time.Hour); err != nil {
+			t.Fatal(err)
+		}
+		if err := ss[0].RenewKey(ctx, "long", time.Millisecond); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(10 * time.Millisecond)
+		wantClaim(t, ss[1], "long", "fp", short, store.Answered, []byte("done"))
+	})
+}

@@ -115,6 +115,16 @@ func (m *Memory) CompleteKey(_ context.Context, key string, response []byte, ttl
 	return nil
 }
 
+// RenewKey implements Store.
+func (m *Memory) RenewKey(_ context.Context, key string, lease time.Duration) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if k, ok := m.keys[key]; ok && k.response == nil {
+		k.expires = m.now().Add(lease)
+	}
+	return nil
+}
+
 // ReleaseKey implements Store.
 func (m *Memory) ReleaseKey(_ context.Context, key string) error {
 	m.mu.Lock()

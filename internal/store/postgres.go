@@ -259,6 +259,15 @@ func (p *Postgres) CompleteKey(ctx context.Context, key string, response []byte,
 	return nil
 }
 
+// RenewKey implements Store.
+func (p *Postgres) RenewKey(ctx context.Context, key string, lease time.Duration) error {
+	if _, err := p.pool.Exec(ctx, `UPDATE idempotency_keys SET expires_at = now() + $2::bigint * interval '1 microsecond'
+		WHERE key = $1 AND response IS NULL`, key, lease.Microseconds()); err != nil {
+		return fmt.Errorf("postgres renew key: %w", err)
+	}
+	return nil
+}
+
 // ReleaseKey implements Store.
 func (p *Postgres) ReleaseKey(ctx context.Context, key string) error {
 	if _, err := p.pool.Exec(ctx, `DELETE FROM idempotency_keys WHERE key = $1 AND response IS NULL`, key); err != nil {

@@ -206,6 +206,15 @@ func (s *SQLite) CompleteKey(ctx context.Context, key string, response []byte, t
 	return nil
 }
 
+// RenewKey implements Store.
+func (s *SQLite) RenewKey(ctx context.Context, key string, lease time.Duration) error {
+	if _, err := s.db.ExecContext(ctx, `UPDATE idempotency_keys SET expires_at = ? WHERE key = ? AND response IS NULL`,
+		sqliteTimeOf(s.now().Add(lease)), key); err != nil {
+		return fmt.Errorf("sqlite renew key: %w", err)
+	}
+	return nil
+}
+
 // ReleaseKey implements Store.
 func (s *SQLite) ReleaseKey(ctx context.Context, key string) error {
 	if _, err := s.db.ExecContext(ctx, `DELETE FROM idempotency_keys WHERE key = ? AND response IS NULL`, key); err != nil {

@@ -36,6 +36,9 @@ type Store interface {
 	// ReleaseKey drops a claim whose request did not complete, so a retry
 	// may run it.
 	ReleaseKey(ctx context.Context, key string) error
+	// RenewKey extends the lease of a key still in progress (a long
+	// request), so no other replica claims it meanwhile.
+	RenewKey(ctx context.Context, key string, lease time.Duration) error
 
 	// SaveRun inserts or replaces a run (with its records). A run that is
 	// no longer running (say, interrupted by another replica) is never set
