@@ -6,8 +6,11 @@ package llm
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"net/http"
+	"strconv"
 )
 
 // Role of a message in a conversation.
@@ -118,6 +121,23 @@ func (r ToolResult) Text() string {
 	return string(r.Output)
 }
 
+// NewCallID is a fresh tool call id, "call_" + 24 random hex digits, for
+// calls a provider sent without one (never the function name).
+func NewCallID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:]) // never fails (crypto/rand, Go ≥ 1.24)
+	return "call_" + hex.EncodeToString(b[:])
+}
+
+// ToolParameters is a tool's parameters schema as sent to a provider: an
+// empty object schema when the tool has none.
+func ToolParameters(p map[string]any) map[string]any {
+	if p == nil {
+		return map[string]any{"type": "object", "properties": map[string]any{}}
+	}
+	return p
+}
+
 // ProviderError is an error answer of a provider.
 type ProviderError struct {
 	Provider string // "openai", "anthropic", "ollama"
@@ -129,16 +149,9 @@ func (e *ProviderError) Error() string {
 	if e.Status == 0 {
 		return e.Provider + ": " + e.Message
 	}
-	return e.Provider + " " + httpStatus(e.Status) + ": " + e.Message
+	return e.Provider + " " + strconv.Itoa(e.Status) + ": " + e.Message
 }
 
-func httpStatus(code int) string {
-	b := make([]byte, 0, 3)
-	for _, d := range []int{code / 100 % 10, code / 10 % 10, code % 10} {
-		b = append(b, byte('0'+d))
-	}
-	return string(b)
-}
 
 // Config is what an adapter needs to reach its provider.
 type Config struct {

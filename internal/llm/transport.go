@@ -95,7 +95,7 @@ func Send(ctx context.Context, cfg Config, provider, url string, headers http.He
 			}
 			lastErr = &ProviderError{Provider: provider, Message: redact("request failed: " + err.Error())}
 		default:
-			msg := ""
+			msg := ErrorMessage(respBody)
 			if parseError != nil {
 				msg = parseError(status, respBody)
 			}

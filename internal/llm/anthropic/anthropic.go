@@ -5,11 +5,10 @@ package anthropic
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/toolrouterd/toolrouterd/internal/llm"
@@ -141,7 +140,7 @@ func (a *Adapter) PrepareRequest(req llm.Request) (json.RawMessage, error) {
 				if tc.ID == "" {
 					return nil, fmt.Errorf("%s: message %d: tool call %q has no id", Provider, i, tc.Name)
 				}
-				if contains(pending, tc.ID) {
+				if slices.Contains(pending, tc.ID) {
 					return nil, fmt.Errorf("%s: message %d: duplicate tool call id %q", Provider, i, tc.ID)
 				}
 				input := tc.Arguments
@@ -159,7 +158,7 @@ func (a *Adapter) PrepareRequest(req llm.Request) (json.RawMessage, error) {
 			if m.ToolCallID == "" {
 				return nil, fmt.Errorf("%s: message %d: tool message has no tool_call_id", Provider, i)
 			}
-			j := indexOf(pending, m.ToolCallID)
+			j := slices.Index(pending, m.ToolCallID)
 			if j < 0 {
 				return nil, fmt.Errorf("%s: message %d: tool result for %q answers no tool_use of the preceding assistant turn", Provider, i, m.ToolCallID)
 			}
@@ -219,17 +218,6 @@ func (a *Adapter) PrepareRequest(req llm.Request) (json.RawMessage, error) {
 		return nil, fmt.Errorf("%s: encoding request: %w", Provider, err)
 	}
 	return b, nil
-}
-
-func contains(s []string, v string) bool { return indexOf(s, v) >= 0 }
-
-func indexOf(s []string, v string) int {
-	for i, x := range s {
-		if x == v {
-			return i
-		}
-	}
-	return -1
 }
 
 // toolResultBlock is the tool_result content block: FormatToolResult and
@@ -314,7 +302,7 @@ func (a *Adapter) ParseResponse(body []byte) (llm.Response, error) {
 			}
 			id := b.ID
 			if id == "" || seen[id] {
-				id = newCallID()
+				id = llm.NewCallID()
 			}
 			seen[id] = true
 			out.ToolCalls = append(out.ToolCalls, llm.ToolCall{ID: id, Name: b.Name, Arguments: args})
@@ -336,13 +324,6 @@ func (a *Adapter) ParseResponse(body []byte) (llm.Response, error) {
 	return out, nil
 }
 
-// newCallID is a fresh id for a tool_use block that came without one.
-func newCallID() string {
-	var b [12]byte
-	_, _ = rand.Read(b[:])
-	return "call_" + hex.EncodeToString(b[:])
-}
-
 // Chat sends one turn to {base_url}/v1/messages.
 func (a *Adapter) Chat(ctx context.Context, req llm.Request) (llm.Response, error) {
 	body, err := a.PrepareRequest(req)
@@ -355,12 +336,9 @@ func (a *Adapter) Chat(ctx context.Context, req llm.Request) (llm.Response, erro
 	if a.cfg.APIKey != "" {
 		h.Set("x-api-key", a.cfg.APIKey)
 	}
-	resp, err := llm.Send(ctx, a.cfg, Provider, a.endpoint, h, body, parseError)
+	resp, err := llm.Send(ctx, a.cfg, Provider, a.endpoint, h, body, nil)
 	if err != nil {
 		return llm.Response{}, err
 	}
 	return a.ParseResponse(resp)
 }
-
-// parseError reads {"type":"error","error":{"type","message"}}.
-func parseError(_ int, body []byte) string { return llm.ErrorMessage(body) }

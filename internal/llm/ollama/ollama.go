@@ -127,7 +127,7 @@ func (a *Adapter) PrepareRequest(req llm.Request) (json.RawMessage, error) {
 	if req.ToolChoice != "none" {
 		for _, t := range req.Tools {
 			out.Tools = append(out.Tools, toolWire{Type: "function", Function: functionWire{
-				Name: t.Name, Description: t.Description, Parameters: openai.Parameters(t.Parameters),
+				Name: t.Name, Description: t.Description, Parameters: llm.ToolParameters(t.Parameters),
 			}})
 		}
 	}
@@ -217,7 +217,7 @@ func ParseResponseFor(body []byte, tools []llm.Tool) (llm.Response, error) {
 			}
 			id := tc.ID
 			if id == "" || seen[id] {
-				id = openai.NewCallID()
+				id = llm.NewCallID()
 			}
 			seen[id] = true
 			out.ToolCalls = append(out.ToolCalls, llm.ToolCall{ID: id, Name: tc.Function.Name, Arguments: args})
@@ -252,12 +252,9 @@ func (a *Adapter) Chat(ctx context.Context, req llm.Request) (llm.Response, erro
 	if a.cfg.APIKey != "" {
 		h.Set("Authorization", "Bearer "+a.cfg.APIKey)
 	}
-	resp, err := llm.Send(ctx, a.cfg, Provider, a.endpoint, h, body, parseError)
+	resp, err := llm.Send(ctx, a.cfg, Provider, a.endpoint, h, body, nil)
 	if err != nil {
 		return llm.Response{}, err
 	}
 	return ParseResponseFor(resp, req.Tools)
 }
-
-// parseError reads {"error": "…"}.
-func parseError(_ int, body []byte) string { return llm.ErrorMessage(body) }

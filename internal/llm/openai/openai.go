@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/toolrouterd/toolrouterd/internal/llm"
@@ -119,7 +120,7 @@ func (a *Adapter) PrepareRequest(req llm.Request) (json.RawMessage, error) {
 				if tc.ID == "" {
 					return nil, fmt.Errorf("%s: message %d: tool call %q has no id", Provider, i, tc.Name)
 				}
-				if contains(pending, tc.ID) {
+				if slices.Contains(pending, tc.ID) {
 					return nil, fmt.Errorf("%s: message %d: duplicate tool call id %q", Provider, i, tc.ID)
 				}
 				args, err := encodeArguments(tc.Arguments)
@@ -134,7 +135,7 @@ func (a *Adapter) PrepareRequest(req llm.Request) (json.RawMessage, error) {
 			if m.ToolCallID == "" {
 				return nil, fmt.Errorf("%s: message %d: tool message has no tool_call_id", Provider, i)
 			}
-			j := indexOf(pending, m.ToolCallID)
+			j := slices.Index(pending, m.ToolCallID)
 			if j < 0 {
 				return nil, fmt.Errorf("%s: message %d: tool result for %q answers no pending tool call of the preceding assistant turn", Provider, i, m.ToolCallID)
 			}
@@ -149,7 +150,7 @@ func (a *Adapter) PrepareRequest(req llm.Request) (json.RawMessage, error) {
 	}
 	for _, t := range req.Tools {
 		out.Tools = append(out.Tools, toolWire{Type: "function", Function: functionWire{
-			Name: t.Name, Description: t.Description, Parameters: Parameters(t.Parameters),
+			Name: t.Name, Description: t.Description, Parameters: llm.ToolParameters(t.Parameters),
 		}})
 	}
 	switch req.ToolChoice {
@@ -175,15 +176,6 @@ func (a *Adapter) PrepareRequest(req llm.Request) (json.RawMessage, error) {
 	return b, nil
 }
 
-// Parameters is a tool's parameters schema as sent to the provider: an
-// empty object schema when the tool has none.
-func Parameters(p map[string]any) map[string]any {
-	if p == nil {
-		return map[string]any{"type": "object", "properties": map[string]any{}}
-	}
-	return p
-}
-
 func encodeArguments(args map[string]any) (string, error) {
 	if args == nil {
 		return "{}", nil
@@ -193,17 +185,6 @@ func encodeArguments(args map[string]any) (string, error) {
 		return "", fmt.Errorf("encoding arguments: %w", err)
 	}
 	return string(b), nil
-}
-
-func contains(s []string, v string) bool { return indexOf(s, v) >= 0 }
-
-func indexOf(s []string, v string) int {
-	for i, x := range s {
-		if x == v {
-			return i
-		}
-	}
-	return -1
 }
 
 // toolMessage is the tool-result message: FormatToolResult and
@@ -291,7 +272,7 @@ func ParseResponseFor(body []byte, tools []llm.Tool) (llm.Response, error) {
 		}
 		id := tc.ID
 		if id == "" || seen[id] {
-			id = NewCallID()
+			id = llm.NewCallID()
 		}
 		seen[id] = true
 		out.ToolCalls = append(out.ToolCalls, llm.ToolCall{ID: id, Name: tc.Function.Name, Arguments: args})
@@ -345,13 +326,9 @@ func (a *Adapter) Chat(ctx context.Context, req llm.Request) (llm.Response, erro
 	if a.cfg.APIKey != "" {
 		h.Set("Authorization", "Bearer "+a.cfg.APIKey)
 	}
-	resp, err := llm.Send(ctx, a.cfg, Provider, a.endpoint, h, body, parseError)
+	resp, err := llm.Send(ctx, a.cfg, Provider, a.endpoint, h, body, nil)
 	if err != nil {
 		return llm.Response{}, err
 	}
 	return ParseResponseFor(resp, req.Tools)
 }
-
-// parseError reads {"error":{"message"}} (and the shapes compatible servers
-// use instead).
-func parseError(_ int, body []byte) string { return llm.ErrorMessage(body) }

@@ -2,8 +2,6 @@ package openai
 
 import (
 	"bytes"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,14 +10,6 @@ import (
 
 	"github.com/toolrouterd/toolrouterd/internal/llm"
 )
-
-// NewCallID is a fresh tool call id, "call_" + 24 random hex digits, for
-// calls the provider sent without one.
-func NewCallID() string {
-	var b [12]byte
-	_, _ = rand.Read(b[:]) // never fails (crypto/rand, Go ≥ 1.24)
-	return "call_" + hex.EncodeToString(b[:])
-}
 
 // DecodeArguments reads a tool call's arguments: a JSON string holding an
 // object (OpenAI), or an object (Ollama, some compatible servers). Empty,
@@ -206,5 +196,5 @@ func parseCall(s string, offered map[string]bool, argsOptional bool) (llm.ToolCa
 	if err != nil {
 		return llm.ToolCall{}, false
 	}
-	return llm.ToolCall{ID: NewCallID(), Name: name, Arguments: args}, true
+	return llm.ToolCall{ID: llm.NewCallID(), Name: name, Arguments: args}, true
 }
