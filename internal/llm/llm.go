@@ -152,7 +152,6 @@ func (e *ProviderError) Error() string {
 	return e.Provider + " " + strconv.Itoa(e.Status) + ": " + e.Message
 }
 
-
 // Config is what an adapter needs to reach its provider.
 type Config struct {
 	BaseURL string // as the official SDKs take it (CONTRACT §3)
