@@ -602,7 +602,7 @@ func (s *server) call(ctx context.Context, req remote.Request) remote.Outcome {
 		after = s.markBroken(gen, err)
 		// The request did not leave: no connection, or a session already
 		// closing.
-		never := unreachable(err) || errors.Is(err, mcp.ErrConnectionClosed)
+		never := remote.Unreachable(err) || errors.Is(err, mcp.ErrConnectionClosed)
 		switch {
 		case never && fresh:
 			fresh, wait = false, true

@@ -2,13 +2,11 @@ package mcpclient
 
 import (
 	"bytes"
-	"errors"
 	"io"
 	"net"
 	"net/http"
 	"net/url"
 	"strings"
-	"syscall"
 	"time"
 )
 
@@ -180,21 +178,6 @@ func mentionsSession(resp *http.Response) bool {
 type readCloser struct {
 	io.Reader
 	io.Closer
-}
-
-// unreachable reports whether err means no connection to the server could
-// be made (so the request was never sent): refused, unknown host, dial
-// timeout, no route.
-func unreachable(err error) bool {
-	var op *net.OpError
-	if errors.As(err, &op) && op.Op == "dial" {
-		return true
-	}
-	var dns *net.DNSError
-	return errors.As(err, &dns) ||
-		errors.Is(err, syscall.ECONNREFUSED) ||
-		errors.Is(err, syscall.EHOSTUNREACH) ||
-		errors.Is(err, syscall.ENETUNREACH)
 }
 
 // redactURL is the server URL as it may appear in messages: without user

@@ -376,15 +376,15 @@ func transportFailure(ctx, callCtx context.Context, timeout time.Duration, err e
 		return contextOutcome(ctx, callCtx, timeout), false
 	}
 	err = innerURLError(err)
-	if unreachable(err) {
+	if Unreachable(err) {
 		return failure(toolrouter.CategoryResource, "tool endpoint unreachable: %v", err), true
 	}
 	return failure(toolrouter.CategoryExecution, "tool request failed: %v", err), true
 }
 
-// unreachable reports whether err means no connection to the tool could be
+// Unreachable reports whether err means no connection to an endpoint could be
 // made: refused, unknown host, dial timeout, no route.
-func unreachable(err error) bool {
+func Unreachable(err error) bool {
 	var op *net.OpError
 	if errors.As(err, &op) && op.Op == "dial" {
 		return true
