@@ -30,6 +30,7 @@ type Executor interface {
 // Sequencer hands out per-plan sequences.
 type Sequencer interface {
 	NextSequence(ctx context.Context, planID string) (int64, error)
+	NextSequences(ctx context.Context, planID string, n int64) (first int64, err error)
 }
 
 // Observer records tool call outcomes (metrics).
@@ -108,20 +109,20 @@ func (r *Router) Batch(ctx context.Context, planID string, payloads []any, meta 
 			return nil, toolrouter.Invalid(fmt.Sprintf("tool_calls[%d]", i), "tool_calls[%d]: payload must be a dict (JSON object), got %s", i, toolrouter.JSONKind(p))
 		}
 	}
-	seqs := make([]int64, len(payloads))
-	for i := range payloads {
-		seq, err := r.Seq.NextSequence(ctx, planID)
-		if err != nil {
-			return nil, toolrouter.StoreError(fmt.Errorf("allocate sequence for plan %q: %w", planID, err))
-		}
-		seqs[i] = seq
-	}
 	results := make([]*toolrouter.Result, len(payloads))
+	if len(payloads) == 0 {
+		return results, nil
+	}
+	// One contiguous block of sequences, in input order, in one statement.
+	first, err := r.Seq.NextSequences(ctx, planID, int64(len(payloads)))
+	if err != nil {
+		return nil, toolrouter.StoreError(fmt.Errorf("allocate sequences for plan %q: %w", planID, err))
+	}
 	var g errgroup.Group
 	g.SetLimit(max(r.BatchConcurrency, 1))
 	for i, p := range payloads {
 		g.Go(func() error {
-			results[i] = r.route(ctx, planID, seqs[i], p, meta, nil, nil)
+			results[i] = r.route(ctx, planID, first+int64(i), p, meta, nil, nil)
 			return nil
 		})
 	}

@@ -767,3 +767,52 @@ func TestRenewKeyKeepsALongRequestsClaim(t *testing.T) {
 		wantClaim(t, ss[1], "long", "fp", short, store.Answered, []byte("done"))
 	})
 }
+
+// TestNextSequencesAllocatesBlocks: blocks and single sequences taken at
+// once from several instances on one database interleave without gaps or
+// overlaps.
+func TestNextSequencesAllocatesBlocks(t *testing.T) {
+	each(t, func(t *testing.T, b backend, open func() store.Store) {
+		ctx := context.Background()
+		ss := replicas(open, 3)
+		var mu sync.Mutex
+		seen := map[int64]bool{}
+		total := int64(0)
+		var wg sync.WaitGroup
+		for w, s := range ss {
+			for k := 0; k < 4; k++ {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					n := int64(1 + (w+k)%5)
+					first, err := s.NextSequences(ctx, "blocks", n)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					mu.Lock()
+					defer mu.Unlock()
+					total += n
+					for i := first; i < first+n; i++ {
+						if seen[i] {
+							t.Errorf("sequence %d handed out twice", i)
+						}
+						seen[i] = true
+					}
+				}()
+			}
+		}
+		wg.Wait()
+		for i := int64(0); i < total; i++ {
+			if !seen[i] {
+				t.Errorf("gap at %d of %d", i, total)
+			}
+		}
+		if next, _ := ss[0].NextSequence(ctx, "blocks"); next != total {
+			t.Errorf("after the blocks: %d, want %d", next, total)
+		}
+		if _, err := ss[0].NextSequences(ctx, "blocks", 0); err == nil {
+			t.Error("a block of 0 accepted")
+		}
+	})
+}

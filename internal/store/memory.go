@@ -50,15 +50,20 @@ func NewMemory() *Memory {
 }
 
 // NextSequence implements Store.
-func (m *Memory) NextSequence(_ context.Context, planID string) (int64, error) {
-	if planID == "" {
-		return 0, toolrouter.Invalid("plan_id", "plan_id must be a non-empty string")
+func (m *Memory) NextSequence(ctx context.Context, planID string) (int64, error) {
+	return m.NextSequences(ctx, planID, 1)
+}
+
+// NextSequences implements Store.
+func (m *Memory) NextSequences(_ context.Context, planID string, n int64) (int64, error) {
+	if err := checkSequenceArgs(planID, n); err != nil {
+		return 0, err
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	n := m.next[planID]
-	m.next[planID] = n + 1
-	return n, nil
+	first := m.next[planID]
+	m.next[planID] = first + n
+	return first, nil
 }
 
 // SaveResult implements Store.

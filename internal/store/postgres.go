@@ -147,17 +147,22 @@ func (p *Postgres) migrate(ctx context.Context) (err error) {
 // NextSequence implements Store with one atomic upsert: concurrent callers,
 // in any number of processes, get distinct, gap-free numbers.
 func (p *Postgres) NextSequence(ctx context.Context, planID string) (int64, error) {
-	if planID == "" {
-		return 0, toolrouter.Invalid("plan_id", "plan_id must be a non-empty string")
+	return p.NextSequences(ctx, planID, 1)
+}
+
+// NextSequences implements Store with one atomic upsert.
+func (p *Postgres) NextSequences(ctx context.Context, planID string, n int64) (int64, error) {
+	if err := checkSequenceArgs(planID, n); err != nil {
+		return 0, err
 	}
-	var seq int64
-	err := p.pool.QueryRow(ctx, `INSERT INTO plan_sequences (plan_id, next) VALUES ($1, 1)
-		ON CONFLICT (plan_id) DO UPDATE SET next = plan_sequences.next + 1
-		RETURNING next - 1`, planID).Scan(&seq)
+	var first int64
+	err := p.pool.QueryRow(ctx, `INSERT INTO plan_sequences (plan_id, next) VALUES ($1, $2)
+		ON CONFLICT (plan_id) DO UPDATE SET next = plan_sequences.next + excluded.next
+		RETURNING next - $2`, planID, n).Scan(&first)
 	if err != nil {
 		return 0, fmt.Errorf("postgres next sequence: %w", err)
 	}
-	return seq, nil
+	return first, nil
 }
 
 // SaveResult implements Store.

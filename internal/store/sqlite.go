@@ -107,17 +107,22 @@ func (s *SQLite) tx(ctx context.Context, f func(*sql.Tx) error) error {
 
 // NextSequence implements Store with one atomic upsert.
 func (s *SQLite) NextSequence(ctx context.Context, planID string) (int64, error) {
-	if planID == "" {
-		return 0, toolrouter.Invalid("plan_id", "plan_id must be a non-empty string")
+	return s.NextSequences(ctx, planID, 1)
+}
+
+// NextSequences implements Store with one atomic upsert.
+func (s *SQLite) NextSequences(ctx context.Context, planID string, n int64) (int64, error) {
+	if err := checkSequenceArgs(planID, n); err != nil {
+		return 0, err
 	}
-	var seq int64
-	err := s.db.QueryRowContext(ctx, `INSERT INTO plan_sequences (plan_id, next) VALUES (?, 1)
-		ON CONFLICT (plan_id) DO UPDATE SET next = next + 1
-		RETURNING next - 1`, planID).Scan(&seq)
+	var first int64
+	err := s.db.QueryRowContext(ctx, `INSERT INTO plan_sequences (plan_id, next) VALUES (?, ?)
+		ON CONFLICT (plan_id) DO UPDATE SET next = next + excluded.next
+		RETURNING next - ?`, planID, n, n).Scan(&first)
 	if err != nil {
 		return 0, fmt.Errorf("sqlite next sequence: %w", err)
 	}
-	return seq, nil
+	return first, nil
 }
 
 // SaveResult implements Store.

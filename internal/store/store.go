@@ -17,6 +17,9 @@ type Store interface {
 	// NextSequence allocates the next sequence of a plan, from 0, never
 	// handing out the same number twice (one atomic statement).
 	NextSequence(ctx context.Context, planID string) (int64, error)
+	// NextSequences allocates n consecutive sequences of a plan at once (a
+	// batch) and returns the first, in one atomic statement.
+	NextSequences(ctx context.Context, planID string, n int64) (first int64, err error)
 
 	// SaveResult stores a route result under its tool_call_id.
 	SaveResult(ctx context.Context, res *toolrouter.Result) error
@@ -111,4 +114,14 @@ func Interrupt(run *toolrouter.Run, now time.Time) {
 	run.Error = &msg
 	t := now.UTC()
 	run.FinishedAt = &t
+}
+
+func checkSequenceArgs(planID string, n int64) error {
+	if planID == "" {
+		return toolrouter.Invalid("plan_id", "plan_id must be a non-empty string")
+	}
+	if n < 1 {
+		return toolrouter.Invalid("n", "sequences to allocate must be >= 1, got %d", n)
+	}
+	return nil
 }
