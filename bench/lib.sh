@@ -44,3 +44,18 @@ wait_http() {
 	cat "$TMP/$name.log" >&2 || true
 	exit 1
 }
+
+# field JSON KEY: a number (or bare value) of a load program's flat JSON line.
+field() {
+	sed -E 's/.*"'"$2"'":("[^"]*"|[^,}]*).*/\1/' <<<"$1"
+}
+
+# num V: V if it is a number, else "-".
+num() {
+	if [[ $1 =~ ^[0-9.]+$ ]]; then echo "$1"; else echo -; fi
+}
+
+# ratio A B: A/B with 2 decimals, or "-" when B is 0.
+ratio() {
+	awk -v a="$1" -v b="$2" 'BEGIN { if (b + 0 == 0) print "-"; else printf "%.2f", a / b }'
+}

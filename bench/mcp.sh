@@ -128,15 +128,6 @@ for mode in fixed full; do
 	done
 done
 
-field() {
-	sed -E 's/.*"'"$2"'":("[^"]*"|[^,}]*).*/\1/' <<<"$1"
-}
-num() {
-	if [[ $1 =~ ^[0-9.]+$ ]]; then echo "$1"; else echo -; fi
-}
-ratio() {
-	awk -v a="$1" -v b="$2" 'BEGIN { if (b + 0 == 0) print "-"; else printf "%.2f", a / b }'
-}
 
 echo
 echo "== toolrouterd MCP benchmark ($(date -u +%Y-%m-%dT%H:%M:%SZ), $CORES CPU cores) =="
