@@ -45,11 +45,11 @@ func New(cfg llm.Config) *Adapter {
 
 // Wire types of the request.
 type chatRequest struct {
-	Model    string         `json:"model"`
-	Messages []any          `json:"messages"`
-	Tools    []toolWire     `json:"tools,omitempty"`
-	Stream   bool           `json:"stream"`
-	Options  map[string]any `json:"options,omitempty"`
+	Model    string                  `json:"model"`
+	Messages []any                   `json:"messages"`
+	Tools    []openai.ToolDefinition `json:"tools,omitempty"`
+	Stream   bool                    `json:"stream"`
+	Options  map[string]any          `json:"options,omitempty"`
 }
 
 type textMessage struct {
@@ -70,17 +70,6 @@ type toolCallWire struct {
 type toolCallFn struct {
 	Name      string         `json:"name"`
 	Arguments map[string]any `json:"arguments"`
-}
-
-type toolWire struct {
-	Type     string       `json:"type"`
-	Function functionWire `json:"function"`
-}
-
-type functionWire struct {
-	Name        string         `json:"name"`
-	Description string         `json:"description,omitempty"`
-	Parameters  map[string]any `json:"parameters"`
 }
 
 // PrepareRequest builds the /api/chat body, always with "stream": false.
@@ -124,12 +113,8 @@ func (a *Adapter) PrepareRequest(req llm.Request) (json.RawMessage, error) {
 	default:
 		return nil, fmt.Errorf("%s: unknown tool_choice %q (want auto, required or none)", Provider, req.ToolChoice)
 	}
-	if req.ToolChoice != "none" {
-		for _, t := range req.Tools {
-			out.Tools = append(out.Tools, toolWire{Type: "function", Function: functionWire{
-				Name: t.Name, Description: t.Description, Parameters: llm.ToolParameters(t.Parameters),
-			}})
-		}
+	if req.ToolChoice != "none" && len(req.Tools) > 0 {
+		out.Tools = openai.ToolDefinitions(req.Tools)
 	}
 	if req.MaxTokens > 0 {
 		out.Options = map[string]any{"num_predict": req.MaxTokens}

@@ -52,12 +52,12 @@ func New(cfg llm.Config) *Adapter {
 
 // Wire types of the request.
 type chatRequest struct {
-	Model               string     `json:"model"`
-	Messages            []any      `json:"messages"`
-	Tools               []toolWire `json:"tools,omitempty"`
-	ToolChoice          string     `json:"tool_choice,omitempty"`
-	MaxTokens           int        `json:"max_tokens,omitempty"`
-	MaxCompletionTokens int        `json:"max_completion_tokens,omitempty"`
+	Model               string           `json:"model"`
+	Messages            []any            `json:"messages"`
+	Tools               []ToolDefinition `json:"tools,omitempty"`
+	ToolChoice          string           `json:"tool_choice,omitempty"`
+	MaxTokens           int              `json:"max_tokens,omitempty"`
+	MaxCompletionTokens int              `json:"max_completion_tokens,omitempty"`
 }
 
 type textMessage struct {
@@ -82,15 +82,29 @@ type toolCallFn struct {
 	Arguments string `json:"arguments"`
 }
 
-type toolWire struct {
-	Type     string       `json:"type"`
-	Function functionWire `json:"function"`
+// ToolDefinition is a tools[] entry in Chat Completions' shape, which
+// Ollama's /api/chat takes too.
+type ToolDefinition struct {
+	Type     string             `json:"type"`
+	Function FunctionDefinition `json:"function"`
 }
 
-type functionWire struct {
+// FunctionDefinition is the function of a ToolDefinition.
+type FunctionDefinition struct {
 	Name        string         `json:"name"`
 	Description string         `json:"description,omitempty"`
 	Parameters  map[string]any `json:"parameters"`
+}
+
+// ToolDefinitions are the tools offered to the model, in that shape.
+func ToolDefinitions(tools []llm.Tool) []ToolDefinition {
+	out := make([]ToolDefinition, 0, len(tools))
+	for _, t := range tools {
+		out = append(out, ToolDefinition{Type: "function", Function: FunctionDefinition{
+			Name: t.Name, Description: t.Description, Parameters: llm.ToolParameters(t.Parameters),
+		}})
+	}
+	return out
 }
 
 // PrepareRequest builds the Chat Completions body. Every tool call of an
@@ -148,10 +162,8 @@ func (a *Adapter) PrepareRequest(req llm.Request) (json.RawMessage, error) {
 	if len(pending) > 0 {
 		return nil, fmt.Errorf("%s: tool call(s) %s have no tool result", Provider, strings.Join(pending, ", "))
 	}
-	for _, t := range req.Tools {
-		out.Tools = append(out.Tools, toolWire{Type: "function", Function: functionWire{
-			Name: t.Name, Description: t.Description, Parameters: llm.ToolParameters(t.Parameters),
-		}})
+	if len(req.Tools) > 0 {
+		out.Tools = ToolDefinitions(req.Tools)
 	}
 	switch req.ToolChoice {
 	case "":
