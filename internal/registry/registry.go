@@ -14,18 +14,7 @@ import (
 )
 
 // Provider is an LLM provider the agent loop of /runs can talk to.
-type Provider struct {
-	Name string
-	// Kind is "openai", "anthropic" or "ollama".
-	Kind string
-	// BaseURL is the base URL as the official SDKs take it (openai …/v1,
-	// anthropic without /v1, ollama without /api).
-	BaseURL string
-	Model   string
-	// APIKeyEnv names the environment variable holding the key; empty
-	// means no key.
-	APIKeyEnv string
-}
+type Provider = toolrouter.Provider
 
 // MCPServer is an MCP server whose tools join the registry.
 type MCPServer struct {

@@ -60,21 +60,19 @@ type Store interface {
 	Close() error
 }
 
-// ClaimState is the outcome of ClaimKey.
-type ClaimState int
+// ClaimState and Claim are the outcome of ClaimKey, declared in toolrouter
+// so that the HTTP edge need not import the store.
+type (
+	ClaimState = toolrouter.ClaimState
+	Claim      = toolrouter.Claim
+)
 
 // Claim states.
 const (
-	Claimed    ClaimState = iota // the caller owns the key and runs the request
-	Answered                     // the key was answered before: replay Response
-	InProgress                   // another request holds the key right now
+	Claimed    = toolrouter.Claimed
+	Answered   = toolrouter.Answered
+	InProgress = toolrouter.InProgress
 )
-
-// Claim is the outcome of ClaimKey.
-type Claim struct {
-	State    ClaimState
-	Response []byte // the stored answer when State is Answered
-}
 
 // Open opens the store named by a TOOLROUTER_STORE URL.
 func Open(ctx context.Context, url string) (Store, error) {
