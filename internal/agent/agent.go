@@ -107,28 +107,38 @@ func (r *Runner) now() time.Time {
 	return time.Now().UTC()
 }
 
-// prepare validates a request; errors are EINVALID naming the field.
-func (r *Runner) prepare(req Request) (*plan, error) {
+// Valid reports what is wrong with a request on its own, by field (the
+// provider and the tools are checked against the registry by Start).
+func (req Request) Valid(context.Context) map[string]string {
+	problems := map[string]string{}
 	if req.Prompt == "" {
-		return nil, toolrouter.Invalid("prompt", "prompt: must be a non-empty string")
+		problems["prompt"] = "must be a non-empty string"
 	}
-	p := &plan{req: req, maxIter: DefaultMaxIterations}
-	if req.MaxIterations != nil {
-		if *req.MaxIterations < 1 || *req.MaxIterations > MaxIterationsLimit {
-			return nil, toolrouter.Invalid("max_iterations", "max_iterations: must be in 1..%d, got %d", MaxIterationsLimit, *req.MaxIterations)
-		}
-		p.maxIter = *req.MaxIterations
+	if m := req.MaxIterations; m != nil && (*m < 1 || *m > MaxIterationsLimit) {
+		problems["max_iterations"] = fmt.Sprintf("must be in 1..%d, got %d", MaxIterationsLimit, *m)
 	}
 	if req.RepeatLimit < 0 {
-		return nil, toolrouter.Invalid("repeat_limit", "repeat_limit: must be >= 0 (0 turns it off), got %d", req.RepeatLimit)
+		problems["repeat_limit"] = fmt.Sprintf("must be >= 0 (0 turns it off), got %d", req.RepeatLimit)
 	}
 	switch req.ToolChoice {
 	case "", "auto", "required", "none":
 	default:
-		return nil, toolrouter.Invalid("tool_choice", "tool_choice: must be auto, required or none, got %q", req.ToolChoice)
+		problems["tool_choice"] = fmt.Sprintf("must be auto, required or none, got %q", req.ToolChoice)
 	}
 	if req.Context != nil && req.Context.PlanID == "" {
-		return nil, toolrouter.Invalid("context.plan_id", "context.plan_id: must be a non-empty string")
+		problems["context.plan_id"] = "must be a non-empty string"
+	}
+	return problems
+}
+
+// prepare validates a request; errors are EINVALID naming the field.
+func (r *Runner) prepare(ctx context.Context, req Request) (*plan, error) {
+	if problems := req.Valid(ctx); len(problems) > 0 {
+		return nil, toolrouter.InvalidFields(problems)
+	}
+	p := &plan{req: req, maxIter: DefaultMaxIterations}
+	if req.MaxIterations != nil {
+		p.maxIter = *req.MaxIterations
 	}
 	reg := r.Registry()
 	name := req.Provider
@@ -179,7 +189,7 @@ func (r *Runner) prepare(req Request) (*plan, error) {
 // Start validates a request and stores a new running run for it. The run
 // executes when Execute is called with the returned handle.
 func (r *Runner) Start(ctx context.Context, req Request) (*Pending, error) {
-	p, err := r.prepare(req)
+	p, err := r.prepare(ctx, req)
 	if err != nil {
 		return nil, err
 	}

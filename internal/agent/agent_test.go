@@ -405,3 +405,26 @@ func TestOnlyOfferedToolsRun(t *testing.T) {
 		t.Errorf("started events name %v", started)
 	}
 }
+
+// TestValidListsEveryProblem: a request's own problems come back together,
+// each under its field, and Start reports them all in one error.
+func TestValidListsEveryProblem(t *testing.T) {
+	zero := 0
+	req := agent.Request{MaxIterations: &zero, RepeatLimit: -1, ToolChoice: "x", Context: &toolrouter.ActorContext{}}
+	got := req.Valid(context.Background())
+	for _, f := range []string{"prompt", "max_iterations", "repeat_limit", "tool_choice", "context.plan_id"} {
+		if got[f] == "" {
+			t.Errorf("Valid does not report %s: %v", f, got)
+		}
+	}
+	if p := (agent.Request{Prompt: "x"}).Valid(context.Background()); len(p) != 0 {
+		t.Errorf("a good request has problems: %v", p)
+	}
+	r, _ := newRunner(&fakeAdapter{}, echoRouter(nil, nil))
+	_, err := r.Start(context.Background(), req)
+	var e *toolrouter.Error
+	if !errors.As(err, &e) || e.Field != "context.plan_id" ||
+		e.Message != `context.plan_id: must be a non-empty string; max_iterations: must be in 1..1000, got 0; prompt: must be a non-empty string; repeat_limit: must be >= 0 (0 turns it off), got -1; tool_choice: must be auto, required or none, got "x"` {
+		t.Errorf("Start: %v", err)
+	}
+}

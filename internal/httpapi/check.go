@@ -26,9 +26,10 @@ import (
 
 // requestChecker enforces the OpenAPI spec on requests. It is ours rather
 // than kin-openapi's ready-made middleware, which buffers responses and
-// breaks SSE. It reads the body once (bounded), decodes it once, validates
-// the decoded value against the operation's schema and hands it to the
-// handler through the context, so no handler decodes JSON again.
+// breaks SSE. It reads the body once (bounded), validates it against the
+// operation's schema and hands it to the handler through the context, so
+// no handler reads the body again: handlers decode it into their typed
+// request (decode) or take the checked value (body).
 //
 // It finds the operation by the route pattern chi matched rather than with
 // a second router: two routers disagree on some paths (chi matches

@@ -1,6 +1,8 @@
 package httpapi
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -20,6 +22,34 @@ func encode(w http.ResponseWriter, r *http.Request, status int, v any) {
 	if err := json.NewEncoder(w).Encode(v); err != nil {
 		zerolog.Ctx(r.Context()).Warn().Err(err).Msg("write response")
 	}
+}
+
+// validator is a request body that checks what its OpenAPI schema cannot
+// say: Valid returns the problems by field, none when it is fine.
+type validator interface {
+	Valid(ctx context.Context) map[string]string
+}
+
+// decode decodes the body the request checker read (and validated against
+// the spec) into a T, once, and checks it; errors are EINVALID naming the
+// field.
+func decode[T validator](r *http.Request) (T, error) {
+	var v T
+	dec := json.NewDecoder(bytes.NewReader(rawBody(r)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&v); err != nil {
+		// The schema admitted the body, so what is left is a number that
+		// no Go int holds (max_iterations: 1e300).
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) && te.Field != "" {
+			return v, toolrouter.Invalid(te.Field, "%s: %s is out of range", te.Field, strings.TrimPrefix(te.Value, "number "))
+		}
+		return v, toolrouter.Invalid("body", "body: %v", err)
+	}
+	if problems := v.Valid(r.Context()); len(problems) > 0 {
+		return v, toolrouter.InvalidFields(problems)
+	}
+	return v, nil
 }
 
 // problem is an RFC 9457 problem document.

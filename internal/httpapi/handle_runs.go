@@ -1,13 +1,9 @@
 package httpapi
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
 	"net/http"
 	"strconv"
-	"strings"
 
 	"github.com/toolrouterd/toolrouterd/internal/agent"
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
@@ -22,29 +18,9 @@ type Runs interface {
 	List(ctx context.Context, planID string, limit int) ([]*toolrouter.Run, error)
 }
 
-func readRunRequest(r *http.Request) (agent.Request, error) {
-	var req agent.Request
-	raw, err := json.Marshal(body(r))
-	if err != nil {
-		return req, err
-	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
-		// The schema admitted the body, so what is left is a number that
-		// no Go int holds (max_iterations: 1e300).
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) && te.Field != "" {
-			return req, toolrouter.Invalid(te.Field, "%s: %s is out of range", te.Field, strings.TrimPrefix(te.Value, "number "))
-		}
-		return req, toolrouter.Invalid("body", "body: %v", err)
-	}
-	return req, nil
-}
-
 func handleStartRun(runs Runs) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		req, err := readRunRequest(r)
+		req, err := decode[agent.Request](r)
 		if err != nil {
 			writeError(w, r, err)
 			return

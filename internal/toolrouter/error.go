@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 )
 
 // Application error codes, mapped to HTTP statuses in exactly one place
@@ -51,6 +54,22 @@ func Errorf(code, format string, args ...any) *Error {
 // Invalid returns an EINVALID error about the named field.
 func Invalid(field, format string, args ...any) *Error {
 	return &Error{Code: EINVALID, Field: field, Message: fmt.Sprintf(format, args...)}
+}
+
+// InvalidFields returns the EINVALID error of a request with problems
+// (field → what is wrong): its message lists them all, "field: problem",
+// in field order, and Field is the first of them.
+func InvalidFields(problems map[string]string) *Error {
+	fields := slices.Sorted(maps.Keys(problems))
+	parts := make([]string, len(fields))
+	for i, f := range fields {
+		parts[i] = f + ": " + problems[f]
+	}
+	e := &Error{Code: EINVALID, Message: strings.Join(parts, "; ")}
+	if len(fields) > 0 {
+		e.Field = fields[0]
+	}
+	return e
 }
 
 // ErrorCode returns the code of an application error, EINTERNAL otherwise.
