@@ -9,7 +9,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -79,12 +78,6 @@ type Request struct {
 	Tools         []string                 `json:"tools,omitempty"`
 	ToolChoice    string                   `json:"tool_choice,omitempty"`
 	Context       *toolrouter.ActorContext `json:"context,omitempty"`
-}
-
-// Event is one step of a run, streamed to SSE clients.
-type Event struct {
-	Type string `json:"-"` // run_started, model_turn, tool_call_started, tool_call_finished, run_finished
-	Data any    `json:"-"`
 }
 
 // plan is a validated request, ready to run.
@@ -223,185 +216,6 @@ func (r *Runner) Start(ctx context.Context, req Request) (*Pending, error) {
 type Pending struct {
 	Run  *toolrouter.Run
 	plan *plan
-}
-
-// Execute runs the loop to its end and stores every step. emit (may be
-// nil) receives the run's events in order. Cancelling ctx ends the run as
-// failed ("run cancelled"), with every record kept.
-func (r *Runner) Execute(ctx context.Context, pr *Pending, emit func(Event)) *toolrouter.Run {
-	if emit == nil {
-		emit = func(Event) {}
-	}
-	run, p := pr.Run, pr.plan
-	log := zerolog.Ctx(ctx).With().Str("run_id", run.RunID).Str("plan_id", run.Context.PlanID).Logger()
-	emit(Event{Type: "run_started", Data: run})
-
-	var mu sync.Mutex // guards run against the heartbeat
-	stopBeat := r.heartbeat(ctx, run, &mu, log)
-	defer stopBeat()
-
-	save := func() {
-		mu.Lock()
-		defer mu.Unlock()
-		run.HeartbeatAt = r.now()
-		// Storing must outlive a cancelled request.
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		defer cancel()
-		if err := r.Runs.SaveRun(sctx, run); err != nil {
-			log.Error().Err(err).Msg("save run")
-		}
-	}
-	finish := func(status toolrouter.RunStatus, reason string, errMsg string) *toolrouter.Run {
-		mu.Lock()
-		run.Status = status
-		if reason != "" {
-			run.TerminatedReason = &reason
-			run.TerminatedByLimit = true
-		}
-		if errMsg != "" {
-			run.Error = &errMsg
-		}
-		t := r.now()
-		run.FinishedAt = &t
-		mu.Unlock()
-		save()
-		emit(Event{Type: "run_finished", Data: run})
-		log.Info().Str("status", string(status)).Int("iterations", run.Iterations).Int("tool_calls", len(run.ToolCalls)).Msg("run finished")
-		return run
-	}
-
-	messages := make([]llm.Message, 0, 8)
-	if p.req.System != "" {
-		messages = append(messages, llm.Message{Role: llm.RoleSystem, Content: p.req.System})
-	}
-	messages = append(messages, llm.Message{Role: llm.RoleUser, Content: p.req.Prompt})
-	var lastCall string
-	repeats := 0
-	for iter := 1; iter <= p.maxIter; iter++ {
-		if ctx.Err() != nil {
-			return finish(toolrouter.RunFailed, "", "run cancelled: "+context.Cause(ctx).Error())
-		}
-		resp, err := p.adapter.Chat(ctx, llm.Request{Model: p.model, Messages: messages, Tools: p.tools, ToolChoice: p.req.ToolChoice})
-		mu.Lock()
-		run.Iterations = iter
-		mu.Unlock()
-		if err != nil {
-			if ctx.Err() != nil {
-				return finish(toolrouter.RunFailed, "", "run cancelled: "+context.Cause(ctx).Error())
-			}
-			var pe *llm.ProviderError
-			if !errors.As(err, &pe) {
-				log.Warn().Err(err).Msg("model call failed")
-			}
-			return finish(toolrouter.RunFailed, "", err.Error())
-		}
-		mu.Lock()
-		addUsage(run, resp.Usage)
-		run.Content = resp.Content
-		mu.Unlock()
-		asked := make([]llm.ToolCall, len(resp.ToolCalls))
-		for i, tc := range resp.ToolCalls {
-			tc.Name = r.canonical(tc.Name) // the registry's name, not the provider-safe alias
-			asked[i] = tc
-		}
-		emit(Event{Type: "model_turn", Data: map[string]any{"iteration": iter, "content": resp.Content, "tool_calls": asked}})
-		if len(resp.ToolCalls) == 0 {
-			return finish(toolrouter.RunCompleted, "", "")
-		}
-		messages = append(messages, llm.Message{Role: llm.RoleAssistant, Content: resp.Content, ToolCalls: resp.ToolCalls})
-		records := r.callTools(ctx, run, p, iter, resp.ToolCalls, emit)
-		mu.Lock()
-		run.ToolCalls = append(run.ToolCalls, records...)
-		mu.Unlock()
-		// Every call id is answered, in call order, whatever happened.
-		for i, tc := range resp.ToolCalls {
-			rec := records[i]
-			res := llm.ToolResult{Success: rec.Success}
-			if rec.Success {
-				res.Output, _ = json.Marshal(rec.Output)
-			} else if rec.Error != nil {
-				res.Error = *rec.Error
-			}
-			messages = append(messages, llm.Message{Role: llm.RoleTool, ToolCallID: tc.ID, Name: tc.Name, Content: res.Text(), IsError: !rec.Success})
-		}
-		save()
-		if p.req.RepeatLimit > 0 {
-			for _, tc := range resp.ToolCalls {
-				key := callKey(tc)
-				if key == lastCall {
-					repeats++
-				} else {
-					lastCall, repeats = key, 1
-				}
-			}
-			if repeats >= p.req.RepeatLimit {
-				return finish(toolrouter.RunTerminated, toolrouter.ReasonRepeatLimit,
-					fmt.Sprintf("the model repeated the identical call %s %d times in a row", r.canonical(resp.ToolCalls[len(resp.ToolCalls)-1].Name), repeats))
-			}
-		}
-	}
-	return finish(toolrouter.RunTerminated, toolrouter.ReasonMaxIterations, "")
-}
-
-// callTools executes one turn's tool calls concurrently and returns their
-// records in call order.
-func (r *Runner) callTools(ctx context.Context, run *toolrouter.Run, p *plan, iter int, calls []llm.ToolCall, emit func(Event)) []toolrouter.ToolCallRecord {
-	records := make([]toolrouter.ToolCallRecord, len(calls))
-	limit := r.ToolConcurrency
-	if limit <= 0 {
-		limit = 16
-	}
-	sem := make(chan struct{}, limit)
-	var wg sync.WaitGroup
-	var emitMu sync.Mutex
-	meta := map[string]any{"run_id": run.RunID, "provider": run.Provider, "model": run.Model, "iteration": iter}
-	for i, tc := range calls {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			args := withActor(tc.Arguments, run.Context)
-			name := r.canonical(tc.Name)
-			emitMu.Lock()
-			emit(Event{Type: "tool_call_started", Data: map[string]any{"iteration": iter, "provider_call_id": tc.ID, "tool_name": name, "arguments": args}})
-			emitMu.Unlock()
-			start := time.Now()
-			rec := toolrouter.ToolCallRecord{ProviderCallID: tc.ID, ToolName: name, Inputs: args, Iteration: iter}
-			if p.allowed != nil && !p.allowed[name] {
-				// Only the tools offered to this run may run, whatever the
-				// model (or a prompt injection) asks for.
-				msg := fmt.Sprintf("Tool '%s' not found among the tools of this run", tc.Name)
-				cat := toolrouter.CategoryNotFound
-				rec.Error, rec.ErrorCategory = &msg, &cat
-				rec.DurationMS = max(float64(time.Since(start).Microseconds())/1000, 0.001)
-			} else if res, err := r.Router.RouteWith(ctx, run.Context.PlanID, map[string]any{"id": tc.ID, "name": tc.Name, "arguments": tc.Arguments}, meta, actorArgs(run.Context)); err != nil {
-				msg := "route failed: " + toolrouter.ErrorMessage(err)
-				cat := toolrouter.CategoryExecution
-				rec.Error, rec.ErrorCategory = &msg, &cat
-				rec.DurationMS = max(float64(time.Since(start).Microseconds())/1000, 0.001)
-				zerolog.Ctx(ctx).Error().Err(err).Str("tool", tc.Name).Msg("route tool call")
-			} else {
-				rec.ToolCallID = res.ToolCallID
-				if res.ToolName != "" {
-					rec.ToolName = res.ToolName
-				}
-				rec.Inputs = res.Arguments
-				rec.Success = res.Success
-				if len(res.Output) > 0 {
-					rec.Output = json.RawMessage(res.Output)
-				}
-				rec.Error, rec.ErrorCategory = res.Error, res.ErrorCategory
-				rec.DurationMS = res.DurationMS
-			}
-			records[i] = rec
-			emitMu.Lock()
-			emit(Event{Type: "tool_call_finished", Data: rec})
-			emitMu.Unlock()
-		}()
-	}
-	wg.Wait()
-	return records
 }
 
 // canonical is the registry name of a tool the model called under its

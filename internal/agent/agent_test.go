@@ -27,7 +27,9 @@ type fakeAdapter struct {
 
 func (f *fakeAdapter) PrepareRequest(llm.Request) (json.RawMessage, error) { return nil, nil }
 func (f *fakeAdapter) ParseResponse([]byte) (llm.Response, error)          { return llm.Response{}, nil }
-func (f *fakeAdapter) FormatToolResult(string, string, llm.ToolResult) any { return nil }
+func (f *fakeAdapter) FormatToolResult(id, name string, res llm.ToolResult) any {
+	return map[string]any{"answers": id, "name": name, "text": res.Text()}
+}
 func (f *fakeAdapter) Chat(ctx context.Context, req llm.Request) (llm.Response, error) {
 	f.mu.Lock()
 	n := len(f.reqs)
@@ -367,7 +369,7 @@ func TestEvents(t *testing.T) {
 	r, _ := newRunner(a, echoRouter(nil, nil))
 	pr, _ := r.Start(context.Background(), agent.Request{Prompt: "x"})
 	var types []string
-	r.Execute(context.Background(), pr, func(e agent.Event) { types = append(types, e.Type) })
+	r.Execute(context.Background(), pr, func(e agent.Event) { types = append(types, string(e.Type)) })
 	want := "run_started,model_turn,tool_call_started,tool_call_finished,model_turn,run_finished"
 	if strings.Join(types, ",") != want {
 		t.Errorf("events %v, want %s", types, want)
@@ -390,8 +392,8 @@ func TestOnlyOfferedToolsRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := r.Execute(context.Background(), pr, func(e agent.Event) {
-		if e.Type == "tool_call_started" {
-			started = append(started, e.Data.(map[string]any)["tool_name"].(string))
+		if e.Type == agent.EventToolCallStarted {
+			started = append(started, e.Data.(agent.ToolCallStarted).ToolName)
 		}
 	})
 	if len(seen) != 1 {
@@ -426,5 +428,37 @@ func TestValidListsEveryProblem(t *testing.T) {
 	if !errors.As(err, &e) || e.Field != "context.plan_id" ||
 		e.Message != `context.plan_id: must be a non-empty string; max_iterations: must be in 1..1000, got 0; prompt: must be a non-empty string; repeat_limit: must be >= 0 (0 turns it off), got -1; tool_choice: must be auto, required or none, got "x"` {
 		t.Errorf("Start: %v", err)
+	}
+}
+
+// TestToolResultsAreFormattedByTheAdapter: every call id is answered with
+// the adapter's FormatToolResult message, in call order, in the next model
+// request.
+func TestToolResultsAreFormattedByTheAdapter(t *testing.T) {
+	a := &fakeAdapter{chat: func(n int, req llm.Request) (llm.Response, error) {
+		if n == 0 {
+			return llm.Response{ToolCalls: []llm.ToolCall{call("c1", "test/echo", map[string]any{"msg": "hi"}), call("c2", "test/fail", nil)}}, nil
+		}
+		return llm.Response{Content: "done"}, nil
+	}}
+	r, _ := newRunner(a, echoRouter(nil, nil))
+	run(t, r, agent.Request{Prompt: "x"})
+	if len(a.reqs) != 2 {
+		t.Fatalf("%d model calls", len(a.reqs))
+	}
+	msgs := a.reqs[1].Messages
+	if len(msgs) != 4 {
+		t.Fatalf("messages %+v", msgs)
+	}
+	for i, want := range []map[string]any{
+		{"answers": "c1", "name": "test/echo", "text": `{"msg":"hi"}`},
+		{"answers": "c2", "name": "test/fail", "text": "error: RuntimeError: boom"},
+	} {
+		m := msgs[2+i]
+		got, _ := json.Marshal(m.Formatted)
+		w, _ := json.Marshal(want)
+		if m.Role != llm.RoleTool || string(got) != string(w) {
+			t.Errorf("message %d: %s %s, want %s", 2+i, m.Role, got, w)
+		}
 	}
 }

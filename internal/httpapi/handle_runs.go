@@ -41,7 +41,7 @@ func handleStartRun(runs Runs) http.HandlerFunc {
 			encode(w, r, http.StatusAccepted, &accepted)
 		case wantsEventStream(r):
 			s := startSSE(w, r)
-			runs.Execute(r.Context(), pr, func(e agent.Event) { s.send(e.Type, e.Data) })
+			runs.Execute(r.Context(), pr, func(e agent.Event) { s.send(string(e.Type), e.Data) })
 			s.close()
 		default:
 			// A client that hangs up cancels the run: r.Context() ends.

@@ -36,7 +36,7 @@ type ToolCall struct {
 
 // Message is one neutral conversation message. An assistant message may
 // carry ToolCalls; a tool message answers one call (ToolCallID, Name) with
-// Content, and IsError when the call failed.
+// Content, and IsError when the call failed, or with Formatted.
 type Message struct {
 	Role       Role       `json:"role"`
 	Content    string     `json:"content"`
@@ -44,6 +44,10 @@ type Message struct {
 	ToolCallID string     `json:"tool_call_id,omitempty"`
 	Name       string     `json:"name,omitempty"`
 	IsError    bool       `json:"is_error,omitempty"`
+	// Formatted is a tool message as its provider takes it
+	// (Adapter.FormatToolResult); PrepareRequest sends it as is rather than
+	// build one from Content.
+	Formatted any `json:"-"`
 }
 
 // Tool is a tool offered to the model, under its provider-safe name.
@@ -91,6 +95,14 @@ type Adapter interface {
 	// provider errors are returned as *ProviderError with the provider's
 	// message.
 	Chat(ctx context.Context, req Request) (Response, error)
+}
+
+// Formatted is a tool message's Formatted form when it has one, else built.
+func Formatted(m Message, built any) any {
+	if m.Formatted != nil {
+		return m.Formatted
+	}
+	return built
 }
 
 // ToolResult is what a tool call produced, as fed back to the model.

@@ -163,7 +163,7 @@ func (a *Adapter) PrepareRequest(req llm.Request) (json.RawMessage, error) {
 				return nil, fmt.Errorf("%s: message %d: tool result for %q answers no tool_use of the preceding assistant turn", Provider, i, m.ToolCallID)
 			}
 			pending = append(pending[:j], pending[j+1:]...)
-			block := toolResultBlock(m.ToolCallID, m.Content, m.IsError)
+			block := llm.Formatted(m, toolResultBlock(m.ToolCallID, m.Content, m.IsError))
 			if !answering {
 				// The results open a new user message right after the
 				// assistant turn (never merged into an earlier user turn).

@@ -103,7 +103,7 @@ func (a *Adapter) PrepareRequest(req llm.Request) (json.RawMessage, error) {
 			if name == "" {
 				name = names[m.ToolCallID]
 			}
-			out.Messages = append(out.Messages, toolMessage(name, m.Content))
+			out.Messages = append(out.Messages, llm.Formatted(m, toolMessage(name, m.Content)))
 		default:
 			return nil, fmt.Errorf("%s: message %d: unknown role %q", Provider, i, m.Role)
 		}

@@ -154,7 +154,7 @@ func (a *Adapter) PrepareRequest(req llm.Request) (json.RawMessage, error) {
 				return nil, fmt.Errorf("%s: message %d: tool result for %q answers no pending tool call of the preceding assistant turn", Provider, i, m.ToolCallID)
 			}
 			pending = append(pending[:j], pending[j+1:]...)
-			out.Messages = append(out.Messages, toolMessage(m.ToolCallID, m.Content))
+			out.Messages = append(out.Messages, llm.Formatted(m, toolMessage(m.ToolCallID, m.Content)))
 		default:
 			return nil, fmt.Errorf("%s: message %d: unknown role %q", Provider, i, m.Role)
 		}

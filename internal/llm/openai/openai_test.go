@@ -555,3 +555,22 @@ func TestChatServerErrorsExhaustRetries(t *testing.T) {
 		t.Fatalf("key in error: %v", err)
 	}
 }
+
+// TestPrepareRequestSendsFormattedToolResult: a tool message the loop
+// formatted with FormatToolResult is sent as it is.
+func TestPrepareRequestSendsFormattedToolResult(t *testing.T) {
+	a := openai.New(llm.Config{})
+	res := llm.ToolResult{Success: true, Output: json.RawMessage(`{"pong":true}`)}
+	body, err := a.PrepareRequest(llm.Request{Model: "m", Messages: []llm.Message{
+		{Role: llm.RoleUser, Content: "hi"},
+		{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{{ID: "c1", Name: "ping"}}},
+		{Role: llm.RoleTool, ToolCallID: "c1", Formatted: a.FormatToolResult("c1", "ping", res)},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	jsonEqual(t, body, `{"model":"m","messages":[
+		{"role":"user","content":"hi"},
+		{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"ping","arguments":"{}"}}]},
+		{"role":"tool","tool_call_id":"c1","content":"{\"pong\":true}"}]}`)
+}

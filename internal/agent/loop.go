@@ -1,0 +1,289 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/toolrouterd/toolrouterd/internal/llm"
+	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
+)
+
+// Event is one step of a run, streamed to SSE clients as an event named
+// Type whose data is Data (README, "/runs"; api/openapi.yaml, POST /runs).
+type Event struct {
+	Type EventType
+	// Data is *toolrouter.Run (run_started, run_finished), ModelTurn,
+	// ToolCallStarted or toolrouter.ToolCallRecord (tool_call_finished).
+	Data any
+}
+
+// EventType names an Event.
+type EventType string
+
+// The events of a run, in the order they come.
+const (
+	EventRunStarted       EventType = "run_started"
+	EventModelTurn        EventType = "model_turn"
+	EventToolCallStarted  EventType = "tool_call_started"
+	EventToolCallFinished EventType = "tool_call_finished"
+	EventRunFinished      EventType = "run_finished"
+)
+
+// ModelTurn is the data of a model_turn event: what the model answered,
+// its tool calls under their canonical names.
+type ModelTurn struct {
+	Iteration int            `json:"iteration"`
+	Content   string         `json:"content"`
+	ToolCalls []llm.ToolCall `json:"tool_calls"`
+}
+
+// ToolCallStarted is the data of a tool_call_started event: the arguments
+// as the tool gets them (the model's plus the actor context's).
+type ToolCallStarted struct {
+	Iteration      int            `json:"iteration"`
+	ProviderCallID string         `json:"provider_call_id"`
+	ToolName       string         `json:"tool_name"`
+	Arguments      map[string]any `json:"arguments"`
+}
+
+// execution is one run being executed: the loop's state between its steps.
+type execution struct {
+	r        *Runner
+	run      *toolrouter.Run
+	p        *plan
+	log      zerolog.Logger
+	mu       sync.Mutex // guards run against the heartbeat
+	emitMu   sync.Mutex // events of concurrent tool calls come one at a time
+	emitTo   func(Event)
+	messages []llm.Message
+	lastCall string // the last tool call and how often in a row it came (repeat_limit)
+	repeats  int
+}
+
+// outcome is how a run ends: its status, the limit that stopped it, its
+// error.
+type outcome struct {
+	status toolrouter.RunStatus
+	reason string
+	err    string
+}
+
+// Execute runs the loop to its end and stores every step. emit (may be
+// nil) receives the run's events in order. Cancelling ctx ends the run as
+// failed ("run cancelled"), with every record kept.
+func (r *Runner) Execute(ctx context.Context, pr *Pending, emit func(Event)) *toolrouter.Run {
+	x := &execution{r: r, run: pr.Run, p: pr.plan, emitTo: emit,
+		log: zerolog.Ctx(ctx).With().Str("run_id", pr.Run.RunID).Str("plan_id", pr.Run.Context.PlanID).Logger()}
+	x.emit(EventRunStarted, x.run)
+	stopBeat := r.heartbeat(ctx, x.run, &x.mu, x.log)
+	defer stopBeat()
+
+	if x.p.req.System != "" {
+		x.messages = append(x.messages, llm.Message{Role: llm.RoleSystem, Content: x.p.req.System})
+	}
+	x.messages = append(x.messages, llm.Message{Role: llm.RoleUser, Content: x.p.req.Prompt})
+	for iter := 1; iter <= x.p.maxIter; iter++ {
+		if end := x.turn(ctx, iter); end != nil {
+			return x.finish(ctx, *end)
+		}
+	}
+	return x.finish(ctx, outcome{status: toolrouter.RunTerminated, reason: toolrouter.ReasonMaxIterations})
+}
+
+// turn is one iteration: ask the model, run the tools it asked for, answer
+// every call. It returns how the run ends, or nil to go on.
+func (x *execution) turn(ctx context.Context, iter int) *outcome {
+	if ctx.Err() != nil {
+		return cancelled(ctx)
+	}
+	resp, err := x.ask(ctx, iter)
+	if err != nil {
+		if ctx.Err() != nil {
+			return cancelled(ctx)
+		}
+		var pe *llm.ProviderError
+		if !errors.As(err, &pe) {
+			x.log.Warn().Err(err).Msg("model call failed")
+		}
+		return &outcome{status: toolrouter.RunFailed, err: err.Error()}
+	}
+	if len(resp.ToolCalls) == 0 {
+		return &outcome{status: toolrouter.RunCompleted}
+	}
+	x.messages = append(x.messages, llm.Message{Role: llm.RoleAssistant, Content: resp.Content, ToolCalls: resp.ToolCalls})
+	records := x.callTools(ctx, iter, resp.ToolCalls)
+	x.answer(resp.ToolCalls, records)
+	x.save(ctx)
+	return x.checkRepeats(resp.ToolCalls)
+}
+
+func cancelled(ctx context.Context) *outcome {
+	return &outcome{status: toolrouter.RunFailed, err: "run cancelled: " + context.Cause(ctx).Error()}
+}
+
+// ask sends the conversation to the model and records its answer.
+func (x *execution) ask(ctx context.Context, iter int) (llm.Response, error) {
+	resp, err := x.p.adapter.Chat(ctx, llm.Request{Model: x.p.model, Messages: x.messages, Tools: x.p.tools, ToolChoice: x.p.req.ToolChoice})
+	x.mu.Lock()
+	x.run.Iterations = iter
+	if err == nil {
+		addUsage(x.run, resp.Usage)
+		x.run.Content = resp.Content
+	}
+	x.mu.Unlock()
+	if err != nil {
+		return resp, err
+	}
+	asked := make([]llm.ToolCall, len(resp.ToolCalls))
+	for i, tc := range resp.ToolCalls {
+		tc.Name = x.r.canonical(tc.Name) // the registry's name, not the provider-safe alias
+		asked[i] = tc
+	}
+	x.emit(EventModelTurn, ModelTurn{Iteration: iter, Content: resp.Content, ToolCalls: asked})
+	return resp, nil
+}
+
+// answer records a turn's tool calls and answers every call id, in call
+// order, whatever happened, with the message the provider expects
+// (Adapter.FormatToolResult).
+func (x *execution) answer(calls []llm.ToolCall, records []toolrouter.ToolCallRecord) {
+	x.mu.Lock()
+	x.run.ToolCalls = append(x.run.ToolCalls, records...)
+	x.mu.Unlock()
+	for i, tc := range calls {
+		rec := records[i]
+		res := llm.ToolResult{Success: rec.Success}
+		if rec.Success {
+			res.Output, _ = json.Marshal(rec.Output)
+		} else if rec.Error != nil {
+			res.Error = *rec.Error
+		}
+		x.messages = append(x.messages, llm.Message{Role: llm.RoleTool, ToolCallID: tc.ID, Name: tc.Name,
+			Content: res.Text(), IsError: !rec.Success, Formatted: x.p.adapter.FormatToolResult(tc.ID, tc.Name, res)})
+	}
+}
+
+// checkRepeats ends the run when the model made the identical call
+// repeat_limit times in a row.
+func (x *execution) checkRepeats(calls []llm.ToolCall) *outcome {
+	limit := x.p.req.RepeatLimit
+	if limit <= 0 {
+		return nil
+	}
+	for _, tc := range calls {
+		if key := callKey(tc); key == x.lastCall {
+			x.repeats++
+		} else {
+			x.lastCall, x.repeats = key, 1
+		}
+	}
+	if x.repeats < limit {
+		return nil
+	}
+	return &outcome{status: toolrouter.RunTerminated, reason: toolrouter.ReasonRepeatLimit,
+		err: fmt.Sprintf("the model repeated the identical call %s %d times in a row", x.r.canonical(calls[len(calls)-1].Name), x.repeats)}
+}
+
+// save stores the run; storing outlives a cancelled request.
+func (x *execution) save(ctx context.Context) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.run.HeartbeatAt = x.r.now()
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if err := x.r.Runs.SaveRun(sctx, x.run); err != nil {
+		x.log.Error().Err(err).Msg("save run")
+	}
+}
+
+// finish ends the run with o, stores it and says so.
+func (x *execution) finish(ctx context.Context, o outcome) *toolrouter.Run {
+	x.mu.Lock()
+	x.run.Status = o.status
+	if o.reason != "" {
+		x.run.TerminatedReason = &o.reason
+		x.run.TerminatedByLimit = true
+	}
+	if o.err != "" {
+		x.run.Error = &o.err
+	}
+	t := x.r.now()
+	x.run.FinishedAt = &t
+	x.mu.Unlock()
+	x.save(ctx)
+	x.emit(EventRunFinished, x.run)
+	x.log.Info().Str("status", string(o.status)).Int("iterations", x.run.Iterations).Int("tool_calls", len(x.run.ToolCalls)).Msg("run finished")
+	return x.run
+}
+
+func (x *execution) emit(t EventType, data any) {
+	if x.emitTo == nil {
+		return
+	}
+	x.emitMu.Lock()
+	defer x.emitMu.Unlock()
+	x.emitTo(Event{Type: t, Data: data})
+}
+
+// callTools executes one turn's tool calls concurrently (bounded by
+// ToolConcurrency) and returns their records in call order.
+func (x *execution) callTools(ctx context.Context, iter int, calls []llm.ToolCall) []toolrouter.ToolCallRecord {
+	records := make([]toolrouter.ToolCallRecord, len(calls))
+	limit := x.r.ToolConcurrency
+	if limit <= 0 {
+		limit = 16
+	}
+	meta := map[string]any{"run_id": x.run.RunID, "provider": x.run.Provider, "model": x.run.Model, "iteration": iter}
+	var g errgroup.Group
+	g.SetLimit(limit)
+	for i, tc := range calls {
+		g.Go(func() error {
+			records[i] = x.callTool(ctx, iter, tc, meta)
+			return nil
+		})
+	}
+	_ = g.Wait()
+	return records
+}
+
+// callTool executes one tool call through the router and records it.
+func (x *execution) callTool(ctx context.Context, iter int, tc llm.ToolCall, meta map[string]any) toolrouter.ToolCallRecord {
+	args := withActor(tc.Arguments, x.run.Context)
+	name := x.r.canonical(tc.Name)
+	x.emit(EventToolCallStarted, ToolCallStarted{Iteration: iter, ProviderCallID: tc.ID, ToolName: name, Arguments: args})
+	start := time.Now()
+	rec := toolrouter.ToolCallRecord{ProviderCallID: tc.ID, ToolName: name, Inputs: args, Iteration: iter}
+	failed := func(msg string, cat toolrouter.ErrorCategory) {
+		rec.Error, rec.ErrorCategory = &msg, &cat
+		rec.DurationMS = max(float64(time.Since(start).Microseconds())/1000, 0.001)
+	}
+	if x.p.allowed != nil && !x.p.allowed[name] {
+		// Only the tools offered to this run may run, whatever the model
+		// (or a prompt injection) asks for.
+		failed(fmt.Sprintf("Tool '%s' not found among the tools of this run", tc.Name), toolrouter.CategoryNotFound)
+	} else if res, err := x.r.Router.RouteWith(ctx, x.run.Context.PlanID, map[string]any{"id": tc.ID, "name": tc.Name, "arguments": tc.Arguments}, meta, actorArgs(x.run.Context)); err != nil {
+		failed("route failed: "+toolrouter.ErrorMessage(err), toolrouter.CategoryExecution)
+		x.log.Error().Err(err).Str("tool", tc.Name).Msg("route tool call")
+	} else {
+		rec.ToolCallID = res.ToolCallID
+		if res.ToolName != "" {
+			rec.ToolName = res.ToolName
+		}
+		rec.Inputs = res.Arguments
+		rec.Success = res.Success
+		if len(res.Output) > 0 {
+			rec.Output = json.RawMessage(res.Output)
+		}
+		rec.Error, rec.ErrorCategory = res.Error, res.ErrorCategory
+		rec.DurationMS = res.DurationMS
+	}
+	x.emit(EventToolCallFinished, rec)
+	return rec
+}
