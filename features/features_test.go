@@ -22,15 +22,11 @@ import (
 	"github.com/cucumber/godog"
 	"github.com/rs/zerolog"
 
-	"github.com/toolrouterd/toolrouterd/api"
+	"github.com/toolrouterd/toolrouterd/internal/config"
 	"github.com/toolrouterd/toolrouterd/internal/exampletools"
 	"github.com/toolrouterd/toolrouterd/internal/format"
-	"github.com/toolrouterd/toolrouterd/internal/httpapi"
-	"github.com/toolrouterd/toolrouterd/internal/metrics"
 	"github.com/toolrouterd/toolrouterd/internal/registry"
-	"github.com/toolrouterd/toolrouterd/internal/remote"
-	"github.com/toolrouterd/toolrouterd/internal/router"
-	"github.com/toolrouterd/toolrouterd/internal/store"
+	"github.com/toolrouterd/toolrouterd/internal/service"
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
 
@@ -98,7 +94,7 @@ type state struct {
 	roles   map[string]string // "error", "fail", "validation" → tool name
 	toolSrv *httptest.Server
 	apiSrv  *httptest.Server
-	exec    *remote.Client
+	svc     *service.Service
 	client  *http.Client
 	planID  string
 	planSet bool
@@ -128,8 +124,8 @@ func (s *state) close() {
 	if s.toolSrv != nil {
 		s.toolSrv.Close()
 	}
-	if s.exec != nil {
-		s.exec.CloseIdle()
+	if s.svc != nil {
+		s.svc.Close()
 	}
 	if s.client != nil {
 		s.client.CloseIdleConnections()
@@ -207,33 +203,30 @@ func (s *state) service() error {
 			return fmt.Errorf("registry tool %q: want name %q kind %q, got name %q kind %q", e.name, e.name, e.kind, t.Name, t.Kind)
 		}
 	}
-	holder := registry.NewHolder("", func(string) string { return "" }, reg)
-
-	st := store.NewMemory()
-	m := metrics.New()
-	s.exec = remote.New(remote.Options{})
-	rt := &router.Router{
-		Tools:            func() router.Tools { return holder.Current() },
-		Exec:             s.exec,
-		Seq:              st,
-		Observer:         m,
-		BatchConcurrency: 16,
-	}
-	handler, err := httpapi.NewServer(httpapi.Deps{
-		Logger:       zerolog.Nop(),
-		Router:       rt,
-		Tools:        func() httpapi.Tools { return holder.Current() },
-		Store:        st,
-		Metrics:      m,
-		MaxBodyBytes: 4 << 20,
-		Spec:         api.Spec,
-	})
+	svc, err := startService(reg, func(string) string { return "" }, "features-router")
 	if err != nil {
-		return fmt.Errorf("httpapi.NewServer: %w", err)
+		return err
 	}
+	s.svc = svc
+	handler := svc.Handler
 	s.apiSrv = httptest.NewServer(handler)
 	s.client = &http.Client{Timeout: 30 * time.Second}
 	return nil
+}
+
+// startService wires toolrouterd as cmd/toolrouterd does (internal/service),
+// with a memory store and the scenario's registry.
+func startService(reg *registry.Registry, getenv func(string) string, owner string) (*service.Service, error) {
+	cfg, err := config.LoadFrom(func(k string) (string, bool) {
+		if k == "TOOLROUTER_STORE" {
+			return "memory://", true
+		}
+		return "", false
+	})
+	if err != nil {
+		return nil, err
+	}
+	return service.New(context.Background(), service.Options{Config: cfg, Registry: reg, Getenv: getenv, Logger: zerolog.Nop(), Owner: owner})
 }
 
 // ---------------------------------------------------------------------------

@@ -28,22 +28,12 @@ import (
 	"time"
 
 	"github.com/cucumber/godog"
-	"github.com/rs/zerolog"
 
-	"github.com/toolrouterd/toolrouterd/api"
 	"github.com/toolrouterd/toolrouterd/internal/agent"
 	"github.com/toolrouterd/toolrouterd/internal/exampletools"
-	"github.com/toolrouterd/toolrouterd/internal/httpapi"
-	"github.com/toolrouterd/toolrouterd/internal/llm"
-	"github.com/toolrouterd/toolrouterd/internal/llm/anthropic"
 	"github.com/toolrouterd/toolrouterd/internal/llm/llmtest"
-	"github.com/toolrouterd/toolrouterd/internal/llm/ollama"
-	"github.com/toolrouterd/toolrouterd/internal/llm/openai"
-	"github.com/toolrouterd/toolrouterd/internal/metrics"
 	"github.com/toolrouterd/toolrouterd/internal/registry"
-	"github.com/toolrouterd/toolrouterd/internal/remote"
-	"github.com/toolrouterd/toolrouterd/internal/router"
-	"github.com/toolrouterd/toolrouterd/internal/store"
+	"github.com/toolrouterd/toolrouterd/internal/service"
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
 
@@ -139,11 +129,10 @@ type rtEnv struct {
 	capMu    sync.Mutex
 	captures []capture
 
-	runner   *agent.Runner
-	exec     *remote.Client
-	llmTrans *http.Transport
-	api      *httptest.Server
-	client   *http.Client
+	runner *agent.Runner
+	svc    *service.Service
+	api    *httptest.Server
+	client *http.Client
 }
 
 func newRTEnv(p llmtest.Provider) *rtEnv { return &rtEnv{provider: p} }
@@ -264,41 +253,8 @@ func fakeGetenv(name string) string {
 	return ""
 }
 
-// adapters is cmd/toolrouterd's factory of provider adapters (package main,
-// so re-created here): one shared HTTP client, the key read from the
-// variable the provider names.
-func (e *rtEnv) adapters(getenv func(string) string) func(p registry.Provider) (llm.Adapter, error) {
-	e.llmTrans = &http.Transport{
-		Proxy:               http.ProxyFromEnvironment,
-		MaxIdleConns:        256,
-		MaxIdleConnsPerHost: 64,
-		IdleConnTimeout:     90 * time.Second,
-		TLSHandshakeTimeout: 10 * time.Second,
-		ForceAttemptHTTP2:   true,
-	}
-	client := &http.Client{Transport: e.llmTrans}
-	return func(p registry.Provider) (llm.Adapter, error) {
-		cfg := llm.Config{BaseURL: p.BaseURL, HTTPClient: client}
-		if p.APIKeyEnv != "" {
-			cfg.APIKey = getenv(p.APIKeyEnv)
-		}
-		switch p.Kind {
-		case "openai":
-			return openai.New(cfg), nil
-		case "anthropic":
-			if cfg.APIKey == "" && p.APIKeyEnv != "" {
-				return nil, fmt.Errorf("variable %s (api_key_env) is not set", p.APIKeyEnv)
-			}
-			return anthropic.New(cfg), nil
-		case "ollama":
-			return ollama.New(cfg), nil
-		}
-		return nil, fmt.Errorf("unsupported provider kind %q", p.Kind)
-	}
-}
-
-// start starts toolrouterd (once), wired like cmd/toolrouterd/serve.go with
-// a memory store. Without a registry step the registry has the echo tool.
+// start starts toolrouterd (once), wired like cmd/toolrouterd (internal/service)
+// with a memory store. Without a registry step the registry has the echo tool.
 func (e *rtEnv) start() error {
 	if e.api != nil {
 		return nil
@@ -323,41 +279,12 @@ func (e *rtEnv) start() error {
 	if p, ok := reg.Provider(fakeProviderName); !ok || p.BaseURL != fake.URL || p.Kind != string(e.provider) {
 		return fmt.Errorf("registry provider %q: want kind %s base_url %s, got %+v (found %v)", fakeProviderName, e.provider, fake.URL, p, ok)
 	}
-	holder := registry.NewHolder("", fakeGetenv, reg)
-
-	st := store.NewMemory()
-	m := metrics.New()
-	e.exec = remote.New(remote.Options{})
-	rt := &router.Router{
-		Tools:            func() router.Tools { return holder.Current() },
-		Exec:             e.exec,
-		Seq:              st,
-		Results:          st,
-		Observer:         m,
-		BatchConcurrency: 16,
-	}
-	e.runner = &agent.Runner{
-		Router:   rt,
-		Registry: func() agent.Registry { return holder.Current() },
-		Adapter:  e.adapters(fakeGetenv),
-		Runs:     st,
-		Owner:    "features-runtime",
-	}
-	handler, err := httpapi.NewServer(httpapi.Deps{
-		Logger:       zerolog.Nop(),
-		Router:       rt,
-		Tools:        func() httpapi.Tools { return holder.Current() },
-		Store:        st,
-		Metrics:      m,
-		Runs:         e.runner,
-		Keys:         st,
-		KeyTTL:       time.Hour,
-		MaxBodyBytes: 4 << 20,
-		Spec:         api.Spec,
-	})
+	svc, err := startService(reg, fakeGetenv, "features-runtime")
 	if err != nil {
-		return fmt.Errorf("httpapi.NewServer: %w", err)
+		return err
 	}
+	e.svc, e.runner = svc, svc.Runner
+	handler := svc.Handler
 	e.api = httptest.NewServer(handler)
 	e.client = &http.Client{Timeout: 60 * time.Second}
 	r, _, err := e.do(http.MethodGet, "/readyz", nil, nil)
@@ -385,11 +312,8 @@ func (e *rtEnv) close() {
 	if e.toolSrv != nil {
 		e.toolSrv.Close()
 	}
-	if e.exec != nil {
-		e.exec.CloseIdle()
-	}
-	if e.llmTrans != nil {
-		e.llmTrans.CloseIdleConnections()
+	if e.svc != nil {
+		e.svc.Close()
 	}
 	if e.fake != nil {
 		_ = e.fake.Close()

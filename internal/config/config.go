@@ -2,10 +2,13 @@
 package config
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"net"
 	"net/url"
+	"os"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -37,20 +40,70 @@ type Config struct {
 	RunHeartbeat time.Duration `split_words:"true" default:"5s"`
 }
 
-// Load reads and validates the configuration. Its error is one line naming
-// the variable at fault. A variable that is set but empty counts as set
-// (envconfig's rule): it is an error for every variable with a default, and
-// means "none" for TOOLROUTER_REGISTRY and TOOLROUTER_API_KEYS.
-func Load() (Config, error) {
+// Load reads and validates the configuration from the process
+// environment: LoadFrom(os.LookupEnv).
+func Load() (Config, error) { return LoadFrom(os.LookupEnv) }
+
+// LoadFrom reads and validates the configuration from lookup, which
+// reports a variable's value and whether it is set (os.LookupEnv, or a map
+// in tests). Its error is one line naming the variable at fault. A variable
+// that is set but empty counts as set (envconfig's rule): it is an error for
+// every variable with a default, and means "none" for TOOLROUTER_REGISTRY
+// and TOOLROUTER_API_KEYS. Variable names are envconfig's (prefix
+// TOOLROUTER_, split_words), which reads only the process environment, so
+// the values are parsed here.
+func LoadFrom(lookup func(string) (string, bool)) (Config, error) {
 	var c Config
-	if err := envconfig.Process(Prefix, &c); err != nil {
-		var pe *envconfig.ParseError
-		if errors.As(err, &pe) {
-			return c, fmt.Errorf("%s: %q is not a valid %s", pe.KeyName, pe.Value, typeWord(pe.TypeName))
-		}
+	var names bytes.Buffer
+	if err := envconfig.Usagef(Prefix, &c, &names, "{{range .}}{{.Name}} {{.Key}}\n{{end}}"); err != nil {
 		return c, err
 	}
+	v := reflect.ValueOf(&c).Elem()
+	for _, line := range strings.Split(strings.TrimSpace(names.String()), "\n") {
+		name, key, _ := strings.Cut(line, " ")
+		sf, _ := v.Type().FieldByName(name)
+		value, ok := lookup(key)
+		if !ok {
+			if value, ok = sf.Tag.Lookup("default"); !ok {
+				continue
+			}
+		}
+		if err := setField(v.FieldByName(name), value); err != nil {
+			return c, fmt.Errorf("%s: %q is not a valid %s", key, value, typeWord(sf.Type.String()))
+		}
+	}
 	return c, c.Validate()
+}
+
+// setField parses value into f as envconfig does: integers in any base
+// strconv.ParseInt takes, durations as time.ParseDuration, lists split on
+// commas (blank: an empty list).
+func setField(f reflect.Value, value string) error {
+	switch f.Interface().(type) {
+	case string:
+		f.SetString(value)
+	case time.Duration:
+		d, err := time.ParseDuration(value)
+		if err != nil {
+			return err
+		}
+		f.SetInt(int64(d))
+	case int, int64:
+		n, err := strconv.ParseInt(value, 0, f.Type().Bits())
+		if err != nil {
+			return err
+		}
+		f.SetInt(n)
+	case []string:
+		list := []string{}
+		if strings.TrimSpace(value) != "" {
+			list = strings.Split(value, ",")
+		}
+		f.Set(reflect.ValueOf(list))
+	default:
+		return fmt.Errorf("unsupported type %s", f.Type())
+	}
+	return nil
 }
 
 func typeWord(t string) string {

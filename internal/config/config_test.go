@@ -197,3 +197,23 @@ func TestStorePasswordIsNotPrinted(t *testing.T) {
 		}
 	}
 }
+
+// TestLoadFromReadsOnlyItsLookup: LoadFrom takes its variables from the
+// lookup it is given, not from the process environment, with the same
+// rules (set but empty counts as set).
+func TestLoadFromReadsOnlyItsLookup(t *testing.T) {
+	clearEnv(t, "TOOLROUTER_ADDR", "not an address", "TOOLROUTER_LOG_LEVEL", "loud")
+	env := map[string]string{"TOOLROUTER_ADDR": "127.0.0.1:0", "TOOLROUTER_STORE": "memory://", "TOOLROUTER_API_KEYS": "k1,k2", "TOOLROUTER_BATCH_CONCURRENCY": "0x10"}
+	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+	c, err := config.LoadFrom(lookup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Addr != "127.0.0.1:0" || c.Store != "memory://" || c.LogLevel != "info" || len(c.APIKeys) != 2 || c.BatchConcurrency != 16 || c.ShutdownTimeout != 30*time.Second {
+		t.Errorf("config %+v", c)
+	}
+	env["TOOLROUTER_SHUTDOWN_TIMEOUT"] = ""
+	if _, err := config.LoadFrom(lookup); err == nil || !strings.HasPrefix(err.Error(), "TOOLROUTER_SHUTDOWN_TIMEOUT: ") {
+		t.Errorf("set but empty: %v", err)
+	}
+}

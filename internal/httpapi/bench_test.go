@@ -84,7 +84,7 @@ func newBenchHandler(b *testing.B) http.Handler {
 		Logger:       log,
 		Router:       rt,
 		Tools:        func() httpapi.Tools { return holder.Current() },
-		Store:        st,
+		Readiness:    st,
 		Metrics:      m,
 		MaxBodyBytes: 4 << 20,
 		Spec:         api.Spec,

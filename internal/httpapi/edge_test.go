@@ -154,7 +154,7 @@ func newServer(t testing.TB, edit ...func(*httpapi.Deps)) *server {
 		Logger:       zerolog.New(s.log),
 		Router:       s.router,
 		Tools:        func() httpapi.Tools { return holder.Current() },
-		Store:        st,
+		Readiness:    st,
 		Metrics:      m,
 		Runs:         s.runs,
 		Keys:         st,
@@ -796,4 +796,25 @@ func grep(s, substr string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// TestNewServerRefusesMissingDependencies: a dependency left out is an
+// error naming it at construction, not a panic on the first request.
+func TestNewServerRefusesMissingDependencies(t *testing.T) {
+	for name, clear := range map[string]func(*httpapi.Deps){
+		"Router":    func(d *httpapi.Deps) { d.Router = nil },
+		"Tools":     func(d *httpapi.Deps) { d.Tools = nil },
+		"Readiness": func(d *httpapi.Deps) { d.Readiness = nil },
+		"Metrics":   func(d *httpapi.Deps) { d.Metrics = nil },
+		"Runs":      func(d *httpapi.Deps) { d.Runs = nil },
+		"Keys":      func(d *httpapi.Deps) { d.Keys = nil },
+		"Spec":      func(d *httpapi.Deps) { d.Spec = nil },
+	} {
+		var deps httpapi.Deps
+		newServer(t, func(d *httpapi.Deps) { deps = *d })
+		clear(&deps)
+		if _, err := httpapi.NewServer(deps); err == nil || !strings.Contains(err.Error(), "Deps."+name+" is required") {
+			t.Errorf("without %s: %v", name, err)
+		}
+	}
 }

@@ -23,7 +23,7 @@ func routes(d Deps, doc *openapi3.T) (http.Handler, error) {
 
 	// Unauthenticated operations endpoints.
 	r.Get("/healthz", handleHealthz())
-	r.Get("/readyz", handleReadyz(d.Store))
+	r.Get("/readyz", handleReadyz(d.Readiness))
 	r.Method(http.MethodGet, "/metrics", d.Metrics.Handler())
 	r.Get("/openapi.yaml", handleSpec(d.Spec))
 

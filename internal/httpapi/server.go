@@ -43,7 +43,7 @@ type Deps struct {
 	Logger       zerolog.Logger
 	Router       Router
 	Tools        func() Tools
-	Store        Pinger
+	Readiness    Pinger // the store, which GET /readyz asks
 	Metrics      Metrics
 	Runs         Runs
 	Keys         Keys          // Idempotency-Key storage
@@ -57,8 +57,21 @@ type Deps struct {
 	MCP             http.Handler // the /mcp MCP server (mcpserver.Handler); nil leaves /mcp unmounted
 }
 
-// NewServer returns the service's HTTP handler.
+// NewServer returns the service's HTTP handler. Every dependency but MCP
+// is required: a missing one is an error naming it, not a panic on the
+// first request that needs it.
 func NewServer(d Deps) (http.Handler, error) {
+	for _, dep := range []struct {
+		name    string
+		missing bool
+	}{
+		{"Router", d.Router == nil}, {"Tools", d.Tools == nil}, {"Readiness", d.Readiness == nil},
+		{"Metrics", d.Metrics == nil}, {"Runs", d.Runs == nil}, {"Keys", d.Keys == nil}, {"Spec", len(d.Spec) == 0},
+	} {
+		if dep.missing {
+			return nil, fmt.Errorf("httpapi.NewServer: Deps.%s is required", dep.name)
+		}
+	}
 	doc, err := loadSpec(d.Spec)
 	if err != nil {
 		return nil, fmt.Errorf("load OpenAPI spec: %w", err)

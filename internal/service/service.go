@@ -1,0 +1,202 @@
+// Package service wires toolrouterd's parts once: store → registry →
+// router, agent and MCP → httpapi. cmd/toolrouterd serves it; the godog
+// features start it in-process.
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/toolrouterd/toolrouterd/api"
+	"github.com/toolrouterd/toolrouterd/internal/agent"
+	"github.com/toolrouterd/toolrouterd/internal/config"
+	"github.com/toolrouterd/toolrouterd/internal/httpapi"
+	"github.com/toolrouterd/toolrouterd/internal/mcpclient"
+	"github.com/toolrouterd/toolrouterd/internal/mcpserver"
+	"github.com/toolrouterd/toolrouterd/internal/metrics"
+	"github.com/toolrouterd/toolrouterd/internal/registry"
+	"github.com/toolrouterd/toolrouterd/internal/remote"
+	"github.com/toolrouterd/toolrouterd/internal/router"
+	"github.com/toolrouterd/toolrouterd/internal/store"
+)
+
+// Options are what a Service is built from.
+type Options struct {
+	Config config.Config
+	// Registry is the registry in force at start (nil: no tools); Reload
+	// reads Config.Registry again.
+	Registry *registry.Registry
+	// Getenv expands ${VAR} in the registry and reads the LLM providers'
+	// keys.
+	Getenv func(string) string
+	Logger zerolog.Logger
+	// Owner names this replica in the runs it owns.
+	Owner string
+}
+
+// Service is a wired toolrouterd: its HTTP handler and the parts that
+// serving, reloading and shutting down need.
+type Service struct {
+	Handler http.Handler
+	Store   store.Store
+	Runner  *agent.Runner
+	// MCP is the /mcp endpoint; Close ends its sessions' open streams.
+	MCP *mcpserver.Handler
+
+	cfg      config.Config
+	log      zerolog.Logger
+	holder   *registry.Holder
+	metrics  *metrics.Metrics
+	exec     *remote.Client
+	mcp      *mcpclient.Manager
+	adapters *Adapters
+}
+
+// New opens the store and wires the service. Its error names the variable
+// at fault when one is. ctx bounds the first connection to MCP servers.
+func New(ctx context.Context, o Options) (*Service, error) {
+	if o.Getenv == nil {
+		return nil, errors.New("service: Options.Getenv is nil")
+	}
+	st, err := store.Open(ctx, o.Config.Store)
+	if err != nil {
+		return nil, fmt.Errorf("TOOLROUTER_STORE: cannot open the %s store: %w", StoreKind(o.Config.Store), err)
+	}
+	reg := o.Registry
+	if reg == nil {
+		reg = registry.Empty()
+	}
+	s := &Service{
+		Store:    st,
+		cfg:      o.Config,
+		log:      o.Logger,
+		holder:   registry.NewHolder(o.Config.Registry, o.Getenv, reg),
+		metrics:  metrics.New(),
+		exec:     remote.New(remote.Options{}),
+		adapters: NewAdapters(o.Getenv),
+	}
+	s.mcp = mcpclient.New(o.Logger, s.metrics.Registerer())
+	s.mcp.OnChange(func() {
+		if err := s.holder.SetExtra(s.mcp.Tools()); err != nil {
+			o.Logger.Warn().Err(err).Msg("MCP tools left out of the registry")
+		}
+	})
+	s.mcp.Sync(ctx, reg.MCPServers())
+	rt := &router.Router{
+		Tools:            func() router.Tools { return s.holder.Current() },
+		Exec:             &mcpclient.Executor{HTTP: s.exec, MCP: s.mcp},
+		Seq:              st,
+		Results:          st,
+		Observer:         s.metrics,
+		BatchConcurrency: o.Config.BatchConcurrency,
+	}
+	s.Runner = &agent.Runner{
+		Router:    rt,
+		Registry:  func() agent.Registry { return s.holder.Current() },
+		Adapter:   s.adapters.For,
+		Runs:      st,
+		Owner:     o.Owner,
+		Heartbeat: o.Config.RunHeartbeat,
+		// The tool calls of one model turn are a batch too.
+		ToolConcurrency: o.Config.BatchConcurrency,
+	}
+	s.MCP = mcpserver.New(mcpserver.Deps{
+		Router:       rt,
+		Tools:        func() mcpserver.Tools { return s.holder.Current() },
+		Logger:       o.Logger,
+		MaxBodyBytes: o.Config.MaxBodyBytes,
+	})
+	s.mcp.OnChange(s.MCP.Sync) // /mcp sessions hear of MCP tool changes
+	s.Handler, err = httpapi.NewServer(httpapi.Deps{
+		Logger:       o.Logger,
+		Router:       rt,
+		Tools:        func() httpapi.Tools { return s.holder.Current() },
+		Readiness:    st,
+		Metrics:      s.metrics,
+		Runs:         s.Runner,
+		Keys:         st,
+		KeyTTL:       o.Config.IdempotencyTTL,
+		APIKeys:      o.Config.APIKeys,
+		MaxBodyBytes: o.Config.MaxBodyBytes,
+		Spec:         api.Spec,
+		MCP:          s.MCP,
+	})
+	if err != nil {
+		s.Close()
+		return nil, fmt.Errorf("build HTTP server: %w", err)
+	}
+	return s, nil
+}
+
+// Tools is how many tools the registry in force has.
+func (s *Service) Tools() int { return len(s.holder.Current().Tools()) }
+
+// Reload reads the registry file again (SIGHUP): a bad file is rejected
+// and the registry in force stays. /mcp sessions and MCP servers follow a
+// good one.
+func (s *Service) Reload(ctx context.Context) error {
+	if s.cfg.Registry == "" {
+		return errors.New("TOOLROUTER_REGISTRY is not set, there is no file to reload")
+	}
+	if err := s.holder.Reload(); err != nil {
+		s.metrics.Reload(false)
+		return err
+	}
+	s.metrics.Reload(true)
+	s.MCP.Sync()
+	s.mcp.Sync(ctx, s.holder.Current().MCPServers())
+	return nil
+}
+
+// Close releases what New opened: MCP connections, idle HTTP connections,
+// the store. Background runs should have ended (Runner.Wait).
+func (s *Service) Close() {
+	s.MCP.Close()
+	s.mcp.Close()
+	s.exec.CloseIdle()
+	s.adapters.CloseIdle()
+	if err := s.Store.Close(); err != nil {
+		s.log.Warn().Err(err).Msg("close store")
+	}
+}
+
+// PurgeKeys deletes expired idempotency keys every interval until ctx
+// ends, so the table does not grow without bound (claiming a key already
+// ignores them), when the store can.
+func (s *Service) PurgeKeys(ctx context.Context, every time.Duration) {
+	p, ok := s.Store.(interface {
+		PurgeExpiredKeys(ctx context.Context) (int, error)
+	})
+	if !ok {
+		return
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if n, err := p.PurgeExpiredKeys(ctx); err != nil {
+				s.log.Warn().Err(err).Msg("purge expired idempotency keys")
+			} else if n > 0 {
+				s.log.Debug().Int("keys", n).Msg("purged expired idempotency keys")
+			}
+		}
+	}
+}
+
+// StoreKind is the scheme of a store URL, for logs (never its password).
+func StoreKind(url string) string {
+	for i := 0; i+2 < len(url); i++ {
+		if url[i:i+3] == "://" {
+			return url[:i]
+		}
+	}
+	return url
+}
