@@ -1,6 +1,6 @@
 package features_test
 
-// Steps of runtime.feature (seed 001, the tool-calling actor runtime) and
+// Steps of runtime.feature (the tool-calling actor runtime) and
 // plain tests of /runs. Everything goes through the real HTTP server, wired
 // like cmd/toolrouterd/serve.go: the "mock LLM caller" is a wire-faithful
 // fake provider server from internal/llm/llmtest, the tools are real HTTP

@@ -1,7 +1,8 @@
-// Package agent runs the tool-calling loop of /runs (seed 001): it asks the
-// LLM provider for a turn, executes every tool call the model asks for
-// through the router, feeds the results back, and stops when the model
-// answers or a limit is hit.
+// Package agent runs the tool-calling loop of /runs (README, "Run the
+// whole tool-calling loop"; features/runtime.feature): it asks the LLM
+// provider for a turn, executes every tool call the model asks for through
+// the router, feeds the results back, and stops when the model answers or a
+// limit is hit.
 package agent
 
 import (
@@ -228,7 +229,7 @@ func (r *Runner) canonical(name string) string {
 }
 
 // actorArgs are the arguments the actor context adds to every tool call
-// (CONTRACT §4): its sandbox root and resource bindings, when set.
+// (README, "Run the whole tool-calling loop"): its sandbox root and resource bindings, when set.
 func actorArgs(actor toolrouter.ActorContext) map[string]any {
 	out := map[string]any{}
 	if actor.SandboxRoot != "" {

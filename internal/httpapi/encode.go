@@ -8,8 +8,6 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/go-chi/chi/v5"
-
 	"github.com/rs/zerolog"
 
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
@@ -126,73 +124,4 @@ func writeError(w http.ResponseWriter, r *http.Request, err error) {
 		field = e.Field
 	}
 	writeProblem(w, r, status, field, toolrouter.ErrorMessage(err))
-}
-
-// routingPath is the path chi routes on: the escaped one when the request
-// has it.
-func routingPath(r *http.Request) string {
-	if r.URL.RawPath != "" {
-		return r.URL.RawPath
-	}
-	return r.URL.Path
-}
-
-// allowedMethods lists the methods mux routes for path, in a stable order
-// (HEAD wherever GET is, OPTIONS everywhere: answered by
-// handleMethodNotAllowed).
-func allowedMethods(mux chi.Routes, path string) []string {
-	var allow []string
-	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
-		if mux.Match(chi.NewRouteContext(), m, path) {
-			allow = append(allow, m)
-			if m == http.MethodGet {
-				allow = append(allow, http.MethodHead)
-			}
-		}
-	}
-	if len(allow) > 0 {
-		allow = append(allow, http.MethodOptions)
-	}
-	return allow
-}
-
-// handleNotFound answers paths no route has, pointing at the route a
-// trailing slash hides (/route/ → /route).
-func handleNotFound(mux chi.Routes) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		detail := "no route for " + r.Method + " " + r.URL.Path
-		p := routingPath(r)
-		if trimmed := strings.TrimRight(p, "/"); trimmed != p && trimmed != "" && len(allowedMethods(mux, trimmed)) > 0 {
-			detail += " (without the trailing slash: " + strings.TrimRight(r.URL.Path, "/") + ")"
-		}
-		writeProblem(w, r, http.StatusNotFound, "", detail)
-	}
-}
-
-// rejectEmptySegments answers 404 for a path with an empty segment
-// (//route, /runs//): chi would route /runs// to /runs/{id} with the id
-// "/", while no operation of the spec has such a path.
-func rejectEmptySegments(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if p := routingPath(r); strings.Contains(p, "//") {
-			clean := "/" + strings.Join(strings.FieldsFunc(r.URL.Path, func(c rune) bool { return c == '/' }), "/")
-			writeProblem(w, r, http.StatusNotFound, "", "no route for "+r.Method+" "+r.URL.Path+" (empty path segment; did you mean "+clean+"?)")
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
-}
-
-// handleMethodNotAllowed answers a method the path does not have with 405
-// and the Allow header (RFC 9110 §15.5.6), and OPTIONS with 204 and Allow.
-func handleMethodNotAllowed(mux chi.Routes) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		allow := strings.Join(allowedMethods(mux, routingPath(r)), ", ")
-		w.Header().Set("Allow", allow)
-		if r.Method == http.MethodOptions {
-			w.WriteHeader(http.StatusNoContent)
-			return
-		}
-		writeProblem(w, r, http.StatusMethodNotAllowed, "", "method "+r.Method+" is not allowed on "+r.URL.Path+"; allowed: "+allow)
-	}
 }

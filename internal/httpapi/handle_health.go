@@ -2,9 +2,10 @@ package httpapi
 
 import (
 	"context"
-	"github.com/rs/zerolog"
 	"net/http"
 	"time"
+
+	"github.com/rs/zerolog"
 )
 
 type health struct {

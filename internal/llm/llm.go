@@ -1,5 +1,5 @@
 // Package llm holds the neutral chat types the tool-calling loop speaks and
-// the interface every provider adapter implements (seed 003):
+// the interface every provider adapter implements (features/runtime.feature):
 // PrepareRequest, ParseResponse and FormatToolResult, plus Chat, which
 // sends one turn over HTTP.
 package llm
@@ -63,7 +63,7 @@ type Usage struct {
 	OutputTokens int64 `json:"output_tokens"`
 }
 
-// Response is a parsed model turn (seed 003's parse_response).
+// Response is a parsed model turn (Adapter.ParseResponse).
 type Response struct {
 	Content   string     `json:"content"`
 	ToolCalls []ToolCall `json:"tool_calls"`
@@ -166,7 +166,7 @@ func (e *ProviderError) Error() string {
 
 // Config is what an adapter needs to reach its provider.
 type Config struct {
-	BaseURL string // as the official SDKs take it (CONTRACT §3)
+	BaseURL string // as the official SDKs take it (README, "The registry file")
 	APIKey  string // never logged
 	// HTTPClient is shared by every adapter; nil means a default one.
 	HTTPClient *http.Client

@@ -95,7 +95,7 @@ func Send(ctx context.Context, cfg Config, provider, url string, headers http.He
 			}
 			lastErr = &ProviderError{Provider: provider, Message: redact("request failed: " + err.Error())}
 		default:
-			msg := ErrorMessage(respBody)
+			msg := ProviderMessage(respBody)
 			if parseError != nil {
 				msg = parseError(status, respBody)
 			}
@@ -226,11 +226,11 @@ func retryAfter(h http.Header, now time.Time) time.Duration {
 	return -1
 }
 
-// ErrorMessage extracts the human message of a provider's JSON error body:
+// ProviderMessage extracts the human message of a provider's JSON error body:
 // {"error":{"message"}} (OpenAI, Anthropic, llama.cpp), {"error":"…"}
 // (Ollama), {"message":"…"} (vLLM) or {"detail":"…"}; "" when none of these
 // is present.
-func ErrorMessage(body []byte) string {
+func ProviderMessage(body []byte) string {
 	var v struct {
 		Error   json.RawMessage `json:"error"`
 		Message json.RawMessage `json:"message"`
@@ -266,7 +266,7 @@ func jsonString(raw json.RawMessage) string {
 
 // fallbackMessage is the body's text, shortened, or the status text.
 func fallbackMessage(status int, body []byte) string {
-	if s := ErrorMessage(body); s != "" {
+	if s := ProviderMessage(body); s != "" {
 		return s
 	}
 	s := strings.TrimSpace(strings.ToValidUTF8(string(body), "\uFFFD"))

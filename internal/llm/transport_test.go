@@ -32,7 +32,7 @@ func send(ctx context.Context, cfg llm.Config, url string) ([]byte, error) {
 	h := http.Header{}
 	h.Set("Authorization", "Bearer "+cfg.APIKey)
 	h.Set("X-Extra", "1")
-	return llm.Send(ctx, cfg, "test", url, h, []byte(`{"q":1}`), func(_ int, b []byte) string { return llm.ErrorMessage(b) })
+	return llm.Send(ctx, cfg, "test", url, h, []byte(`{"q":1}`), func(_ int, b []byte) string { return llm.ProviderMessage(b) })
 }
 
 func TestSendSuccess(t *testing.T) {
@@ -226,7 +226,7 @@ func TestSendFallbackMessages(t *testing.T) {
 	}
 }
 
-func TestErrorMessage(t *testing.T) {
+func TestProviderMessage(t *testing.T) {
 	for body, want := range map[string]string{
 		`{"error":{"message":"Invalid 'messages'","type":"invalid_request_error"}}`:       "Invalid 'messages'",
 		`{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`:     "Overloaded",
@@ -236,7 +236,7 @@ func TestErrorMessage(t *testing.T) {
 		`not json`:             "",
 		`{"error":{"code":1}}`: "",
 	} {
-		if got := llm.ErrorMessage([]byte(body)); got != want {
+		if got := llm.ProviderMessage([]byte(body)); got != want {
 			t.Errorf("%s: got %q, want %q", body, got, want)
 		}
 	}

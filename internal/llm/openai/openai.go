@@ -249,7 +249,7 @@ func ParseResponseFor(body []byte, tools []llm.Tool) (llm.Response, error) {
 		return llm.Response{}, fmt.Errorf("%s: decoding response: %w", Provider, err)
 	}
 	if len(r.Choices) == 0 {
-		if msg := llm.ErrorMessage(body); msg != "" && len(r.Error) > 0 && string(r.Error) != "null" {
+		if msg := llm.ProviderMessage(body); msg != "" && len(r.Error) > 0 && string(r.Error) != "null" {
 			return llm.Response{}, &llm.ProviderError{Provider: Provider, Status: http.StatusOK, Message: msg}
 		}
 		return llm.Response{}, fmt.Errorf("%s: response has no choices", Provider)
