@@ -267,7 +267,7 @@ func fakeGetenv(name string) string {
 // adapters is cmd/toolrouterd's factory of provider adapters (package main,
 // so re-created here): one shared HTTP client, the key read from the
 // variable the provider names.
-func (e *rtEnv) adapters(getenv func(string) string) func(p registry.Provider) (llm.Adapter, error) {
+func (e *rtEnv) adapters(getenv func(string) string) func(p toolrouter.Provider) (llm.Adapter, error) {
 	e.llmTrans = &http.Transport{
 		Proxy:               http.ProxyFromEnvironment,
 		MaxIdleConns:        256,
@@ -277,7 +277,7 @@ func (e *rtEnv) adapters(getenv func(string) string) func(p registry.Provider) (
 		ForceAttemptHTTP2:   true,
 	}
 	client := &http.Client{Transport: e.llmTrans}
-	return func(p registry.Provider) (llm.Adapter, error) {
+	return func(p toolrouter.Provider) (llm.Adapter, error) {
 		cfg := llm.Config{BaseURL: p.BaseURL, HTTPClient: client}
 		if p.APIKeyEnv != "" {
 			cfg.APIKey = getenv(p.APIKeyEnv)

@@ -9,12 +9,12 @@ import (
 	"github.com/toolrouterd/toolrouterd/internal/llm/anthropic"
 	"github.com/toolrouterd/toolrouterd/internal/llm/ollama"
 	"github.com/toolrouterd/toolrouterd/internal/llm/openai"
-	"github.com/toolrouterd/toolrouterd/internal/registry"
+	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
 
 // adapters returns the factory of provider adapters: one shared HTTP client,
 // keys read from the variable each provider names at the time of the run.
-func adapters(getenv func(string) string) func(p registry.Provider) (llm.Adapter, error) {
+func adapters(getenv func(string) string) func(p toolrouter.Provider) (llm.Adapter, error) {
 	client := &http.Client{Transport: &http.Transport{
 		Proxy:               http.ProxyFromEnvironment,
 		MaxIdleConns:        256,
@@ -23,7 +23,7 @@ func adapters(getenv func(string) string) func(p registry.Provider) (llm.Adapter
 		TLSHandshakeTimeout: 10 * time.Second,
 		ForceAttemptHTTP2:   true,
 	}}
-	return func(p registry.Provider) (llm.Adapter, error) {
+	return func(p toolrouter.Provider) (llm.Adapter, error) {
 		cfg := llm.Config{BaseURL: p.BaseURL, HTTPClient: client}
 		if p.APIKeyEnv != "" {
 			// A provider that names a key variable needs it: sending no key

@@ -86,7 +86,8 @@ func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) er
 	mcpm.Sync(ctx, reg.MCPServers())
 	rt := &router.Router{
 		Tools:            func() router.Tools { return holder.Current() },
-		Exec:             &mcpclient.Executor{HTTP: exec, MCP: mcpm},
+		Exec:             exec,
+		MCP:              mcpm,
 		Seq:              st,
 		Results:          st,
 		Observer:         m,

@@ -17,7 +17,6 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/toolrouterd/toolrouterd/internal/llm"
-	"github.com/toolrouterd/toolrouterd/internal/registry"
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
 
@@ -38,7 +37,7 @@ type Router interface {
 type Registry interface {
 	Tools() []*toolrouter.Tool
 	Lookup(name string) (*toolrouter.Tool, bool)
-	Provider(name string) (registry.Provider, bool)
+	Provider(name string) (toolrouter.Provider, bool)
 	DefaultProvider() string
 }
 
@@ -55,7 +54,7 @@ type Runner struct {
 	Router   Router
 	Registry func() Registry
 	// Adapter returns the adapter for a provider of the registry.
-	Adapter func(p registry.Provider) (llm.Adapter, error)
+	Adapter func(p toolrouter.Provider) (llm.Adapter, error)
 	Runs    Runs
 	// Owner identifies this replica in the runs it owns.
 	Owner string
@@ -91,7 +90,7 @@ type Event struct {
 // plan is a validated request, ready to run.
 type plan struct {
 	req      Request
-	provider registry.Provider
+	provider toolrouter.Provider
 	adapter  llm.Adapter
 	model    string
 	maxIter  int

@@ -14,7 +14,6 @@ import (
 
 	"github.com/toolrouterd/toolrouterd/internal/agent"
 	"github.com/toolrouterd/toolrouterd/internal/llm"
-	"github.com/toolrouterd/toolrouterd/internal/registry"
 	"github.com/toolrouterd/toolrouterd/internal/store"
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
@@ -69,8 +68,8 @@ func (f fakeRegistry) Lookup(n string) (*toolrouter.Tool, bool) {
 	}
 	return nil, false
 }
-func (f fakeRegistry) Provider(n string) (registry.Provider, bool) {
-	return registry.Provider{Name: n, Kind: "openai", Model: "m"}, n == "fake"
+func (f fakeRegistry) Provider(n string) (toolrouter.Provider, bool) {
+	return toolrouter.Provider{Name: n, Kind: "openai", Model: "m"}, n == "fake"
 }
 func (f fakeRegistry) DefaultProvider() string { return "fake" }
 
@@ -109,7 +108,7 @@ func newRunner(a llm.Adapter, rt agent.Router) (*agent.Runner, *store.Memory) {
 		Registry: func() agent.Registry {
 			return fakeRegistry{tools: []*toolrouter.Tool{{Name: "test/echo", InputSchema: map[string]any{"type": "object"}}}}
 		},
-		Adapter: func(registry.Provider) (llm.Adapter, error) { return a, nil },
+		Adapter: func(toolrouter.Provider) (llm.Adapter, error) { return a, nil },
 		Runs:    st,
 		Owner:   "test",
 	}, st

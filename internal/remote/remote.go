@@ -19,9 +19,9 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
+	"github.com/toolrouterd/toolrouterd/internal/outbound"
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
 
@@ -127,47 +127,6 @@ func (c *Client) CloseIdle() {
 	}
 }
 
-// Request is one call to execute.
-type Request struct {
-	Tool *toolrouter.Tool
-	// Args is the arguments object; nil is sent as {}.
-	Args map[string]any
-	// PlanID and ToolCallID are sent as headers; an empty value omits its
-	// header(s).
-	PlanID     string
-	ToolCallID string
-	// Progress, when set, receives progress a backend reports while the
-	// call runs (MCP notifications/progress); HTTP tools report none.
-	Progress func(progress, total float64, message string)
-}
-
-// Outcome is the result of a call.
-type Outcome struct {
-	// Output is the 2xx JSON reply exactly as received (JSON null for an
-	// empty reply); nil on failure.
-	Output json.RawMessage
-	// Err is the failure's message, safe to show to clients; "" on success.
-	Err string
-	// Category classifies the failure; "" on success.
-	Category toolrouter.ErrorCategory
-	// Status is the HTTP status of the last attempt, 0 if it got none.
-	Status int
-	// Attempts is the number of requests sent (0 when none could be built).
-	Attempts int
-	// Answered reports that the tool gave an answer of its own: a 2xx JSON
-	// reply, or an error it reported as JSON ({"error": …} or
-	// {"message": …}). It is false when the tool gave no usable answer: no
-	// connection, a timeout, a crash page, a non-JSON or oversized reply.
-	Answered bool
-}
-
-// Success reports whether the call succeeded.
-func (o Outcome) Success() bool { return o.Err == "" && o.Category == "" }
-
-func failure(cat toolrouter.ErrorCategory, format string, args ...any) Outcome {
-	return Outcome{Err: fmt.Sprintf(format, args...), Category: cat}
-}
-
 // emptyObject is the body of a call without arguments; it is only read.
 var emptyObject = []byte("{}")
 
@@ -180,16 +139,16 @@ var errToolTimeout = errors.New("tool timeout")
 // Idempotent with Retries > 0 is retried, on transport errors and on 502, 503
 // and 504, with jittered exponential backoff (or the reply's Retry-After),
 // never past the deadline.
-func (c *Client) Call(ctx context.Context, req Request) Outcome {
+func (c *Client) Call(ctx context.Context, req toolrouter.ExecRequest) toolrouter.Outcome {
 	t := req.Tool
 	if t == nil {
-		return failure(toolrouter.CategoryExecution, "no tool to call")
+		return toolrouter.Failure(toolrouter.CategoryExecution, "no tool to call")
 	}
 	body := emptyObject
 	if req.Args != nil {
 		b, err := encodeArgs(req.Args)
 		if err != nil {
-			return failure(toolrouter.CategorySchema, "arguments cannot be encoded as JSON: %v", err)
+			return toolrouter.Failure(toolrouter.CategorySchema, "arguments cannot be encoded as JSON: %v", err)
 		}
 		body = b
 	}
@@ -232,11 +191,11 @@ func (c *Client) Call(ctx context.Context, req Request) Outcome {
 
 // attempt sends one request. retry reports whether the failure is worth
 // another attempt; wait is the reply's Retry-After, or -1 when it gave none.
-func (c *Client) attempt(ctx, callCtx context.Context, timeout time.Duration, req Request, body []byte) (out Outcome, retry bool, wait time.Duration) {
+func (c *Client) attempt(ctx, callCtx context.Context, timeout time.Duration, req toolrouter.ExecRequest, body []byte) (out toolrouter.Outcome, retry bool, wait time.Duration) {
 	wait = -1
 	tgt, err := c.targets.get(req.Tool.Endpoint)
 	if err != nil {
-		return failure(toolrouter.CategoryExecution, "invalid tool endpoint: %v", innerURLError(err)), false, wait
+		return toolrouter.Failure(toolrouter.CategoryExecution, "invalid tool endpoint: %v", innerURLError(err)), false, wait
 	}
 	hreq := tgt.request(callCtx, body)
 	setHeaders(hreq, req, tgt.basicAuth)
@@ -263,11 +222,11 @@ func (c *Client) attempt(ctx, callCtx context.Context, timeout time.Duration, re
 	case err != nil:
 		out, retry = transportFailure(ctx, callCtx, timeout, err)
 	case tooLarge:
-		out = failure(toolrouter.CategoryResource, "tool reply exceeds %d bytes", c.maxReplyBytes)
+		out = toolrouter.Failure(toolrouter.CategoryResource, "tool reply exceeds %d bytes", c.maxReplyBytes)
 	case len(bytes.TrimSpace(data)) == 0:
 		out.Output = json.RawMessage("null")
 	case !json.Valid(data):
-		out = failure(toolrouter.CategoryParse, "tool returned a non-JSON reply: %s", truncate(string(data), nonJSONPrefix))
+		out = toolrouter.Failure(toolrouter.CategoryParse, "tool returned a non-JSON reply: %s", truncate(string(data), nonJSONPrefix))
 	default:
 		out.Output = data
 	}
@@ -281,7 +240,7 @@ func (c *Client) attempt(ctx, callCtx context.Context, timeout time.Duration, re
 // basicAuth (the endpoint's userinfo) as Authorization unless the tool set
 // a non-empty one. Every value slice of the map shares one backing array,
 // each with capacity 1, so that the map costs three allocations in all.
-func setHeaders(hreq *http.Request, req Request, basicAuth string) {
+func setHeaders(hreq *http.Request, req toolrouter.ExecRequest, basicAuth string) {
 	n := len(req.Tool.Headers) + 7
 	h := make(http.Header, n)
 	vals := make([]string, 0, n)
@@ -354,46 +313,32 @@ func (c *Client) roundTrip(hreq *http.Request) (*http.Response, error) {
 
 // contextOutcome is the failure of a call whose context is done: the tool's
 // own deadline, the caller's deadline, or the caller's cancellation.
-func contextOutcome(ctx, callCtx context.Context, timeout time.Duration) Outcome {
+func contextOutcome(ctx, callCtx context.Context, timeout time.Duration) toolrouter.Outcome {
 	if errors.Is(context.Cause(callCtx), errToolTimeout) {
-		return failure(toolrouter.CategoryTimeout, "tool timed out after %s", timeout)
+		return toolrouter.Failure(toolrouter.CategoryTimeout, "tool timed out after %s", timeout)
 	}
 	err := ctx.Err()
 	if err == nil {
 		err = callCtx.Err()
 	}
 	if errors.Is(err, context.DeadlineExceeded) {
-		return failure(toolrouter.CategoryTimeout, "call cancelled: %v", err)
+		return toolrouter.Failure(toolrouter.CategoryTimeout, "call cancelled: %v", err)
 	}
-	return failure(toolrouter.CategoryExecution, "call cancelled: %v", err)
+	return toolrouter.Failure(toolrouter.CategoryExecution, "call cancelled: %v", err)
 }
 
 // transportFailure classifies an error of the transport (no reply, or a
 // reply body cut short). Only failures not caused by the context are worth
 // a retry.
-func transportFailure(ctx, callCtx context.Context, timeout time.Duration, err error) (Outcome, bool) {
+func transportFailure(ctx, callCtx context.Context, timeout time.Duration, err error) (toolrouter.Outcome, bool) {
 	if callCtx.Err() != nil {
 		return contextOutcome(ctx, callCtx, timeout), false
 	}
 	err = innerURLError(err)
-	if Unreachable(err) {
-		return failure(toolrouter.CategoryResource, "tool endpoint unreachable: %v", err), true
+	if outbound.Unreachable(err) {
+		return toolrouter.Failure(toolrouter.CategoryResource, "tool endpoint unreachable: %v", err), true
 	}
-	return failure(toolrouter.CategoryExecution, "tool request failed: %v", err), true
-}
-
-// Unreachable reports whether err means no connection to an endpoint could be
-// made: refused, unknown host, dial timeout, no route.
-func Unreachable(err error) bool {
-	var op *net.OpError
-	if errors.As(err, &op) && op.Op == "dial" {
-		return true
-	}
-	var dns *net.DNSError
-	return errors.As(err, &dns) ||
-		errors.Is(err, syscall.ECONNREFUSED) ||
-		errors.Is(err, syscall.EHOSTUNREACH) ||
-		errors.Is(err, syscall.ENETUNREACH)
+	return toolrouter.Failure(toolrouter.CategoryExecution, "tool request failed: %v", err), true
 }
 
 // innerURLError strips the *url.Error wrapper, whose text repeats the

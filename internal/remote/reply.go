@@ -113,7 +113,7 @@ func closeBody(body io.ReadCloser) {
 }
 
 // statusFailure is the failure of a non-2xx reply.
-func statusFailure(resp *http.Response) Outcome {
+func statusFailure(resp *http.Response) toolrouter.Outcome {
 	raw, _ := io.ReadAll(io.LimitReader(resp.Body, errBodyLimit+1))
 	text, structured := errorText(raw, len(raw) > errBodyLimit)
 	if text == "" {
@@ -130,7 +130,7 @@ func statusFailure(resp *http.Response) Outcome {
 			cat = toolrouter.CategoryExecution
 		}
 	}
-	return Outcome{Err: text, Category: cat, Status: resp.StatusCode, Answered: structured}
+	return toolrouter.Outcome{Err: text, Category: cat, Status: resp.StatusCode, Answered: structured}
 }
 
 // errorText is the error message of a non-2xx reply body: its JSON `error`
