@@ -30,7 +30,7 @@ import (
 	"github.com/toolrouterd/toolrouterd/internal/registry"
 	"github.com/toolrouterd/toolrouterd/internal/remote"
 	"github.com/toolrouterd/toolrouterd/internal/router"
-	"github.com/toolrouterd/toolrouterd/internal/store"
+	"github.com/toolrouterd/toolrouterd/internal/store/memory"
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
 
@@ -209,7 +209,7 @@ func (s *state) service() error {
 	}
 	holder := registry.NewHolder("", func(string) string { return "" }, reg)
 
-	st := store.NewMemory()
+	st := memory.New()
 	m := metrics.New()
 	s.exec = remote.New(remote.Options{})
 	rt := &router.Router{

@@ -43,7 +43,7 @@ import (
 	"github.com/toolrouterd/toolrouterd/internal/registry"
 	"github.com/toolrouterd/toolrouterd/internal/remote"
 	"github.com/toolrouterd/toolrouterd/internal/router"
-	"github.com/toolrouterd/toolrouterd/internal/store"
+	"github.com/toolrouterd/toolrouterd/internal/store/memory"
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
 
@@ -325,7 +325,7 @@ func (e *rtEnv) start() error {
 	}
 	holder := registry.NewHolder("", fakeGetenv, reg)
 
-	st := store.NewMemory()
+	st := memory.New()
 	m := metrics.New()
 	e.exec = remote.New(remote.Options{})
 	rt := &router.Router{

@@ -11,13 +11,12 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/toolrouterd/toolrouterd/internal/store"
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
 
 // Keys stores Idempotency-Keys (store.Store).
 type Keys interface {
-	ClaimKey(ctx context.Context, key, fingerprint string, ttl time.Duration) (store.Claim, error)
+	ClaimKey(ctx context.Context, key, fingerprint string, ttl time.Duration) (toolrouter.Claim, error)
 	CompleteKey(ctx context.Context, key string, response []byte, ttl time.Duration) error
 	ReleaseKey(ctx context.Context, key string) error
 	RenewKey(ctx context.Context, key string, lease time.Duration) error
@@ -74,10 +73,10 @@ func idempotency(keys Keys, ttl time.Duration) func(http.Handler) http.Handler {
 					return
 				}
 				switch claim.State {
-				case store.Answered:
+				case toolrouter.Answered:
 					replay(w, r, claim.Response)
 					return
-				case store.Claimed:
+				case toolrouter.Claimed:
 					runClaimed(w, r, next, keys, key, ttl)
 					return
 				}

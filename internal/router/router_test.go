@@ -9,7 +9,7 @@ import (
 
 	"github.com/toolrouterd/toolrouterd/internal/registry"
 	"github.com/toolrouterd/toolrouterd/internal/router"
-	"github.com/toolrouterd/toolrouterd/internal/store"
+	"github.com/toolrouterd/toolrouterd/internal/store/memory"
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
 
@@ -65,7 +65,7 @@ func newTestRouter(t *testing.T, exec router.Executor, obs router.Observer) *rou
 	return &router.Router{
 		Tools:    func() router.Tools { return reg },
 		Exec:     exec,
-		Seq:      store.NewMemory(),
+		Seq:      memory.New(),
 		Observer: obs,
 		Now: func() time.Time {
 			t0 = t0.Add(1500 * time.Microsecond)
@@ -264,7 +264,7 @@ func TestRouteDispatchesByBackend(t *testing.T) {
 		"web":    {Name: "web", Endpoint: "http://127.0.0.1:9/web"},
 		"s/echo": {Name: "s/echo", MCPServer: "s", MCPTool: "echo"},
 	}
-	r := &router.Router{Tools: func() router.Tools { return tools }, Exec: httpExec, MCP: mcpExec, Seq: store.NewMemory()}
+	r := &router.Router{Tools: func() router.Tools { return tools }, Exec: httpExec, MCP: mcpExec, Seq: memory.New()}
 	route := func(name string) *toolrouter.Result {
 		t.Helper()
 		res, err := r.Route(context.Background(), "p", map[string]any{"name": name, "arguments": map[string]any{}}, nil)
