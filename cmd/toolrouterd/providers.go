@@ -2,8 +2,6 @@ package main
 
 import (
 	"fmt"
-	"net/http"
-	"time"
 
 	"github.com/toolrouterd/toolrouterd/internal/llm"
 	"github.com/toolrouterd/toolrouterd/internal/llm/anthropic"
@@ -15,14 +13,7 @@ import (
 // adapters returns the factory of provider adapters: one shared HTTP client,
 // keys read from the variable each provider names at the time of the run.
 func adapters(getenv func(string) string) func(p toolrouter.Provider) (llm.Adapter, error) {
-	client := &http.Client{Transport: &http.Transport{
-		Proxy:               http.ProxyFromEnvironment,
-		MaxIdleConns:        256,
-		MaxIdleConnsPerHost: 64,
-		IdleConnTimeout:     90 * time.Second,
-		TLSHandshakeTimeout: 10 * time.Second,
-		ForceAttemptHTTP2:   true,
-	}}
+	client := llm.NewHTTPClient()
 	return func(p toolrouter.Provider) (llm.Adapter, error) {
 		cfg := llm.Config{BaseURL: p.BaseURL, HTTPClient: client}
 		if p.APIKeyEnv != "" {

@@ -29,6 +29,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
+	"github.com/toolrouterd/toolrouterd/internal/outbound"
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
 
@@ -38,7 +39,7 @@ const (
 	// connection (or rediscovery) before returning.
 	defaultSyncWait = 5 * time.Second
 	// defaultBackoffMin and defaultBackoffMax bound the wait between
-	// reconnection attempts (doubling, jittered).
+	// reconnection attempts (doubling, jittered by ±20%).
 	defaultBackoffMin = 500 * time.Millisecond
 	defaultBackoffMax = 30 * time.Second
 	// defaultTimeout is the per-call timeout when neither the tool nor the
@@ -59,8 +60,8 @@ type Manager struct {
 	up         *prometheus.GaugeVec
 	reconnects *prometheus.CounterVec
 
-	syncWait               time.Duration
-	backoffMin, backoffMax time.Duration
+	syncWait time.Duration
+	backoff  outbound.Backoff // between reconnection attempts
 
 	syncMu sync.Mutex // serializes Sync and Close
 
@@ -83,7 +84,7 @@ type Manager struct {
 func New(log zerolog.Logger, reg prometheus.Registerer) *Manager {
 	m := &Manager{
 		log:  log.With().Str("component", "mcpclient").Logger(),
-		base: newBaseTransport(),
+		base: outbound.NewTransport(), // shared by every server
 		up: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "toolrouter_mcp_server_up",
 			Help: "Whether toolrouterd has a live session with the MCP server (1) or not (0).",
@@ -92,10 +93,9 @@ func New(log zerolog.Logger, reg prometheus.Registerer) *Manager {
 			Name: "toolrouter_mcp_reconnects_total",
 			Help: "Attempts to reconnect to an MCP server after its session was lost or it could not be reached, by result (ok or error).",
 		}, []string{"server", "result"}),
-		syncWait:   defaultSyncWait,
-		backoffMin: defaultBackoffMin,
-		backoffMax: defaultBackoffMax,
-		progress:   map[string]*progressSink{},
+		syncWait: defaultSyncWait,
+		backoff:  outbound.Backoff{Base: defaultBackoffMin, Max: defaultBackoffMax, Jitter: 0.2},
+		progress: map[string]*progressSink{},
 	}
 	if reg != nil {
 		m.up = register(reg, m.up)

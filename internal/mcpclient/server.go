@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"slices"
@@ -205,6 +204,7 @@ func (s *server) nextRound() {
 func (s *server) run() {
 	defer close(s.done)
 	var delay time.Duration
+	failures := 0 // connection attempts failed in a row
 	for first := true; ; first = false {
 		if delay > 0 {
 			t := time.NewTimer(delay)
@@ -233,7 +233,8 @@ func (s *server) run() {
 		}
 		if err != nil {
 			s.attemptFailed(err)
-			delay = s.nextDelay(delay)
+			failures++
+			delay = s.m.backoff.Delay(failures)
 			continue
 		}
 		gen := s.setUp(cs, raw)
@@ -245,26 +246,11 @@ func (s *server) run() {
 		}
 		s.sessionEnded(gen, err)
 		// Reconnect at once, unless sessions keep dying young.
-		delay = 0
+		delay, failures = 0, 0
 		if time.Since(began) < time.Second {
-			delay = s.m.backoffMin
+			delay, failures = s.m.backoff.Base, 1
 		}
 	}
-}
-
-// nextDelay doubles the wait between attempts, from backoffMin up to
-// backoffMax, jittered by ±20%.
-func (s *server) nextDelay(d time.Duration) time.Duration {
-	if d <= 0 {
-		d = s.m.backoffMin
-	} else {
-		d = min(d*2, s.m.backoffMax)
-	}
-	j := time.Duration(rand.Int64N(int64(d)/5 + 1))
-	if rand.IntN(2) == 0 {
-		return d - j
-	}
-	return min(d+j, s.m.backoffMax)
 }
 
 // connect opens a session and discovers the tools, within the server's

@@ -13,12 +13,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/rand/v2"
-	"net"
 	"net/http"
 	"net/url"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/toolrouterd/toolrouterd/internal/outbound"
@@ -27,21 +23,16 @@ import (
 
 // Defaults applied by New to zero (or negative) Options fields.
 const (
-	DefaultMaxReplyBytes  int64 = 16 << 20
-	DefaultCallTimeout          = 30 * time.Second
-	userAgent                   = "toolrouterd"
-	contentTypeJSON             = "application/json"
-	backoffBase                 = 100 * time.Millisecond
-	backoffCap                  = 2 * time.Second
-	retryAfterCap               = 2 * time.Second
-	dialTimeout                 = 5 * time.Second
-	dialKeepAlive               = 30 * time.Second
-	tlsHandshakeTimeout         = 5 * time.Second
-	idleConnTimeout             = 90 * time.Second
-	maxIdleConns                = 1024
-	maxIdleConnsPerHost         = 256
-	expectContinueTimeout       = 1 * time.Second
+	DefaultMaxReplyBytes int64 = 16 << 20
+	DefaultCallTimeout         = 30 * time.Second
+	userAgent                  = "toolrouterd"
+	contentTypeJSON            = "application/json"
+	retryAfterCap              = 2 * time.Second
 )
+
+// backoff spaces the retries of idempotent tools: 100ms doubling per
+// attempt, jittered to [d/2, 3d/2), at most 2s.
+var backoff = outbound.Backoff{Base: 100 * time.Millisecond, Max: 2 * time.Second, Jitter: 0.5}
 
 // Request headers set by Call. The contract headers cannot be overridden by
 // Tool.Headers; Accept and User-Agent can.
@@ -56,8 +47,8 @@ type Options struct {
 	// MaxReplyBytes bounds the size of a tool's reply body; a larger reply
 	// fails with category resource. Default 16 MiB.
 	MaxReplyBytes int64
-	// Transport carries the requests; nil means the package's tuned
-	// transport, built once per Client. Tests and benchmarks may stub it.
+	// Transport carries the requests; nil means outbound.NewTransport,
+	// built once per Client. Tests and benchmarks may stub it.
 	Transport http.RoundTripper
 	// DefaultTimeout is the per-call deadline of tools whose Timeout is 0.
 	// Default 30s.
@@ -93,29 +84,12 @@ func New(opts Options) *Client {
 	}
 	rt := opts.Transport
 	if rt == nil {
-		rt = newTransport()
+		rt = outbound.NewTransport()
 	}
 	return &Client{
 		rt:             rt,
 		maxReplyBytes:  opts.MaxReplyBytes,
 		defaultTimeout: opts.DefaultTimeout,
-	}
-}
-
-// newTransport is the tuned transport: bounded dial and TLS handshake,
-// TCP keep-alive, and a large idle pool so that many concurrent calls to the
-// same tool reuse their connections.
-func newTransport() *http.Transport {
-	dialer := &net.Dialer{Timeout: dialTimeout, KeepAlive: dialKeepAlive}
-	return &http.Transport{
-		Proxy:                 http.ProxyFromEnvironment,
-		DialContext:           dialer.DialContext,
-		ForceAttemptHTTP2:     true,
-		MaxIdleConns:          maxIdleConns,
-		MaxIdleConnsPerHost:   maxIdleConnsPerHost,
-		IdleConnTimeout:       idleConnTimeout,
-		TLSHandshakeTimeout:   tlsHandshakeTimeout,
-		ExpectContinueTimeout: expectContinueTimeout,
 	}
 }
 
@@ -170,21 +144,17 @@ func (c *Client) Call(ctx context.Context, req toolrouter.ExecRequest) toolroute
 			return out
 		}
 		if wait < 0 {
-			wait = backoff(attempt)
+			wait = backoff.Delay(attempt)
 		}
-		if dl, ok := callCtx.Deadline(); ok && time.Until(dl) <= wait {
+		switch err := outbound.Sleep(callCtx, wait); {
+		case errors.Is(err, outbound.ErrPastDeadline):
 			// The next attempt could not start before the deadline: report
 			// the failure we have rather than a timeout.
 			return out
-		}
-		timer := time.NewTimer(wait)
-		select {
-		case <-callCtx.Done():
-			timer.Stop()
+		case err != nil:
 			co := contextOutcome(ctx, callCtx, timeout)
 			co.Status, co.Attempts = out.Status, attempt
 			return co
-		case <-timer.C:
 		}
 	}
 }
@@ -212,7 +182,7 @@ func (c *Client) attempt(ctx, callCtx context.Context, timeout time.Duration, re
 		switch resp.StatusCode {
 		case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
 			retry = true
-			wait = retryAfter(resp.Header.Get("Retry-After"), time.Now())
+			wait = outbound.RetryAfter(resp.Header, time.Now(), retryAfterCap)
 		}
 		return out, retry, wait
 	}
@@ -349,35 +319,4 @@ func innerURLError(err error) error {
 		return ue.Err
 	}
 	return err
-}
-
-// backoff is the wait before attempt+1: 100ms doubling per attempt,
-// jittered to [d/2, 3d/2), capped at 2s.
-func backoff(attempt int) time.Duration {
-	d := backoffBase << min(attempt-1, 10)
-	d = min(d, backoffCap)
-	d = d/2 + rand.N(d)
-	return min(d, backoffCap)
-}
-
-// retryAfter parses a Retry-After value (delay seconds or an HTTP date),
-// capped at 2s; -1 when absent or unparseable.
-func retryAfter(v string, now time.Time) time.Duration {
-	v = strings.TrimSpace(v)
-	if v == "" {
-		return -1
-	}
-	if secs, err := strconv.ParseInt(v, 10, 64); err == nil {
-		if secs < 0 {
-			return -1
-		}
-		if secs >= int64(retryAfterCap/time.Second) {
-			return retryAfterCap
-		}
-		return time.Duration(secs) * time.Second
-	}
-	if at, err := http.ParseTime(v); err == nil {
-		return min(max(at.Sub(now), 0), retryAfterCap)
-	}
-	return -1
 }

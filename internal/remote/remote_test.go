@@ -818,31 +818,6 @@ func TestCallUsesGivenTransport(t *testing.T) {
 	}
 }
 
-func TestRetryAfter(t *testing.T) {
-	now := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
-	for _, tc := range []struct {
-		in   string
-		want time.Duration
-	}{
-		{"", -1},
-		{"soon", -1},
-		{"-1", -1},
-		{"0", 0},
-		{"1", time.Second},
-		{" 1 ", time.Second},
-		{"2", 2 * time.Second},
-		{"120", 2 * time.Second},
-		{"99999999999999999", 2 * time.Second},
-		{now.Add(time.Second).Format(http.TimeFormat), time.Second},
-		{now.Add(time.Hour).Format(http.TimeFormat), 2 * time.Second},
-		{now.Add(-time.Hour).Format(http.TimeFormat), 0},
-	} {
-		if got := remote.RetryAfter(tc.in, now); got != tc.want {
-			t.Errorf("RetryAfter(%q) = %v, want %v", tc.in, got, tc.want)
-		}
-	}
-}
-
 func TestBackoff(t *testing.T) {
 	for attempt := 1; attempt <= 12; attempt++ {
 		base := min(100*time.Millisecond<<(attempt-1), 2*time.Second)

@@ -2,7 +2,6 @@ package remote
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +10,7 @@ import (
 	"sync"
 	"unicode/utf8"
 
+	"github.com/toolrouterd/toolrouterd/internal/outbound"
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
 
@@ -140,38 +140,11 @@ func statusFailure(resp *http.Response) toolrouter.Outcome {
 // crash page or an empty reply.
 func errorText(raw []byte, cut bool) (text string, structured bool) {
 	if !cut {
-		var v struct {
-			Error   json.RawMessage `json:"error"`
-			Message json.RawMessage `json:"message"`
-		}
-		if json.Unmarshal(raw, &v) == nil {
-			if s := jsonString(v.Error); s != "" {
-				return truncate(s, errTextLimit), true
-			}
-			var obj struct {
-				Message json.RawMessage `json:"message"`
-			}
-			if len(v.Error) > 0 && v.Error[0] == '{' && json.Unmarshal(v.Error, &obj) == nil {
-				if s := jsonString(obj.Message); s != "" {
-					return truncate(s, errTextLimit), true
-				}
-			}
-			if s := jsonString(v.Message); s != "" {
-				return truncate(s, errTextLimit), true
-			}
+		if s := outbound.ErrorMessage(raw); s != "" {
+			return truncate(s, errTextLimit), true
 		}
 	}
 	return truncate(string(bytes.TrimSpace(raw)), errTextLimit), false
-}
-
-// jsonString returns the trimmed value of a JSON string, "" for anything
-// else.
-func jsonString(raw json.RawMessage) string {
-	var s string
-	if len(raw) == 0 || raw[0] != '"' || json.Unmarshal(raw, &s) != nil {
-		return ""
-	}
-	return strings.TrimSpace(s)
 }
 
 // truncate cuts s to at most n bytes on a rune boundary and replaces
