@@ -1,7 +1,8 @@
-// Package remote executes one tool call against a tool's HTTP endpoint
-// (CONTRACT §4): POST the arguments object as JSON, read a bounded reply,
-// classify failures into the contract's error categories and retry only
-// tools that declare themselves idempotent.
+// Package remote is the router's executor for HTTP tools: it executes one
+// toolrouter.ExecRequest against the tool's endpoint (README "Writing a
+// tool"): POST the arguments object as JSON, read a bounded reply, classify
+// failures into the error categories and retry only tools that declare
+// themselves idempotent (backoff, Retry-After and transport from outbound).
 //
 // The package does no logging; callers log the Outcome.
 package remote

@@ -100,7 +100,7 @@ func wantCode(t *testing.T, err error, code string) {
 }
 
 // roundTrip is what a store gives back for v: v through encoding/json, the
-// reference semantics of Memory.
+// reference semantics of store/memory.
 func roundTrip[T any](t *testing.T, v *T) *T {
 	t.Helper()
 	b, err := json.Marshal(v)
