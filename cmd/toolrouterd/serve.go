@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
@@ -18,6 +17,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/toolrouterd/toolrouterd/internal/config"
+	"github.com/toolrouterd/toolrouterd/internal/randid"
 	"github.com/toolrouterd/toolrouterd/internal/registry"
 	"github.com/toolrouterd/toolrouterd/internal/service"
 )
@@ -133,7 +133,5 @@ func reloadOnHUP(ctx context.Context, svc *service.Service, log zerolog.Logger) 
 // instanceID names this replica in the runs it owns.
 func instanceID() string {
 	host, _ := os.Hostname()
-	var b [4]byte
-	_, _ = rand.Read(b[:])
-	return fmt.Sprintf("%s-%d-%x", host, os.Getpid(), b)
+	return fmt.Sprintf("%s-%d-%s", host, os.Getpid(), randid.Hex(4))
 }

@@ -7,8 +7,6 @@ package agent
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"sync"
@@ -17,6 +15,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/toolrouterd/toolrouterd/internal/llm"
+	"github.com/toolrouterd/toolrouterd/internal/randid"
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
 
@@ -192,11 +191,11 @@ func (r *Runner) Start(ctx context.Context, req Request) (*Pending, error) {
 		actor = *req.Context
 	}
 	if actor.PlanID == "" {
-		actor.PlanID = "plan_" + randomHex(12)
+		actor.PlanID = "plan_" + randid.Hex(12)
 	}
 	now := r.now()
 	run := &toolrouter.Run{
-		RunID:       "run_" + randomHex(12),
+		RunID:       "run_" + randid.Hex(12),
 		Status:      toolrouter.RunRunning,
 		Provider:    p.provider.Name,
 		Model:       p.model,
@@ -335,12 +334,6 @@ func (r *Runner) reap(ctx context.Context) {
 	} else if n > 0 {
 		zerolog.Ctx(ctx).Info().Int("runs", n).Msg("interrupted runs whose replica stopped")
 	}
-}
-
-func randomHex(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
 }
 
 // Background executes a pending run detached from the request that started

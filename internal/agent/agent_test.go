@@ -14,7 +14,7 @@ import (
 
 	"github.com/toolrouterd/toolrouterd/internal/agent"
 	"github.com/toolrouterd/toolrouterd/internal/llm"
-	"github.com/toolrouterd/toolrouterd/internal/store"
+	"github.com/toolrouterd/toolrouterd/internal/store/memory"
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
 
@@ -103,8 +103,8 @@ func echoRouter(seen *[]map[string]any, mu *sync.Mutex) fakeRouter {
 	}}
 }
 
-func newRunner(a llm.Adapter, rt agent.Router) (*agent.Runner, *store.Memory) {
-	st := store.NewMemory()
+func newRunner(a llm.Adapter, rt agent.Router) (*agent.Runner, *memory.Store) {
+	st := memory.New()
 	return &agent.Runner{
 		Router: rt,
 		Registry: func() agent.Registry {

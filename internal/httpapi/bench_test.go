@@ -19,7 +19,7 @@ import (
 	"github.com/toolrouterd/toolrouterd/internal/registry"
 	"github.com/toolrouterd/toolrouterd/internal/remote"
 	"github.com/toolrouterd/toolrouterd/internal/router"
-	"github.com/toolrouterd/toolrouterd/internal/store"
+	"github.com/toolrouterd/toolrouterd/internal/store/memory"
 )
 
 // BenchmarkRouteHTTP measures POST /route through the whole HTTP handler, as
@@ -70,7 +70,7 @@ func newBenchHandler(b *testing.B) http.Handler {
 		b.Fatalf("parse registry: %v", err)
 	}
 	holder := registry.NewHolder("bench.yaml", os.Getenv, reg)
-	st := store.NewMemory()
+	st := memory.New()
 	m := metrics.New()
 	rt := &router.Router{
 		Tools:            func() router.Tools { return holder.Current() },

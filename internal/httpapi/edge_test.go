@@ -29,7 +29,7 @@ import (
 	"github.com/toolrouterd/toolrouterd/internal/registry"
 	"github.com/toolrouterd/toolrouterd/internal/remote"
 	"github.com/toolrouterd/toolrouterd/internal/router"
-	"github.com/toolrouterd/toolrouterd/internal/store"
+	"github.com/toolrouterd/toolrouterd/internal/store/memory"
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
 
@@ -138,7 +138,7 @@ func newServer(t testing.TB, edit ...func(*httpapi.Deps)) *server {
 		t.Fatalf("parse registry: %v", err)
 	}
 	holder := registry.NewHolder("test.yaml", os.Getenv, reg)
-	st := store.NewMemory()
+	st := memory.New()
 	m := metrics.New()
 	rt := &router.Router{
 		Tools:            func() router.Tools { return holder.Current() },

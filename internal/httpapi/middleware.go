@@ -1,9 +1,7 @@
 package httpapi
 
 import (
-	"crypto/rand"
 	"crypto/subtle"
-	"encoding/hex"
 	"net/http"
 	"runtime/debug"
 	"strings"
@@ -12,6 +10,8 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
 	"github.com/rs/zerolog"
+
+	"github.com/toolrouterd/toolrouterd/internal/randid"
 )
 
 // requestID takes the request id from X-Request-Id (or makes one), echoes it
@@ -21,9 +21,7 @@ func requestID(base zerolog.Logger) func(http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			id := r.Header.Get("X-Request-Id")
 			if !validRequestID(id) {
-				var b [12]byte
-				_, _ = rand.Read(b[:])
-				id = hex.EncodeToString(b[:])
+				id = randid.Hex(12)
 			}
 			w.Header().Set("X-Request-Id", id)
 			l := base.With().Str("request_id", id).Logger()

@@ -6,11 +6,11 @@ package llm
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"net/http"
 	"strconv"
+
+	"github.com/toolrouterd/toolrouterd/internal/randid"
 )
 
 // Role of a message in a conversation.
@@ -136,9 +136,7 @@ func (r ToolResult) Text() string {
 // NewCallID is a fresh tool call id, "call_" + 24 random hex digits, for
 // calls a provider sent without one (never the function name).
 func NewCallID() string {
-	var b [12]byte
-	_, _ = rand.Read(b[:]) // never fails (crypto/rand, Go ≥ 1.24)
-	return "call_" + hex.EncodeToString(b[:])
+	return "call_" + randid.Hex(12)
 }
 
 // ToolParameters is a tool's parameters schema as sent to a provider: an

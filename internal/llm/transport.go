@@ -7,12 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
-	"net"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/toolrouterd/toolrouterd/internal/outbound"
 )
 
 // Transport limits and defaults used by Send.
@@ -22,30 +22,20 @@ const (
 	// DefaultMaxRetries is used when Config.MaxRetries is 0.
 	DefaultMaxRetries = 3
 
-	backoffBase   = 200 * time.Millisecond
-	backoffCap    = 8 * time.Second
 	retryAfterCap = 30 * time.Second
 	maxErrorText  = 512
 	userAgent     = "toolrouterd"
 )
 
+// backoff spaces retries: 200ms doubling per attempt, drawn from [d/2, d)
+// (so Base 150ms ± 1/3), at most 8s.
+var backoff = outbound.Backoff{Base: 150 * time.Millisecond, Max: 8 * time.Second, Jitter: 1.0 / 3}
+
 // NewHTTPClient builds the HTTP client an adapter uses when Config.HTTPClient
-// is nil: its own transport (no shared package state), keep-alives, and no
-// overall timeout — the caller's context governs each call.
+// is nil: its own outbound.NewTransport, and no overall timeout — the
+// caller's context governs each call.
 func NewHTTPClient() *http.Client {
-	return &http.Client{Transport: &http.Transport{
-		Proxy: http.ProxyFromEnvironment,
-		DialContext: (&net.Dialer{
-			Timeout:   10 * time.Second,
-			KeepAlive: 30 * time.Second,
-		}).DialContext,
-		ForceAttemptHTTP2:     true,
-		MaxIdleConns:          100,
-		MaxIdleConnsPerHost:   16,
-		IdleConnTimeout:       90 * time.Second,
-		TLSHandshakeTimeout:   10 * time.Second,
-		ExpectContinueTimeout: time.Second,
-	}}
+	return &http.Client{Transport: outbound.NewTransport()}
 }
 
 // Send POSTs body to url with headers (plus Content-Type/Accept
@@ -115,18 +105,14 @@ func Send(ctx context.Context, cfg Config, provider, url string, headers http.He
 			return nil, lastErr
 		}
 		if wait < 0 {
-			wait = backoff(attempt)
+			wait = backoff.Delay(attempt + 1)
 		}
-		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < wait {
+		switch err := outbound.Sleep(ctx, wait); {
+		case errors.Is(err, outbound.ErrPastDeadline):
 			// The wait would outlast the caller's deadline: give up now.
 			return nil, lastErr
-		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		case err != nil:
 			return nil, canceled(ctx, provider, lastErr, redact)
-		case <-t.C:
 		}
 	}
 }
@@ -165,7 +151,7 @@ func sendOnce(ctx context.Context, client *http.Client, url string, headers http
 	if len(respBody) > MaxResponseBytes {
 		return resp.StatusCode, nil, -1, &tooLargeError{}
 	}
-	return resp.StatusCode, respBody, retryAfter(resp.Header, time.Now()), nil
+	return resp.StatusCode, respBody, outbound.RetryAfter(resp.Header, time.Now(), retryAfterCap), nil
 }
 
 // badURLError: the request could not be built; retrying cannot help.
@@ -192,76 +178,21 @@ func canceled(ctx context.Context, provider string, last error, redact func(stri
 	return fmt.Errorf("%s: %w (last error: %s)", provider, ctx.Err(), redact(last.Error()))
 }
 
-// backoff is the jittered delay before retry attempt+1: 200ms doubling per
-// attempt, drawn from [d/2, d), capped at 8s.
-func backoff(attempt int) time.Duration {
-	d := min(backoffBase<<min(attempt, 10), backoffCap)
-	return d/2 + rand.N(d/2)
-}
-
-// retryAfter reads retry-after-ms (OpenAI) or Retry-After (delay seconds or
-// an HTTP date), capped at 30s; -1 when absent or unparseable.
-func retryAfter(h http.Header, now time.Time) time.Duration {
-	if v := strings.TrimSpace(h.Get("Retry-After-Ms")); v != "" {
-		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms >= 0 {
-			return min(time.Duration(ms*float64(time.Millisecond)), retryAfterCap)
-		}
-	}
-	v := strings.TrimSpace(h.Get("Retry-After"))
-	if v == "" {
-		return -1
-	}
-	if secs, err := strconv.ParseFloat(v, 64); err == nil {
-		if secs < 0 {
-			return -1
-		}
-		if secs >= retryAfterCap.Seconds() {
-			return retryAfterCap
-		}
-		return time.Duration(secs * float64(time.Second))
-	}
-	if at, err := http.ParseTime(v); err == nil {
-		return min(max(at.Sub(now), 0), retryAfterCap)
-	}
-	return -1
-}
-
 // ProviderMessage extracts the human message of a provider's JSON error body:
-// {"error":{"message"}} (OpenAI, Anthropic, llama.cpp), {"error":"…"}
-// (Ollama), {"message":"…"} (vLLM) or {"detail":"…"}; "" when none of these
-// is present.
+// outbound.ErrorMessage ({"error":{"message"}} of OpenAI, Anthropic and
+// llama.cpp, {"error":"…"} of Ollama, {"message":"…"} of vLLM), else its
+// {"detail":"…"}; "" when none of these is present.
 func ProviderMessage(body []byte) string {
+	if s := outbound.ErrorMessage(body); s != "" {
+		return s
+	}
 	var v struct {
-		Error   json.RawMessage `json:"error"`
-		Message json.RawMessage `json:"message"`
-		Detail  json.RawMessage `json:"detail"`
+		Detail json.RawMessage `json:"detail"`
 	}
 	if json.Unmarshal(bytes.TrimSpace(body), &v) != nil {
 		return ""
 	}
-	if s := jsonString(v.Error); s != "" {
-		return s
-	}
-	var inner struct {
-		Message json.RawMessage `json:"message"`
-	}
-	if json.Unmarshal(v.Error, &inner) == nil {
-		if s := jsonString(inner.Message); s != "" {
-			return s
-		}
-	}
-	if s := jsonString(v.Message); s != "" {
-		return s
-	}
-	return jsonString(v.Detail)
-}
-
-func jsonString(raw json.RawMessage) string {
-	var s string
-	if len(raw) > 0 && raw[0] == '"' && json.Unmarshal(raw, &s) == nil {
-		return strings.TrimSpace(s)
-	}
-	return ""
+	return outbound.JSONString(v.Detail)
 }
 
 // fallbackMessage is the body's text, shortened, or the status text.

@@ -9,8 +9,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/toolrouterd/toolrouterd/internal/registry"
-	"github.com/toolrouterd/toolrouterd/internal/remote"
+	"github.com/toolrouterd/toolrouterd/internal/inputschema"
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
 
@@ -35,7 +34,7 @@ func newDiscovered(t *mcp.Tool) discovered {
 		d.input = map[string]any{"type": "object"}
 	}
 	d.output, _ = jsonObject(t.OutputSchema)
-	d.validate, d.schemaErr = registry.CompileInputSchema(d.input)
+	d.validate, d.schemaErr = inputschema.Validator(d.input)
 	return d
 }
 
@@ -65,7 +64,7 @@ func allowed(allow []string, name string) bool {
 }
 
 // registryTool is the registry tool of a discovered MCP tool.
-func registryTool(cfg registry.MCPServer, d discovered) *toolrouter.Tool {
+func registryTool(cfg toolrouter.MCPServer, d discovered) *toolrouter.Tool {
 	t := &toolrouter.Tool{
 		Name:         cfg.Prefix + d.tool.Name,
 		Description:  d.tool.Description,
@@ -100,9 +99,9 @@ func registryTool(cfg registry.MCPServer, d discovered) *toolrouter.Tool {
 // otherwise the output is structuredContent when present, else the text
 // content (as JSON when it is JSON, else as a JSON string), else the
 // content blocks themselves.
-func outcome(res *mcp.CallToolResult) remote.Outcome {
+func outcome(res *mcp.CallToolResult) toolrouter.Outcome {
 	if res == nil {
-		return remote.Outcome{Output: json.RawMessage("null"), Answered: true}
+		return toolrouter.Outcome{Output: json.RawMessage("null"), Answered: true}
 	}
 	text, hasText := textOf(res.Content)
 	if res.IsError {
@@ -114,28 +113,28 @@ func outcome(res *mcp.CallToolResult) remote.Outcome {
 		if cat == toolrouter.CategoryUnknown {
 			cat = toolrouter.CategoryExecution
 		}
-		return remote.Outcome{Err: msg, Category: cat, Answered: true}
+		return toolrouter.Outcome{Err: msg, Category: cat, Answered: true}
 	}
 	if res.StructuredContent != nil {
 		raw, err := json.Marshal(res.StructuredContent)
 		if err != nil {
-			return remote.Outcome{Err: fmt.Sprintf("the MCP tool's structuredContent cannot be encoded: %v", err),
+			return toolrouter.Outcome{Err: fmt.Sprintf("the MCP tool's structuredContent cannot be encoded: %v", err),
 				Category: toolrouter.CategoryParse, Answered: true}
 		}
-		return remote.Outcome{Output: raw, Answered: true}
+		return toolrouter.Outcome{Output: raw, Answered: true}
 	}
 	if hasText {
-		return remote.Outcome{Output: textOutput(text), Answered: true}
+		return toolrouter.Outcome{Output: textOutput(text), Answered: true}
 	}
 	if len(res.Content) == 0 {
-		return remote.Outcome{Output: json.RawMessage("null"), Answered: true}
+		return toolrouter.Outcome{Output: json.RawMessage("null"), Answered: true}
 	}
 	raw, err := json.Marshal(res.Content)
 	if err != nil {
-		return remote.Outcome{Err: fmt.Sprintf("the MCP tool's content cannot be encoded: %v", err),
+		return toolrouter.Outcome{Err: fmt.Sprintf("the MCP tool's content cannot be encoded: %v", err),
 			Category: toolrouter.CategoryParse, Answered: true}
 	}
-	return remote.Outcome{Output: raw, Answered: true}
+	return toolrouter.Outcome{Output: raw, Answered: true}
 }
 
 // textOf joins the text blocks of a result's content with newlines.

@@ -4,5 +4,5 @@ import "time"
 
 // SetTiming shortens the Manager's waits for tests.
 func SetTiming(m *Manager, syncWait, backoffMin, backoffMax time.Duration) {
-	m.syncWait, m.backoffMin, m.backoffMax = syncWait, backoffMin, backoffMax
+	m.syncWait, m.backoff.Base, m.backoff.Max = syncWait, backoffMin, backoffMax
 }

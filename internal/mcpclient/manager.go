@@ -3,6 +3,9 @@
 // server over the streamable HTTP transport (official Go SDK), discovers
 // the servers' tools with tools/list at start, on reload and on
 // notifications/tools/list_changed, and executes calls with tools/call.
+// It is the router's executor for tools whose MCPServer is set; the
+// servers it is given (toolrouter.MCPServer) come from the caller, so it
+// imports neither the registry nor the HTTP executor.
 //
 // A server that is down never blocks the others or startup: its known
 // tools fail with category resource while a background loop reconnects
@@ -14,7 +17,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"maps"
 	"net/http"
 	"slices"
@@ -27,8 +29,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
-	"github.com/toolrouterd/toolrouterd/internal/registry"
-	"github.com/toolrouterd/toolrouterd/internal/remote"
+	"github.com/toolrouterd/toolrouterd/internal/outbound"
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
 
@@ -38,7 +39,7 @@ const (
 	// connection (or rediscovery) before returning.
 	defaultSyncWait = 5 * time.Second
 	// defaultBackoffMin and defaultBackoffMax bound the wait between
-	// reconnection attempts (doubling, jittered).
+	// reconnection attempts (doubling, jittered by ±20%).
 	defaultBackoffMin = 500 * time.Millisecond
 	defaultBackoffMax = 30 * time.Second
 	// defaultTimeout is the per-call timeout when neither the tool nor the
@@ -59,8 +60,8 @@ type Manager struct {
 	up         *prometheus.GaugeVec
 	reconnects *prometheus.CounterVec
 
-	syncWait               time.Duration
-	backoffMin, backoffMax time.Duration
+	syncWait time.Duration
+	backoff  outbound.Backoff // between reconnection attempts
 
 	syncMu sync.Mutex // serializes Sync and Close
 
@@ -83,7 +84,7 @@ type Manager struct {
 func New(log zerolog.Logger, reg prometheus.Registerer) *Manager {
 	m := &Manager{
 		log:  log.With().Str("component", "mcpclient").Logger(),
-		base: newBaseTransport(),
+		base: outbound.NewTransport(), // shared by every server
 		up: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "toolrouter_mcp_server_up",
 			Help: "Whether toolrouterd has a live session with the MCP server (1) or not (0).",
@@ -92,10 +93,9 @@ func New(log zerolog.Logger, reg prometheus.Registerer) *Manager {
 			Name: "toolrouter_mcp_reconnects_total",
 			Help: "Attempts to reconnect to an MCP server after its session was lost or it could not be reached, by result (ok or error).",
 		}, []string{"server", "result"}),
-		syncWait:   defaultSyncWait,
-		backoffMin: defaultBackoffMin,
-		backoffMax: defaultBackoffMax,
-		progress:   map[string]*progressSink{},
+		syncWait: defaultSyncWait,
+		backoff:  outbound.Backoff{Base: defaultBackoffMin, Max: defaultBackoffMax, Jitter: 0.2},
+		progress: map[string]*progressSink{},
 	}
 	if reg != nil {
 		m.up = register(reg, m.up)
@@ -146,7 +146,7 @@ func (m *Manager) changed() {
 // connection or rediscovery of each server, so that the tools of servers
 // that answer are known when it returns; a server that is down or slow
 // goes on connecting in the background.
-func (m *Manager) Sync(ctx context.Context, servers []registry.MCPServer) {
+func (m *Manager) Sync(ctx context.Context, servers []toolrouter.MCPServer) {
 	m.syncMu.Lock()
 	defer m.syncMu.Unlock()
 
@@ -252,24 +252,20 @@ func (m *Manager) server(name string) *server {
 
 // Call executes a call of an MCP-backed tool (req.Tool.MCPServer set) with
 // tools/call on its server's session. See server.call for the outcomes.
-func (m *Manager) Call(ctx context.Context, req remote.Request) remote.Outcome {
+func (m *Manager) Call(ctx context.Context, req toolrouter.ExecRequest) toolrouter.Outcome {
 	t := req.Tool
 	if t == nil || t.MCPServer == "" {
-		return failure(toolrouter.CategoryExecution, "not a tool of an MCP server")
+		return toolrouter.Failure(toolrouter.CategoryExecution, "not a tool of an MCP server")
 	}
 	s := m.server(t.MCPServer)
 	if s == nil {
-		return failure(toolrouter.CategoryNotFound, "MCP server %q is not configured", t.MCPServer)
+		return toolrouter.Failure(toolrouter.CategoryNotFound, "MCP server %q is not configured", t.MCPServer)
 	}
 	return s.call(ctx, req)
 }
 
-func failure(cat toolrouter.ErrorCategory, format string, args ...any) remote.Outcome {
-	return remote.Outcome{Err: fmt.Sprintf(format, args...), Category: cat}
-}
-
 // progressSink forwards a call's progress notifications to its
-// remote.Request.Progress until the call returns.
+// toolrouter.ExecRequest.Progress until the call returns.
 type progressSink struct {
 	mu     sync.Mutex
 	fn     func(progress, total float64, message string)
@@ -325,24 +321,4 @@ func (m *Manager) progressEvent(data []byte) {
 	if !sink.closed {
 		sink.fn(n.Params.Progress, n.Params.Total, n.Params.Message)
 	}
-}
-
-// Executor dispatches calls: tools of MCP servers to MCP, every other
-// tool to HTTP. It is the router's Executor.
-type Executor struct {
-	HTTP interface {
-		Call(ctx context.Context, req remote.Request) remote.Outcome
-	}
-	MCP *Manager
-}
-
-// Call executes req with the backend of its tool.
-func (e *Executor) Call(ctx context.Context, req remote.Request) remote.Outcome {
-	if req.Tool != nil && req.Tool.MCPServer != "" {
-		if e.MCP == nil {
-			return failure(toolrouter.CategoryResource, "MCP server %s unavailable: MCP is not enabled", req.Tool.MCPServer)
-		}
-		return e.MCP.Call(ctx, req)
-	}
-	return e.HTTP.Call(ctx, req)
 }

@@ -20,7 +20,6 @@ import (
 
 	"github.com/toolrouterd/toolrouterd/internal/mcpclient"
 	"github.com/toolrouterd/toolrouterd/internal/registry"
-	"github.com/toolrouterd/toolrouterd/internal/remote"
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
 
@@ -266,8 +265,8 @@ func newManager(t *testing.T) fixture {
 	return fixture{m: m, reg: reg, logs: logs}
 }
 
-func serverConfig(name, url string) registry.MCPServer {
-	return registry.MCPServer{Name: name, URL: url, Prefix: name + "/", Tools: []string{"*"}, Timeout: 5 * time.Second}
+func serverConfig(name, url string) toolrouter.MCPServer {
+	return toolrouter.MCPServer{Name: name, URL: url, Prefix: name + "/", Tools: []string{"*"}, Timeout: 5 * time.Second}
 }
 
 func toolNames(tools []*toolrouter.Tool) []string {
@@ -302,8 +301,8 @@ func eventually(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-func call(m *mcpclient.Manager, tool *toolrouter.Tool, a map[string]any) remote.Outcome {
-	return m.Call(context.Background(), remote.Request{Tool: tool, Args: a, PlanID: "p", ToolCallID: "tc_1"})
+func call(m *mcpclient.Manager, tool *toolrouter.Tool, a map[string]any) toolrouter.Outcome {
+	return m.Call(context.Background(), toolrouter.ExecRequest{Tool: tool, Args: a, PlanID: "p", ToolCallID: "tc_1"})
 }
 
 func metric(t *testing.T, reg *prometheus.Registry, name string, labels map[string]string) (float64, bool) {
@@ -344,7 +343,7 @@ func TestMCPDiscoveryPaginationPrefixAnnotations(t *testing.T) {
 	fx := newManager(t)
 	cfg := serverConfig("files", f.URL())
 	cfg.Prefix = "fs/"
-	fx.m.Sync(context.Background(), []registry.MCPServer{cfg})
+	fx.m.Sync(context.Background(), []toolrouter.MCPServer{cfg})
 
 	got := toolNames(fx.m.Tools())
 	want := []string{"fs/echo", "fs/extra-0", "fs/extra-1", "fs/extra-2", "fs/extra-3", "fs/extra-4",
@@ -390,7 +389,7 @@ func TestMCPAllowlist(t *testing.T) {
 	fx := newManager(t)
 	cfg := serverConfig("s", f.URL())
 	cfg.Tools = []string{"echo", "sum", "missing"}
-	fx.m.Sync(context.Background(), []registry.MCPServer{cfg})
+	fx.m.Sync(context.Background(), []toolrouter.MCPServer{cfg})
 	if got := toolNames(fx.m.Tools()); !slices.Equal(got, []string{"s/echo", "s/sum"}) {
 		t.Fatalf("tools = %v", got)
 	}
@@ -401,7 +400,7 @@ func TestMCPAllowlist(t *testing.T) {
 	// A reload with a new allowlist and prefix applies at once.
 	cfg.Tools = []string{"json"}
 	cfg.Prefix = "x."
-	fx.m.Sync(context.Background(), []registry.MCPServer{cfg})
+	fx.m.Sync(context.Background(), []toolrouter.MCPServer{cfg})
 	if got := toolNames(fx.m.Tools()); !slices.Equal(got, []string{"x.json"}) {
 		t.Fatalf("after reload tools = %v", got)
 	}
@@ -412,7 +411,7 @@ func TestMCPListChangedRediscovers(t *testing.T) {
 	fx := newManager(t)
 	var changes atomic.Int32
 	fx.m.OnChange(func() { changes.Add(1) })
-	fx.m.Sync(context.Background(), []registry.MCPServer{serverConfig("s", f.URL())})
+	fx.m.Sync(context.Background(), []toolrouter.MCPServer{serverConfig("s", f.URL())})
 	base := changes.Load()
 	if base == 0 {
 		t.Error("Sync did not call the OnChange hook")
@@ -440,7 +439,7 @@ func TestMCPListChangedRediscovers(t *testing.T) {
 func TestMCPCallResults(t *testing.T) {
 	f := newFakeServer(t, nil, nil, false)
 	fx := newManager(t)
-	fx.m.Sync(context.Background(), []registry.MCPServer{serverConfig("s", f.URL())})
+	fx.m.Sync(context.Background(), []toolrouter.MCPServer{serverConfig("s", f.URL())})
 
 	cases := []struct {
 		tool   string
@@ -495,7 +494,7 @@ func TestMCPTimeoutSendsCancelled(t *testing.T) {
 	fx := newManager(t)
 	cfg := serverConfig("s", f.URL())
 	cfg.Timeout = 300 * time.Millisecond
-	fx.m.Sync(context.Background(), []registry.MCPServer{cfg})
+	fx.m.Sync(context.Background(), []toolrouter.MCPServer{cfg})
 
 	slow := find(t, fx.m, "s/slow")
 	if slow.Timeout != 300*time.Millisecond {
@@ -521,7 +520,7 @@ func TestMCPTimeoutSendsCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(100*time.Millisecond, cancel)
 	cfg.Timeout = 5 * time.Second
-	out = fx.m.Call(ctx, remote.Request{Tool: slow})
+	out = fx.m.Call(ctx, toolrouter.ExecRequest{Tool: slow})
 	if out.Category != toolrouter.CategoryExecution || !strings.Contains(out.Err, "cancel") {
 		t.Errorf("cancelled by the caller: %+v", out)
 	}
@@ -531,14 +530,14 @@ func TestMCPTimeoutSendsCancelled(t *testing.T) {
 func TestMCPProgressForwarded(t *testing.T) {
 	f := newFakeServer(t, nil, nil, false)
 	fx := newManager(t)
-	fx.m.Sync(context.Background(), []registry.MCPServer{serverConfig("s", f.URL())})
+	fx.m.Sync(context.Background(), []toolrouter.MCPServer{serverConfig("s", f.URL())})
 	tool := find(t, fx.m, "s/progress")
 
 	for range 5 { // progress may race the result; never after it
 		var mu sync.Mutex
 		var got []string
 		var returned atomic.Bool
-		out := fx.m.Call(context.Background(), remote.Request{Tool: tool, Progress: func(p, total float64, msg string) {
+		out := fx.m.Call(context.Background(), toolrouter.ExecRequest{Tool: tool, Progress: func(p, total float64, msg string) {
 			if returned.Load() {
 				t.Error("Progress called after Call returned")
 			}
@@ -561,7 +560,7 @@ func TestMCPProgressForwarded(t *testing.T) {
 	// The server sends its notifications before its result on the same
 	// stream: at least one call must have seen them all.
 	var seen atomic.Int32
-	out := fx.m.Call(context.Background(), remote.Request{Tool: tool, Progress: func(float64, float64, string) { seen.Add(1) }})
+	out := fx.m.Call(context.Background(), toolrouter.ExecRequest{Tool: tool, Progress: func(float64, float64, string) { seen.Add(1) }})
 	if !out.Success() || seen.Load() != 3 {
 		t.Errorf("progress events = %d, outcome %+v", seen.Load(), out)
 	}
@@ -580,7 +579,7 @@ func TestMCPServerDownAtStartThenUp(t *testing.T) {
 	other := newFakeServer(t, nil, nil, false)
 
 	start := time.Now()
-	fx.m.Sync(context.Background(), []registry.MCPServer{serverConfig("down", f.URL()), serverConfig("ok", other.URL())})
+	fx.m.Sync(context.Background(), []toolrouter.MCPServer{serverConfig("down", f.URL()), serverConfig("ok", other.URL())})
 	if took := time.Since(start); took > 3*time.Second {
 		t.Errorf("Sync blocked %v on a server that is down", took)
 	}
@@ -623,7 +622,7 @@ func TestMCPServerDownAtStartThenUp(t *testing.T) {
 func TestMCPServerGoesDownThenBack(t *testing.T) {
 	f := newFakeServer(t, nil, nil, false)
 	fx := newManager(t)
-	fx.m.Sync(context.Background(), []registry.MCPServer{serverConfig("s", f.URL())})
+	fx.m.Sync(context.Background(), []toolrouter.MCPServer{serverConfig("s", f.URL())})
 	echo := find(t, fx.m, "s/echo")
 	if out := call(fx.m, echo, map[string]any{"msg": "1"}); !out.Success() {
 		t.Fatalf("first call: %+v", out)
@@ -653,7 +652,7 @@ func TestMCPServerGoesDownThenBack(t *testing.T) {
 func TestMCPSessionExpiryReinitializes(t *testing.T) {
 	f := newFakeServer(t, nil, nil, false)
 	fx := newManager(t)
-	fx.m.Sync(context.Background(), []registry.MCPServer{serverConfig("s", f.URL())})
+	fx.m.Sync(context.Background(), []toolrouter.MCPServer{serverConfig("s", f.URL())})
 	// A non-idempotent tool: the call is repeated only because the server
 	// never ran it.
 	sum := find(t, fx.m, "s/sum")
@@ -682,7 +681,7 @@ func TestMCPHeadersSentNeverLogged(t *testing.T) {
 	fx := newManager(t)
 	cfg := serverConfig("s", f.URL())
 	cfg.Headers = map[string]string{"Authorization": "Bearer s3cret-token", "X-Tenant": "t1"}
-	fx.m.Sync(context.Background(), []registry.MCPServer{cfg})
+	fx.m.Sync(context.Background(), []toolrouter.MCPServer{cfg})
 	if out := call(fx.m, find(t, fx.m, "s/echo"), map[string]any{"msg": "x"}); !out.Success() {
 		t.Fatalf("call: %+v", out)
 	}
@@ -712,11 +711,11 @@ func TestMCPSyncRemovesAndReplaces(t *testing.T) {
 			})
 	}, false)
 	fx := newManager(t)
-	fx.m.Sync(context.Background(), []registry.MCPServer{serverConfig("s", a.URL())})
+	fx.m.Sync(context.Background(), []toolrouter.MCPServer{serverConfig("s", a.URL())})
 	echo := find(t, fx.m, "s/echo")
 
 	// Same name, new URL: a new connection.
-	fx.m.Sync(context.Background(), []registry.MCPServer{serverConfig("s", b.URL())})
+	fx.m.Sync(context.Background(), []toolrouter.MCPServer{serverConfig("s", b.URL())})
 	find(t, fx.m, "s/only-b")
 
 	fx.m.Sync(context.Background(), nil)
@@ -728,34 +727,6 @@ func TestMCPSyncRemovesAndReplaces(t *testing.T) {
 	}
 	if _, ok := metric(t, fx.reg, "toolrouter_mcp_server_up", map[string]string{"server": "s"}); ok {
 		t.Error("the removed server's gauge is still exported")
-	}
-}
-
-type fakeHTTP struct{ calls atomic.Int32 }
-
-func (f *fakeHTTP) Call(context.Context, remote.Request) remote.Outcome {
-	f.calls.Add(1)
-	return remote.Outcome{Output: json.RawMessage(`"http"`), Answered: true}
-}
-
-func TestMCPExecutorDispatches(t *testing.T) {
-	f := newFakeServer(t, nil, nil, false)
-	fx := newManager(t)
-	fx.m.Sync(context.Background(), []registry.MCPServer{serverConfig("s", f.URL())})
-	h := &fakeHTTP{}
-	e := &mcpclient.Executor{HTTP: h, MCP: fx.m}
-
-	out := e.Call(context.Background(), remote.Request{Tool: &toolrouter.Tool{Name: "web", Endpoint: "http://x"}})
-	if string(out.Output) != `"http"` || h.calls.Load() != 1 {
-		t.Errorf("HTTP tool: %+v", out)
-	}
-	out = e.Call(context.Background(), remote.Request{Tool: find(t, fx.m, "s/echo"), Args: map[string]any{"msg": "m"}})
-	if string(out.Output) != `"echo: m"` || h.calls.Load() != 1 {
-		t.Errorf("MCP tool: %+v", out)
-	}
-	noMCP := &mcpclient.Executor{HTTP: h}
-	if out := noMCP.Call(context.Background(), remote.Request{Tool: find(t, fx.m, "s/echo")}); out.Category != toolrouter.CategoryResource {
-		t.Errorf("without a manager: %+v", out)
 	}
 }
 
@@ -776,7 +747,7 @@ func TestMCPRegistryIntegration(t *testing.T) {
 			skipped.Store(err.Error())
 		}
 	})
-	fx.m.Sync(context.Background(), []registry.MCPServer{serverConfig("s", f.URL())})
+	fx.m.Sync(context.Background(), []toolrouter.MCPServer{serverConfig("s", f.URL())})
 
 	reg := h.Current()
 	echo, ok := reg.Lookup("s/echo")
@@ -797,10 +768,10 @@ func TestMCPRegistryIntegration(t *testing.T) {
 func TestMCPCloseIsIdempotentAndSyncAfterCloseIsNoop(t *testing.T) {
 	f := newFakeServer(t, nil, nil, false)
 	fx := newManager(t)
-	fx.m.Sync(context.Background(), []registry.MCPServer{serverConfig("s", f.URL())})
+	fx.m.Sync(context.Background(), []toolrouter.MCPServer{serverConfig("s", f.URL())})
 	fx.m.Close()
 	fx.m.Close()
-	fx.m.Sync(context.Background(), []registry.MCPServer{serverConfig("s", f.URL())})
+	fx.m.Sync(context.Background(), []toolrouter.MCPServer{serverConfig("s", f.URL())})
 	if len(fx.m.Tools()) != 0 {
 		t.Error("Sync after Close connected")
 	}

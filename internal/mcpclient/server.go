@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"slices"
@@ -17,8 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/toolrouterd/toolrouterd/internal/registry"
-	"github.com/toolrouterd/toolrouterd/internal/remote"
+	"github.com/toolrouterd/toolrouterd/internal/outbound"
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
 
@@ -48,7 +46,7 @@ type server struct {
 	kick chan struct{}
 
 	mu  sync.Mutex
-	cfg registry.MCPServer
+	cfg toolrouter.MCPServer
 	cs  *mcp.ClientSession // nil while down
 	sid string             // cs's session id
 	gen uint64             // sessions opened so far; numbers the current one
@@ -70,7 +68,7 @@ type server struct {
 	downLogged  bool
 }
 
-func newServer(m *Manager, cfg registry.MCPServer) *server {
+func newServer(m *Manager, cfg toolrouter.MCPServer) *server {
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &server{
 		m:       m,
@@ -143,7 +141,7 @@ func (s *server) refresh() <-chan struct{} {
 
 // reconfigure takes a new configuration with the same URL and headers:
 // prefix, allowlist and timeout apply to the tools at once.
-func (s *server) reconfigure(cfg registry.MCPServer) {
+func (s *server) reconfigure(cfg toolrouter.MCPServer) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.cfg = cfg
@@ -206,6 +204,7 @@ func (s *server) nextRound() {
 func (s *server) run() {
 	defer close(s.done)
 	var delay time.Duration
+	failures := 0 // connection attempts failed in a row
 	for first := true; ; first = false {
 		if delay > 0 {
 			t := time.NewTimer(delay)
@@ -234,7 +233,8 @@ func (s *server) run() {
 		}
 		if err != nil {
 			s.attemptFailed(err)
-			delay = s.nextDelay(delay)
+			failures++
+			delay = s.m.backoff.Delay(failures)
 			continue
 		}
 		gen := s.setUp(cs, raw)
@@ -246,26 +246,11 @@ func (s *server) run() {
 		}
 		s.sessionEnded(gen, err)
 		// Reconnect at once, unless sessions keep dying young.
-		delay = 0
+		delay, failures = 0, 0
 		if time.Since(began) < time.Second {
-			delay = s.m.backoffMin
+			delay, failures = s.m.backoff.Base, 1
 		}
 	}
-}
-
-// nextDelay doubles the wait between attempts, from backoffMin up to
-// backoffMax, jittered by ±20%.
-func (s *server) nextDelay(d time.Duration) time.Duration {
-	if d <= 0 {
-		d = s.m.backoffMin
-	} else {
-		d = min(d*2, s.m.backoffMax)
-	}
-	j := time.Duration(rand.Int64N(int64(d)/5 + 1))
-	if rand.IntN(2) == 0 {
-		return d - j
-	}
-	return min(d+j, s.m.backoffMax)
 }
 
 // connect opens a session and discovers the tools, within the server's
@@ -521,7 +506,7 @@ func (s *server) awaitSession(ctx context.Context, after uint64) (*mcp.ClientSes
 //     expired): a new session, and the call again (it never ran);
 //   - the connection lost mid-call: the call again on a new session if the
 //     tool is idempotent, else a failure (the tool may have run).
-func (s *server) call(ctx context.Context, req remote.Request) remote.Outcome {
+func (s *server) call(ctx context.Context, req toolrouter.ExecRequest) toolrouter.Outcome {
 	t := req.Tool
 	timeout := t.Timeout
 	if timeout <= 0 {
@@ -561,7 +546,7 @@ func (s *server) call(ctx context.Context, req remote.Request) remote.Outcome {
 			if callCtx.Err() != nil {
 				return s.contextOutcome(ctx, callCtx, timeout, attempts)
 			}
-			out := failure(toolrouter.CategoryResource, "MCP server %s unavailable: %s", s.name, s.scrub(err))
+			out := toolrouter.Failure(toolrouter.CategoryResource, "MCP server %s unavailable: %s", s.name, s.scrub(err))
 			out.Attempts = attempts
 			return out
 		}
@@ -584,7 +569,7 @@ func (s *server) call(ctx context.Context, req remote.Request) remote.Outcome {
 				fresh, wait = false, true
 				continue
 			}
-			out := failure(toolrouter.CategoryResource, "MCP server %s unavailable: %s", s.name, errSessionLost)
+			out := toolrouter.Failure(toolrouter.CategoryResource, "MCP server %s unavailable: %s", s.name, errSessionLost)
 			out.Attempts = attempts
 			return out
 		case jerr != nil:
@@ -596,13 +581,13 @@ func (s *server) call(ctx context.Context, req remote.Request) remote.Outcome {
 			if cat == toolrouter.CategoryUnknown {
 				cat = toolrouter.CategoryExecution
 			}
-			return remote.Outcome{Err: msg, Category: cat, Attempts: attempts, Answered: true}
+			return toolrouter.Outcome{Err: msg, Category: cat, Attempts: attempts, Answered: true}
 		}
 		// The transport failed.
 		after = s.markBroken(gen, err)
 		// The request did not leave: no connection, or a session already
 		// closing.
-		never := remote.Unreachable(err) || errors.Is(err, mcp.ErrConnectionClosed)
+		never := outbound.Unreachable(err) || errors.Is(err, mcp.ErrConnectionClosed)
 		switch {
 		case never && fresh:
 			fresh, wait = false, true
@@ -612,11 +597,11 @@ func (s *server) call(ctx context.Context, req remote.Request) remote.Outcome {
 			wait = true
 			continue
 		case never:
-			out := failure(toolrouter.CategoryResource, "MCP server %s unavailable: %s", s.name, s.scrub(err))
+			out := toolrouter.Failure(toolrouter.CategoryResource, "MCP server %s unavailable: %s", s.name, s.scrub(err))
 			out.Attempts = attempts
 			return out
 		}
-		out := failure(toolrouter.CategoryExecution, "MCP server %s: tools/call failed: %s", s.name, s.scrub(err))
+		out := toolrouter.Failure(toolrouter.CategoryExecution, "MCP server %s: tools/call failed: %s", s.name, s.scrub(err))
 		out.Attempts = attempts
 		return out
 	}
@@ -630,18 +615,18 @@ func (s *server) lostSession(gen uint64) bool {
 	return s.lostGen == gen
 }
 
-func (s *server) contextOutcome(ctx, callCtx context.Context, timeout time.Duration, attempts int) remote.Outcome {
-	var out remote.Outcome
+func (s *server) contextOutcome(ctx, callCtx context.Context, timeout time.Duration, attempts int) toolrouter.Outcome {
+	var out toolrouter.Outcome
 	switch err := ctx.Err(); {
 	case errors.Is(context.Cause(callCtx), errToolTimeout):
-		out = failure(toolrouter.CategoryTimeout, "MCP tool timed out after %s", timeout)
+		out = toolrouter.Failure(toolrouter.CategoryTimeout, "MCP tool timed out after %s", timeout)
 	case errors.Is(err, context.DeadlineExceeded):
-		out = failure(toolrouter.CategoryTimeout, "call cancelled: %v", err)
+		out = toolrouter.Failure(toolrouter.CategoryTimeout, "call cancelled: %v", err)
 	default:
 		if err == nil {
 			err = callCtx.Err()
 		}
-		out = failure(toolrouter.CategoryExecution, "call cancelled: %v", err)
+		out = toolrouter.Failure(toolrouter.CategoryExecution, "call cancelled: %v", err)
 	}
 	out.Attempts = attempts
 	return out

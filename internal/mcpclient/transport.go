@@ -3,41 +3,18 @@ package mcpclient
 import (
 	"bytes"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"strings"
-	"time"
 )
 
 const (
-	dialTimeout         = 5 * time.Second
-	dialKeepAlive       = 30 * time.Second
-	tlsHandshakeTimeout = 5 * time.Second
-	idleConnTimeout     = 90 * time.Second
-	maxIdleConnsPerHost = 256
-	userAgent           = "toolrouterd"
-	sessionIDHeader     = "Mcp-Session-Id"
+	userAgent       = "toolrouterd"
+	sessionIDHeader = "Mcp-Session-Id"
 	// peekBytes bounds how much of a 400 reply is read to tell a lost
 	// session from other bad requests.
 	peekBytes = 4 << 10
 )
-
-// newBaseTransport is the HTTP transport shared by every MCP server of a
-// Manager: bounded dial and TLS handshake, keep-alive, a pool large enough
-// for many concurrent calls to one server.
-func newBaseTransport() *http.Transport {
-	dialer := &net.Dialer{Timeout: dialTimeout, KeepAlive: dialKeepAlive}
-	return &http.Transport{
-		Proxy:               http.ProxyFromEnvironment,
-		DialContext:         dialer.DialContext,
-		ForceAttemptHTTP2:   true,
-		MaxIdleConns:        1024,
-		MaxIdleConnsPerHost: maxIdleConnsPerHost,
-		IdleConnTimeout:     idleConnTimeout,
-		TLSHandshakeTimeout: tlsHandshakeTimeout,
-	}
-}
 
 // serverTransport is the http.RoundTripper of one MCP server: it sends the
 // server's configured headers (secrets included; they are never logged) on

@@ -17,7 +17,7 @@ import (
 	"github.com/toolrouterd/toolrouterd/internal/registry"
 	"github.com/toolrouterd/toolrouterd/internal/remote"
 	"github.com/toolrouterd/toolrouterd/internal/router"
-	"github.com/toolrouterd/toolrouterd/internal/store"
+	"github.com/toolrouterd/toolrouterd/internal/store/memory"
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
 
@@ -101,7 +101,7 @@ func newEnv(t *testing.T, opts ...func(*mcpserver.Deps)) *env {
 	rt := &router.Router{
 		Tools: func() router.Tools { return e.reg.Current() },
 		Exec:  exec,
-		Seq:   store.NewMemory(),
+		Seq:   memory.New(),
 	}
 	deps := mcpserver.Deps{
 		Router: rt,

@@ -5,35 +5,9 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
-
-// CompileInputSchema compiles a tool's input schema the way the registry
-// compiles the input_schema of its file tools (JSON Schema 2020-12 unless
-// $schema says otherwise, no external references) and returns the
-// Tool.ValidateArgs for it. Tools that join the registry from elsewhere
-// (MCP servers) use it so that their arguments are checked like those of
-// file tools.
-func CompileInputSchema(schema map[string]any) (func(map[string]any) error, error) {
-	if schema == nil {
-		schema = map[string]any{"type": "object"}
-	}
-	compiled, err := compileSchema(schema)
-	if err != nil {
-		var msgs []string
-		for _, sp := range compileProblems(err) {
-			m := sp.why
-			if sp.ptr != "" {
-				m = sp.ptr + ": " + m
-			}
-			msgs = append(msgs, m)
-		}
-		return nil, errors.New("invalid JSON Schema: " + strings.Join(msgs, "; "))
-	}
-	return argsValidator(compiled), nil
-}
 
 // WithTools returns a registry holding r's tools followed by extra (tools
 // discovered elsewhere, such as on MCP servers), with the same providers and

@@ -11,6 +11,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/toolrouterd/toolrouterd/internal/inputschema"
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
 
@@ -398,17 +399,14 @@ func (p *parser) inputSchema(e entry, w where) (map[string]any, func(map[string]
 		p.add(lines["/type"], w, field+"/type", `must be "object"`)
 		ok = false
 	}
-	compiled, err := compileSchema(schema)
-	if err != nil {
-		for _, sp := range compileProblems(err) {
-			p.add(lineFor(lines, sp.ptr, lineOf(e.val)), w, field+sp.ptr, "invalid JSON Schema: "+sp.why)
-		}
+	validate, problems := inputschema.Compile(schema)
+	for _, sp := range problems {
+		p.add(lineFor(lines, sp.Ptr, lineOf(e.val)), w, field+sp.Ptr, "invalid JSON Schema: "+sp.Why)
+	}
+	if problems != nil || !ok {
 		return nil, nil
 	}
-	if !ok {
-		return nil, nil
-	}
-	return schema, argsValidator(compiled)
+	return schema, validate
 }
 
 // lineFor is the line of the value at ptr, or of its nearest ancestor.
@@ -425,8 +423,8 @@ func lineFor(lines map[string]int, ptr string, fallback int) int {
 	}
 }
 
-func (p *parser) providers(e entry) []Provider {
-	var out []Provider
+func (p *parser) providers(e entry) []toolrouter.Provider {
+	var out []toolrouter.Provider
 	first := map[string]int{}
 	for i, item := range p.list(e, where{}, "providers") {
 		n := deref(item)
@@ -436,7 +434,7 @@ func (p *parser) providers(e entry) []Provider {
 		}
 		w := where{prefix: fmt.Sprintf("providers[%d].", i)}
 		f := p.fields(n, w, "name", "kind", "base_url", "model", "api_key_env")
-		var pr Provider
+		var pr toolrouter.Provider
 		ok := true
 		if p.required(f["name"], n, w, "name") {
 			pr.Name, _ = p.str(f["name"], w, "name")
@@ -480,7 +478,7 @@ func (p *parser) providers(e entry) []Provider {
 	return out
 }
 
-func (p *parser) defaultProvider(e entry, providers []Provider) string {
+func (p *parser) defaultProvider(e entry, providers []toolrouter.Provider) string {
 	if e.val == nil {
 		if len(providers) > 0 {
 			return providers[0].Name
@@ -500,8 +498,8 @@ func (p *parser) defaultProvider(e entry, providers []Provider) string {
 	return ""
 }
 
-func (p *parser) mcpServers(e entry) []MCPServer {
-	var out []MCPServer
+func (p *parser) mcpServers(e entry) []toolrouter.MCPServer {
+	var out []toolrouter.MCPServer
 	first := map[string]int{}
 	for i, item := range p.list(e, where{}, "mcp_servers") {
 		n := deref(item)
@@ -511,7 +509,7 @@ func (p *parser) mcpServers(e entry) []MCPServer {
 		}
 		w := where{prefix: fmt.Sprintf("mcp_servers[%d].", i)}
 		f := p.fields(n, w, "name", "url", "prefix", "tools", "headers", "timeout")
-		s := MCPServer{Timeout: defaultTimeout}
+		s := toolrouter.MCPServer{Timeout: defaultTimeout}
 		if p.required(f["name"], n, w, "name") {
 			if name, ok := p.str(f["name"], w, "name"); ok {
 				s.Name = name

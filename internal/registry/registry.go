@@ -8,26 +8,9 @@ import (
 	"maps"
 	"os"
 	"slices"
-	"time"
 
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
-
-// Provider is an LLM provider the agent loop of /runs can talk to.
-type Provider = toolrouter.Provider
-
-// MCPServer is an MCP server whose tools join the registry.
-type MCPServer struct {
-	Name string
-	URL  string
-	// Prefix is prepended to the server's tool names to make canonical
-	// names.
-	Prefix string
-	// Tools is the allowlist of the server's tool names; "*" allows all.
-	Tools   []string
-	Headers map[string]string
-	Timeout time.Duration
-}
 
 // Registry is a parsed, valid registry file. It is immutable: a reload
 // builds a new one. The tools it hands out are shared and must not be
@@ -35,9 +18,9 @@ type MCPServer struct {
 type Registry struct {
 	tools           []*toolrouter.Tool
 	byName          map[string]*toolrouter.Tool // canonical names and aliases
-	providers       []Provider
+	providers       []toolrouter.Provider
 	defaultProvider string
-	mcpServers      []MCPServer
+	mcpServers      []toolrouter.MCPServer
 }
 
 // aliasFormats are the provider formats whose name rules may force an
@@ -72,18 +55,18 @@ func (r *Registry) Lookup(name string) (*toolrouter.Tool, bool) {
 }
 
 // Providers returns the LLM providers in file order.
-func (r *Registry) Providers() []Provider {
+func (r *Registry) Providers() []toolrouter.Provider {
 	return slices.Clone(r.providers)
 }
 
-// Provider finds an LLM provider by name.
-func (r *Registry) Provider(name string) (Provider, bool) {
+// toolrouter.Provider finds an LLM provider by name.
+func (r *Registry) Provider(name string) (toolrouter.Provider, bool) {
 	for _, p := range r.providers {
 		if p.Name == name {
 			return p, true
 		}
 	}
-	return Provider{}, false
+	return toolrouter.Provider{}, false
 }
 
 // DefaultProvider is the name of the provider /runs uses when the request
@@ -93,8 +76,8 @@ func (r *Registry) DefaultProvider() string {
 }
 
 // MCPServers returns the MCP servers in file order.
-func (r *Registry) MCPServers() []MCPServer {
-	out := make([]MCPServer, len(r.mcpServers))
+func (r *Registry) MCPServers() []toolrouter.MCPServer {
+	out := make([]toolrouter.MCPServer, len(r.mcpServers))
 	for i, s := range r.mcpServers {
 		s.Tools = slices.Clone(s.Tools)
 		s.Headers = maps.Clone(s.Headers)

@@ -81,7 +81,7 @@ func TestLoadValid(t *testing.T) {
 		t.Errorf("default schema rejects an object: %v", err)
 	}
 
-	wantProviders := []registry.Provider{
+	wantProviders := []toolrouter.Provider{
 		{Name: "local", Kind: "openai", BaseURL: "http://127.0.0.1:11434/v1", Model: "qwen2.5:7b", APIKeyEnv: "OPENAI_API_KEY"},
 		{Name: "claude", Kind: "anthropic", BaseURL: "https://api.anthropic.com", Model: "claude-sonnet-4-5"},
 	}
@@ -98,7 +98,7 @@ func TestLoadValid(t *testing.T) {
 		t.Error("Provider(nope) found")
 	}
 
-	wantMCP := []registry.MCPServer{
+	wantMCP := []toolrouter.MCPServer{
 		{Name: "files", URL: "http://127.0.0.1:3001/mcp", Prefix: "files/", Tools: []string{"*"},
 			Headers: map[string]string{"Authorization": "Bearer f-token"}, Timeout: 30 * time.Second},
 		{Name: "web", URL: "https://mcp.example.com/mcp", Prefix: "w.", Tools: []string{"fetch", "search"}, Timeout: 5 * time.Second},

@@ -1,7 +1,4 @@
 package remote
 
 // Internals exposed to the remote_test package.
-var (
-	RetryAfter = retryAfter
-	Backoff    = backoff
-)
+var Backoff = backoff.Delay

@@ -1,7 +1,8 @@
-// Package remote executes one tool call against a tool's HTTP endpoint
-// (CONTRACT §4): POST the arguments object as JSON, read a bounded reply,
-// classify failures into the contract's error categories and retry only
-// tools that declare themselves idempotent.
+// Package remote is the router's executor for HTTP tools: it executes one
+// toolrouter.ExecRequest against the tool's endpoint (README "Writing a
+// tool"): POST the arguments object as JSON, read a bounded reply, classify
+// failures into the error categories and retry only tools that declare
+// themselves idempotent (backoff, Retry-After and transport from outbound).
 //
 // The package does no logging; callers log the Outcome.
 package remote
@@ -13,35 +14,26 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/rand/v2"
-	"net"
 	"net/http"
 	"net/url"
-	"strconv"
-	"strings"
-	"syscall"
 	"time"
 
+	"github.com/toolrouterd/toolrouterd/internal/outbound"
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
 
 // Defaults applied by New to zero (or negative) Options fields.
 const (
-	DefaultMaxReplyBytes  int64 = 16 << 20
-	DefaultCallTimeout          = 30 * time.Second
-	userAgent                   = "toolrouterd"
-	contentTypeJSON             = "application/json"
-	backoffBase                 = 100 * time.Millisecond
-	backoffCap                  = 2 * time.Second
-	retryAfterCap               = 2 * time.Second
-	dialTimeout                 = 5 * time.Second
-	dialKeepAlive               = 30 * time.Second
-	tlsHandshakeTimeout         = 5 * time.Second
-	idleConnTimeout             = 90 * time.Second
-	maxIdleConns                = 1024
-	maxIdleConnsPerHost         = 256
-	expectContinueTimeout       = 1 * time.Second
+	DefaultMaxReplyBytes int64 = 16 << 20
+	DefaultCallTimeout         = 30 * time.Second
+	userAgent                  = "toolrouterd"
+	contentTypeJSON            = "application/json"
+	retryAfterCap              = 2 * time.Second
 )
+
+// backoff spaces the retries of idempotent tools: 100ms doubling per
+// attempt, jittered to [d/2, 3d/2), at most 2s.
+var backoff = outbound.Backoff{Base: 100 * time.Millisecond, Max: 2 * time.Second, Jitter: 0.5}
 
 // Request headers set by Call. The contract headers cannot be overridden by
 // Tool.Headers; Accept and User-Agent can.
@@ -56,8 +48,8 @@ type Options struct {
 	// MaxReplyBytes bounds the size of a tool's reply body; a larger reply
 	// fails with category resource. Default 16 MiB.
 	MaxReplyBytes int64
-	// Transport carries the requests; nil means the package's tuned
-	// transport, built once per Client. Tests and benchmarks may stub it.
+	// Transport carries the requests; nil means outbound.NewTransport,
+	// built once per Client. Tests and benchmarks may stub it.
 	Transport http.RoundTripper
 	// DefaultTimeout is the per-call deadline of tools whose Timeout is 0.
 	// Default 30s.
@@ -93,29 +85,12 @@ func New(opts Options) *Client {
 	}
 	rt := opts.Transport
 	if rt == nil {
-		rt = newTransport()
+		rt = outbound.NewTransport()
 	}
 	return &Client{
 		rt:             rt,
 		maxReplyBytes:  opts.MaxReplyBytes,
 		defaultTimeout: opts.DefaultTimeout,
-	}
-}
-
-// newTransport is the tuned transport: bounded dial and TLS handshake,
-// TCP keep-alive, and a large idle pool so that many concurrent calls to the
-// same tool reuse their connections.
-func newTransport() *http.Transport {
-	dialer := &net.Dialer{Timeout: dialTimeout, KeepAlive: dialKeepAlive}
-	return &http.Transport{
-		Proxy:                 http.ProxyFromEnvironment,
-		DialContext:           dialer.DialContext,
-		ForceAttemptHTTP2:     true,
-		MaxIdleConns:          maxIdleConns,
-		MaxIdleConnsPerHost:   maxIdleConnsPerHost,
-		IdleConnTimeout:       idleConnTimeout,
-		TLSHandshakeTimeout:   tlsHandshakeTimeout,
-		ExpectContinueTimeout: expectContinueTimeout,
 	}
 }
 
@@ -125,47 +100,6 @@ func (c *Client) CloseIdle() {
 	if ci, ok := c.rt.(interface{ CloseIdleConnections() }); ok {
 		ci.CloseIdleConnections()
 	}
-}
-
-// Request is one call to execute.
-type Request struct {
-	Tool *toolrouter.Tool
-	// Args is the arguments object; nil is sent as {}.
-	Args map[string]any
-	// PlanID and ToolCallID are sent as headers; an empty value omits its
-	// header(s).
-	PlanID     string
-	ToolCallID string
-	// Progress, when set, receives progress a backend reports while the
-	// call runs (MCP notifications/progress); HTTP tools report none.
-	Progress func(progress, total float64, message string)
-}
-
-// Outcome is the result of a call.
-type Outcome struct {
-	// Output is the 2xx JSON reply exactly as received (JSON null for an
-	// empty reply); nil on failure.
-	Output json.RawMessage
-	// Err is the failure's message, safe to show to clients; "" on success.
-	Err string
-	// Category classifies the failure; "" on success.
-	Category toolrouter.ErrorCategory
-	// Status is the HTTP status of the last attempt, 0 if it got none.
-	Status int
-	// Attempts is the number of requests sent (0 when none could be built).
-	Attempts int
-	// Answered reports that the tool gave an answer of its own: a 2xx JSON
-	// reply, or an error it reported as JSON ({"error": …} or
-	// {"message": …}). It is false when the tool gave no usable answer: no
-	// connection, a timeout, a crash page, a non-JSON or oversized reply.
-	Answered bool
-}
-
-// Success reports whether the call succeeded.
-func (o Outcome) Success() bool { return o.Err == "" && o.Category == "" }
-
-func failure(cat toolrouter.ErrorCategory, format string, args ...any) Outcome {
-	return Outcome{Err: fmt.Sprintf(format, args...), Category: cat}
 }
 
 // emptyObject is the body of a call without arguments; it is only read.
@@ -180,16 +114,16 @@ var errToolTimeout = errors.New("tool timeout")
 // Idempotent with Retries > 0 is retried, on transport errors and on 502, 503
 // and 504, with jittered exponential backoff (or the reply's Retry-After),
 // never past the deadline.
-func (c *Client) Call(ctx context.Context, req Request) Outcome {
+func (c *Client) Call(ctx context.Context, req toolrouter.ExecRequest) toolrouter.Outcome {
 	t := req.Tool
 	if t == nil {
-		return failure(toolrouter.CategoryExecution, "no tool to call")
+		return toolrouter.Failure(toolrouter.CategoryExecution, "no tool to call")
 	}
 	body := emptyObject
 	if req.Args != nil {
 		b, err := encodeArgs(req.Args)
 		if err != nil {
-			return failure(toolrouter.CategorySchema, "arguments cannot be encoded as JSON: %v", err)
+			return toolrouter.Failure(toolrouter.CategorySchema, "arguments cannot be encoded as JSON: %v", err)
 		}
 		body = b
 	}
@@ -211,32 +145,28 @@ func (c *Client) Call(ctx context.Context, req Request) Outcome {
 			return out
 		}
 		if wait < 0 {
-			wait = backoff(attempt)
+			wait = backoff.Delay(attempt)
 		}
-		if dl, ok := callCtx.Deadline(); ok && time.Until(dl) <= wait {
+		switch err := outbound.Sleep(callCtx, wait); {
+		case errors.Is(err, outbound.ErrPastDeadline):
 			// The next attempt could not start before the deadline: report
 			// the failure we have rather than a timeout.
 			return out
-		}
-		timer := time.NewTimer(wait)
-		select {
-		case <-callCtx.Done():
-			timer.Stop()
+		case err != nil:
 			co := contextOutcome(ctx, callCtx, timeout)
 			co.Status, co.Attempts = out.Status, attempt
 			return co
-		case <-timer.C:
 		}
 	}
 }
 
 // attempt sends one request. retry reports whether the failure is worth
 // another attempt; wait is the reply's Retry-After, or -1 when it gave none.
-func (c *Client) attempt(ctx, callCtx context.Context, timeout time.Duration, req Request, body []byte) (out Outcome, retry bool, wait time.Duration) {
+func (c *Client) attempt(ctx, callCtx context.Context, timeout time.Duration, req toolrouter.ExecRequest, body []byte) (out toolrouter.Outcome, retry bool, wait time.Duration) {
 	wait = -1
 	tgt, err := c.targets.get(req.Tool.Endpoint)
 	if err != nil {
-		return failure(toolrouter.CategoryExecution, "invalid tool endpoint: %v", innerURLError(err)), false, wait
+		return toolrouter.Failure(toolrouter.CategoryExecution, "invalid tool endpoint: %v", innerURLError(err)), false, wait
 	}
 	hreq := tgt.request(callCtx, body)
 	setHeaders(hreq, req, tgt.basicAuth)
@@ -253,7 +183,7 @@ func (c *Client) attempt(ctx, callCtx context.Context, timeout time.Duration, re
 		switch resp.StatusCode {
 		case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
 			retry = true
-			wait = retryAfter(resp.Header.Get("Retry-After"), time.Now())
+			wait = outbound.RetryAfter(resp.Header, time.Now(), retryAfterCap)
 		}
 		return out, retry, wait
 	}
@@ -263,11 +193,11 @@ func (c *Client) attempt(ctx, callCtx context.Context, timeout time.Duration, re
 	case err != nil:
 		out, retry = transportFailure(ctx, callCtx, timeout, err)
 	case tooLarge:
-		out = failure(toolrouter.CategoryResource, "tool reply exceeds %d bytes", c.maxReplyBytes)
+		out = toolrouter.Failure(toolrouter.CategoryResource, "tool reply exceeds %d bytes", c.maxReplyBytes)
 	case len(bytes.TrimSpace(data)) == 0:
 		out.Output = json.RawMessage("null")
 	case !json.Valid(data):
-		out = failure(toolrouter.CategoryParse, "tool returned a non-JSON reply: %s", truncate(string(data), nonJSONPrefix))
+		out = toolrouter.Failure(toolrouter.CategoryParse, "tool returned a non-JSON reply: %s", truncate(string(data), nonJSONPrefix))
 	default:
 		out.Output = data
 	}
@@ -281,7 +211,7 @@ func (c *Client) attempt(ctx, callCtx context.Context, timeout time.Duration, re
 // basicAuth (the endpoint's userinfo) as Authorization unless the tool set
 // a non-empty one. Every value slice of the map shares one backing array,
 // each with capacity 1, so that the map costs three allocations in all.
-func setHeaders(hreq *http.Request, req Request, basicAuth string) {
+func setHeaders(hreq *http.Request, req toolrouter.ExecRequest, basicAuth string) {
 	n := len(req.Tool.Headers) + 7
 	h := make(http.Header, n)
 	vals := make([]string, 0, n)
@@ -354,46 +284,32 @@ func (c *Client) roundTrip(hreq *http.Request) (*http.Response, error) {
 
 // contextOutcome is the failure of a call whose context is done: the tool's
 // own deadline, the caller's deadline, or the caller's cancellation.
-func contextOutcome(ctx, callCtx context.Context, timeout time.Duration) Outcome {
+func contextOutcome(ctx, callCtx context.Context, timeout time.Duration) toolrouter.Outcome {
 	if errors.Is(context.Cause(callCtx), errToolTimeout) {
-		return failure(toolrouter.CategoryTimeout, "tool timed out after %s", timeout)
+		return toolrouter.Failure(toolrouter.CategoryTimeout, "tool timed out after %s", timeout)
 	}
 	err := ctx.Err()
 	if err == nil {
 		err = callCtx.Err()
 	}
 	if errors.Is(err, context.DeadlineExceeded) {
-		return failure(toolrouter.CategoryTimeout, "call cancelled: %v", err)
+		return toolrouter.Failure(toolrouter.CategoryTimeout, "call cancelled: %v", err)
 	}
-	return failure(toolrouter.CategoryExecution, "call cancelled: %v", err)
+	return toolrouter.Failure(toolrouter.CategoryExecution, "call cancelled: %v", err)
 }
 
 // transportFailure classifies an error of the transport (no reply, or a
 // reply body cut short). Only failures not caused by the context are worth
 // a retry.
-func transportFailure(ctx, callCtx context.Context, timeout time.Duration, err error) (Outcome, bool) {
+func transportFailure(ctx, callCtx context.Context, timeout time.Duration, err error) (toolrouter.Outcome, bool) {
 	if callCtx.Err() != nil {
 		return contextOutcome(ctx, callCtx, timeout), false
 	}
 	err = innerURLError(err)
-	if Unreachable(err) {
-		return failure(toolrouter.CategoryResource, "tool endpoint unreachable: %v", err), true
+	if outbound.Unreachable(err) {
+		return toolrouter.Failure(toolrouter.CategoryResource, "tool endpoint unreachable: %v", err), true
 	}
-	return failure(toolrouter.CategoryExecution, "tool request failed: %v", err), true
-}
-
-// Unreachable reports whether err means no connection to an endpoint could be
-// made: refused, unknown host, dial timeout, no route.
-func Unreachable(err error) bool {
-	var op *net.OpError
-	if errors.As(err, &op) && op.Op == "dial" {
-		return true
-	}
-	var dns *net.DNSError
-	return errors.As(err, &dns) ||
-		errors.Is(err, syscall.ECONNREFUSED) ||
-		errors.Is(err, syscall.EHOSTUNREACH) ||
-		errors.Is(err, syscall.ENETUNREACH)
+	return toolrouter.Failure(toolrouter.CategoryExecution, "tool request failed: %v", err), true
 }
 
 // innerURLError strips the *url.Error wrapper, whose text repeats the
@@ -404,35 +320,4 @@ func innerURLError(err error) error {
 		return ue.Err
 	}
 	return err
-}
-
-// backoff is the wait before attempt+1: 100ms doubling per attempt,
-// jittered to [d/2, 3d/2), capped at 2s.
-func backoff(attempt int) time.Duration {
-	d := backoffBase << min(attempt-1, 10)
-	d = min(d, backoffCap)
-	d = d/2 + rand.N(d)
-	return min(d, backoffCap)
-}
-
-// retryAfter parses a Retry-After value (delay seconds or an HTTP date),
-// capped at 2s; -1 when absent or unparseable.
-func retryAfter(v string, now time.Time) time.Duration {
-	v = strings.TrimSpace(v)
-	if v == "" {
-		return -1
-	}
-	if secs, err := strconv.ParseInt(v, 10, 64); err == nil {
-		if secs < 0 {
-			return -1
-		}
-		if secs >= int64(retryAfterCap/time.Second) {
-			return retryAfterCap
-		}
-		return time.Duration(secs) * time.Second
-	}
-	if at, err := http.ParseTime(v); err == nil {
-		return min(max(at.Sub(now), 0), retryAfterCap)
-	}
-	return -1
 }

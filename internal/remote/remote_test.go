@@ -81,7 +81,7 @@ func resetConn(t testing.TB, w http.ResponseWriter) {
 	_ = conn.Close()
 }
 
-func assertFailure(t *testing.T, out remote.Outcome, cat toolrouter.ErrorCategory) {
+func assertFailure(t *testing.T, out toolrouter.Outcome, cat toolrouter.ErrorCategory) {
 	t.Helper()
 	if out.Success() {
 		t.Fatalf("want failure %q, got success: %+v", cat, out)
@@ -100,7 +100,7 @@ func assertFailure(t *testing.T, out remote.Outcome, cat toolrouter.ErrorCategor
 	}
 }
 
-func assertSuccess(t *testing.T, out remote.Outcome) {
+func assertSuccess(t *testing.T, out toolrouter.Outcome) {
 	t.Helper()
 	if !out.Success() || out.Err != "" || out.Category != "" {
 		t.Fatalf("want success, got %+v", out)
@@ -143,7 +143,7 @@ func TestCallSendsArgumentsAndHeaders(t *testing.T) {
 	}
 
 	c := newClient(t, remote.Options{})
-	out := c.Call(context.Background(), remote.Request{Tool: tool, Args: args, PlanID: "plan-001", ToolCallID: "tc_0123456789abcdef01234567"})
+	out := c.Call(context.Background(), toolrouter.ExecRequest{Tool: tool, Args: args, PlanID: "plan-001", ToolCallID: "tc_0123456789abcdef01234567"})
 	assertSuccess(t, out)
 
 	if gotMethod != http.MethodPost {
@@ -180,7 +180,7 @@ func TestCallNilArgsSendsEmptyObject(t *testing.T) {
 		got, _ = io.ReadAll(r.Body)
 		w.WriteHeader(http.StatusNoContent)
 	})
-	out := newClient(t, remote.Options{}).Call(context.Background(), remote.Request{Tool: newTool(srv.URL)})
+	out := newClient(t, remote.Options{}).Call(context.Background(), toolrouter.ExecRequest{Tool: newTool(srv.URL)})
 	assertSuccess(t, out)
 	if string(got) != "{}" {
 		t.Errorf("body = %q, want {}", got)
@@ -195,7 +195,7 @@ func TestCallToolHeadersOverrideAcceptAndUserAgent(t *testing.T) {
 	})
 	tool := newTool(srv.URL)
 	tool.Headers = map[string]string{"Accept": "application/vnd.tool+json", "User-Agent": "custom-agent"}
-	out := newClient(t, remote.Options{}).Call(context.Background(), remote.Request{Tool: tool, Args: map[string]any{}})
+	out := newClient(t, remote.Options{}).Call(context.Background(), toolrouter.ExecRequest{Tool: tool, Args: map[string]any{}})
 	assertSuccess(t, out)
 	if got.Get("Accept") != "application/vnd.tool+json" || got.Get("User-Agent") != "custom-agent" {
 		t.Errorf("Accept %q User-Agent %q, want the tool's", got.Get("Accept"), got.Get("User-Agent"))
@@ -210,7 +210,7 @@ func TestCallOutputIsTheReplyAsReceived(t *testing.T) {
 	srv := serve(t, func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.WriteString(w, reply)
 	})
-	out := newClient(t, remote.Options{}).Call(context.Background(), remote.Request{Tool: newTool(srv.URL)})
+	out := newClient(t, remote.Options{}).Call(context.Background(), toolrouter.ExecRequest{Tool: newTool(srv.URL)})
 	assertSuccess(t, out)
 	if string(out.Output) != reply {
 		t.Errorf("output %q, want %q unchanged", out.Output, reply)
@@ -253,7 +253,7 @@ func TestCallTimeout(t *testing.T) {
 			tool.Idempotent, tool.Retries = true, 3 // a timeout is never retried
 
 			start := time.Now()
-			out := newClient(t, remote.Options{}).Call(context.Background(), remote.Request{Tool: tool})
+			out := newClient(t, remote.Options{}).Call(context.Background(), toolrouter.ExecRequest{Tool: tool})
 			elapsed := time.Since(start)
 
 			assertFailure(t, out, toolrouter.CategoryTimeout)
@@ -274,7 +274,7 @@ func TestCallDefaultTimeout(t *testing.T) {
 	srv := serveBlocking(t, "")
 	tool := newTool(srv.URL)
 	tool.Timeout = 0
-	out := newClient(t, remote.Options{DefaultTimeout: 150 * time.Millisecond}).Call(context.Background(), remote.Request{Tool: tool})
+	out := newClient(t, remote.Options{DefaultTimeout: 150 * time.Millisecond}).Call(context.Background(), toolrouter.ExecRequest{Tool: tool})
 	assertFailure(t, out, toolrouter.CategoryTimeout)
 	if out.Err != "tool timed out after 150ms" {
 		t.Errorf("err = %q", out.Err)
@@ -287,7 +287,7 @@ func TestCallCallerContext(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		time.AfterFunc(50*time.Millisecond, cancel)
 		start := time.Now()
-		out := newClient(t, remote.Options{}).Call(ctx, remote.Request{Tool: newTool(srv.URL)})
+		out := newClient(t, remote.Options{}).Call(ctx, toolrouter.ExecRequest{Tool: newTool(srv.URL)})
 		assertFailure(t, out, toolrouter.CategoryExecution)
 		if out.Err != "call cancelled: context canceled" {
 			t.Errorf("err = %q", out.Err)
@@ -300,7 +300,7 @@ func TestCallCallerContext(t *testing.T) {
 		srv := serveBlocking(t, "")
 		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 		defer cancel()
-		out := newClient(t, remote.Options{}).Call(ctx, remote.Request{Tool: newTool(srv.URL)})
+		out := newClient(t, remote.Options{}).Call(ctx, toolrouter.ExecRequest{Tool: newTool(srv.URL)})
 		assertFailure(t, out, toolrouter.CategoryTimeout)
 		if out.Err != "call cancelled: context deadline exceeded" {
 			t.Errorf("err = %q", out.Err)
@@ -312,7 +312,7 @@ func TestCallConnectionReset(t *testing.T) {
 	srv := serve(t, func(w http.ResponseWriter, r *http.Request) { resetConn(t, w) })
 	tool := newTool(srv.URL)
 	tool.Headers = map[string]string{"Authorization": "Bearer " + secret}
-	out := newClient(t, remote.Options{}).Call(context.Background(), remote.Request{Tool: tool})
+	out := newClient(t, remote.Options{}).Call(context.Background(), toolrouter.ExecRequest{Tool: tool})
 	assertFailure(t, out, toolrouter.CategoryExecution)
 	if !strings.HasPrefix(out.Err, "tool request failed: ") {
 		t.Errorf("err = %q", out.Err)
@@ -325,7 +325,7 @@ func TestCallConnectionReset(t *testing.T) {
 func TestCallConnectionRefused(t *testing.T) {
 	tool := newTool("http://" + closedPort(t) + "/tool?token=" + secret)
 	tool.Headers = map[string]string{"Authorization": "Bearer " + secret}
-	out := newClient(t, remote.Options{}).Call(context.Background(), remote.Request{Tool: tool})
+	out := newClient(t, remote.Options{}).Call(context.Background(), toolrouter.ExecRequest{Tool: tool})
 	assertFailure(t, out, toolrouter.CategoryResource)
 	if !strings.HasPrefix(out.Err, "tool endpoint unreachable: ") || !strings.Contains(out.Err, "connection refused") {
 		t.Errorf("err = %q", out.Err)
@@ -337,7 +337,7 @@ func TestCallConnectionRefused(t *testing.T) {
 
 func TestCallUnknownHost(t *testing.T) {
 	tool := newTool("http://no-such-host.invalid/tool")
-	out := newClient(t, remote.Options{}).Call(context.Background(), remote.Request{Tool: tool})
+	out := newClient(t, remote.Options{}).Call(context.Background(), toolrouter.ExecRequest{Tool: tool})
 	assertFailure(t, out, toolrouter.CategoryResource)
 	if !strings.HasPrefix(out.Err, "tool endpoint unreachable: ") {
 		t.Errorf("err = %q", out.Err)
@@ -382,7 +382,7 @@ func TestCallStatusFailures(t *testing.T) {
 				w.WriteHeader(tc.status)
 				_, _ = io.WriteString(w, tc.body)
 			})
-			out := newClient(t, remote.Options{}).Call(context.Background(), remote.Request{Tool: newTool(srv.URL)})
+			out := newClient(t, remote.Options{}).Call(context.Background(), toolrouter.ExecRequest{Tool: newTool(srv.URL)})
 			assertFailure(t, out, tc.wantCat)
 			if out.Err != tc.wantErr {
 				t.Errorf("err = %q, want %q", out.Err, tc.wantErr)
@@ -401,16 +401,16 @@ func TestCallStatusFailures(t *testing.T) {
 
 func TestCallAnswered(t *testing.T) {
 	ok := serve(t, echo)
-	out := newClient(t, remote.Options{}).Call(context.Background(), remote.Request{Tool: newTool(ok.URL), Args: map[string]any{"a": 1.0}})
+	out := newClient(t, remote.Options{}).Call(context.Background(), toolrouter.ExecRequest{Tool: newTool(ok.URL), Args: map[string]any{"a": 1.0}})
 	if !out.Success() || !out.Answered {
 		t.Errorf("a 2xx JSON reply: success %v answered %v", out.Success(), out.Answered)
 	}
 	html := serve(t, func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "<html>") })
-	out = newClient(t, remote.Options{}).Call(context.Background(), remote.Request{Tool: newTool(html.URL)})
+	out = newClient(t, remote.Options{}).Call(context.Background(), toolrouter.ExecRequest{Tool: newTool(html.URL)})
 	if out.Answered {
 		t.Error("a non-JSON 2xx reply counts as an answer")
 	}
-	out = newClient(t, remote.Options{}).Call(context.Background(), remote.Request{Tool: newTool("http://" + closedPort(t))})
+	out = newClient(t, remote.Options{}).Call(context.Background(), toolrouter.ExecRequest{Tool: newTool("http://" + closedPort(t))})
 	if out.Answered {
 		t.Error("an unreachable tool counts as an answer")
 	}
@@ -427,7 +427,7 @@ func TestCallDoesNotFollowRedirects(t *testing.T) {
 		http.Redirect(w, r, "/elsewhere", http.StatusTemporaryRedirect)
 	})
 	srv := serve(t, mux.ServeHTTP)
-	out := newClient(t, remote.Options{}).Call(context.Background(), remote.Request{Tool: newTool(srv.URL + "/tool")})
+	out := newClient(t, remote.Options{}).Call(context.Background(), toolrouter.ExecRequest{Tool: newTool(srv.URL + "/tool")})
 	assertFailure(t, out, toolrouter.CategoryExecution)
 	if out.Status != http.StatusTemporaryRedirect || followed.Load() != 0 {
 		t.Errorf("status %d, followed %d times; want 307 and not followed", out.Status, followed.Load())
@@ -437,7 +437,7 @@ func TestCallDoesNotFollowRedirects(t *testing.T) {
 func TestCallNonJSONReply(t *testing.T) {
 	page := "<html>" + strings.Repeat("not json ", 100) + "</html>"
 	srv := serve(t, func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, page) })
-	out := newClient(t, remote.Options{}).Call(context.Background(), remote.Request{Tool: newTool(srv.URL)})
+	out := newClient(t, remote.Options{}).Call(context.Background(), toolrouter.ExecRequest{Tool: newTool(srv.URL)})
 	assertFailure(t, out, toolrouter.CategoryParse)
 	if want := "tool returned a non-JSON reply: " + page[:200]; out.Err != want {
 		t.Errorf("err = %q\nwant  %q", out.Err, want)
@@ -451,7 +451,7 @@ func TestCallEmptyReplyIsNull(t *testing.T) {
 	for _, status := range []int{http.StatusNoContent, http.StatusOK, http.StatusAccepted} {
 		t.Run(strconv.Itoa(status), func(t *testing.T) {
 			srv := serve(t, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(status) })
-			out := newClient(t, remote.Options{}).Call(context.Background(), remote.Request{Tool: newTool(srv.URL)})
+			out := newClient(t, remote.Options{}).Call(context.Background(), toolrouter.ExecRequest{Tool: newTool(srv.URL)})
 			assertSuccess(t, out)
 			if string(out.Output) != "null" || out.Status != status {
 				t.Errorf("output %q status %d, want null and %d", out.Output, out.Status, status)
@@ -494,7 +494,7 @@ func TestCallReplySizes(t *testing.T) {
 			small := newClient(t, remote.Options{MaxReplyBytes: 100_000})
 			for _, n := range []int{2, 1000, 32 << 10, 32<<10 + 1, 64 << 10, 99_999, 100_000} {
 				size.Store(int64(n))
-				out := small.Call(context.Background(), remote.Request{Tool: newTool(srv.URL)})
+				out := small.Call(context.Background(), toolrouter.ExecRequest{Tool: newTool(srv.URL)})
 				assertSuccess(t, out)
 				if !bytes.Equal(out.Output, jsonString(n)) {
 					t.Errorf("%d-byte reply came back as %d bytes, or altered", n, len(out.Output))
@@ -502,7 +502,7 @@ func TestCallReplySizes(t *testing.T) {
 			}
 			for _, n := range []int{100_001, 100_002, 300_000} {
 				size.Store(int64(n))
-				out := small.Call(context.Background(), remote.Request{Tool: newTool(srv.URL)})
+				out := small.Call(context.Background(), toolrouter.ExecRequest{Tool: newTool(srv.URL)})
 				assertFailure(t, out, toolrouter.CategoryResource)
 				if out.Err != "tool reply exceeds 100000 bytes" {
 					t.Errorf("%d bytes: err = %q", n, out.Err)
@@ -529,7 +529,7 @@ func TestCallHugeReplyKeepsMemoryBounded(t *testing.T) {
 				}
 			})
 			c := newClient(t, remote.Options{})
-			req := remote.Request{Tool: newTool(srv.URL)}
+			req := toolrouter.ExecRequest{Tool: newTool(srv.URL)}
 
 			runtime.GC()
 			var before, after runtime.MemStats
@@ -633,7 +633,7 @@ func TestCallRetries(t *testing.T) {
 				tool.Timeout = tc.timeout
 			}
 			start := time.Now()
-			out := newClient(t, remote.Options{}).Call(context.Background(), remote.Request{Tool: tool, Args: args, ToolCallID: "tc_x"})
+			out := newClient(t, remote.Options{}).Call(context.Background(), toolrouter.ExecRequest{Tool: tool, Args: args, ToolCallID: "tc_x"})
 			elapsed := time.Since(start)
 
 			if tc.wantOK {
@@ -666,7 +666,7 @@ func TestCallRetries(t *testing.T) {
 func TestCallRetriesUnreachableEndpoint(t *testing.T) {
 	tool := newTool("http://" + closedPort(t))
 	tool.Idempotent, tool.Retries = true, 2
-	out := newClient(t, remote.Options{}).Call(context.Background(), remote.Request{Tool: tool})
+	out := newClient(t, remote.Options{}).Call(context.Background(), toolrouter.ExecRequest{Tool: tool})
 	assertFailure(t, out, toolrouter.CategoryResource)
 	if out.Attempts != 3 {
 		t.Errorf("attempts = %d, want 3", out.Attempts)
@@ -683,7 +683,7 @@ func TestCallCancelledDuringBackoff(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(100*time.Millisecond, cancel)
 	start := time.Now()
-	out := newClient(t, remote.Options{}).Call(ctx, remote.Request{Tool: tool})
+	out := newClient(t, remote.Options{}).Call(ctx, toolrouter.ExecRequest{Tool: tool})
 	assertFailure(t, out, toolrouter.CategoryExecution)
 	if out.Err != "call cancelled: context canceled" || out.Attempts != 1 || out.Status != 503 {
 		t.Errorf("got %+v, want cancelled after 1 attempt with status 503", out)
@@ -722,7 +722,7 @@ func TestCallReusesConnections(t *testing.T) {
 	c := newClient(t, remote.Options{})
 	for i := 0; i < 40; i++ {
 		path := []string{"/ok", "/fail", "/empty", "/text"}[i%4]
-		c.Call(context.Background(), remote.Request{Tool: newTool(srv.URL + path), Args: map[string]any{"i": i}})
+		c.Call(context.Background(), toolrouter.ExecRequest{Tool: newTool(srv.URL + path), Args: map[string]any{"i": i}})
 	}
 	if n := conns.Load(); n != 1 {
 		t.Errorf("40 sequential calls opened %d connections, want 1", n)
@@ -737,7 +737,7 @@ func TestCallConcurrent(t *testing.T) {
 		wg.Go(func() {
 			args := map[string]any{"i": i}
 			want, _ := json.Marshal(args)
-			out := c.Call(context.Background(), remote.Request{Tool: newTool(srv.URL), Args: args, ToolCallID: fmt.Sprint("tc_", i)})
+			out := c.Call(context.Background(), toolrouter.ExecRequest{Tool: newTool(srv.URL), Args: args, ToolCallID: fmt.Sprint("tc_", i)})
 			if !out.Success() || !bytes.Equal(out.Output, want) {
 				t.Errorf("call %d: %+v", i, out)
 			}
@@ -749,28 +749,28 @@ func TestCallConcurrent(t *testing.T) {
 func TestCallBadRequests(t *testing.T) {
 	c := newClient(t, remote.Options{})
 	t.Run("no tool", func(t *testing.T) {
-		out := c.Call(context.Background(), remote.Request{})
+		out := c.Call(context.Background(), toolrouter.ExecRequest{})
 		assertFailure(t, out, toolrouter.CategoryExecution)
 		if out.Attempts != 0 {
 			t.Errorf("attempts = %d", out.Attempts)
 		}
 	})
 	t.Run("arguments not encodable", func(t *testing.T) {
-		out := c.Call(context.Background(), remote.Request{Tool: newTool("http://127.0.0.1:1"), Args: map[string]any{"x": math.NaN()}})
+		out := c.Call(context.Background(), toolrouter.ExecRequest{Tool: newTool("http://127.0.0.1:1"), Args: map[string]any{"x": math.NaN()}})
 		assertFailure(t, out, toolrouter.CategorySchema)
 		if out.Attempts != 0 {
 			t.Errorf("attempts = %d", out.Attempts)
 		}
 	})
 	t.Run("malformed endpoint", func(t *testing.T) {
-		out := c.Call(context.Background(), remote.Request{Tool: newTool("http://[::1/?token=" + secret)})
+		out := c.Call(context.Background(), toolrouter.ExecRequest{Tool: newTool("http://[::1/?token=" + secret)})
 		assertFailure(t, out, toolrouter.CategoryExecution)
 		if !strings.HasPrefix(out.Err, "invalid tool endpoint: ") {
 			t.Errorf("err = %q", out.Err)
 		}
 	})
 	t.Run("unsupported scheme", func(t *testing.T) {
-		out := c.Call(context.Background(), remote.Request{Tool: newTool("ftp://example.com/?token=" + secret)})
+		out := c.Call(context.Background(), toolrouter.ExecRequest{Tool: newTool("ftp://example.com/?token=" + secret)})
 		assertFailure(t, out, toolrouter.CategoryExecution)
 		if !strings.HasPrefix(out.Err, "tool request failed: ") {
 			t.Errorf("err = %q", out.Err)
@@ -807,7 +807,7 @@ func (s *stubTransport) CloseIdleConnections() { s.closeIdle.Add(1) }
 func TestCallUsesGivenTransport(t *testing.T) {
 	stub := &stubTransport{reply: []byte(`{"stub":true}`)}
 	c := remote.New(remote.Options{Transport: stub})
-	out := c.Call(context.Background(), remote.Request{Tool: newTool("http://tool.invalid/x")})
+	out := c.Call(context.Background(), toolrouter.ExecRequest{Tool: newTool("http://tool.invalid/x")})
 	assertSuccess(t, out)
 	if string(out.Output) != `{"stub":true}` || stub.requests.Load() != 1 {
 		t.Errorf("output %s after %d requests", out.Output, stub.requests.Load())
@@ -815,31 +815,6 @@ func TestCallUsesGivenTransport(t *testing.T) {
 	c.CloseIdle()
 	if stub.closeIdle.Load() != 1 {
 		t.Error("CloseIdle did not reach the transport")
-	}
-}
-
-func TestRetryAfter(t *testing.T) {
-	now := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
-	for _, tc := range []struct {
-		in   string
-		want time.Duration
-	}{
-		{"", -1},
-		{"soon", -1},
-		{"-1", -1},
-		{"0", 0},
-		{"1", time.Second},
-		{" 1 ", time.Second},
-		{"2", 2 * time.Second},
-		{"120", 2 * time.Second},
-		{"99999999999999999", 2 * time.Second},
-		{now.Add(time.Second).Format(http.TimeFormat), time.Second},
-		{now.Add(time.Hour).Format(http.TimeFormat), 2 * time.Second},
-		{now.Add(-time.Hour).Format(http.TimeFormat), 0},
-	} {
-		if got := remote.RetryAfter(tc.in, now); got != tc.want {
-			t.Errorf("RetryAfter(%q) = %v, want %v", tc.in, got, tc.want)
-		}
 	}
 }
 
@@ -858,7 +833,7 @@ func TestBackoff(t *testing.T) {
 func BenchmarkCall(b *testing.B) {
 	srv := serve(b, echo)
 	c := newClient(b, remote.Options{})
-	req := remote.Request{
+	req := toolrouter.ExecRequest{
 		Tool:       newTool(srv.URL + "/echo"),
 		Args:       map[string]any{"msg": "hello", "n": 1},
 		PlanID:     "plan-001",
@@ -875,7 +850,7 @@ func BenchmarkCall(b *testing.B) {
 func BenchmarkCallParallel(b *testing.B) {
 	srv := serve(b, echo)
 	c := newClient(b, remote.Options{})
-	req := remote.Request{Tool: newTool(srv.URL + "/echo"), Args: map[string]any{"msg": "hello"}, PlanID: "p", ToolCallID: "tc"}
+	req := toolrouter.ExecRequest{Tool: newTool(srv.URL + "/echo"), Args: map[string]any{"msg": "hello"}, PlanID: "p", ToolCallID: "tc"}
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
@@ -889,7 +864,7 @@ func BenchmarkCallParallel(b *testing.B) {
 
 func BenchmarkCallStubTransport(b *testing.B) {
 	c := remote.New(remote.Options{Transport: &stubTransport{reply: []byte(`{"msg":"hello","n":1}`)}})
-	req := remote.Request{
+	req := toolrouter.ExecRequest{
 		Tool:       newTool("http://tool.invalid/echo"),
 		Args:       map[string]any{"msg": "hello", "n": 1},
 		PlanID:     "plan-001",
@@ -911,16 +886,16 @@ func TestCallEndpointUserinfoIsBasicAuth(t *testing.T) {
 	})
 	c := newClient(t, remote.Options{})
 	withUser := strings.Replace(srv.URL, "http://", "http://us%20er:p%40ss@", 1) + "/x"
-	assertSuccess(t, c.Call(context.Background(), remote.Request{Tool: newTool(withUser)}))
+	assertSuccess(t, c.Call(context.Background(), toolrouter.ExecRequest{Tool: newTool(withUser)}))
 	// The tool's own Authorization wins; an empty one does not.
 	tool := newTool(withUser)
 	tool.Headers = map[string]string{"authorization": "Bearer " + secret}
-	assertSuccess(t, c.Call(context.Background(), remote.Request{Tool: tool}))
+	assertSuccess(t, c.Call(context.Background(), toolrouter.ExecRequest{Tool: tool}))
 	tool = newTool(withUser)
 	tool.Headers = map[string]string{"Authorization": ""}
-	assertSuccess(t, c.Call(context.Background(), remote.Request{Tool: tool}))
+	assertSuccess(t, c.Call(context.Background(), toolrouter.ExecRequest{Tool: tool}))
 	// Only a user name.
-	assertSuccess(t, c.Call(context.Background(), remote.Request{Tool: newTool(strings.Replace(srv.URL, "http://", "http://solo@", 1))}))
+	assertSuccess(t, c.Call(context.Background(), toolrouter.ExecRequest{Tool: newTool(strings.Replace(srv.URL, "http://", "http://solo@", 1))}))
 	want := []string{"Basic dXMgZXI6cEBzcw==", "Bearer " + secret, "Basic dXMgZXI6cEBzcw==", "Basic c29sbzo="}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("Authorization headers %q, want %q", got, want)
@@ -953,7 +928,7 @@ func TestCallRedirectStatuses(t *testing.T) {
 				w.WriteHeader(tc.status)
 			})
 			tool := newTool(srv.URL + "/tool")
-			out := newClient(t, remote.Options{}).Call(context.Background(), remote.Request{Tool: tool})
+			out := newClient(t, remote.Options{}).Call(context.Background(), toolrouter.ExecRequest{Tool: tool})
 			assertFailure(t, out, tc.wantCat)
 			if out.Err != tc.wantErr || out.Status != tc.wantStat || out.Attempts != 1 || hits.Load() != 1 {
 				t.Errorf("got err %q status %d attempts %d after %d requests, want %q, %d, 1, 1", out.Err, out.Status, out.Attempts, hits.Load(), tc.wantErr, tc.wantStat)
@@ -974,13 +949,13 @@ func TestCallEndpointsSharedAndDistinct(t *testing.T) {
 	c := newClient(t, remote.Options{})
 	host := strings.TrimPrefix(srv.URL, "http://")
 	for _, ep := range []string{srv.URL + "/a?x=1", srv.URL + "/b", srv.URL + "/a?x=1", srv.URL + "/b"} {
-		assertSuccess(t, c.Call(context.Background(), remote.Request{Tool: newTool(ep)}))
+		assertSuccess(t, c.Call(context.Background(), toolrouter.ExecRequest{Tool: newTool(ep)}))
 	}
 	// A Host header of the tool's goes to that tool alone.
 	tool := newTool(srv.URL + "/b")
 	tool.Headers = map[string]string{"Host": "virtual.example"}
-	assertSuccess(t, c.Call(context.Background(), remote.Request{Tool: tool}))
-	assertSuccess(t, c.Call(context.Background(), remote.Request{Tool: newTool(srv.URL + "/b")}))
+	assertSuccess(t, c.Call(context.Background(), toolrouter.ExecRequest{Tool: tool}))
+	assertSuccess(t, c.Call(context.Background(), toolrouter.ExecRequest{Tool: newTool(srv.URL + "/b")}))
 	want := []string{host + " /a?x=1", host + " /b", host + " /a?x=1", host + " /b", "virtual.example /b", host + " /b"}
 	if fmt.Sprint(paths) != fmt.Sprint(want) {
 		t.Errorf("requests %q, want %q", paths, want)

@@ -2,7 +2,6 @@ package remote
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +10,7 @@ import (
 	"sync"
 	"unicode/utf8"
 
+	"github.com/toolrouterd/toolrouterd/internal/outbound"
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
 
@@ -113,7 +113,7 @@ func closeBody(body io.ReadCloser) {
 }
 
 // statusFailure is the failure of a non-2xx reply.
-func statusFailure(resp *http.Response) Outcome {
+func statusFailure(resp *http.Response) toolrouter.Outcome {
 	raw, _ := io.ReadAll(io.LimitReader(resp.Body, errBodyLimit+1))
 	text, structured := errorText(raw, len(raw) > errBodyLimit)
 	if text == "" {
@@ -130,7 +130,7 @@ func statusFailure(resp *http.Response) Outcome {
 			cat = toolrouter.CategoryExecution
 		}
 	}
-	return Outcome{Err: text, Category: cat, Status: resp.StatusCode, Answered: structured}
+	return toolrouter.Outcome{Err: text, Category: cat, Status: resp.StatusCode, Answered: structured}
 }
 
 // errorText is the error message of a non-2xx reply body: its JSON `error`
@@ -140,38 +140,11 @@ func statusFailure(resp *http.Response) Outcome {
 // crash page or an empty reply.
 func errorText(raw []byte, cut bool) (text string, structured bool) {
 	if !cut {
-		var v struct {
-			Error   json.RawMessage `json:"error"`
-			Message json.RawMessage `json:"message"`
-		}
-		if json.Unmarshal(raw, &v) == nil {
-			if s := jsonString(v.Error); s != "" {
-				return truncate(s, errTextLimit), true
-			}
-			var obj struct {
-				Message json.RawMessage `json:"message"`
-			}
-			if len(v.Error) > 0 && v.Error[0] == '{' && json.Unmarshal(v.Error, &obj) == nil {
-				if s := jsonString(obj.Message); s != "" {
-					return truncate(s, errTextLimit), true
-				}
-			}
-			if s := jsonString(v.Message); s != "" {
-				return truncate(s, errTextLimit), true
-			}
+		if s := outbound.ErrorMessage(raw); s != "" {
+			return truncate(s, errTextLimit), true
 		}
 	}
 	return truncate(string(bytes.TrimSpace(raw)), errTextLimit), false
-}
-
-// jsonString returns the trimmed value of a JSON string, "" for anything
-// else.
-func jsonString(raw json.RawMessage) string {
-	var s string
-	if len(raw) == 0 || raw[0] != '"' || json.Unmarshal(raw, &s) != nil {
-		return ""
-	}
-	return strings.TrimSpace(s)
 }
 
 // truncate cuts s to at most n bytes on a rune boundary and replaces

@@ -14,7 +14,7 @@ import (
 	"github.com/toolrouterd/toolrouterd/internal/registry"
 	"github.com/toolrouterd/toolrouterd/internal/remote"
 	"github.com/toolrouterd/toolrouterd/internal/router"
-	"github.com/toolrouterd/toolrouterd/internal/store"
+	"github.com/toolrouterd/toolrouterd/internal/store/memory"
 )
 
 // The benchmarks measure the router alone: registry lookup, argument
@@ -67,7 +67,7 @@ func newBenchRouter(b *testing.B) *router.Router {
 	return &router.Router{
 		Tools:            func() router.Tools { return holder.Current() },
 		Exec:             remote.New(remote.Options{Transport: echoTransport{}}),
-		Seq:              store.NewMemory(),
+		Seq:              memory.New(),
 		Observer:         metrics.New(),
 		BatchConcurrency: 16,
 	}

@@ -13,7 +13,6 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/toolrouterd/toolrouterd/internal/format"
-	"github.com/toolrouterd/toolrouterd/internal/remote"
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
 
@@ -22,9 +21,9 @@ type Tools interface {
 	Lookup(name string) (*toolrouter.Tool, bool)
 }
 
-// Executor runs one call against a tool endpoint.
+// Executor runs one call on a tool's backend.
 type Executor interface {
-	Call(ctx context.Context, req remote.Request) remote.Outcome
+	Call(ctx context.Context, req toolrouter.ExecRequest) toolrouter.Outcome
 }
 
 // Sequencer hands out per-plan sequences.
@@ -46,7 +45,8 @@ type Results interface {
 // Router routes tool calls. Its fields are set once at construction.
 type Router struct {
 	Tools            func() Tools // the registry in force (it may be swapped by a reload)
-	Exec             Executor
+	Exec             Executor     // HTTP tools
+	MCP              Executor     // tools of MCP servers (Tool.MCPServer set); nil: MCP is not enabled
 	Seq              Sequencer
 	Results          Results  // may be nil
 	Observer         Observer // may be nil
@@ -194,17 +194,17 @@ func (r *Router) route(ctx context.Context, planID string, seq int64, payload an
 	}
 
 	if err != nil {
-		return r.finish(ctx, &rc, remote.Outcome{Err: err.Error(), Category: toolrouter.CategoryParse}, false)
+		return r.finish(ctx, &rc, toolrouter.Outcome{Err: err.Error(), Category: toolrouter.CategoryParse}, false)
 	}
 	tool, ok := r.Tools().Lookup(rc.call.ToolName)
 	if !ok {
-		return r.finish(ctx, &rc, remote.Outcome{Err: fmt.Sprintf("Tool '%s' not found", rc.call.ToolName), Category: toolrouter.CategoryNotFound}, false)
+		return r.finish(ctx, &rc, toolrouter.Outcome{Err: fmt.Sprintf("Tool '%s' not found", rc.call.ToolName), Category: toolrouter.CategoryNotFound}, false)
 	}
 	res.ToolName = tool.Name
 	res.IsValidation = tool.Kind == toolrouter.KindValidation
 	if tool.ValidateArgs != nil {
 		if err := tool.ValidateArgs(rc.call.Arguments); err != nil {
-			return r.finish(ctx, &rc, remote.Outcome{Err: err.Error(), Category: toolrouter.CategorySchema}, false)
+			return r.finish(ctx, &rc, toolrouter.Outcome{Err: err.Error(), Category: toolrouter.CategorySchema}, false)
 		}
 	}
 	if len(extra) > 0 {
@@ -217,7 +217,7 @@ func (r *Router) route(ctx context.Context, planID string, seq int64, payload an
 		}
 		rc.call.Arguments, res.Arguments = args, args // exactly what the tool gets
 	}
-	req := remote.Request{Tool: tool, Args: rc.call.Arguments, PlanID: planID, ToolCallID: id}
+	req := toolrouter.ExecRequest{Tool: tool, Args: rc.call.Arguments, PlanID: planID, ToolCallID: id}
 	if emit != nil {
 		emit(toolrouter.Update{ToolCallID: id, Status: toolrouter.StatusRunning, ToolName: tool.Name})
 		req.Progress = func(progress, total float64, message string) {
@@ -228,14 +228,26 @@ func (r *Router) route(ctx context.Context, planID string, seq int64, payload an
 			emit(u)
 		}
 	}
-	out := r.Exec.Call(ctx, req)
+	out := r.exec(ctx, req)
 	return r.finish(ctx, &rc, out, out.Answered)
+}
+
+// exec runs req on the backend of its tool: its MCP server's, or its HTTP
+// endpoint.
+func (r *Router) exec(ctx context.Context, req toolrouter.ExecRequest) toolrouter.Outcome {
+	if req.Tool.MCPServer == "" {
+		return r.Exec.Call(ctx, req)
+	}
+	if r.MCP == nil {
+		return toolrouter.Failure(toolrouter.CategoryResource, "MCP server %s unavailable: MCP is not enabled", req.Tool.MCPServer)
+	}
+	return r.MCP.Call(ctx, req)
 }
 
 // finish completes the result of rc and emits its terminal update;
 // answered says the tool gave an answer of its own (complete) rather than
 // none (error).
-func (r *Router) finish(ctx context.Context, rc *routeCall, out remote.Outcome, answered bool) *toolrouter.Result {
+func (r *Router) finish(ctx context.Context, rc *routeCall, out toolrouter.Outcome, answered bool) *toolrouter.Result {
 	res := &rc.r.res
 	elapsed := rc.now().Sub(rc.start) // one clock reading for the result and the metric
 	res.DurationMS = float64(elapsed.Nanoseconds()) / 1e6

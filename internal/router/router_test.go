@@ -8,19 +8,18 @@ import (
 	"time"
 
 	"github.com/toolrouterd/toolrouterd/internal/registry"
-	"github.com/toolrouterd/toolrouterd/internal/remote"
 	"github.com/toolrouterd/toolrouterd/internal/router"
-	"github.com/toolrouterd/toolrouterd/internal/store"
+	"github.com/toolrouterd/toolrouterd/internal/store/memory"
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
 
 // stubExec answers every call with out (and records the request).
 type stubExec struct {
-	out remote.Outcome
-	req remote.Request
+	out toolrouter.Outcome
+	req toolrouter.ExecRequest
 }
 
-func (s *stubExec) Call(_ context.Context, req remote.Request) remote.Outcome {
+func (s *stubExec) Call(_ context.Context, req toolrouter.ExecRequest) toolrouter.Outcome {
 	s.req = req
 	if req.Progress != nil {
 		req.Progress(1, 2, "half")
@@ -66,7 +65,7 @@ func newTestRouter(t *testing.T, exec router.Executor, obs router.Observer) *rou
 	return &router.Router{
 		Tools:    func() router.Tools { return reg },
 		Exec:     exec,
-		Seq:      store.NewMemory(),
+		Seq:      memory.New(),
 		Observer: obs,
 		Now: func() time.Time {
 			t0 = t0.Add(1500 * time.Microsecond)
@@ -103,7 +102,7 @@ func TestRouteResults(t *testing.T) {
 	for _, tc := range []struct {
 		name, payload string
 		meta          map[string]any
-		out           remote.Outcome
+		out           toolrouter.Outcome
 		want          string
 		wantObs       observed
 		wantUpdates   string
@@ -112,7 +111,7 @@ func TestRouteResults(t *testing.T) {
 			name:    "success",
 			payload: `{"id":"call_1","type":"function","function":{"name":"test/echo","arguments":"{\"msg\":\"hi\"}"}}`,
 			meta:    map[string]any{"k": "v"},
-			out:     remote.Outcome{Output: json.RawMessage(`{"msg":"hi"}`), Status: 200, Attempts: 1, Answered: true},
+			out:     toolrouter.Outcome{Output: json.RawMessage(`{"msg":"hi"}`), Status: 200, Attempts: 1, Answered: true},
 			want:    `{"tool_call_id":"tc_0426a3b5ebe27a4c5365d1e6","provider_call_id":"call_1","plan_id":"p","sequence":0,"tool_name":"test/echo","provider_format":"openai","arguments":{"msg":"hi"},"success":true,"output":{"msg":"hi"},"error":null,"error_category":null,"is_validation":false,"validation_passed":null,"duration_ms":0,"provider_metadata":{"k":"v"},"provider_result":{"content":"{\"msg\":\"hi\"}","role":"tool","tool_call_id":"call_1"}}`,
 			wantObs: observed{"test/echo", "success"},
 			wantUpdates: `[{"tool_call_id":"tc_0426a3b5ebe27a4c5365d1e6","status":"pending","tool_name":"test/echo"},` +
@@ -124,7 +123,7 @@ func TestRouteResults(t *testing.T) {
 		{
 			name:    "tool failure without id",
 			payload: `{"name":"test/echo","arguments":{"msg":"hi"}}`,
-			out:     remote.Outcome{Err: "tool timed out after 10s", Category: toolrouter.CategoryTimeout, Attempts: 1},
+			out:     toolrouter.Outcome{Err: "tool timed out after 10s", Category: toolrouter.CategoryTimeout, Attempts: 1},
 			want:    `{"tool_call_id":"tc_0426a3b5ebe27a4c5365d1e6","provider_call_id":null,"plan_id":"p","sequence":0,"tool_name":"test/echo","provider_format":"openai","arguments":{"msg":"hi"},"success":false,"output":null,"error":"tool timed out after 10s","error_category":"timeout","is_validation":false,"validation_passed":null,"duration_ms":0,"provider_metadata":{},"provider_result":{"content":"tool timed out after 10s","role":"tool","tool_call_id":"tc_0426a3b5ebe27a4c5365d1e6"}}`,
 			wantObs: observed{"test/echo", "timeout"},
 			wantUpdates: `[{"tool_call_id":"tc_0426a3b5ebe27a4c5365d1e6","status":"pending","tool_name":"test/echo"},` +
@@ -136,7 +135,7 @@ func TestRouteResults(t *testing.T) {
 		{
 			name:    "tool error without category",
 			payload: `{"type":"tool_use","id":"toolu_1","name":"test/echo","input":{}}`,
-			out:     remote.Outcome{Err: "permission denied", Status: 500, Attempts: 1, Answered: true},
+			out:     toolrouter.Outcome{Err: "permission denied", Status: 500, Attempts: 1, Answered: true},
 			want:    `{"tool_call_id":"tc_0426a3b5ebe27a4c5365d1e6","provider_call_id":"toolu_1","plan_id":"p","sequence":0,"tool_name":"test/echo","provider_format":"anthropic","arguments":{},"success":false,"output":null,"error":"permission denied","error_category":"permission","is_validation":false,"validation_passed":null,"duration_ms":0,"provider_metadata":{},"provider_result":{"content":"permission denied","is_error":true,"tool_use_id":"toolu_1","type":"tool_result"}}`,
 			wantObs: observed{"test/echo", "permission"},
 			wantUpdates: `[{"tool_call_id":"tc_0426a3b5ebe27a4c5365d1e6","status":"pending","tool_name":"test/echo"},` +
@@ -169,7 +168,7 @@ func TestRouteResults(t *testing.T) {
 		{
 			name:    "validation tool",
 			payload: `{"functionCall":{"name":"test/check","args":{}}}`,
-			out:     remote.Outcome{Output: json.RawMessage(`{"passed":true}`), Status: 200, Attempts: 1, Answered: true},
+			out:     toolrouter.Outcome{Output: json.RawMessage(`{"passed":true}`), Status: 200, Attempts: 1, Answered: true},
 			want:    `{"tool_call_id":"tc_0426a3b5ebe27a4c5365d1e6","provider_call_id":null,"plan_id":"p","sequence":0,"tool_name":"test/check","provider_format":"gemini","arguments":{},"success":true,"output":{"passed":true},"error":null,"error_category":null,"is_validation":true,"validation_passed":true,"duration_ms":0,"provider_metadata":{},"provider_result":{"functionResponse":{"id":"tc_0426a3b5ebe27a4c5365d1e6","name":"test/check","response":{"output":{"passed":true}}}}}`,
 			wantObs: observed{"test/check", "success"},
 			wantUpdates: `[{"tool_call_id":"tc_0426a3b5ebe27a4c5365d1e6","status":"pending","tool_name":"test/check"},` +
@@ -233,7 +232,7 @@ type errSchema struct{}
 func (errSchema) Error() string { return "SCHEMA" }
 
 func TestBatchResultsInOrder(t *testing.T) {
-	exec := &stubExec{out: remote.Outcome{Output: json.RawMessage(`{}`), Status: 200, Attempts: 1, Answered: true}}
+	exec := &stubExec{out: toolrouter.Outcome{Output: json.RawMessage(`{}`), Status: 200, Attempts: 1, Answered: true}}
 	rt := newTestRouter(t, exec, nil)
 	rt.BatchConcurrency = 1 // stubExec records one request at a time
 	payloads := []any{
@@ -247,5 +246,42 @@ func TestBatchResultsInOrder(t *testing.T) {
 	if *res[0].ProviderCallID != "a" || !res[0].Success || res[0].Sequence != 0 ||
 		*res[1].ProviderCallID != "b" || res[1].Success || res[1].Sequence != 1 {
 		t.Errorf("results %+v %+v", res[0], res[1])
+	}
+}
+
+// toolMap is a Tools of fixed tools.
+type toolMap map[string]*toolrouter.Tool
+
+func (m toolMap) Lookup(name string) (*toolrouter.Tool, bool) { t, ok := m[name]; return t, ok }
+
+// TestRouteDispatchesByBackend: a tool of an MCP server goes to the MCP
+// executor, any other to the HTTP one; without an MCP executor, an MCP
+// tool fails with category resource.
+func TestRouteDispatchesByBackend(t *testing.T) {
+	httpExec := &stubExec{out: toolrouter.Outcome{Output: json.RawMessage(`"http"`), Answered: true}}
+	mcpExec := &stubExec{out: toolrouter.Outcome{Output: json.RawMessage(`"mcp"`), Answered: true}}
+	tools := toolMap{
+		"web":    {Name: "web", Endpoint: "http://127.0.0.1:9/web"},
+		"s/echo": {Name: "s/echo", MCPServer: "s", MCPTool: "echo"},
+	}
+	r := &router.Router{Tools: func() router.Tools { return tools }, Exec: httpExec, MCP: mcpExec, Seq: memory.New()}
+	route := func(name string) *toolrouter.Result {
+		t.Helper()
+		res, err := r.Route(context.Background(), "p", map[string]any{"name": name, "arguments": map[string]any{}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	if res := route("web"); string(res.Output) != `"http"` || httpExec.req.Tool.Name != "web" {
+		t.Errorf("HTTP tool: %+v", res)
+	}
+	if res := route("s/echo"); string(res.Output) != `"mcp"` || mcpExec.req.Tool.Name != "s/echo" {
+		t.Errorf("MCP tool: %+v", res)
+	}
+	r.MCP = nil
+	res := route("s/echo")
+	if res.Success || *res.ErrorCategory != toolrouter.CategoryResource || *res.Error != "MCP server s unavailable: MCP is not enabled" {
+		t.Errorf("MCP tool without MCP: %+v", res)
 	}
 }

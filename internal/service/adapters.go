@@ -3,12 +3,12 @@ package service
 import (
 	"fmt"
 	"net/http"
-	"time"
 
 	"github.com/toolrouterd/toolrouterd/internal/llm"
 	"github.com/toolrouterd/toolrouterd/internal/llm/anthropic"
 	"github.com/toolrouterd/toolrouterd/internal/llm/ollama"
 	"github.com/toolrouterd/toolrouterd/internal/llm/openai"
+	"github.com/toolrouterd/toolrouterd/internal/outbound"
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
 
@@ -22,14 +22,7 @@ type Adapters struct {
 
 // NewAdapters returns the adapter factory reading keys with getenv.
 func NewAdapters(getenv func(string) string) *Adapters {
-	t := &http.Transport{
-		Proxy:               http.ProxyFromEnvironment,
-		MaxIdleConns:        256,
-		MaxIdleConnsPerHost: 64,
-		IdleConnTimeout:     90 * time.Second,
-		TLSHandshakeTimeout: 10 * time.Second,
-		ForceAttemptHTTP2:   true,
-	}
+	t := outbound.NewTransport()
 	return &Adapters{getenv: getenv, transport: t, client: &http.Client{Transport: t}}
 }
 

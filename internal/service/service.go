@@ -89,7 +89,8 @@ func New(ctx context.Context, o Options) (*Service, error) {
 	s.mcp.Sync(ctx, reg.MCPServers())
 	rt := &router.Router{
 		Tools:            func() router.Tools { return s.holder.Current() },
-		Exec:             &mcpclient.Executor{HTTP: s.exec, MCP: s.mcp},
+		Exec:             s.exec,
+		MCP:              s.mcp,
 		Seq:              st,
 		Results:          st,
 		Observer:         s.metrics,

@@ -1,5 +1,9 @@
-// Package store keeps what must outlive a request and be shared by replicas:
-// per-plan sequences, route results, idempotency keys and runs.
+// Package store is the contract of what must outlive a request and be
+// shared by replicas (per-plan sequences, route results, idempotency keys
+// and runs) and Open, which picks the backend a TOOLROUTER_STORE URL names
+// (README "Configuration"). Each backend lives in its own package with its
+// own driver: store/memory, store/sqlite, store/postgres; store/storetest
+// is the contract suite they all pass.
 package store
 
 import (
@@ -8,6 +12,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/toolrouterd/toolrouterd/internal/store/memory"
+	"github.com/toolrouterd/toolrouterd/internal/store/postgres"
+	"github.com/toolrouterd/toolrouterd/internal/store/sqlite"
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
 
@@ -33,7 +40,7 @@ type Store interface {
 	// already answered (Response holds the stored answer), or whether
 	// another request holds it. A key used with another fingerprint is an
 	// EUNPROCESSABLE error. Expired keys are treated as absent.
-	ClaimKey(ctx context.Context, key, fingerprint string, lease time.Duration) (Claim, error)
+	ClaimKey(ctx context.Context, key, fingerprint string, lease time.Duration) (toolrouter.Claim, error)
 	// CompleteKey stores the answer of a claimed key, replayed for ttl.
 	CompleteKey(ctx context.Context, key string, response []byte, ttl time.Duration) error
 	// ReleaseKey drops a claim whose request did not complete, so a retry
@@ -60,20 +67,6 @@ type Store interface {
 	Close() error
 }
 
-// ClaimState and Claim are the outcome of ClaimKey, declared in toolrouter
-// so that the HTTP edge need not import the store.
-type (
-	ClaimState = toolrouter.ClaimState
-	Claim      = toolrouter.Claim
-)
-
-// Claim states.
-const (
-	Claimed    = toolrouter.Claimed
-	Answered   = toolrouter.Answered
-	InProgress = toolrouter.InProgress
-)
-
 // Open opens the store named by a TOOLROUTER_STORE URL.
 func Open(ctx context.Context, url string) (Store, error) {
 	scheme, rest, ok := strings.Cut(url, "://")
@@ -82,44 +75,20 @@ func Open(ctx context.Context, url string) (Store, error) {
 	}
 	switch scheme {
 	case "memory":
-		return NewMemory(), nil
+		return memory.New(), nil
 	case "sqlite":
-		s, err := OpenSQLite(ctx, sqlitePath(rest))
+		// sqlite://toolrouter.db → toolrouter.db; sqlite:///data/x.db → /data/x.db
+		s, err := sqlite.Open(ctx, strings.TrimSpace(rest))
 		if err != nil {
-			return nil, err
+			return nil, err // not a typed nil in the interface
 		}
 		return s, nil
 	case "postgres", "postgresql":
-		s, err := OpenPostgres(ctx, url)
+		s, err := postgres.Open(ctx, url)
 		if err != nil {
 			return nil, err
 		}
 		return s, nil
 	}
 	return nil, fmt.Errorf("store %q: unsupported scheme %q (want memory, sqlite or postgres)", url, scheme)
-}
-
-// ErrKeyReused is returned by ClaimKey for a key already used with a
-// different request body.
-var ErrKeyReused = &toolrouter.Error{Code: toolrouter.EUNPROCESSABLE, Field: "Idempotency-Key",
-	Message: "Idempotency-Key: already used with a different request body"}
-
-// Interrupt marks a running run as interrupted: its replica stopped
-// heartbeating before it finished.
-func Interrupt(run *toolrouter.Run, now time.Time) {
-	msg := "run interrupted: the replica running it stopped before it finished"
-	run.Status = toolrouter.RunInterrupted
-	run.Error = &msg
-	t := now.UTC()
-	run.FinishedAt = &t
-}
-
-func checkSequenceArgs(planID string, n int64) error {
-	if planID == "" {
-		return toolrouter.Invalid("plan_id", "plan_id must be a non-empty string")
-	}
-	if n < 1 {
-		return toolrouter.Invalid("n", "sequences to allocate must be >= 1, got %d", n)
-	}
-	return nil
 }

@@ -1,6 +1,9 @@
 package toolrouter
 
-// ClaimState is what claiming an Idempotency-Key found.
+import "time"
+
+// ClaimState is the outcome of claiming an Idempotency-Key (README "HTTP
+// details").
 type ClaimState int
 
 // Claim states.
@@ -10,9 +13,34 @@ const (
 	InProgress                   // another request holds the key right now
 )
 
-// Claim is the outcome of claiming an Idempotency-Key (README, "HTTP
-// details": a repeated key gets the stored answer).
+// Claim is the outcome of a store's ClaimKey.
 type Claim struct {
 	State    ClaimState
 	Response []byte // the stored answer when State is Answered
+}
+
+// ErrKeyReused is returned by ClaimKey for a key already used with a
+// different request body.
+var ErrKeyReused = &Error{Code: EUNPROCESSABLE, Field: "Idempotency-Key",
+	Message: "Idempotency-Key: already used with a different request body"}
+
+// CheckSequences checks a request for n sequences of a plan.
+func CheckSequences(planID string, n int64) error {
+	if planID == "" {
+		return Invalid("plan_id", "plan_id must be a non-empty string")
+	}
+	if n < 1 {
+		return Invalid("n", "sequences to allocate must be >= 1, got %d", n)
+	}
+	return nil
+}
+
+// Interrupt marks a running run as interrupted at now: its replica stopped
+// heartbeating before it finished.
+func (r *Run) Interrupt(now time.Time) {
+	msg := "run interrupted: the replica running it stopped before it finished"
+	r.Status = RunInterrupted
+	r.Error = &msg
+	t := now.UTC()
+	r.FinishedAt = &t
 }

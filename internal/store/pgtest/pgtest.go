@@ -22,8 +22,6 @@ package pgtest
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
@@ -43,6 +41,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/toolrouterd/toolrouterd/internal/randid"
 )
 
 // EnvURL names the variable holding an existing server's URL.
@@ -111,9 +111,7 @@ func createDatabase(ctx context.Context, adminURL string, drop bool, t testing.T
 	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
 		return "", fmt.Errorf("want a postgres://user:password@host:port/db URL, got %q", redact(adminURL))
 	}
-	var rnd [4]byte
-	rand.Read(rnd[:])
-	name := fmt.Sprintf("toolrouter_test_%d_%d_%s", os.Getpid(), dbSeq.Add(1), hex.EncodeToString(rnd[:]))
+	name := fmt.Sprintf("toolrouter_test_%d_%d_%s", os.Getpid(), dbSeq.Add(1), randid.Hex(4))
 	conn, err := pgx.Connect(ctx, adminURL)
 	if err != nil {
 		return "", fmt.Errorf("connect %s: %w", redact(adminURL), err)

@@ -1,30 +1,39 @@
-package store
+// Package sqlite is the embedded default store.Store
+// (TOOLROUTER_STORE=sqlite://PATH) on the pure-Go SQLite driver.
+package sqlite
 
 import (
 	"context"
 	"database/sql"
+	"embed"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
-	"strings"
 	"time"
 
 	_ "modernc.org/sqlite" // pure-Go SQLite driver (no cgo), registered as "sqlite"
 
+	"github.com/toolrouterd/toolrouterd/internal/store/sqlstore"
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
 
-// SQLite is the embedded default store: one file, WAL mode, no setup.
+// migrationFiles holds the schema, one file per version (see
+// sqlstore.Migrations).
+//
+//go:embed migrations/*.sql
+var migrationFiles embed.FS
+
+// Store is the embedded default store: one file, WAL mode, no setup.
 // Several processes may share the file on one machine: every write is one
 // statement or one BEGIN IMMEDIATE transaction, and writers wait for each
 // other (busy_timeout) instead of failing.
-type SQLite struct {
-	db  *sql.DB
-	now func() time.Time
+type Store struct {
+	db *sql.DB
+	// Now is the clock of key expiry and of the end of interrupted runs;
+	// a test may set it before the store is used.
+	Now func() time.Time
 }
-
-var _ Store = (*SQLite)(nil)
 
 // sqliteTime is how SQLite columns hold instants: UTC, fixed width, with
 // nanoseconds, so that they compare and sort as text.
@@ -40,9 +49,9 @@ func parseSQLiteTime(s string) (time.Time, error) {
 	return t.UTC(), nil
 }
 
-// OpenSQLite opens (creating when missing) the database file at path and
+// Open opens (creating when missing) the database file at path and
 // applies the pending migrations.
-func OpenSQLite(ctx context.Context, path string) (*SQLite, error) {
+func Open(ctx context.Context, path string) (*Store, error) {
 	if path == "" {
 		return nil, fmt.Errorf("sqlite store: empty path")
 	}
@@ -57,7 +66,7 @@ func OpenSQLite(ctx context.Context, path string) (*SQLite, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
 	}
-	s := &SQLite{db: db, now: time.Now}
+	s := &Store{db: db, Now: time.Now}
 	if err := s.migrate(ctx); err != nil {
 		db.Close()
 		return nil, err
@@ -68,23 +77,23 @@ func OpenSQLite(ctx context.Context, path string) (*SQLite, error) {
 // migrate applies the embedded migrations not yet recorded in
 // schema_migrations, each in its own immediate transaction, so concurrent
 // openers of one file apply each version exactly once.
-func (s *SQLite) migrate(ctx context.Context) error {
+func (s *Store) migrate(ctx context.Context) error {
 	if _, err := s.db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY)`); err != nil {
 		return fmt.Errorf("sqlite migrate: %w", err)
 	}
-	for _, m := range migrations("sqlite") {
+	for _, m := range sqlstore.Migrations(migrationFiles, "migrations") {
 		if err := s.tx(ctx, func(tx *sql.Tx) error {
 			var n int
-			if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM schema_migrations WHERE version = ?`, m.version).Scan(&n); err != nil || n > 0 {
+			if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM schema_migrations WHERE version = ?`, m.Version).Scan(&n); err != nil || n > 0 {
 				return err
 			}
-			if _, err := tx.ExecContext(ctx, m.sql); err != nil {
+			if _, err := tx.ExecContext(ctx, m.SQL); err != nil {
 				return err
 			}
-			_, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version) VALUES (?)`, m.version)
+			_, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version) VALUES (?)`, m.Version)
 			return err
 		}); err != nil {
-			return fmt.Errorf("sqlite migrate %s: %w", m.name, err)
+			return fmt.Errorf("sqlite migrate %s: %w", m.Name, err)
 		}
 	}
 	return nil
@@ -93,7 +102,7 @@ func (s *SQLite) migrate(ctx context.Context) error {
 // tx runs f in one BEGIN IMMEDIATE transaction (the DSN's _txlock), which
 // takes the write lock up front: no reader-turned-writer ever fails with
 // SQLITE_BUSY halfway through.
-func (s *SQLite) tx(ctx context.Context, f func(*sql.Tx) error) error {
+func (s *Store) tx(ctx context.Context, f func(*sql.Tx) error) error {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
@@ -105,14 +114,14 @@ func (s *SQLite) tx(ctx context.Context, f func(*sql.Tx) error) error {
 	return tx.Commit()
 }
 
-// NextSequence implements Store with one atomic upsert.
-func (s *SQLite) NextSequence(ctx context.Context, planID string) (int64, error) {
+// NextSequence implements store.Store with one atomic upsert.
+func (s *Store) NextSequence(ctx context.Context, planID string) (int64, error) {
 	return s.NextSequences(ctx, planID, 1)
 }
 
-// NextSequences implements Store with one atomic upsert.
-func (s *SQLite) NextSequences(ctx context.Context, planID string, n int64) (int64, error) {
-	if err := checkSequenceArgs(planID, n); err != nil {
+// NextSequences implements store.Store with one atomic upsert.
+func (s *Store) NextSequences(ctx context.Context, planID string, n int64) (int64, error) {
+	if err := toolrouter.CheckSequences(planID, n); err != nil {
 		return 0, err
 	}
 	var first int64
@@ -125,8 +134,8 @@ func (s *SQLite) NextSequences(ctx context.Context, planID string, n int64) (int
 	return first, nil
 }
 
-// SaveResult implements Store.
-func (s *SQLite) SaveResult(ctx context.Context, res *toolrouter.Result) error {
+// SaveResult implements store.Store.
+func (s *Store) SaveResult(ctx context.Context, res *toolrouter.Result) error {
 	b, err := json.Marshal(res)
 	if err != nil {
 		return fmt.Errorf("sqlite save result: %w", err)
@@ -134,15 +143,15 @@ func (s *SQLite) SaveResult(ctx context.Context, res *toolrouter.Result) error {
 	_, err = s.db.ExecContext(ctx, `INSERT INTO route_results (tool_call_id, plan_id, body, created_at)
 		VALUES (?, ?, ?, ?)
 		ON CONFLICT (tool_call_id) DO UPDATE SET plan_id = excluded.plan_id, body = excluded.body`,
-		res.ToolCallID, res.PlanID, string(b), sqliteTimeOf(s.now()))
+		res.ToolCallID, res.PlanID, string(b), sqliteTimeOf(s.Now()))
 	if err != nil {
 		return fmt.Errorf("sqlite save result: %w", err)
 	}
 	return nil
 }
 
-// GetResult implements Store.
-func (s *SQLite) GetResult(ctx context.Context, id string) (*toolrouter.Result, error) {
+// GetResult implements store.Store.
+func (s *Store) GetResult(ctx context.Context, id string) (*toolrouter.Result, error) {
 	var body string
 	err := s.db.QueryRowContext(ctx, `SELECT body FROM route_results WHERE tool_call_id = ?`, id).Scan(&body)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -158,12 +167,12 @@ func (s *SQLite) GetResult(ctx context.Context, id string) (*toolrouter.Result, 
 	return &res, nil
 }
 
-// ClaimKey implements Store in one immediate transaction: an expired claim
+// ClaimKey implements store.Store in one immediate transaction: an expired claim
 // is deleted, then the key is inserted unless present, else read.
-func (s *SQLite) ClaimKey(ctx context.Context, key, fingerprint string, ttl time.Duration) (Claim, error) {
-	var c Claim
+func (s *Store) ClaimKey(ctx context.Context, key, fingerprint string, ttl time.Duration) (toolrouter.Claim, error) {
+	var c toolrouter.Claim
 	err := s.tx(ctx, func(tx *sql.Tx) error {
-		now := s.now()
+		now := s.Now()
 		if _, err := tx.ExecContext(ctx, `DELETE FROM idempotency_keys WHERE key = ? AND expires_at < ?`,
 			key, sqliteTimeOf(now)); err != nil {
 			return err
@@ -174,7 +183,7 @@ func (s *SQLite) ClaimKey(ctx context.Context, key, fingerprint string, ttl time
 			return err
 		}
 		if n, err := r.RowsAffected(); err != nil || n == 1 {
-			c = Claim{State: Claimed}
+			c = toolrouter.Claim{State: toolrouter.Claimed}
 			return err
 		}
 		var fp string
@@ -185,43 +194,43 @@ func (s *SQLite) ClaimKey(ctx context.Context, key, fingerprint string, ttl time
 		}
 		switch {
 		case fp != fingerprint:
-			return ErrKeyReused
+			return toolrouter.ErrKeyReused
 		case resp == nil:
-			c = Claim{State: InProgress}
+			c = toolrouter.Claim{State: toolrouter.InProgress}
 		default:
-			c = Claim{State: Answered, Response: resp}
+			c = toolrouter.Claim{State: toolrouter.Answered, Response: resp}
 		}
 		return nil
 	})
-	if err == ErrKeyReused {
-		return Claim{}, err
+	if err == toolrouter.ErrKeyReused {
+		return toolrouter.Claim{}, err
 	}
 	if err != nil {
-		return Claim{}, fmt.Errorf("sqlite claim key: %w", err)
+		return toolrouter.Claim{}, fmt.Errorf("sqlite claim key: %w", err)
 	}
 	return c, nil
 }
 
-// CompleteKey implements Store.
-func (s *SQLite) CompleteKey(ctx context.Context, key string, response []byte, ttl time.Duration) error {
+// CompleteKey implements store.Store.
+func (s *Store) CompleteKey(ctx context.Context, key string, response []byte, ttl time.Duration) error {
 	if _, err := s.db.ExecContext(ctx, `UPDATE idempotency_keys SET response = ?, expires_at = ? WHERE key = ?`,
-		keyResponse(response), sqliteTimeOf(s.now().Add(ttl)), key); err != nil {
+		sqlstore.KeyResponse(response), sqliteTimeOf(s.Now().Add(ttl)), key); err != nil {
 		return fmt.Errorf("sqlite complete key: %w", err)
 	}
 	return nil
 }
 
-// RenewKey implements Store.
-func (s *SQLite) RenewKey(ctx context.Context, key string, lease time.Duration) error {
+// RenewKey implements store.Store.
+func (s *Store) RenewKey(ctx context.Context, key string, lease time.Duration) error {
 	if _, err := s.db.ExecContext(ctx, `UPDATE idempotency_keys SET expires_at = ? WHERE key = ? AND response IS NULL`,
-		sqliteTimeOf(s.now().Add(lease)), key); err != nil {
+		sqliteTimeOf(s.Now().Add(lease)), key); err != nil {
 		return fmt.Errorf("sqlite renew key: %w", err)
 	}
 	return nil
 }
 
-// ReleaseKey implements Store.
-func (s *SQLite) ReleaseKey(ctx context.Context, key string) error {
+// ReleaseKey implements store.Store.
+func (s *Store) ReleaseKey(ctx context.Context, key string) error {
 	if _, err := s.db.ExecContext(ctx, `DELETE FROM idempotency_keys WHERE key = ? AND response IS NULL`, key); err != nil {
 		return fmt.Errorf("sqlite release key: %w", err)
 	}
@@ -230,8 +239,8 @@ func (s *SQLite) ReleaseKey(ctx context.Context, key string) error {
 
 // PurgeExpiredKeys deletes every expired idempotency key and returns how
 // many it deleted. ClaimKey already ignores them; this only reclaims space.
-func (s *SQLite) PurgeExpiredKeys(ctx context.Context) (int, error) {
-	r, err := s.db.ExecContext(ctx, `DELETE FROM idempotency_keys WHERE expires_at < ?`, sqliteTimeOf(s.now()))
+func (s *Store) PurgeExpiredKeys(ctx context.Context) (int, error) {
+	r, err := s.db.ExecContext(ctx, `DELETE FROM idempotency_keys WHERE expires_at < ?`, sqliteTimeOf(s.Now()))
 	if err != nil {
 		return 0, fmt.Errorf("sqlite purge keys: %w", err)
 	}
@@ -239,8 +248,8 @@ func (s *SQLite) PurgeExpiredKeys(ctx context.Context) (int, error) {
 	return int(n), err
 }
 
-// SaveRun implements Store.
-func (s *SQLite) SaveRun(ctx context.Context, run *toolrouter.Run) error {
+// SaveRun implements store.Store.
+func (s *Store) SaveRun(ctx context.Context, run *toolrouter.Run) error {
 	b, err := json.Marshal(run)
 	if err != nil {
 		return fmt.Errorf("sqlite save run: %w", err)
@@ -268,11 +277,11 @@ func scanSQLiteRun(sc interface{ Scan(...any) error }) (*toolrouter.Run, error) 
 	if err != nil {
 		return nil, err
 	}
-	return decodeRun([]byte(body), owner, heartbeat)
+	return sqlstore.DecodeRun([]byte(body), owner, heartbeat)
 }
 
-// GetRun implements Store.
-func (s *SQLite) GetRun(ctx context.Context, id string) (*toolrouter.Run, error) {
+// GetRun implements store.Store.
+func (s *Store) GetRun(ctx context.Context, id string) (*toolrouter.Run, error) {
 	run, err := scanSQLiteRun(s.db.QueryRowContext(ctx,
 		`SELECT body, owner, heartbeat_at FROM runs WHERE run_id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
@@ -284,8 +293,8 @@ func (s *SQLite) GetRun(ctx context.Context, id string) (*toolrouter.Run, error)
 	return run, nil
 }
 
-// ListRuns implements Store.
-func (s *SQLite) ListRuns(ctx context.Context, planID string, limit int) ([]*toolrouter.Run, error) {
+// ListRuns implements store.Store.
+func (s *Store) ListRuns(ctx context.Context, planID string, limit int) ([]*toolrouter.Run, error) {
 	if limit <= 0 {
 		limit = -1 // no limit
 	}
@@ -309,9 +318,9 @@ func (s *SQLite) ListRuns(ctx context.Context, planID string, limit int) ([]*too
 	return out, nil
 }
 
-// InterruptStale implements Store in one immediate transaction, so a run is
+// InterruptStale implements store.Store in one immediate transaction, so a run is
 // interrupted once even when several processes sweep at the same time.
-func (s *SQLite) InterruptStale(ctx context.Context, before time.Time) (int, error) {
+func (s *Store) InterruptStale(ctx context.Context, before time.Time) (int, error) {
 	n := 0
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		n = 0
@@ -334,13 +343,13 @@ func (s *SQLite) InterruptStale(ctx context.Context, before time.Time) (int, err
 		if err := rows.Err(); err != nil {
 			return err
 		}
-		now := s.now()
+		now := s.Now()
 		for _, r := range runs {
 			var run toolrouter.Run
 			if err := json.Unmarshal([]byte(r.body), &run); err != nil {
 				return fmt.Errorf("run %q: %w", r.id, err)
 			}
-			Interrupt(&run, now)
+			run.Interrupt(now)
 			b, err := json.Marshal(&run)
 			if err != nil {
 				return err
@@ -359,13 +368,8 @@ func (s *SQLite) InterruptStale(ctx context.Context, before time.Time) (int, err
 	return n, nil
 }
 
-// Ping implements Store.
-func (s *SQLite) Ping(ctx context.Context) error { return s.db.PingContext(ctx) }
+// Ping implements store.Store.
+func (s *Store) Ping(ctx context.Context) error { return s.db.PingContext(ctx) }
 
-// Close implements Store.
-func (s *SQLite) Close() error { return s.db.Close() }
-
-func sqlitePath(rest string) string {
-	// sqlite://toolrouter.db → toolrouter.db; sqlite:///data/x.db → /data/x.db
-	return strings.TrimSpace(rest)
-}
+// Close implements store.Store.
+func (s *Store) Close() error { return s.db.Close() }

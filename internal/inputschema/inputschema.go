@@ -1,4 +1,10 @@
-package registry
+// Package inputschema compiles a tool's input_schema (JSON Schema 2020-12
+// unless $schema says otherwise, self-contained: no external references)
+// into the Tool.ValidateArgs that checks a call's arguments, with messages
+// that name the offending field. The registry compiles its file tools'
+// schemas with it, mcpclient those of the tools MCP servers list, so that
+// arguments are checked alike (README "The registry file").
+package inputschema
 
 import (
 	"errors"
@@ -33,6 +39,45 @@ func (noLoader) Load(url string) (any, error) {
 	return nil, errors.New("external references are not allowed")
 }
 
+// Problem is one reason a schema does not compile, at a JSON pointer
+// (Ptr, "" for the root) inside the schema.
+type Problem struct {
+	Ptr string
+	Why string
+}
+
+// Compile compiles schema (nil: {"type": "object"}) and returns the
+// Tool.ValidateArgs for it, or the reasons it does not compile. A compiled
+// schema is immutable, so validate is safe for concurrent use.
+func Compile(schema map[string]any) (validate func(map[string]any) error, problems []Problem) {
+	if schema == nil {
+		schema = map[string]any{"type": "object"}
+	}
+	compiled, err := compileSchema(schema)
+	if err != nil {
+		return nil, compileProblems(err)
+	}
+	return argsValidator(compiled), nil
+}
+
+// Validator is Compile with the problems as one error, "invalid JSON
+// Schema: …", for tools that join the registry from elsewhere (MCP
+// servers).
+func Validator(schema map[string]any) (func(map[string]any) error, error) {
+	validate, problems := Compile(schema)
+	if problems != nil {
+		msgs := make([]string, len(problems))
+		for i, p := range problems {
+			msgs[i] = p.Why
+			if p.Ptr != "" {
+				msgs[i] = p.Ptr + ": " + p.Why
+			}
+		}
+		return nil, errors.New("invalid JSON Schema: " + strings.Join(msgs, "; "))
+	}
+	return validate, nil
+}
+
 // compileSchema compiles a tool's input schema as JSON Schema 2020-12 (the
 // default when it has no $schema).
 func compileSchema(doc map[string]any) (*jsonschema.Schema, error) {
@@ -45,21 +90,14 @@ func compileSchema(doc map[string]any) (*jsonschema.Schema, error) {
 	return c.Compile(schemaURL)
 }
 
-// schemaProblem is one reason a schema does not compile, at a JSON
-// pointer inside the schema.
-type schemaProblem struct {
-	ptr string
-	why string
-}
-
 // compileProblems explains a compile error, one entry per failure.
-func compileProblems(err error) []schemaProblem {
+func compileProblems(err error) []Problem {
 	var sve *jsonschema.SchemaValidationError
 	var ve *jsonschema.ValidationError
 	if errors.As(err, &sve) && errors.As(sve.Err, &ve) {
-		var out []schemaProblem
+		var out []Problem
 		for _, l := range leaves(ve) {
-			out = append(out, schemaProblem{ptr: jsonPtr(l.InstanceLocation), why: describe(l.ErrorKind)})
+			out = append(out, Problem{Ptr: jsonPtr(l.InstanceLocation), Why: describe(l.ErrorKind)})
 		}
 		if len(out) > 0 {
 			return out
@@ -67,13 +105,13 @@ func compileProblems(err error) []schemaProblem {
 	}
 	var le *jsonschema.LoadURLError
 	if errors.As(err, &le) {
-		return []schemaProblem{{why: fmt.Sprintf("cannot load %q: input_schema must be self-contained (no external $ref or $schema)",
+		return []Problem{{Why: fmt.Sprintf("cannot load %q: input_schema must be self-contained (no external $ref or $schema)",
 			strings.TrimPrefix(le.URL, "mem://"))}}
 	}
 	msg := strings.Join(strings.Fields(err.Error()), " ")
 	msg = strings.ReplaceAll(msg, schemaURL, "input_schema")
 	msg = strings.ReplaceAll(msg, "mem://", "")
-	return []schemaProblem{{why: msg}}
+	return []Problem{{Why: msg}}
 }
 
 // leaves returns the innermost failures of a validation error, in order.
@@ -98,6 +136,11 @@ func jsonPtr(tokens []string) string {
 		b.WriteString(escapePtr(t))
 	}
 	return b.String()
+}
+
+// escapePtr escapes a JSON pointer token (RFC 6901).
+func escapePtr(tok string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(tok, "~", "~0"), "/", "~1")
 }
 
 // argsValidator returns a Tool.ValidateArgs for a compiled schema. A

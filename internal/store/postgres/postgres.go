@@ -1,7 +1,10 @@
-package store
+// Package postgres is the store.Store that replicas share
+// (TOOLROUTER_STORE=postgres://…) on pgx.
+package postgres
 
 import (
 	"context"
+	"embed"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,18 +15,26 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/toolrouterd/toolrouterd/internal/store/sqlstore"
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
 
-// Postgres is the store that several replicas share: sequences, claims and
+// migrationFiles holds the schema, one file per version (see
+// sqlstore.Migrations).
+//
+//go:embed migrations/*.sql
+var migrationFiles embed.FS
+
+// Store is the store that several replicas share: sequences, claims and
 // sweeps are single atomic statements (or one implicit transaction), so any
 // number of processes may use one database at once.
-type Postgres struct {
+type Store struct {
 	pool *pgxpool.Pool
-	now  func() time.Time
+	// Now, when set (a test's clock), replaces the server's clock for key
+	// expiry; it is also the end time of interrupted runs (default
+	// time.Now). Set it before the store is used.
+	Now func() time.Time
 }
-
-var _ Store = (*Postgres)(nil)
 
 const (
 	// pgMigrationLock is the pg_advisory_lock key held while migrating, so
@@ -41,13 +52,13 @@ const (
 	pgDefaultConnectTimeout = 10 * time.Second
 )
 
-// OpenPostgres connects to the database of a postgres:// or postgresql://
+// Open connects to the database of a postgres:// or postgresql://
 // URL (any libpq URL or keyword/value string pgx accepts, plus pgxpool's
 // pool_* settings such as pool_max_conns, default 10) and applies the
 // pending migrations under an advisory lock. Behind a transaction-mode
 // pooler (PgBouncer) add default_query_exec_mode=exec to the URL: pgx
 // caches prepared statements per connection by default.
-func OpenPostgres(ctx context.Context, url string) (*Postgres, error) {
+func Open(ctx context.Context, url string) (*Store, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		// pgx redacts the password from its parse errors.
@@ -66,12 +77,30 @@ func OpenPostgres(ctx context.Context, url string) (*Postgres, error) {
 	if err != nil {
 		return nil, fmt.Errorf("postgres store: %w", err)
 	}
-	p := &Postgres{pool: pool, now: time.Now}
+	p := &Store{pool: pool}
 	if err := p.migrate(ctx); err != nil {
 		pool.Close()
 		return nil, err
 	}
 	return p, nil
+}
+
+func (p *Store) now() time.Time {
+	if p.Now != nil {
+		return p.Now()
+	}
+	return time.Now()
+}
+
+// keyNow is the instant key expiry is measured from: NULL, which the
+// statements read as the server's now(), shared by every replica, unless
+// Now is set.
+func (p *Store) keyNow() *time.Time {
+	if p.Now == nil {
+		return nil
+	}
+	t := p.Now()
+	return &t
 }
 
 // connStringSets reports whether a URL or keyword/value connection string
@@ -92,7 +121,7 @@ func connStringSets(conn, name string) bool {
 // migrate applies the embedded migrations not yet in schema_migrations.
 // The session-level advisory lock, held on one dedicated connection,
 // serializes replicas that start at the same time.
-func (p *Postgres) migrate(ctx context.Context) (err error) {
+func (p *Store) migrate(ctx context.Context) (err error) {
 	conn, err := p.pool.Acquire(ctx)
 	if err != nil {
 		return fmt.Errorf("postgres store: connect: %w", err)
@@ -126,33 +155,33 @@ func (p *Postgres) migrate(ctx context.Context) (err error) {
 	for _, v := range versions {
 		applied[int(v)] = true
 	}
-	for _, m := range migrations("postgres") {
-		if applied[m.version] {
+	for _, m := range sqlstore.Migrations(migrationFiles, "migrations") {
+		if applied[m.Version] {
 			continue
 		}
 		err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
-			if _, err := tx.Exec(ctx, m.sql); err != nil {
+			if _, err := tx.Exec(ctx, m.SQL); err != nil {
 				return err
 			}
-			_, err := tx.Exec(ctx, `INSERT INTO schema_migrations (version) VALUES ($1)`, m.version)
+			_, err := tx.Exec(ctx, `INSERT INTO schema_migrations (version) VALUES ($1)`, m.Version)
 			return err
 		})
 		if err != nil {
-			return fmt.Errorf("postgres migrate %s: %w", m.name, err)
+			return fmt.Errorf("postgres migrate %s: %w", m.Name, err)
 		}
 	}
 	return nil
 }
 
-// NextSequence implements Store with one atomic upsert: concurrent callers,
+// NextSequence implements store.Store with one atomic upsert: concurrent callers,
 // in any number of processes, get distinct, gap-free numbers.
-func (p *Postgres) NextSequence(ctx context.Context, planID string) (int64, error) {
+func (p *Store) NextSequence(ctx context.Context, planID string) (int64, error) {
 	return p.NextSequences(ctx, planID, 1)
 }
 
-// NextSequences implements Store with one atomic upsert.
-func (p *Postgres) NextSequences(ctx context.Context, planID string, n int64) (int64, error) {
-	if err := checkSequenceArgs(planID, n); err != nil {
+// NextSequences implements store.Store with one atomic upsert.
+func (p *Store) NextSequences(ctx context.Context, planID string, n int64) (int64, error) {
+	if err := toolrouter.CheckSequences(planID, n); err != nil {
 		return 0, err
 	}
 	var first int64
@@ -165,8 +194,8 @@ func (p *Postgres) NextSequences(ctx context.Context, planID string, n int64) (i
 	return first, nil
 }
 
-// SaveResult implements Store.
-func (p *Postgres) SaveResult(ctx context.Context, res *toolrouter.Result) error {
+// SaveResult implements store.Store.
+func (p *Store) SaveResult(ctx context.Context, res *toolrouter.Result) error {
 	b, err := json.Marshal(res)
 	if err != nil {
 		return fmt.Errorf("postgres save result: %w", err)
@@ -180,8 +209,8 @@ func (p *Postgres) SaveResult(ctx context.Context, res *toolrouter.Result) error
 	return nil
 }
 
-// GetResult implements Store.
-func (p *Postgres) GetResult(ctx context.Context, id string) (*toolrouter.Result, error) {
+// GetResult implements store.Store.
+func (p *Store) GetResult(ctx context.Context, id string) (*toolrouter.Result, error) {
 	var body []byte
 	err := p.pool.QueryRow(ctx, `SELECT body FROM route_results WHERE tool_call_id = $1`, id).Scan(&body)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -197,12 +226,12 @@ func (p *Postgres) GetResult(ctx context.Context, id string) (*toolrouter.Result
 	return &res, nil
 }
 
-// ClaimKey implements Store. The three statements go in one batch, which
+// ClaimKey implements store.Store. The three statements go in one batch, which
 // PostgreSQL runs as one implicit transaction in one round trip: an expired
 // claim is deleted, the key is inserted unless present (a concurrent insert
 // of the same key waits for the other transaction, then yields), and the
 // row is read. Expiry uses the server's clock, shared by every replica.
-func (p *Postgres) ClaimKey(ctx context.Context, key, fingerprint string, ttl time.Duration) (Claim, error) {
+func (p *Store) ClaimKey(ctx context.Context, key, fingerprint string, ttl time.Duration) (toolrouter.Claim, error) {
 	// The row read can vanish between the insert and the read (released or
 	// expired and reclaimed meanwhile): then try again.
 	for attempt := 0; ; attempt++ {
@@ -211,70 +240,71 @@ func (p *Postgres) ClaimKey(ctx context.Context, key, fingerprint string, ttl ti
 			return c, err
 		}
 		if attempt == 10 {
-			return Claim{}, fmt.Errorf("postgres claim key: key %q keeps changing", key)
+			return toolrouter.Claim{}, fmt.Errorf("postgres claim key: key %q keeps changing", key)
 		}
 	}
 }
 
-func (p *Postgres) claimOnce(ctx context.Context, key, fingerprint string, ttl time.Duration) (c Claim, found bool, err error) {
+func (p *Store) claimOnce(ctx context.Context, key, fingerprint string, ttl time.Duration) (c toolrouter.Claim, found bool, err error) {
+	now := p.keyNow()
 	b := &pgx.Batch{}
-	b.Queue(`DELETE FROM idempotency_keys WHERE key = $1 AND expires_at < now()`, key)
+	b.Queue(`DELETE FROM idempotency_keys WHERE key = $1 AND expires_at < COALESCE($2::timestamptz, now())`, key, now)
 	b.Queue(`INSERT INTO idempotency_keys (key, fingerprint, expires_at)
-		VALUES ($1, $2, now() + $3::bigint * interval '1 microsecond')
-		ON CONFLICT (key) DO NOTHING RETURNING true`, key, fingerprint, ttl.Microseconds())
+		VALUES ($1, $2, COALESCE($4::timestamptz, now()) + $3::bigint * interval '1 microsecond')
+		ON CONFLICT (key) DO NOTHING RETURNING true`, key, fingerprint, ttl.Microseconds(), now)
 	b.Queue(`SELECT fingerprint, response FROM idempotency_keys WHERE key = $1`, key)
 	br := p.pool.SendBatch(ctx, b)
 	defer func() {
 		if cerr := br.Close(); cerr != nil && err == nil {
-			c, found, err = Claim{}, false, fmt.Errorf("postgres claim key: %w", cerr)
+			c, found, err = toolrouter.Claim{}, false, fmt.Errorf("postgres claim key: %w", cerr)
 		}
 	}()
 	if _, err := br.Exec(); err != nil {
-		return Claim{}, false, fmt.Errorf("postgres claim key: %w", err)
+		return toolrouter.Claim{}, false, fmt.Errorf("postgres claim key: %w", err)
 	}
 	var inserted bool
 	switch err := br.QueryRow().Scan(&inserted); {
 	case err == nil:
-		return Claim{State: Claimed}, true, nil
+		return toolrouter.Claim{State: toolrouter.Claimed}, true, nil
 	case !errors.Is(err, pgx.ErrNoRows):
-		return Claim{}, false, fmt.Errorf("postgres claim key: %w", err)
+		return toolrouter.Claim{}, false, fmt.Errorf("postgres claim key: %w", err)
 	}
 	var fp string
 	var resp []byte
 	switch err := br.QueryRow().Scan(&fp, &resp); {
 	case errors.Is(err, pgx.ErrNoRows):
-		return Claim{}, false, nil
+		return toolrouter.Claim{}, false, nil
 	case err != nil:
-		return Claim{}, false, fmt.Errorf("postgres claim key: %w", err)
+		return toolrouter.Claim{}, false, fmt.Errorf("postgres claim key: %w", err)
 	case fp != fingerprint:
-		return Claim{}, true, ErrKeyReused
+		return toolrouter.Claim{}, true, toolrouter.ErrKeyReused
 	case resp == nil:
-		return Claim{State: InProgress}, true, nil
+		return toolrouter.Claim{State: toolrouter.InProgress}, true, nil
 	}
-	return Claim{State: Answered, Response: resp}, true, nil
+	return toolrouter.Claim{State: toolrouter.Answered, Response: resp}, true, nil
 }
 
-// CompleteKey implements Store.
-func (p *Postgres) CompleteKey(ctx context.Context, key string, response []byte, ttl time.Duration) error {
+// CompleteKey implements store.Store.
+func (p *Store) CompleteKey(ctx context.Context, key string, response []byte, ttl time.Duration) error {
 	if _, err := p.pool.Exec(ctx, `UPDATE idempotency_keys SET response = $2,
-		expires_at = now() + $3::bigint * interval '1 microsecond' WHERE key = $1`,
-		key, keyResponse(response), ttl.Microseconds()); err != nil {
+		expires_at = COALESCE($4::timestamptz, now()) + $3::bigint * interval '1 microsecond' WHERE key = $1`,
+		key, sqlstore.KeyResponse(response), ttl.Microseconds(), p.keyNow()); err != nil {
 		return fmt.Errorf("postgres complete key: %w", err)
 	}
 	return nil
 }
 
-// RenewKey implements Store.
-func (p *Postgres) RenewKey(ctx context.Context, key string, lease time.Duration) error {
-	if _, err := p.pool.Exec(ctx, `UPDATE idempotency_keys SET expires_at = now() + $2::bigint * interval '1 microsecond'
-		WHERE key = $1 AND response IS NULL`, key, lease.Microseconds()); err != nil {
+// RenewKey implements store.Store.
+func (p *Store) RenewKey(ctx context.Context, key string, lease time.Duration) error {
+	if _, err := p.pool.Exec(ctx, `UPDATE idempotency_keys SET expires_at = COALESCE($3::timestamptz, now()) + $2::bigint * interval '1 microsecond'
+		WHERE key = $1 AND response IS NULL`, key, lease.Microseconds(), p.keyNow()); err != nil {
 		return fmt.Errorf("postgres renew key: %w", err)
 	}
 	return nil
 }
 
-// ReleaseKey implements Store.
-func (p *Postgres) ReleaseKey(ctx context.Context, key string) error {
+// ReleaseKey implements store.Store.
+func (p *Store) ReleaseKey(ctx context.Context, key string) error {
 	if _, err := p.pool.Exec(ctx, `DELETE FROM idempotency_keys WHERE key = $1 AND response IS NULL`, key); err != nil {
 		return fmt.Errorf("postgres release key: %w", err)
 	}
@@ -283,16 +313,16 @@ func (p *Postgres) ReleaseKey(ctx context.Context, key string) error {
 
 // PurgeExpiredKeys deletes every expired idempotency key and returns how
 // many it deleted. ClaimKey already ignores them; this only reclaims space.
-func (p *Postgres) PurgeExpiredKeys(ctx context.Context) (int, error) {
-	tag, err := p.pool.Exec(ctx, `DELETE FROM idempotency_keys WHERE expires_at < now()`)
+func (p *Store) PurgeExpiredKeys(ctx context.Context) (int, error) {
+	tag, err := p.pool.Exec(ctx, `DELETE FROM idempotency_keys WHERE expires_at < COALESCE($1::timestamptz, now())`, p.keyNow())
 	if err != nil {
 		return 0, fmt.Errorf("postgres purge keys: %w", err)
 	}
 	return int(tag.RowsAffected()), nil
 }
 
-// SaveRun implements Store.
-func (p *Postgres) SaveRun(ctx context.Context, run *toolrouter.Run) error {
+// SaveRun implements store.Store.
+func (p *Store) SaveRun(ctx context.Context, run *toolrouter.Run) error {
 	b, err := json.Marshal(run)
 	if err != nil {
 		return fmt.Errorf("postgres save run: %w", err)
@@ -317,11 +347,11 @@ func scanPostgresRun(row pgx.CollectableRow) (*toolrouter.Run, error) {
 	if err := row.Scan(&body, &owner, &heartbeat); err != nil {
 		return nil, err
 	}
-	return decodeRun(body, owner, heartbeat.UTC())
+	return sqlstore.DecodeRun(body, owner, heartbeat.UTC())
 }
 
-// GetRun implements Store.
-func (p *Postgres) GetRun(ctx context.Context, id string) (*toolrouter.Run, error) {
+// GetRun implements store.Store.
+func (p *Store) GetRun(ctx context.Context, id string) (*toolrouter.Run, error) {
 	rows, _ := p.pool.Query(ctx, `SELECT body, owner, heartbeat_at FROM runs WHERE run_id = $1`, id)
 	run, err := pgx.CollectExactlyOneRow(rows, scanPostgresRun)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -333,8 +363,8 @@ func (p *Postgres) GetRun(ctx context.Context, id string) (*toolrouter.Run, erro
 	return run, nil
 }
 
-// ListRuns implements Store.
-func (p *Postgres) ListRuns(ctx context.Context, planID string, limit int) ([]*toolrouter.Run, error) {
+// ListRuns implements store.Store.
+func (p *Store) ListRuns(ctx context.Context, planID string, limit int) ([]*toolrouter.Run, error) {
 	var lim any // NULL: no limit
 	if limit > 0 {
 		lim = limit
@@ -351,11 +381,11 @@ func (p *Postgres) ListRuns(ctx context.Context, planID string, limit int) ([]*t
 	return runs, nil
 }
 
-// InterruptStale implements Store. One UPDATE … RETURNING takes the stale
+// InterruptStale implements store.Store. One UPDATE … RETURNING takes the stale
 // running runs (row locks make a concurrent sweeper wait, then skip rows no
 // longer running), and the same transaction writes each interrupted body
 // back: a run is interrupted once, by one sweeper.
-func (p *Postgres) InterruptStale(ctx context.Context, before time.Time) (int, error) {
+func (p *Store) InterruptStale(ctx context.Context, before time.Time) (int, error) {
 	n := 0
 	err := pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
 		rows, _ := tx.Query(ctx, `UPDATE runs SET status = $1 WHERE status = $2 AND heartbeat_at < $3
@@ -378,7 +408,7 @@ func (p *Postgres) InterruptStale(ctx context.Context, before time.Time) (int, e
 			if err := json.Unmarshal(r.body, &run); err != nil {
 				return fmt.Errorf("run %q: %w", r.id, err)
 			}
-			Interrupt(&run, now)
+			run.Interrupt(now)
 			body, err := json.Marshal(&run)
 			if err != nil {
 				return err
@@ -397,11 +427,11 @@ func (p *Postgres) InterruptStale(ctx context.Context, before time.Time) (int, e
 	return n, nil
 }
 
-// Ping implements Store.
-func (p *Postgres) Ping(ctx context.Context) error { return p.pool.Ping(ctx) }
+// Ping implements store.Store.
+func (p *Store) Ping(ctx context.Context) error { return p.pool.Ping(ctx) }
 
-// Close implements Store.
-func (p *Postgres) Close() error {
+// Close implements store.Store.
+func (p *Store) Close() error {
 	p.pool.Close()
 	return nil
 }

@@ -1,4 +1,4 @@
-package store
+package sqlstore
 
 import (
 	"encoding/json"
@@ -7,19 +7,17 @@ import (
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
 
-// What the SQL stores share: how rows map to values and back.
-
-// keyResponse is how a key's answer is stored: like Memory, an empty answer
+// KeyResponse is how a key's answer is stored: like store/memory, an empty answer
 // leaves the key in progress (NULL).
-func keyResponse(response []byte) any {
+func KeyResponse(response []byte) any {
 	if len(response) == 0 {
 		return nil
 	}
 	return response
 }
 
-// decodeRun builds a Run from its stored body and columns.
-func decodeRun(body []byte, owner string, heartbeat time.Time) (*toolrouter.Run, error) {
+// DecodeRun builds a Run from its stored body and columns.
+func DecodeRun(body []byte, owner string, heartbeat time.Time) (*toolrouter.Run, error) {
 	var run toolrouter.Run
 	if err := json.Unmarshal(body, &run); err != nil {
 		return nil, err

@@ -1,4 +1,6 @@
-package store
+// Package memory is the in-process store.Store (TOOLROUTER_STORE=memory://):
+// nothing survives a restart and replicas cannot share it.
+package memory
 
 import (
 	"context"
@@ -10,11 +12,13 @@ import (
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
 
-// Memory is an in-process store for tests and single-node runs that need no
+// Store is an in-process store for tests and single-node runs that need no
 // durability. Values are copied in and out, as a database would.
-type Memory struct {
-	mu      sync.Mutex
-	now     func() time.Time
+type Store struct {
+	mu sync.Mutex
+	// Now is the clock of key expiry and of the end of interrupted runs;
+	// a test may set it before the store is used.
+	Now     func() time.Time
 	next    map[string]int64
 	results map[string][]byte
 	keys    map[string]*memKey
@@ -36,12 +40,10 @@ type memRun struct {
 	created   time.Time
 }
 
-var _ Store = (*Memory)(nil)
-
-// NewMemory returns an empty in-memory store.
-func NewMemory() *Memory {
-	return &Memory{
-		now:     time.Now,
+// New returns an empty in-memory store.
+func New() *Store {
+	return &Store{
+		Now:     time.Now,
 		next:    make(map[string]int64),
 		results: make(map[string][]byte),
 		keys:    make(map[string]*memKey),
@@ -49,14 +51,14 @@ func NewMemory() *Memory {
 	}
 }
 
-// NextSequence implements Store.
-func (m *Memory) NextSequence(ctx context.Context, planID string) (int64, error) {
+// NextSequence implements store.Store.
+func (m *Store) NextSequence(ctx context.Context, planID string) (int64, error) {
 	return m.NextSequences(ctx, planID, 1)
 }
 
-// NextSequences implements Store.
-func (m *Memory) NextSequences(_ context.Context, planID string, n int64) (int64, error) {
-	if err := checkSequenceArgs(planID, n); err != nil {
+// NextSequences implements store.Store.
+func (m *Store) NextSequences(_ context.Context, planID string, n int64) (int64, error) {
+	if err := toolrouter.CheckSequences(planID, n); err != nil {
 		return 0, err
 	}
 	m.mu.Lock()
@@ -66,8 +68,8 @@ func (m *Memory) NextSequences(_ context.Context, planID string, n int64) (int64
 	return first, nil
 }
 
-// SaveResult implements Store.
-func (m *Memory) SaveResult(_ context.Context, res *toolrouter.Result) error {
+// SaveResult implements store.Store.
+func (m *Store) SaveResult(_ context.Context, res *toolrouter.Result) error {
 	b, err := json.Marshal(res)
 	if err != nil {
 		return err
@@ -78,8 +80,8 @@ func (m *Memory) SaveResult(_ context.Context, res *toolrouter.Result) error {
 	return nil
 }
 
-// GetResult implements Store.
-func (m *Memory) GetResult(_ context.Context, id string) (*toolrouter.Result, error) {
+// GetResult implements store.Store.
+func (m *Store) GetResult(_ context.Context, id string) (*toolrouter.Result, error) {
 	m.mu.Lock()
 	b, ok := m.results[id]
 	m.mu.Unlock()
@@ -90,48 +92,48 @@ func (m *Memory) GetResult(_ context.Context, id string) (*toolrouter.Result, er
 	return &res, json.Unmarshal(b, &res)
 }
 
-// ClaimKey implements Store.
-func (m *Memory) ClaimKey(_ context.Context, key, fingerprint string, ttl time.Duration) (Claim, error) {
+// ClaimKey implements store.Store.
+func (m *Store) ClaimKey(_ context.Context, key, fingerprint string, ttl time.Duration) (toolrouter.Claim, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	now := m.now()
+	now := m.Now()
 	k, ok := m.keys[key]
 	if !ok || now.After(k.expires) {
 		m.keys[key] = &memKey{fingerprint: fingerprint, expires: now.Add(ttl)}
-		return Claim{State: Claimed}, nil
+		return toolrouter.Claim{State: toolrouter.Claimed}, nil
 	}
 	if k.fingerprint != fingerprint {
-		return Claim{}, ErrKeyReused
+		return toolrouter.Claim{}, toolrouter.ErrKeyReused
 	}
 	if k.response == nil {
-		return Claim{State: InProgress}, nil
+		return toolrouter.Claim{State: toolrouter.InProgress}, nil
 	}
-	return Claim{State: Answered, Response: append([]byte(nil), k.response...)}, nil
+	return toolrouter.Claim{State: toolrouter.Answered, Response: append([]byte(nil), k.response...)}, nil
 }
 
-// CompleteKey implements Store.
-func (m *Memory) CompleteKey(_ context.Context, key string, response []byte, ttl time.Duration) error {
+// CompleteKey implements store.Store.
+func (m *Store) CompleteKey(_ context.Context, key string, response []byte, ttl time.Duration) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if k, ok := m.keys[key]; ok {
 		k.response = append([]byte(nil), response...)
-		k.expires = m.now().Add(ttl)
+		k.expires = m.Now().Add(ttl)
 	}
 	return nil
 }
 
-// RenewKey implements Store.
-func (m *Memory) RenewKey(_ context.Context, key string, lease time.Duration) error {
+// RenewKey implements store.Store.
+func (m *Store) RenewKey(_ context.Context, key string, lease time.Duration) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if k, ok := m.keys[key]; ok && k.response == nil {
-		k.expires = m.now().Add(lease)
+		k.expires = m.Now().Add(lease)
 	}
 	return nil
 }
 
-// ReleaseKey implements Store.
-func (m *Memory) ReleaseKey(_ context.Context, key string) error {
+// ReleaseKey implements store.Store.
+func (m *Store) ReleaseKey(_ context.Context, key string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if k, ok := m.keys[key]; ok && k.response == nil {
@@ -140,8 +142,8 @@ func (m *Memory) ReleaseKey(_ context.Context, key string) error {
 	return nil
 }
 
-// SaveRun implements Store.
-func (m *Memory) SaveRun(_ context.Context, run *toolrouter.Run) error {
+// SaveRun implements store.Store.
+func (m *Store) SaveRun(_ context.Context, run *toolrouter.Run) error {
 	b, err := json.Marshal(run)
 	if err != nil {
 		return err
@@ -156,8 +158,8 @@ func (m *Memory) SaveRun(_ context.Context, run *toolrouter.Run) error {
 	return nil
 }
 
-// GetRun implements Store.
-func (m *Memory) GetRun(_ context.Context, id string) (*toolrouter.Run, error) {
+// GetRun implements store.Store.
+func (m *Store) GetRun(_ context.Context, id string) (*toolrouter.Run, error) {
 	m.mu.Lock()
 	r, ok := m.runs[id]
 	m.mu.Unlock()
@@ -176,8 +178,8 @@ func (r *memRun) decode() (*toolrouter.Run, error) {
 	return &run, nil
 }
 
-// ListRuns implements Store.
-func (m *Memory) ListRuns(_ context.Context, planID string, limit int) ([]*toolrouter.Run, error) {
+// ListRuns implements store.Store.
+func (m *Store) ListRuns(_ context.Context, planID string, limit int) ([]*toolrouter.Run, error) {
 	m.mu.Lock()
 	var rs []*memRun
 	for _, r := range m.runs {
@@ -201,8 +203,8 @@ func (m *Memory) ListRuns(_ context.Context, planID string, limit int) ([]*toolr
 	return out, nil
 }
 
-// InterruptStale implements Store.
-func (m *Memory) InterruptStale(_ context.Context, before time.Time) (int, error) {
+// InterruptStale implements store.Store.
+func (m *Store) InterruptStale(_ context.Context, before time.Time) (int, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	n := 0
@@ -214,7 +216,7 @@ func (m *Memory) InterruptStale(_ context.Context, before time.Time) (int, error
 		if err != nil {
 			return n, err
 		}
-		Interrupt(run, m.now())
+		run.Interrupt(m.Now())
 		b, err := json.Marshal(run)
 		if err != nil {
 			return n, err
@@ -225,17 +227,17 @@ func (m *Memory) InterruptStale(_ context.Context, before time.Time) (int, error
 	return n, nil
 }
 
-// Ping implements Store.
-func (m *Memory) Ping(context.Context) error { return nil }
+// Ping implements store.Store.
+func (m *Store) Ping(context.Context) error { return nil }
 
-// Close implements Store.
-func (m *Memory) Close() error { return nil }
+// Close implements store.Store.
+func (m *Store) Close() error { return nil }
 
 // PurgeExpiredKeys deletes expired idempotency keys and returns how many.
-func (m *Memory) PurgeExpiredKeys(context.Context) (int, error) {
+func (m *Store) PurgeExpiredKeys(context.Context) (int, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	now, n := m.now(), 0
+	now, n := m.Now(), 0
 	for k, v := range m.keys {
 		if now.After(v.expires) {
 			delete(m.keys, k)

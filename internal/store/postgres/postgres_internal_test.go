@@ -1,11 +1,13 @@
-package store
+package postgres
 
 import (
 	"context"
+	"os"
 	"testing"
 	"time"
 
 	"github.com/toolrouterd/toolrouterd/internal/store/pgtest"
+	"github.com/toolrouterd/toolrouterd/internal/store/sqlstore"
 )
 
 func TestConnStringSets(t *testing.T) {
@@ -37,7 +39,7 @@ func TestPostgresPoolSizing(t *testing.T) {
 		{"", pgDefaultMaxConns},
 		{"&pool_max_conns=3", 3},
 	} {
-		p, err := OpenPostgres(ctx, url+tc.suffix)
+		p, err := Open(ctx, url+tc.suffix)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -54,7 +56,7 @@ func TestPostgresPoolSizing(t *testing.T) {
 		}
 		p.Close()
 	}
-	p, err := OpenPostgres(ctx, url+"&connect_timeout=1")
+	p, err := Open(ctx, url+"&connect_timeout=1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,28 +67,19 @@ func TestPostgresPoolSizing(t *testing.T) {
 }
 
 // TestMigrationsAreRecorded checks schema_migrations lists every embedded
-// version once, for both SQL stores.
+// version once, and that the SQLite store has as many versions.
 func TestMigrationsAreRecorded(t *testing.T) {
 	ctx := context.Background()
-	want := len(migrations("sqlite"))
-	if want != len(migrations("postgres")) {
-		t.Errorf("sqlite has %d migrations, postgres %d", want, len(migrations("postgres")))
+	want := len(sqlstore.Migrations(migrationFiles, "migrations"))
+	if n := len(sqlstore.Migrations(os.DirFS("../sqlite"), "migrations")); n != want {
+		t.Errorf("sqlite has %d migrations, postgres %d", n, want)
 	}
-	s, err := OpenSQLite(ctx, t.TempDir()+"/m.db")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	var n, max int
-	if err := s.db.QueryRowContext(ctx, `SELECT count(*), max(version) FROM schema_migrations`).Scan(&n, &max); err != nil || n != want || max != want {
-		t.Errorf("sqlite schema_migrations: %d rows, max %d, %v; want %d", n, max, err, want)
-	}
-
-	p, err := OpenPostgres(ctx, pgtest.Start(t))
+	p, err := Open(ctx, pgtest.Start(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer p.Close()
+	var n, max int
 	if err := p.pool.QueryRow(ctx, `SELECT count(*), max(version) FROM schema_migrations`).Scan(&n, &max); err != nil || n != want || max != want {
 		t.Errorf("postgres schema_migrations: %d rows, max %d, %v; want %d", n, max, err, want)
 	}

@@ -1,0 +1,52 @@
+// Package sqlstore holds what the SQL stores (store/sqlite and
+// store/postgres) share: their versioned migrations, and how rows map to
+// values and back. It imports no database driver.
+package sqlstore
+
+import (
+	"fmt"
+	"io/fs"
+	"path"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Migration is one versioned schema step.
+type Migration struct {
+	Version int
+	Name    string
+	SQL     string
+}
+
+// Migrations returns the migrations in directory dir of files, one file
+// per version, NNNN_what.sql, in version order. A version, once released,
+// never changes; a schema change is a new file. The files are compiled in
+// (embed), so a malformed set is a programming error and panics (the
+// contract suite opens every store, so it never ships).
+func Migrations(files fs.FS, dir string) []Migration {
+	entries, err := fs.ReadDir(files, dir)
+	if err != nil {
+		panic(fmt.Sprintf("sqlstore: migrations %s: %v", dir, err))
+	}
+	var ms []Migration
+	for _, e := range entries {
+		prefix, _, ok := strings.Cut(e.Name(), "_")
+		v, err := strconv.Atoi(prefix)
+		if !ok || err != nil || v < 1 || !strings.HasSuffix(e.Name(), ".sql") {
+			panic(fmt.Sprintf("sqlstore: migration %s/%s: want NNNN_name.sql", dir, e.Name()))
+		}
+		b, err := fs.ReadFile(files, path.Join(dir, e.Name()))
+		if err != nil {
+			panic(fmt.Sprintf("sqlstore: migration %s/%s: %v", dir, e.Name(), err))
+		}
+		ms = append(ms, Migration{Version: v, Name: e.Name(), SQL: string(b)})
+	}
+	sort.Slice(ms, func(i, j int) bool { return ms[i].Version < ms[j].Version })
+	for i, m := range ms {
+		if m.Version != i+1 {
+			panic(fmt.Sprintf("sqlstore: migrations %s: %s should be version %d", dir, m.Name, i+1))
+		}
+	}
+	return ms
+}

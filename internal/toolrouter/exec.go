@@ -1,0 +1,80 @@
+package toolrouter
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// ExecRequest is one call for a tool's backend to execute: a POST to its
+// HTTP endpoint (README "Writing a tool") or an MCP server's tools/call.
+type ExecRequest struct {
+	Tool *Tool
+	// Args is the arguments object; nil is sent as {}.
+	Args map[string]any
+	// PlanID and ToolCallID are sent as headers; an empty value omits its
+	// header(s).
+	PlanID     string
+	ToolCallID string
+	// Progress, when set, receives progress a backend reports while the
+	// call runs (MCP notifications/progress); HTTP tools report none.
+	Progress func(progress, total float64, message string)
+}
+
+// Outcome is what a backend made of an ExecRequest.
+type Outcome struct {
+	// Output is the tool's JSON answer exactly as received (JSON null for
+	// an empty reply); nil on failure.
+	Output json.RawMessage
+	// Err is the failure's message, safe to show to clients; "" on success.
+	Err string
+	// Category classifies the failure; "" on success.
+	Category ErrorCategory
+	// Status is the HTTP status of the last attempt, 0 if it got none.
+	Status int
+	// Attempts is the number of requests sent (0 when none could be built).
+	Attempts int
+	// Answered reports that the tool gave an answer of its own: a 2xx JSON
+	// reply, or an error it reported as JSON ({"error": …} or
+	// {"message": …}, or an MCP result with isError). It is false when the
+	// tool gave no usable answer: no connection, a timeout, a crash page, a
+	// non-JSON or oversized reply.
+	Answered bool
+}
+
+// Success reports whether the call succeeded.
+func (o Outcome) Success() bool { return o.Err == "" && o.Category == "" }
+
+// Failure is the Outcome of a call that failed with category cat.
+func Failure(cat ErrorCategory, format string, args ...any) Outcome {
+	return Outcome{Err: fmt.Sprintf(format, args...), Category: cat}
+}
+
+// Provider is an LLM provider of the registry's providers block (README
+// "The registry file"), the model a run talks to.
+type Provider struct {
+	Name string
+	// Kind is "openai", "anthropic" or "ollama".
+	Kind string
+	// BaseURL is the base URL as the official SDKs take it (openai …/v1,
+	// anthropic without /v1, ollama without /api).
+	BaseURL string
+	Model   string
+	// APIKeyEnv names the environment variable holding the key; empty
+	// means no key.
+	APIKeyEnv string
+}
+
+// MCPServer is an MCP server of the registry's mcp_servers block whose
+// tools join the registry.
+type MCPServer struct {
+	Name string
+	URL  string
+	// Prefix is prepended to the server's tool names to make canonical
+	// names.
+	Prefix string
+	// Tools is the allowlist of the server's tool names; "*" allows all.
+	Tools   []string
+	Headers map[string]string
+	Timeout time.Duration
+}
