@@ -49,6 +49,7 @@ type Registry struct {
 	providers       []Provider
 	defaultProvider string
 	mcpServers      []MCPServer
+	clients         []Client
 }
 
 // aliasFormats are the provider formats whose name rules may force an
