@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/toolrouterd/toolrouterd/api"
+	"github.com/toolrouterd/toolrouterd/internal/access"
 	"github.com/toolrouterd/toolrouterd/internal/agent"
 	"github.com/toolrouterd/toolrouterd/internal/config"
 	"github.com/toolrouterd/toolrouterd/internal/httpapi"
@@ -69,11 +70,24 @@ func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) er
 		return exitError(1)
 	}
 	holder := registry.NewHolder(cfg.Registry, getenv, reg)
-	if len(cfg.APIKeys) == 0 {
-		log.Warn().Msg("TOOLROUTER_API_KEYS is empty: requests are not authenticated")
-	}
-
 	m := metrics.New()
+	var jwt *access.JWTVerifier
+	if cfg.JWT() {
+		jwt = access.NewJWTVerifier(access.JWTConfig{Issuer: cfg.JWTIssuer, JWKSURL: cfg.JWTJwksURL,
+			Audience: cfg.JWTAudience, SubjectClaim: cfg.JWTSubjectClaim})
+	}
+	authn := access.NewAuthenticator(cfg.APIKeys, holder.Current, jwt)
+	authn.OnBuild = func(cs *access.Clients) {
+		for _, w := range cs.Warnings {
+			log.Warn().Msg(w)
+		}
+	}
+	if authn.Open() {
+		log.Warn().Msg("TOOLROUTER_API_KEYS is empty and the registry has no clients: requests are not authenticated")
+	}
+	limiter := access.NewWindow()
+	limiter.OnLimited = m.RateLimited
+
 	exec := remote.New(remote.Options{})
 	defer exec.CloseIdle()
 	mcpm := mcpclient.New(log, m.Registerer())
@@ -101,12 +115,14 @@ func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) er
 		Heartbeat: cfg.RunHeartbeat,
 		// The tool calls of one model turn are a batch too.
 		ToolConcurrency: cfg.BatchConcurrency,
+		Limiter:         limiter,
 	}
 	mcpSrv := mcpserver.New(mcpserver.Deps{
 		Router:       rt,
 		Tools:        func() mcpserver.Tools { return holder.Current() },
 		Logger:       log,
 		MaxBodyBytes: cfg.MaxBodyBytes,
+		Limiter:      limiter,
 	})
 	mcpm.OnChange(mcpSrv.Sync) // /mcp sessions hear of MCP tool changes
 	handler, err := httpapi.NewServer(httpapi.Deps{
@@ -118,7 +134,9 @@ func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) er
 		Runs:         runner,
 		Keys:         st,
 		KeyTTL:       cfg.IdempotencyTTL,
-		APIKeys:      cfg.APIKeys,
+		Auth:         authn,
+		JWTIssuer:    cfg.JWTIssuer,
+		Limiter:      limiter,
 		MaxBodyBytes: cfg.MaxBodyBytes,
 		Spec:         api.Spec,
 		MCP:          mcpSrv,

@@ -58,6 +58,8 @@ func ceilSeconds(d time.Duration) int {
 // process; replicas each count their own.
 type Window struct {
 	Now func() time.Time
+	// OnLimited, when set, is told of every refusal (metrics).
+	OnLimited func(client string, calls int)
 
 	mu       sync.Mutex
 	counters map[string]*counter
@@ -101,6 +103,9 @@ func (w *Window) Take(_ context.Context, c *Client, n int) (Verdict, error) {
 		v.Allowed = true
 	}
 	v.Remaining = c.Rate.N - ct.used
+	if !v.Allowed && w.OnLimited != nil {
+		w.OnLimited(c.Name, n)
+	}
 	return v, nil
 }
 

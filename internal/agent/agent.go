@@ -16,6 +16,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/toolrouterd/toolrouterd/internal/access"
 	"github.com/toolrouterd/toolrouterd/internal/llm"
 	"github.com/toolrouterd/toolrouterd/internal/registry"
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
@@ -42,6 +43,12 @@ type Registry interface {
 	DefaultProvider() string
 }
 
+// Limiter counts the tool calls of the client in ctx against its rate
+// limit (access.Window).
+type Limiter interface {
+	Take(ctx context.Context, c *access.Client, n int) (access.Verdict, error)
+}
+
 // Runs stores runs.
 type Runs interface {
 	SaveRun(ctx context.Context, run *toolrouter.Run) error
@@ -64,6 +71,9 @@ type Runner struct {
 	Heartbeat time.Duration
 	// ToolConcurrency bounds the parallel tool calls of one turn (default 16).
 	ToolConcurrency int
+	// Limiter, when set, counts every tool call the model makes against
+	// the rate limit of the run's client; a call over it is not made.
+	Limiter Limiter
 	Now             func() time.Time
 
 	bg sync.WaitGroup // background runs
@@ -109,7 +119,7 @@ func (r *Runner) now() time.Time {
 }
 
 // prepare validates a request; errors are EINVALID naming the field.
-func (r *Runner) prepare(req Request) (*plan, error) {
+func (r *Runner) prepare(ctx context.Context, req Request) (*plan, error) {
 	if req.Prompt == "" {
 		return nil, toolrouter.Invalid("prompt", "prompt: must be a non-empty string")
 	}
@@ -153,14 +163,21 @@ func (r *Runner) prepare(req Request) (*plan, error) {
 		return nil, toolrouter.Invalid("provider", "provider %q: %v", name, err)
 	}
 	p.adapter = adapter
+	// The client in ctx sees only its tools: one outside its scope is
+	// neither offered nor accepted in tools, exactly like a missing one.
+	client := access.FromContext(ctx)
 	var offered []*toolrouter.Tool
 	if req.Tools == nil {
-		offered = reg.Tools()
+		for _, t := range reg.Tools() {
+			if client.Allows(t.Name) {
+				offered = append(offered, t)
+			}
+		}
 	} else {
 		p.allowed = make(map[string]bool, len(req.Tools))
 		for i, n := range req.Tools {
 			t, ok := reg.Lookup(n)
-			if !ok {
+			if !ok || !client.Allows(t.Name) {
 				return nil, toolrouter.Invalid(fmt.Sprintf("tools[%d]", i), "tools[%d]: unknown tool %q", i, n)
 			}
 			offered = append(offered, t)
@@ -180,7 +197,7 @@ func (r *Runner) prepare(req Request) (*plan, error) {
 // Start validates a request and stores a new running run for it. The run
 // executes when Execute is called with the returned handle.
 func (r *Runner) Start(ctx context.Context, req Request) (*Pending, error) {
-	p, err := r.prepare(req)
+	p, err := r.prepare(ctx, req)
 	if err != nil {
 		return nil, err
 	}
@@ -292,7 +309,7 @@ func (r *Runner) Execute(ctx context.Context, pr *Pending, emit func(Event)) *to
 		mu.Unlock()
 		asked := make([]llm.ToolCall, len(resp.ToolCalls))
 		for i, tc := range resp.ToolCalls {
-			tc.Name = r.canonical(tc.Name) // the registry's name, not the provider-safe alias
+			tc.Name = r.canonical(ctx, tc.Name) // the registry's name, not the provider-safe alias
 			asked[i] = tc
 		}
 		emit(Event{Type: "model_turn", Data: map[string]any{"iteration": iter, "content": resp.Content, "tool_calls": asked}})
@@ -327,7 +344,7 @@ func (r *Runner) Execute(ctx context.Context, pr *Pending, emit func(Event)) *to
 			}
 			if repeats >= p.req.RepeatLimit {
 				return finish(toolrouter.RunTerminated, toolrouter.ReasonRepeatLimit,
-					fmt.Sprintf("the model repeated the identical call %s %d times in a row", r.canonical(resp.ToolCalls[len(resp.ToolCalls)-1].Name), repeats))
+					fmt.Sprintf("the model repeated the identical call %s %d times in a row", r.canonical(ctx, resp.ToolCalls[len(resp.ToolCalls)-1].Name), repeats))
 			}
 		}
 	}
@@ -353,7 +370,7 @@ func (r *Runner) callTools(ctx context.Context, run *toolrouter.Run, p *plan, it
 			sem <- struct{}{}
 			defer func() { <-sem }()
 			args := withActor(tc.Arguments, run.Context)
-			name := r.canonical(tc.Name)
+			name := r.canonical(ctx, tc.Name)
 			emitMu.Lock()
 			emit(Event{Type: "tool_call_started", Data: map[string]any{"iteration": iter, "provider_call_id": tc.ID, "tool_name": name, "arguments": args}})
 			emitMu.Unlock()
@@ -364,6 +381,10 @@ func (r *Runner) callTools(ctx context.Context, run *toolrouter.Run, p *plan, it
 				// model (or a prompt injection) asks for.
 				msg := fmt.Sprintf("Tool '%s' not found among the tools of this run", tc.Name)
 				cat := toolrouter.CategoryNotFound
+				rec.Error, rec.ErrorCategory = &msg, &cat
+				rec.DurationMS = max(float64(time.Since(start).Microseconds())/1000, 0.001)
+			} else if msg, limited := r.overLimit(ctx); limited {
+				cat := toolrouter.CategoryResource
 				rec.Error, rec.ErrorCategory = &msg, &cat
 				rec.DurationMS = max(float64(time.Since(start).Microseconds())/1000, 0.001)
 			} else if res, err := r.Router.RouteWith(ctx, run.Context.PlanID, map[string]any{"id": tc.ID, "name": tc.Name, "arguments": tc.Arguments}, meta, actorArgs(run.Context)); err != nil {
@@ -396,12 +417,31 @@ func (r *Runner) callTools(ctx context.Context, run *toolrouter.Run, p *plan, it
 }
 
 // canonical is the registry name of a tool the model called under its
-// provider-safe alias (the name itself when the registry has no such tool).
-func (r *Runner) canonical(name string) string {
-	if t, ok := r.Registry().Lookup(name); ok {
+// provider-safe alias (the name itself when the registry has no such tool,
+// or the tool is outside the scope of the client in ctx).
+func (r *Runner) canonical(ctx context.Context, name string) string {
+	if t, ok := r.Registry().Lookup(name); ok && access.FromContext(ctx).Allows(t.Name) {
 		return t.Name
 	}
 	return name
+}
+
+// overLimit counts one tool call of the run's client; over its rate limit
+// it returns the message the call's record gets instead of a result.
+func (r *Runner) overLimit(ctx context.Context) (string, bool) {
+	if r.Limiter == nil {
+		return "", false
+	}
+	c := access.FromContext(ctx)
+	v, err := r.Limiter.Take(ctx, c, 1)
+	if err != nil {
+		zerolog.Ctx(ctx).Error().Err(err).Msg("rate limiter")
+		return "rate limiter unavailable; the tool was not called", true
+	}
+	if !v.Allowed {
+		return v.Message(c.LabelName()), true
+	}
+	return "", false
 }
 
 // actorArgs are the arguments the actor context adds to every tool call

@@ -46,3 +46,19 @@ func handleSpec(spec []byte) http.HandlerFunc {
 		_, _ = w.Write(spec)
 	}
 }
+
+// handleResourceMetadata serves the OAuth 2.0 Protected Resource Metadata
+// (RFC 9728) of the resource at path ("" for the whole service, "/mcp"):
+// the resource's URL, the issuer as its authorization server, and bearer
+// tokens in the Authorization header only.
+func handleResourceMetadata(issuer, path string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "max-age=3600")
+		encode(w, r, http.StatusOK, map[string]any{
+			"resource":                 resourceURL(r, path),
+			"authorization_servers":    []string{issuer},
+			"bearer_methods_supported": []string{"header"},
+			"resource_name":            "toolrouterd",
+		})
+	}
+}
