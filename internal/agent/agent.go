@@ -74,7 +74,7 @@ type Runner struct {
 	// Limiter, when set, counts every tool call the model makes against
 	// the rate limit of the run's client; a call over it is not made.
 	Limiter Limiter
-	Now             func() time.Time
+	Now     func() time.Time
 
 	bg sync.WaitGroup // background runs
 }

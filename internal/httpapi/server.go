@@ -53,14 +53,14 @@ type Metrics interface {
 
 // Deps are everything the HTTP API needs.
 type Deps struct {
-	Logger       zerolog.Logger
-	Router       Router
-	Tools        func() Tools
-	Store        Pinger
-	Metrics      Metrics
-	Runs         Runs
-	Keys         Keys          // Idempotency-Key storage
-	KeyTTL       time.Duration // how long an answered key is replayed
+	Logger  zerolog.Logger
+	Router  Router
+	Tools   func() Tools
+	Store   Pinger
+	Metrics Metrics
+	Runs    Runs
+	Keys    Keys          // Idempotency-Key storage
+	KeyTTL  time.Duration // how long an answered key is replayed
 	// Auth authenticates every request but the operations endpoints; nil
 	// leaves the service open.
 	Auth Authenticator
