@@ -53,6 +53,10 @@ func handleSpec(spec []byte) http.HandlerFunc {
 // tokens in the Authorization header only.
 func handleResourceMetadata(issuer, path string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
+		if issuer == "" {
+			writeProblem(w, r, http.StatusNotFound, "", "no protected resource metadata: JWT bearer tokens are off (TOOLROUTER_JWT_ISSUER is not set)")
+			return
+		}
 		w.Header().Set("Cache-Control", "max-age=3600")
 		encode(w, r, http.StatusOK, map[string]any{
 			"resource":                 resourceURL(r, path),

@@ -26,10 +26,9 @@ func routes(d Deps, doc *openapi3.T) (http.Handler, error) {
 	r.Get("/readyz", handleReadyz(d.Store))
 	r.Method(http.MethodGet, "/metrics", d.Metrics.Handler())
 	r.Get("/openapi.yaml", handleSpec(d.Spec))
-	if d.JWTIssuer != "" { // RFC 9728 protected resource metadata
-		r.Get("/.well-known/oauth-protected-resource", handleResourceMetadata(d.JWTIssuer, ""))
-		r.Get("/.well-known/oauth-protected-resource/mcp", handleResourceMetadata(d.JWTIssuer, "/mcp"))
-	}
+	// RFC 9728 protected resource metadata (404 unless JWT is on).
+	r.Get("/.well-known/oauth-protected-resource", handleResourceMetadata(d.JWTIssuer, ""))
+	r.Get("/.well-known/oauth-protected-resource/mcp", handleResourceMetadata(d.JWTIssuer, "/mcp"))
 
 	r.Group(func(r chi.Router) {
 		r.Use(authenticate(d.Auth, d.JWTIssuer), check.middleware)
