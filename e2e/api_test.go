@@ -190,7 +190,7 @@ func TestAuthAndOperations(t *testing.T) {
 	}
 	metrics := string(do(t, "GET", rt.URL()+"/metrics", nil).Body)
 	for _, want := range []string{
-		`toolrouter_tool_calls_total{outcome="success",tool="test/echo"} 1`,
+		`toolrouter_tool_calls_total{client="key-2",outcome="success",tool="test/echo"} 1`, // each API key is a client,
 		`toolrouter_http_requests_total{method="POST",route="/route",status="401"} 2`,
 		`toolrouter_http_request_duration_seconds_bucket`,
 		`toolrouter_tool_call_duration_seconds_bucket`,

@@ -796,8 +796,11 @@ func TestEdgeAuth(t *testing.T) {
 	bad := [][]string{nil, {"Authorization", ""}, {"Authorization", "Bearer"}, {"Authorization", "Bearer k3"}, {"Authorization", "Basic azE6"},
 		{"Authorization", "k1"}, {"Authorization", "Bearer k1,k2"}, {"Authorization", "Bearer " + strings.Repeat("k", 5000)}}
 	for path, item := range doc.Paths.Map() {
-		for method := range item.Operations() {
+		for method, op := range item.Operations() {
 			target := strings.NewReplacer("{provider}", "openai", "{id}", "run_x").Replace(path)
+			// Other operations the spec marks unauthenticated (the RFC 9728
+			// metadata, 404 while JWT is off) need no key either.
+			unauthenticated := op.Security != nil && len(*op.Security) == 0
 			var body any
 			if method == "POST" {
 				body = `{"plan_id":"p","tool_call":{}}`
@@ -807,6 +810,12 @@ func TestEdgeAuth(t *testing.T) {
 				if open[path] {
 					if resp.Status != 200 {
 						t.Errorf("%s %s %v: %d, want 200 without a key", method, path, h, resp.Status)
+					}
+					continue
+				}
+				if unauthenticated {
+					if resp.Status == 401 || resp.Status >= 500 {
+						t.Errorf("%s %s %v: %d, want no authentication", method, path, h, resp.Status)
 					}
 					continue
 				}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/toolrouterd/toolrouterd/internal/access"
 	"github.com/toolrouterd/toolrouterd/internal/registry"
 )
 
@@ -29,8 +30,43 @@ func runCheck(args []string, getenv func(string) string, stdout, stderr io.Write
 		fmt.Fprintln(stderr, err)
 		return exitError(1)
 	}
-	fmt.Fprintf(stdout, "%s: ok, %d tool(s), %d provider(s), %d MCP server(s)\n", args[0], len(reg.Tools()), len(reg.Providers()), len(reg.MCPServers()))
+	for _, w := range clientWarnings(args[0], reg) {
+		fmt.Fprintln(stderr, "warning:", w)
+	}
+	fmt.Fprintf(stdout, "%s: ok, %d tool(s), %d provider(s), %d MCP server(s), %d client(s)\n", args[0], len(reg.Tools()), len(reg.Providers()), len(reg.MCPServers()), len(reg.Clients()))
 	return nil
+}
+
+// clientWarnings lists the tool patterns of clients that match no tool of
+// the file and could match no tool of its MCP servers (whose tools are
+// known only when the service asks them): likely typos, but not errors.
+func clientWarnings(file string, reg *registry.Registry) []registry.Problem {
+	var out []registry.Problem
+	for _, c := range reg.Clients() {
+		for _, p := range c.Tools {
+			if patternUsed(p, reg) {
+				continue
+			}
+			out = append(out, registry.Problem{File: file, Line: c.ToolsLine, Field: fmt.Sprintf("client %q: tools", c.Name),
+				Why: fmt.Sprintf("pattern %q matches no tool", p)})
+		}
+	}
+	return out
+}
+
+func patternUsed(p string, reg *registry.Registry) bool {
+	scope := access.NewScope([]string{p})
+	for _, t := range reg.Tools() {
+		if scope.Match(t.Name) {
+			return true
+		}
+	}
+	for _, s := range reg.MCPServers() {
+		if access.CouldMatch(p, s.Prefix) {
+			return true
+		}
+	}
+	return false
 }
 
 // runHealthcheck asks the local server's /healthz (for container health

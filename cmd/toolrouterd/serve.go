@@ -54,9 +54,6 @@ func serve(ctx context.Context, lookupEnv func(string) (string, bool), stderr io
 		}
 		return exitError(1)
 	}
-	if len(cfg.APIKeys) == 0 {
-		log.Warn().Msg("TOOLROUTER_API_KEYS is empty: requests are not authenticated")
-	}
 	svc, err := service.New(ctx, service.Options{Config: cfg, Registry: reg, Getenv: getenv, Logger: log, Owner: instanceID()})
 	if err != nil {
 		// Start-up failures name the variable at fault, like config errors.

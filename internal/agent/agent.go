@@ -14,6 +14,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/toolrouterd/toolrouterd/internal/access"
 	"github.com/toolrouterd/toolrouterd/internal/llm"
 	"github.com/toolrouterd/toolrouterd/internal/randid"
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
@@ -40,6 +41,12 @@ type Registry interface {
 	DefaultProvider() string
 }
 
+// Limiter counts the tool calls of the client in ctx against its rate
+// limit (access.Window).
+type Limiter interface {
+	Take(ctx context.Context, c *access.Client, n int) (access.Verdict, error)
+}
+
 // Runs stores runs.
 type Runs interface {
 	SaveRun(ctx context.Context, run *toolrouter.Run) error
@@ -62,7 +69,10 @@ type Runner struct {
 	Heartbeat time.Duration
 	// ToolConcurrency bounds the parallel tool calls of one turn (default 16).
 	ToolConcurrency int
-	Now             func() time.Time
+	// Limiter, when set, counts every tool call the model makes against
+	// the rate limit of the run's client; a call over it is not made.
+	Limiter Limiter
+	Now     func() time.Time
 
 	bg sync.WaitGroup // background runs
 }
@@ -155,14 +165,21 @@ func (r *Runner) prepare(ctx context.Context, req Request) (*plan, error) {
 		return nil, toolrouter.Invalid("provider", "provider %q: %v", name, err)
 	}
 	p.adapter = adapter
+	// The client in ctx sees only its tools: one outside its scope is
+	// neither offered nor accepted in tools, exactly like a missing one.
+	client := access.FromContext(ctx)
 	var offered []*toolrouter.Tool
 	if req.Tools == nil {
-		offered = reg.Tools()
+		for _, t := range reg.Tools() {
+			if client.Allows(t.Name) {
+				offered = append(offered, t)
+			}
+		}
 	} else {
 		p.allowed = make(map[string]bool, len(req.Tools))
 		for i, n := range req.Tools {
 			t, ok := reg.Lookup(n)
-			if !ok {
+			if !ok || !client.Allows(t.Name) {
 				return nil, toolrouter.Invalid(fmt.Sprintf("tools[%d]", i), "tools[%d]: unknown tool %q", i, n)
 			}
 			offered = append(offered, t)
@@ -219,12 +236,31 @@ type Pending struct {
 }
 
 // canonical is the registry name of a tool the model called under its
-// provider-safe alias (the name itself when the registry has no such tool).
-func (r *Runner) canonical(name string) string {
-	if t, ok := r.Registry().Lookup(name); ok {
+// provider-safe alias (the name itself when the registry has no such tool,
+// or the tool is outside the scope of the client in ctx).
+func (r *Runner) canonical(ctx context.Context, name string) string {
+	if t, ok := r.Registry().Lookup(name); ok && access.FromContext(ctx).Allows(t.Name) {
 		return t.Name
 	}
 	return name
+}
+
+// overLimit counts one tool call of the run's client; over its rate limit
+// it returns the message the call's record gets instead of a result.
+func (r *Runner) overLimit(ctx context.Context) (string, bool) {
+	if r.Limiter == nil {
+		return "", false
+	}
+	c := access.FromContext(ctx)
+	v, err := r.Limiter.Take(ctx, c, 1)
+	if err != nil {
+		zerolog.Ctx(ctx).Error().Err(err).Msg("rate limiter")
+		return "rate limiter unavailable; the tool was not called", true
+	}
+	if !v.Allowed {
+		return v.Message(c.LabelName()), true
+	}
+	return "", false
 }
 
 // actorArgs are the arguments the actor context adds to every tool call

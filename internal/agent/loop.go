@@ -121,7 +121,7 @@ func (x *execution) turn(ctx context.Context, iter int) *outcome {
 	records := x.callTools(ctx, iter, resp.ToolCalls)
 	x.answer(resp.ToolCalls, records)
 	x.save(ctx)
-	return x.checkRepeats(resp.ToolCalls)
+	return x.checkRepeats(ctx, resp.ToolCalls)
 }
 
 func cancelled(ctx context.Context) *outcome {
@@ -143,7 +143,7 @@ func (x *execution) ask(ctx context.Context, iter int) (llm.Response, error) {
 	}
 	asked := make([]llm.ToolCall, len(resp.ToolCalls))
 	for i, tc := range resp.ToolCalls {
-		tc.Name = x.r.canonical(tc.Name) // the registry's name, not the provider-safe alias
+		tc.Name = x.r.canonical(ctx, tc.Name) // the registry's name, not the provider-safe alias
 		asked[i] = tc
 	}
 	x.emit(EventModelTurn, ModelTurn{Iteration: iter, Content: resp.Content, ToolCalls: asked})
@@ -172,7 +172,7 @@ func (x *execution) answer(calls []llm.ToolCall, records []toolrouter.ToolCallRe
 
 // checkRepeats ends the run when the model made the identical call
 // repeat_limit times in a row.
-func (x *execution) checkRepeats(calls []llm.ToolCall) *outcome {
+func (x *execution) checkRepeats(ctx context.Context, calls []llm.ToolCall) *outcome {
 	limit := x.p.req.RepeatLimit
 	if limit <= 0 {
 		return nil
@@ -188,7 +188,7 @@ func (x *execution) checkRepeats(calls []llm.ToolCall) *outcome {
 		return nil
 	}
 	return &outcome{status: toolrouter.RunTerminated, reason: toolrouter.ReasonRepeatLimit,
-		err: fmt.Sprintf("the model repeated the identical call %s %d times in a row", x.r.canonical(calls[len(calls)-1].Name), x.repeats)}
+		err: fmt.Sprintf("the model repeated the identical call %s %d times in a row", x.r.canonical(ctx, calls[len(calls)-1].Name), x.repeats)}
 }
 
 // save stores the run; storing outlives a cancelled request.
@@ -256,7 +256,7 @@ func (x *execution) callTools(ctx context.Context, iter int, calls []llm.ToolCal
 // callTool executes one tool call through the router and records it.
 func (x *execution) callTool(ctx context.Context, iter int, tc llm.ToolCall, meta map[string]any) toolrouter.ToolCallRecord {
 	args := withActor(tc.Arguments, x.run.Context)
-	name := x.r.canonical(tc.Name)
+	name := x.r.canonical(ctx, tc.Name)
 	x.emit(EventToolCallStarted, ToolCallStarted{Iteration: iter, ProviderCallID: tc.ID, ToolName: name, Arguments: args})
 	start := time.Now()
 	rec := toolrouter.ToolCallRecord{ProviderCallID: tc.ID, ToolName: name, Inputs: args, Iteration: iter}
@@ -268,6 +268,8 @@ func (x *execution) callTool(ctx context.Context, iter int, tc llm.ToolCall, met
 		// Only the tools offered to this run may run, whatever the model
 		// (or a prompt injection) asks for.
 		failed(fmt.Sprintf("Tool '%s' not found among the tools of this run", tc.Name), toolrouter.CategoryNotFound)
+	} else if msg, limited := x.r.overLimit(ctx); limited {
+		failed(msg, toolrouter.CategoryResource)
 	} else if res, err := x.r.Router.RouteWith(ctx, x.run.Context.PlanID, map[string]any{"id": tc.ID, "name": tc.Name, "arguments": tc.Arguments}, meta, actorArgs(x.run.Context)); err != nil {
 		failed("route failed: "+toolrouter.ErrorMessage(err), toolrouter.CategoryExecution)
 		x.log.Error().Err(err).Str("tool", tc.Name).Msg("route tool call")

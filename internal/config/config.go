@@ -38,7 +38,16 @@ type Config struct {
 	// RunHeartbeat is how often a running /runs run says it is alive; one
 	// silent for three heartbeats is marked interrupted by any replica.
 	RunHeartbeat time.Duration `split_words:"true" default:"5s"`
+	// JWT bearer tokens (README "JWT clients"): all of issuer, JWKS URL and
+	// audience, or none.
+	JWTIssuer       string `split_words:"true"`
+	JWTJwksURL      string `split_words:"true"`
+	JWTAudience     string `split_words:"true"`
+	JWTSubjectClaim string `split_words:"true" default:"sub"`
 }
+
+// JWT reports whether JWT bearer tokens are on.
+func (c *Config) JWT() bool { return c.JWTIssuer != "" }
 
 // Load reads and validates the configuration from the process
 // environment: LoadFrom(os.LookupEnv).
@@ -152,6 +161,9 @@ func (c *Config) Validate() error {
 	if err := validAddr(c.Addr); err != nil {
 		return fmt.Errorf("TOOLROUTER_ADDR: %q %v", c.Addr, err)
 	}
+	if err := c.validateJWT(); err != nil {
+		return err
+	}
 	if _, err := zerolog.ParseLevel(c.LogLevel); err != nil || c.LogLevel == "" {
 		return fmt.Errorf("TOOLROUTER_LOG_LEVEL: %q is not one of trace, debug, info, warn, error, fatal, panic, disabled", c.LogLevel)
 	}
@@ -180,6 +192,28 @@ func (c *Config) validateAPIKeys() error {
 		return errors.New("TOOLROUTER_API_KEYS: holds commas but no key; set comma-separated keys, or leave it empty to turn authentication off")
 	}
 	c.APIKeys = keys
+	return nil
+}
+
+// validateJWT checks that JWT is off, or fully configured: the issuer's
+// URL, an http(s) JWKS URL and the audience tokens must name.
+func (c *Config) validateJWT() error {
+	if c.JWTIssuer == "" && c.JWTJwksURL == "" && c.JWTAudience == "" {
+		return nil
+	}
+	switch {
+	case c.JWTIssuer == "":
+		return errors.New("TOOLROUTER_JWT_ISSUER: must be set when TOOLROUTER_JWT_JWKS_URL or TOOLROUTER_JWT_AUDIENCE is")
+	case c.JWTJwksURL == "":
+		return errors.New("TOOLROUTER_JWT_JWKS_URL: must be set when TOOLROUTER_JWT_ISSUER is (the issuer's signing keys)")
+	case c.JWTAudience == "":
+		return errors.New("TOOLROUTER_JWT_AUDIENCE: must be set when TOOLROUTER_JWT_ISSUER is (tokens must be meant for this service)")
+	case c.JWTSubjectClaim == "":
+		return errors.New("TOOLROUTER_JWT_SUBJECT_CLAIM: must not be empty (default sub)")
+	}
+	if u, err := url.Parse(c.JWTJwksURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		return fmt.Errorf("TOOLROUTER_JWT_JWKS_URL: %q is not an absolute http or https URL", c.JWTJwksURL)
+	}
 	return nil
 }
 

@@ -217,3 +217,26 @@ func TestLoadFromReadsOnlyItsLookup(t *testing.T) {
 		t.Errorf("set but empty: %v", err)
 	}
 }
+
+func TestJWTConfig(t *testing.T) {
+	clearEnv(t, "TOOLROUTER_JWT_ISSUER", "https://idp.example", "TOOLROUTER_JWT_JWKS_URL", "https://idp.example/jwks",
+		"TOOLROUTER_JWT_AUDIENCE", "https://tools.example/mcp")
+	c, err := config.Load()
+	if err != nil || !c.JWT() || c.JWTJwksURL != "https://idp.example/jwks" || c.JWTSubjectClaim != "sub" {
+		t.Fatalf("%+v %v", c, err)
+	}
+	for _, tc := range []struct {
+		env  []string
+		says string
+	}{
+		{[]string{"TOOLROUTER_JWT_ISSUER", "https://idp.example"}, "TOOLROUTER_JWT_JWKS_URL: must be set"},
+		{[]string{"TOOLROUTER_JWT_ISSUER", "i", "TOOLROUTER_JWT_JWKS_URL", "https://x/j"}, "TOOLROUTER_JWT_AUDIENCE: must be set"},
+		{[]string{"TOOLROUTER_JWT_AUDIENCE", "a"}, "TOOLROUTER_JWT_ISSUER: must be set"},
+		{[]string{"TOOLROUTER_JWT_ISSUER", "i", "TOOLROUTER_JWT_JWKS_URL", "/jwks", "TOOLROUTER_JWT_AUDIENCE", "a"}, "TOOLROUTER_JWT_JWKS_URL: \"/jwks\" is not an absolute"},
+	} {
+		clearEnv(t, tc.env...)
+		if _, err := config.Load(); err == nil || !strings.HasPrefix(err.Error(), tc.says) {
+			t.Errorf("%v: %v, want %q", tc.env, err, tc.says)
+		}
+	}
+}

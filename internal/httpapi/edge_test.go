@@ -23,6 +23,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/toolrouterd/toolrouterd/api"
+	"github.com/toolrouterd/toolrouterd/internal/access"
 	"github.com/toolrouterd/toolrouterd/internal/agent"
 	"github.com/toolrouterd/toolrouterd/internal/httpapi"
 	"github.com/toolrouterd/toolrouterd/internal/metrics"
@@ -432,7 +433,9 @@ func TestAcceptNegotiation(t *testing.T) {
 
 // TestBearerScheme: the auth scheme is case-insensitive; the key is not.
 func TestBearerScheme(t *testing.T) {
-	s := newServer(t, func(d *httpapi.Deps) { d.APIKeys = []string{"k1"} })
+	s := newServer(t, func(d *httpapi.Deps) {
+		d.Auth = access.NewAuthenticator([]string{"k1"}, registry.Empty, nil)
+	})
 	for auth, want := range map[string]int{
 		"Bearer k1":   200,
 		"bearer k1":   200,

@@ -47,3 +47,23 @@ func handleSpec(spec []byte) http.HandlerFunc {
 		_, _ = w.Write(spec)
 	}
 }
+
+// handleResourceMetadata serves the OAuth 2.0 Protected Resource Metadata
+// (RFC 9728) of the resource at path ("" for the whole service, "/mcp"):
+// the resource's URL, the issuer as its authorization server, and bearer
+// tokens in the Authorization header only.
+func handleResourceMetadata(issuer, path string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if issuer == "" {
+			writeProblem(w, r, http.StatusNotFound, "", "no protected resource metadata: JWT bearer tokens are off (TOOLROUTER_JWT_ISSUER is not set)")
+			return
+		}
+		w.Header().Set("Cache-Control", "max-age=3600")
+		encode(w, r, http.StatusOK, map[string]any{
+			"resource":                 resourceURL(r, path),
+			"authorization_servers":    []string{issuer},
+			"bearer_methods_supported": []string{"header"},
+			"resource_name":            "toolrouterd",
+		})
+	}
+}

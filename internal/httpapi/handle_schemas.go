@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/toolrouterd/toolrouterd/internal/access"
 	"github.com/toolrouterd/toolrouterd/internal/format"
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
@@ -43,8 +44,12 @@ func handleSchemas(tools func() Tools) http.HandlerFunc {
 			maxDesc = n
 		}
 		list := tools().Tools()
+		client := access.FromContext(r.Context())
 		out := make([]exportedTool, 0, len(list))
 		for _, t := range list {
+			if !client.Allows(t.Name) {
+				continue // the client sees only its tools
+			}
 			def := format.Definition(f, t, maxDesc)
 			out = append(out, exportedTool{
 				Name:           t.Name,

@@ -110,7 +110,9 @@ func runClaimed(w http.ResponseWriter, r *http.Request, next http.Handler, keys 
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 10*time.Second)
 		defer cancel()
 		log := zerolog.Ctx(r.Context())
-		if !done || rec.status >= statusClientClosed {
+		// A 429 is not the answer to the key: retried after Retry-After,
+		// the request must run.
+		if !done || rec.status >= statusClientClosed || rec.status == http.StatusTooManyRequests {
 			if err := keys.ReleaseKey(ctx, key); err != nil {
 				log.Error().Err(err).Msg("release idempotency key")
 			}

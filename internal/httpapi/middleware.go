@@ -1,7 +1,8 @@
 package httpapi
 
 import (
-	"crypto/subtle"
+	"errors"
+	"fmt"
 	"net/http"
 	"runtime/debug"
 	"strings"
@@ -11,7 +12,9 @@ import (
 	"github.com/go-chi/chi/v5/middleware"
 	"github.com/rs/zerolog"
 
+	"github.com/toolrouterd/toolrouterd/internal/access"
 	"github.com/toolrouterd/toolrouterd/internal/randid"
+	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
 
 // requestID takes the request id from X-Request-Id (or makes one), echoes it
@@ -105,37 +108,55 @@ func recoverer(next http.Handler) http.Handler {
 	})
 }
 
-// auth requires "Authorization: Bearer KEY" with one of keys; no keys means
-// no authentication.
-func auth(keys []string) func(http.Handler) http.Handler {
+// authenticate resolves the request's credentials to a client (README
+// "Clients") and puts it in the request context, where every lookup of a
+// tool finds it; nil auth means an open service. Missing or refused
+// credentials are 401 problem+json; with JWT on (issuer set) the
+// challenge points at the RFC 9728 metadata, as the MCP authorization
+// spec asks (api/openapi.yaml, response Unauthorized).
+func authenticate(auth Authenticator, issuer string) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
-		if len(keys) == 0 {
+		if auth == nil {
 			return next
 		}
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			h := r.Header.Get("Authorization")
-			// The scheme is case-insensitive (RFC 9110 §11.1).
-			scheme, token, ok := strings.Cut(strings.TrimSpace(h), " ")
-			if ok && strings.EqualFold(scheme, "Bearer") && keyAccepted(keys, strings.TrimSpace(token)) {
-				next.ServeHTTP(w, r)
+			c, err := auth.Authenticate(r.Context(), r)
+			if err != nil {
+				if !access.IsDenied(err) { // the issuer's keys cannot be fetched
+					zerolog.Ctx(r.Context()).Error().Err(err).Msg("cannot verify bearer token")
+					w.Header().Set("Retry-After", "5")
+					writeProblem(w, r, http.StatusServiceUnavailable, "Authorization", "Authorization: the token cannot be verified now (the issuer's keys are unreachable); retry later")
+					return
+				}
+				challenge := `Bearer realm="toolrouterd"`
+				if issuer != "" {
+					challenge = fmt.Sprintf("Bearer resource_metadata=%q", resourceURL(r, wellKnownPath(r.URL.Path)))
+				}
+				if !errors.Is(err, access.ErrNoCredentials) {
+					challenge += `, error="invalid_token"` // RFC 6750 §3.1
+				}
+				w.Header().Set("WWW-Authenticate", challenge)
+				writeProblem(w, r, http.StatusUnauthorized, "Authorization", "Authorization: "+err.Error())
 				return
 			}
-			w.Header().Set("WWW-Authenticate", `Bearer realm="toolrouterd"`)
-			detail := "Authorization: a valid bearer key is required"
-			if h == "" {
-				detail = "Authorization: header missing; send Authorization: Bearer KEY"
+			ctx := r.Context()
+			if c != nil {
+				ctx = access.NewContext(ctx, c)
+				l := zerolog.Ctx(ctx).With().Str("client", c.Name).Logger()
+				ctx = l.WithContext(ctx)
 			}
-			writeProblem(w, r, http.StatusUnauthorized, "Authorization", detail)
+			next.ServeHTTP(w, r.WithContext(ctx))
 		})
 	}
 }
 
-func keyAccepted(keys []string, token string) bool {
-	ok := 0
-	for _, k := range keys {
-		ok |= subtle.ConstantTimeCompare([]byte(k), []byte(token))
+// wellKnownPath is the RFC 9728 metadata path of the resource at path:
+// /mcp has its own, everything else the service's.
+func wellKnownPath(path string) string {
+	if path == "/mcp" || strings.HasPrefix(path, "/mcp/") {
+		return "/.well-known/oauth-protected-resource/mcp"
 	}
-	return ok == 1
+	return "/.well-known/oauth-protected-resource"
 }
 
 // rejectEmptySegments answers 404 for a path with an empty segment
@@ -151,3 +172,50 @@ func rejectEmptySegments(next http.Handler) http.Handler {
 		next.ServeHTTP(w, r)
 	})
 }
+
+// resourceURL is the absolute URL of path on this service as the caller
+// reached it (the gateway's X-Forwarded-Proto names the scheme).
+func resourceURL(r *http.Request, path string) string {
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	if p := r.Header.Get("X-Forwarded-Proto"); p == "https" || p == "http" {
+		scheme = p
+	}
+	return scheme + "://" + r.Host + path
+}
+
+// rateLimit counts the tool calls of a request (calls reads how many)
+// against the rate limit of its client; over it the answer is 429 with
+// Retry-After and the RateLimit-Policy / RateLimit fields, and no tool is
+// called (api/openapi.yaml, response TooManyRequests).
+func rateLimit(l Limiter, calls func(*http.Request) int) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		if l == nil {
+			return next
+		}
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			c := access.FromContext(r.Context())
+			v, err := l.Take(r.Context(), c, calls(r))
+			if err != nil {
+				writeError(w, r, toolrouter.Unavailable("rate limiter", err))
+				return
+			}
+			v.SetHeaders(w.Header())
+			if !v.Allowed {
+				writeProblem(w, r, http.StatusTooManyRequests, "", v.Message(c.LabelName()))
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+}
+
+// batchCalls is the number of tool calls of a POST /route/batch body.
+func batchCalls(r *http.Request) int {
+	calls, _ := body(r)["tool_calls"].([]any)
+	return len(calls)
+}
+
+func oneCall(*http.Request) int { return 1 }

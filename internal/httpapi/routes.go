@@ -26,19 +26,22 @@ func routes(d Deps, doc *openapi3.T) (http.Handler, error) {
 	r.Get("/readyz", handleReadyz(d.Readiness))
 	r.Method(http.MethodGet, "/metrics", d.Metrics.Handler())
 	r.Get("/openapi.yaml", handleSpec(d.Spec))
+	// RFC 9728 protected resource metadata (404 unless JWT is on).
+	r.Get("/.well-known/oauth-protected-resource", handleResourceMetadata(d.JWTIssuer, ""))
+	r.Get("/.well-known/oauth-protected-resource/mcp", handleResourceMetadata(d.JWTIssuer, "/mcp"))
 
 	r.Group(func(r chi.Router) {
-		r.Use(auth(d.APIKeys), check.middleware)
+		r.Use(authenticate(d.Auth, d.JWTIssuer), check.middleware)
 		idem := idempotency(d.Keys, d.KeyTTL)
-		r.With(idem).Post("/route", handleRoute(d.Router))
-		r.With(idem).Post("/route/batch", handleBatch(d.Router))
+		r.With(idem, rateLimit(d.Limiter, oneCall)).Post("/route", handleRoute(d.Router))
+		r.With(idem, rateLimit(d.Limiter, batchCalls)).Post("/route/batch", handleBatch(d.Router))
 		r.Get("/schemas/{provider}", handleSchemas(d.Tools))
 		r.Post("/runs", handleStartRun(d.Runs))
 		r.Get("/runs", handleListRuns(d.Runs))
 		r.Get("/runs/{id}", handleGetRun(d.Runs))
 	})
 	if d.MCP != nil { // MCP streamable HTTP: authenticated, but not body-checked (the SDK reads the body and streams SSE)
-		r.With(auth(d.APIKeys)).Handle("/mcp", d.MCP)
+		r.With(authenticate(d.Auth, d.JWTIssuer)).Handle("/mcp", d.MCP)
 	}
 	return r, nil
 }

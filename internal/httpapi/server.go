@@ -11,6 +11,7 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/rs/zerolog"
 
+	"github.com/toolrouterd/toolrouterd/internal/access"
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
 
@@ -24,6 +25,18 @@ type Router interface {
 // Tools lists the registry in force.
 type Tools interface {
 	Tools() []*toolrouter.Tool
+}
+
+// Authenticator resolves a request's credentials to a client
+// (access.Authenticator); nil client and nil error is an open service.
+type Authenticator interface {
+	Authenticate(ctx context.Context, r *http.Request) (*access.Client, error)
+}
+
+// Limiter counts n tool calls of a client against its rate limit
+// (access.Window).
+type Limiter interface {
+	Take(ctx context.Context, c *access.Client, n int) (access.Verdict, error)
 }
 
 // Pinger reports whether a dependency is reachable.
@@ -40,15 +53,22 @@ type Metrics interface {
 
 // Deps are everything the HTTP API needs.
 type Deps struct {
-	Logger       zerolog.Logger
-	Router       Router
-	Tools        func() Tools
-	Readiness    Pinger // the store, which GET /readyz asks
-	Metrics      Metrics
-	Runs         Runs
-	Keys         Keys          // Idempotency-Key storage
-	KeyTTL       time.Duration // how long an answered key is replayed
-	APIKeys      []string
+	Logger    zerolog.Logger
+	Router    Router
+	Tools     func() Tools
+	Readiness Pinger // the store, which GET /readyz asks
+	Metrics   Metrics
+	Runs      Runs
+	Keys      Keys          // Idempotency-Key storage
+	KeyTTL    time.Duration // how long an answered key is replayed
+	// Auth authenticates every request but the operations endpoints; nil
+	// leaves the service open.
+	Auth Authenticator
+	// JWTIssuer, when set, turns on the RFC 9728 metadata of
+	// /.well-known/oauth-protected-resource naming it.
+	JWTIssuer string
+	// Limiter enforces the clients' rate limits; nil means none.
+	Limiter      Limiter
 	MaxBodyBytes int64
 	// BodyReadTimeout bounds how long a request body may take to arrive
 	// (default 60s); a slower one is 408.

@@ -10,6 +10,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"runtime/debug"
@@ -18,10 +19,12 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/rs/zerolog"
 
+	"github.com/toolrouterd/toolrouterd/internal/access"
 	"github.com/toolrouterd/toolrouterd/internal/format"
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
@@ -58,6 +61,12 @@ type Tools interface {
 	Tools() []*toolrouter.Tool
 }
 
+// Limiter counts n tool calls of a client against its rate limit
+// (access.Window).
+type Limiter interface {
+	Take(ctx context.Context, c *access.Client, n int) (access.Verdict, error)
+}
+
 // Deps are everything the MCP server needs.
 type Deps struct {
 	Router Router
@@ -78,6 +87,10 @@ type Deps struct {
 	MaxSessions int
 	// MaxBodyBytes bounds a request body (default 4 MiB).
 	MaxBodyBytes int64
+	// Limiter, when set, enforces the clients' rate limits on tools/call:
+	// a request over the limit is answered HTTP 429 with a JSON-RPC error
+	// and no tool is called.
+	Limiter Limiter
 }
 
 // DefaultPlanID is the default plan-id policy: the _meta's
@@ -108,7 +121,15 @@ type Handler struct {
 	exported map[string]string  // MCP name → JSON of its definition
 
 	inflight atomic.Int64 // tools/call requests being answered
+
+	// withClient hands the client that the HTTP edge authenticated (in the
+	// request context) to the MCP method handlers, which see the request
+	// only through RequestExtra.TokenInfo.
+	withClient func(http.Handler) http.Handler
 }
+
+// clientExtra is the TokenInfo.Extra key of the request's *access.Client.
+const clientExtra = "toolrouter/client"
 
 var _ http.Handler = (*Handler)(nil)
 
@@ -130,6 +151,9 @@ func New(d Deps) *Handler {
 	d.Logger = d.Logger.With().Str("component", "mcpserver").Logger()
 	slogger := slog.New(quieter{zerolog.NewSlogHandler(d.Logger)})
 	h := &Handler{d: d}
+	h.withClient = auth.RequireBearerToken(func(ctx context.Context, _ string, r *http.Request) (*auth.TokenInfo, error) {
+		return &auth.TokenInfo{Extra: map[string]any{clientExtra: access.FromContext(r.Context())}}, nil
+	}, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})
 	h.srv = mcp.NewServer(&mcp.Implementation{Name: "toolrouterd", Version: d.Version}, &mcp.ServerOptions{
 		Logger: slogger,
 		// Advertise tools (and list_changed) even while the registry is empty.
@@ -152,7 +176,98 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "too many MCP sessions open; retry later", http.StatusServiceUnavailable)
 		return
 	}
-	h.http.ServeHTTP(w, r)
+	c := access.FromContext(r.Context())
+	if c == nil { // an open service
+		h.http.ServeHTTP(w, r)
+		return
+	}
+	if r.Method == http.MethodPost && h.d.Limiter != nil && !c.Rate.IsZero() && !h.admit(w, r, c) {
+		return
+	}
+	h.withClient(h.http).ServeHTTP(w, r)
+}
+
+// admit counts the tools/call requests of a POST body against the
+// client's rate limit. Over it, it answers HTTP 429 with Retry-After, the
+// RateLimit fields and a JSON-RPC error for each message, and returns
+// false; otherwise the body is put back for the SDK to read.
+func (h *Handler) admit(w http.ResponseWriter, r *http.Request, c *access.Client) bool {
+	limit := h.d.MaxBodyBytes
+	if limit <= 0 {
+		limit = 4 << 20
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
+	r.Body = struct {
+		io.Reader
+		io.Closer
+	}{io.MultiReader(bytes.NewReader(body), r.Body), r.Body}
+	if err != nil || int64(len(body)) > limit {
+		return true // the SDK answers a body it cannot read
+	}
+	type message struct {
+		ID     json.RawMessage `json:"id,omitempty"`
+		Method string          `json:"method"`
+	}
+	var msgs []message
+	if t := bytes.TrimSpace(body); len(t) > 0 && t[0] == '[' {
+		_ = json.Unmarshal(t, &msgs)
+	} else {
+		var m message
+		if json.Unmarshal(t, &m) == nil {
+			msgs = []message{m}
+		}
+	}
+	calls := 0
+	for _, m := range msgs {
+		if m.Method == "tools/call" {
+			calls++
+		}
+	}
+	if calls == 0 {
+		return true
+	}
+	v, err := h.d.Limiter.Take(r.Context(), c, calls)
+	if err == nil && v.Allowed {
+		return true
+	}
+	msg := "rate limiter unavailable; retry later"
+	status := http.StatusServiceUnavailable
+	if err == nil {
+		msg, status = v.Message(c.Name), http.StatusTooManyRequests
+		v.SetHeaders(w.Header())
+	} else {
+		h.d.Logger.Error().Err(err).Msg("rate limiter")
+		w.Header().Set("Retry-After", "1")
+	}
+	var out []any
+	for _, m := range msgs {
+		if len(m.ID) > 0 {
+			out = append(out, map[string]any{"jsonrpc": "2.0", "id": m.ID,
+				"error": map[string]any{"code": codeRateLimited, "message": msg}})
+		}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	if len(out) == 1 {
+		_ = json.NewEncoder(w).Encode(out[0])
+	} else {
+		_ = json.NewEncoder(w).Encode(out)
+	}
+	return false
+}
+
+// codeRateLimited is the JSON-RPC error code of a tools/call refused by
+// the client's rate limit (in the implementation-defined server range).
+const codeRateLimited = -32029
+
+// client is the client a method handler's request came from (nil on an
+// open service).
+func client(req mcp.Request) *access.Client {
+	if ex := req.GetExtra(); ex != nil && ex.TokenInfo != nil {
+		c, _ := ex.TokenInfo.Extra[clientExtra].(*access.Client)
+		return c
+	}
+	return nil
 }
 
 // sessions counts the open sessions.
@@ -269,14 +384,27 @@ func definition(t *toolrouter.Tool) *mcp.Tool {
 // a protocol error.
 func (h *Handler) intercept(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		c := client(req)
 		switch method {
 		case "tools/list":
 			h.Sync()
+			res, err := next(ctx, method, req)
+			if lr, ok := res.(*mcp.ListToolsResult); ok && c != nil {
+				// The client sees only its tools.
+				kept := lr.Tools[:0:0]
+				for _, t := range lr.Tools {
+					if name, _ := t.Meta[MetaToolName].(string); c.Allows(name) {
+						kept = append(kept, t)
+					}
+				}
+				lr.Tools = kept
+			}
+			return res, err
 		case "tools/call":
 			if r, ok := req.(*mcp.CallToolRequest); ok {
 				h.inflight.Add(1)
 				defer h.inflight.Add(-1)
-				return h.call(ctx, r)
+				return h.call(access.NewContext(ctx, c), r)
 			}
 		}
 		return next(ctx, method, req)

@@ -22,6 +22,7 @@ type Metrics struct {
 	toolCalls    *prometheus.CounterVec
 	toolDuration *prometheus.HistogramVec
 	reloads      *prometheus.CounterVec
+	rateLimited  *prometheus.CounterVec
 	inflight     prometheus.Gauge
 
 	// The children of the per-call vectors, looked up once per label set
@@ -30,7 +31,7 @@ type Metrics struct {
 	httpChildren childCache[httpKey, httpChildren]
 }
 
-type toolKey struct{ tool, outcome string }
+type toolKey struct{ client, tool, outcome string }
 
 type toolChildren struct {
 	calls    prometheus.Counter
@@ -106,8 +107,8 @@ func New() *Metrics {
 		}, []string{"route", "method"}),
 		toolCalls: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "toolrouter_tool_calls_total",
-			Help: "Routed tool calls by tool and outcome (success or error category).",
-		}, []string{"tool", "outcome"}),
+			Help: "Routed tool calls by client (a configured client name; empty when the service is open), tool and outcome (success or error category).",
+		}, []string{"client", "tool", "outcome"}),
 		toolDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "toolrouter_tool_call_duration_seconds",
 			Help:    "Tool call latency (normalization to result) by tool.",
@@ -117,12 +118,16 @@ func New() *Metrics {
 			Name: "toolrouter_registry_reloads_total",
 			Help: "Registry reloads by result (ok or error).",
 		}, []string{"result"}),
+		rateLimited: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "toolrouter_rate_limited_calls_total",
+			Help: "Tool calls refused because their client was over its rate limit, by client.",
+		}, []string{"client"}),
 		inflight: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "toolrouter_http_requests_in_flight",
 			Help: "HTTP requests being served.",
 		}),
 	}
-	m.reg.MustRegister(m.httpRequests, m.httpDuration, m.toolCalls, m.toolDuration, m.reloads, m.inflight,
+	m.reg.MustRegister(m.httpRequests, m.httpDuration, m.toolCalls, m.toolDuration, m.reloads, m.rateLimited, m.inflight,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -152,18 +157,25 @@ func (m *Metrics) lookupHTTP(k httpKey) httpChildren {
 // InFlight adjusts the in-flight request gauge by delta.
 func (m *Metrics) InFlight(delta float64) { m.inflight.Add(delta) }
 
-// ToolCall records one routed tool call.
-func (m *Metrics) ToolCall(tool, outcome string, d time.Duration) {
-	c := m.toolChildren.get(toolKey{tool, outcome}, m.lookupTool)
+// ToolCall records one routed tool call of a client. client must be a
+// configured client name (or ""), so the label stays bounded.
+func (m *Metrics) ToolCall(client, tool, outcome string, d time.Duration) {
+	c := m.toolChildren.get(toolKey{client, tool, outcome}, m.lookupTool)
 	c.calls.Inc()
 	c.duration.Observe(d.Seconds())
 }
 
 func (m *Metrics) lookupTool(k toolKey) toolChildren {
 	return toolChildren{
-		calls:    m.toolCalls.WithLabelValues(k.tool, k.outcome),
+		calls:    m.toolCalls.WithLabelValues(k.client, k.tool, k.outcome),
 		duration: m.toolDuration.WithLabelValues(k.tool),
 	}
+}
+
+// RateLimited records calls tool calls of a configured client refused by
+// its rate limit.
+func (m *Metrics) RateLimited(client string, calls int) {
+	m.rateLimited.WithLabelValues(client).Add(float64(calls))
 }
 
 // Reload records a registry reload.

@@ -46,20 +46,22 @@ func wantSeries(t *testing.T, got map[string]float64, want map[string]float64) {
 func TestToolCallAndHTTPRequestCount(t *testing.T) {
 	m := New()
 	for range 3 {
-		m.ToolCall("test/echo", "success", 2*time.Millisecond)
+		m.ToolCall("billing", "test/echo", "success", 2*time.Millisecond)
 	}
-	m.ToolCall("test/echo", "timeout", time.Second)
-	m.ToolCall("(unknown)", "not_found", time.Millisecond)
+	m.ToolCall("", "test/echo", "timeout", time.Second)
+	m.ToolCall("", "(unknown)", "not_found", time.Millisecond)
 	for range 2 {
 		m.HTTPRequest("/route", "POST", 200, time.Millisecond)
 	}
 	m.HTTPRequest("/route", "POST", 400, time.Millisecond)
 
 	wantSeries(t, series(t, m, "toolrouter_tool_calls_total"), map[string]float64{
-		"outcome=success,tool=test/echo":   3,
-		"outcome=timeout,tool=test/echo":   1,
-		"outcome=not_found,tool=(unknown)": 1,
+		"client=billing,outcome=success,tool=test/echo": 3,
+		"client=,outcome=timeout,tool=test/echo":        1,
+		"client=,outcome=not_found,tool=(unknown)":      1,
 	})
+	m.RateLimited("billing", 2)
+	wantSeries(t, series(t, m, "toolrouter_rate_limited_calls_total"), map[string]float64{"client=billing": 2})
 	wantSeries(t, series(t, m, "toolrouter_tool_call_duration_seconds"), map[string]float64{
 		"tool=test/echo": 4,
 		"tool=(unknown)": 1,
@@ -103,7 +105,7 @@ func TestInvalidLabelPanicsEveryTime(t *testing.T) {
 					t.Error("an invalid UTF-8 label value did not panic")
 				}
 			}()
-			m.ToolCall("bad\xff", "success", time.Millisecond)
+			m.ToolCall("", "bad\xff", "success", time.Millisecond)
 		}()
 	}
 }
@@ -112,7 +114,7 @@ func BenchmarkToolCall(b *testing.B) {
 	m := New()
 	b.ReportAllocs()
 	for b.Loop() {
-		m.ToolCall("test/echo", "success", time.Millisecond)
+		m.ToolCall("", "test/echo", "success", time.Millisecond)
 	}
 }
 

@@ -26,6 +26,7 @@ func (r *Registry) WithTools(extra []*toolrouter.Tool) (*Registry, error) {
 		providers:       r.providers,
 		defaultProvider: r.defaultProvider,
 		mcpServers:      r.mcpServers,
+		clients:         r.clients,
 	}
 	maps.Copy(out.byName, r.byName)
 	var errs []error

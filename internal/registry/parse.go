@@ -54,14 +54,15 @@ func (p *parser) registry(root *yaml.Node) *Registry {
 	}
 	root = deref(root)
 	if root.Kind != yaml.MappingNode {
-		p.addAt(root, where{}, "", "the registry must be a mapping with keys tools, providers, default_provider, mcp_servers")
+		p.addAt(root, where{}, "", "the registry must be a mapping with keys tools, providers, default_provider, mcp_servers, clients")
 		return reg
 	}
-	f := p.fields(root, where{}, "tools", "providers", "default_provider", "mcp_servers")
+	f := p.fields(root, where{}, "tools", "providers", "default_provider", "mcp_servers", "clients")
 	reg.tools = p.tools(f["tools"])
 	reg.providers = p.providers(f["providers"])
 	reg.defaultProvider = p.defaultProvider(f["default_provider"], reg.providers)
 	reg.mcpServers = p.mcpServers(f["mcp_servers"])
+	reg.clients = p.clients(f["clients"])
 	for _, t := range reg.tools {
 		reg.byName[t.Name] = t
 	}

@@ -21,6 +21,7 @@ type Registry struct {
 	providers       []toolrouter.Provider
 	defaultProvider string
 	mcpServers      []toolrouter.MCPServer
+	clients         []Client
 }
 
 // aliasFormats are the provider formats whose name rules may force an

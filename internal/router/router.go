@@ -12,6 +12,7 @@ import (
 	"github.com/rs/zerolog"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/toolrouterd/toolrouterd/internal/access"
 	"github.com/toolrouterd/toolrouterd/internal/format"
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
@@ -32,9 +33,10 @@ type Sequencer interface {
 	NextSequences(ctx context.Context, planID string, n int64) (first int64, err error)
 }
 
-// Observer records tool call outcomes (metrics).
+// Observer records tool call outcomes (metrics) by client (a configured
+// client name, "" when the service is open).
 type Observer interface {
-	ToolCall(tool string, outcome string, d time.Duration)
+	ToolCall(client, tool, outcome string, d time.Duration)
 }
 
 // Results keeps route results by tool_call_id.
@@ -197,7 +199,9 @@ func (r *Router) route(ctx context.Context, planID string, seq int64, payload an
 		return r.finish(ctx, &rc, toolrouter.Outcome{Err: err.Error(), Category: toolrouter.CategoryParse}, false)
 	}
 	tool, ok := r.Tools().Lookup(rc.call.ToolName)
-	if !ok {
+	// A tool outside the scope of the client in ctx is a tool that does
+	// not exist: same result, not called (README "Clients").
+	if !ok || !access.FromContext(ctx).Allows(tool.Name) {
 		return r.finish(ctx, &rc, toolrouter.Outcome{Err: fmt.Sprintf("Tool '%s' not found", rc.call.ToolName), Category: toolrouter.CategoryNotFound}, false)
 	}
 	res.ToolName = tool.Name
@@ -294,7 +298,7 @@ func (r *Router) finish(ctx context.Context, rc *routeCall, out toolrouter.Outco
 		if name == "" || !answered && (*res.ErrorCategory == toolrouter.CategoryNotFound || *res.ErrorCategory == toolrouter.CategoryParse) {
 			name = "(unknown)" // keep metric label cardinality bounded
 		}
-		r.Observer.ToolCall(name, outcome, elapsed)
+		r.Observer.ToolCall(access.FromContext(ctx).LabelName(), name, outcome, elapsed)
 	}
 	if r.Results != nil {
 		// The tool ran: keep its result even if the caller went away.

@@ -13,6 +13,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/toolrouterd/toolrouterd/api"
+	"github.com/toolrouterd/toolrouterd/internal/access"
 	"github.com/toolrouterd/toolrouterd/internal/agent"
 	"github.com/toolrouterd/toolrouterd/internal/config"
 	"github.com/toolrouterd/toolrouterd/internal/httpapi"
@@ -80,6 +81,23 @@ func New(ctx context.Context, o Options) (*Service, error) {
 		exec:     remote.New(remote.Options{}),
 		adapters: NewAdapters(o.Getenv),
 	}
+	var jwt *access.JWTVerifier
+	if o.Config.JWT() {
+		jwt = access.NewJWTVerifier(access.JWTConfig{Issuer: o.Config.JWTIssuer, JWKSURL: o.Config.JWTJwksURL,
+			Audience: o.Config.JWTAudience, SubjectClaim: o.Config.JWTSubjectClaim})
+	}
+	authn := access.NewAuthenticator(o.Config.APIKeys, s.holder.Current, jwt)
+	authn.OnBuild = func(cs *access.Clients) {
+		for _, w := range cs.Warnings {
+			o.Logger.Warn().Msg(w)
+		}
+	}
+	if authn.Open() {
+		o.Logger.Warn().Msg("TOOLROUTER_API_KEYS is empty and the registry has no clients: requests are not authenticated")
+	}
+	limiter := access.NewWindow()
+	limiter.OnLimited = s.metrics.RateLimited
+
 	s.mcp = mcpclient.New(o.Logger, s.metrics.Registerer())
 	s.mcp.OnChange(func() {
 		if err := s.holder.SetExtra(s.mcp.Tools()); err != nil {
@@ -105,12 +123,14 @@ func New(ctx context.Context, o Options) (*Service, error) {
 		Heartbeat: o.Config.RunHeartbeat,
 		// The tool calls of one model turn are a batch too.
 		ToolConcurrency: o.Config.BatchConcurrency,
+		Limiter:         limiter,
 	}
 	s.MCP = mcpserver.New(mcpserver.Deps{
 		Router:       rt,
 		Tools:        func() mcpserver.Tools { return s.holder.Current() },
 		Logger:       o.Logger,
 		MaxBodyBytes: o.Config.MaxBodyBytes,
+		Limiter:      limiter,
 	})
 	s.mcp.OnChange(s.MCP.Sync) // /mcp sessions hear of MCP tool changes
 	s.Handler, err = httpapi.NewServer(httpapi.Deps{
@@ -122,7 +142,9 @@ func New(ctx context.Context, o Options) (*Service, error) {
 		Runs:         s.Runner,
 		Keys:         st,
 		KeyTTL:       o.Config.IdempotencyTTL,
-		APIKeys:      o.Config.APIKeys,
+		Auth:         authn,
+		JWTIssuer:    o.Config.JWTIssuer,
+		Limiter:      limiter,
 		MaxBodyBytes: o.Config.MaxBodyBytes,
 		Spec:         api.Spec,
 		MCP:          s.MCP,

@@ -1,0 +1,147 @@
+// Package access says who is calling and what they may do (README
+// "Clients"): it resolves a request's bearer key or JWT to a Client of the
+// registry, carries that Client in the request context, matches tool
+// names against the client's scope, and counts its tool calls against its
+// rate limit.
+package access
+
+import (
+	"context"
+	"strings"
+
+	"github.com/toolrouterd/toolrouterd/internal/registry"
+)
+
+// Client is an authenticated caller. A nil *Client is the caller of an
+// open service (no keys, no clients, no JWT): it may call every tool.
+type Client struct {
+	Name     string
+	Admin    bool
+	Approver bool
+	Rate     registry.Rate
+	tools    Scope
+	approval Scope
+}
+
+// Allows reports whether the client may see and call the tool with this
+// canonical name. Every place a tool is reachable asks it, and treats a
+// tool it refuses exactly like a tool that does not exist.
+func (c *Client) Allows(tool string) bool {
+	return c == nil || c.tools.Match(tool)
+}
+
+// MayApprove reports whether the client may approve calls of the tool.
+func (c *Client) MayApprove(tool string) bool {
+	return c == nil || c.Approver && c.approval.Match(tool)
+}
+
+// LabelName is the client's name for logs and metrics: "" for the caller
+// of an open service.
+func (c *Client) LabelName() string {
+	if c == nil {
+		return ""
+	}
+	return c.Name
+}
+
+type clientKey struct{}
+
+// NewContext returns ctx carrying c.
+func NewContext(ctx context.Context, c *Client) context.Context {
+	return context.WithValue(ctx, clientKey{}, c)
+}
+
+// FromContext returns the client ctx carries; nil (every tool) when none.
+func FromContext(ctx context.Context) *Client {
+	c, _ := ctx.Value(clientKey{}).(*Client)
+	return c
+}
+
+// Scope is a compiled list of tool-name globs (README "Clients"): "*"
+// matches any run of characters, "/" included, and "?" any one character;
+// every other character matches itself. So "*" is every tool and
+// "billing/*" every tool whose name starts with "billing/". No patterns
+// match nothing.
+type Scope struct {
+	all      bool
+	exact    map[string]bool
+	prefixes []string // patterns "p*" with no other wildcard
+	globs    []string
+}
+
+// NewScope compiles patterns (registry.ValidPattern checked them).
+func NewScope(patterns []string) Scope {
+	var s Scope
+	for _, p := range patterns {
+		switch i := strings.IndexAny(p, "*?"); {
+		case p == "*":
+			s.all = true
+		case i < 0:
+			if s.exact == nil {
+				s.exact = map[string]bool{}
+			}
+			s.exact[p] = true
+		case i == len(p)-1 && p[i] == '*':
+			s.prefixes = append(s.prefixes, p[:i])
+		default:
+			s.globs = append(s.globs, p)
+		}
+	}
+	return s
+}
+
+// Match reports whether name matches one of the patterns.
+func (s Scope) Match(name string) bool {
+	if s.all || s.exact[name] {
+		return true
+	}
+	for _, p := range s.prefixes {
+		if strings.HasPrefix(name, p) {
+			return true
+		}
+	}
+	for _, g := range s.globs {
+		if glob(g, name) {
+			return true
+		}
+	}
+	return false
+}
+
+// glob matches name against a pattern of literals, "*" and "?", in linear
+// time (backtracking only to the last star).
+func glob(pattern, name string) bool {
+	p, n := 0, 0
+	star, mark := -1, 0
+	for n < len(name) {
+		switch {
+		case p < len(pattern) && (pattern[p] == '?' || pattern[p] == name[n]):
+			p++
+			n++
+		case p < len(pattern) && pattern[p] == '*':
+			star, mark = p, n
+			p++
+		case star >= 0:
+			p = star + 1
+			mark++
+			n = mark
+		default:
+			return false
+		}
+	}
+	for p < len(pattern) && pattern[p] == '*' {
+		p++
+	}
+	return p == len(pattern)
+}
+
+// CouldMatch reports whether pattern could match a tool whose name starts
+// with prefix (a tool of an MCP server, not known before it is asked):
+// the pattern's literal start and prefix agree as far as both go.
+func CouldMatch(pattern, prefix string) bool {
+	lit := pattern
+	if i := strings.IndexAny(pattern, "*?"); i >= 0 {
+		lit = pattern[:i]
+	}
+	return strings.HasPrefix(lit, prefix) || strings.HasPrefix(prefix, lit)
+}
