@@ -15,16 +15,12 @@ build:
 	$(GO) build -o $(BIN)/toolrouterd ./cmd/toolrouterd
 	$(GO) build -o $(BIN)/exampletools ./cmd/exampletools
 
-# Starts the example tool server and toolrouterd with the example registry.
-# Ctrl-C stops both.
+# Starts the example tool server and toolrouterd with the example registry
+# (scripts/run-example.sh: fails fast on a taken address, prints the pid for
+# SIGHUP). Ctrl-C stops both and exits 0.
 run: build
 	@$(BIN)/toolrouterd check examples/registry.yaml
-	@set -e; \
-	EXAMPLETOOLS_ADDR=$(TOOLS_ADDR) $(BIN)/exampletools & tools=$$!; \
-	trap 'kill $$tools 2>/dev/null; wait $$tools 2>/dev/null' EXIT INT TERM; \
-	TOOLROUTER_ADDR=$(ADDR) TOOLROUTER_REGISTRY=examples/registry.yaml \
-	TOOLROUTER_STORE=$(STORE) TOOLROUTER_LOG_FORMAT=$${TOOLROUTER_LOG_FORMAT:-console} \
-	$(BIN)/toolrouterd
+	@ADDR=$(ADDR) TOOLS_ADDR=$(TOOLS_ADDR) STORE=$(STORE) BIN=$(BIN) bash scripts/run-example.sh
 
 # Everything: vet, unit, golden, godog features and integration tests that
 # start the real binaries.

@@ -6,17 +6,12 @@ import "github.com/toolrouterd/toolrouterd/internal/toolrouter"
 // "tool_use", "id", "name", "input"}. The unwrapped Bedrock block, which
 // carries "toolUseId" instead of "id", is accepted too.
 func normalizeAnthropic(m map[string]any) (toolrouter.Call, error) {
-	name, err := toolName(m, "name")
-	if err != nil {
-		return toolrouter.Call{}, err
+	var c toolrouter.Call
+	c.ProviderCallID, c.HasProviderCallID = callID(m, "id", "toolUseId")
+	var err error
+	if c.ToolName, err = toolName(m, "name"); err != nil {
+		return c, err
 	}
-	args, err := decodeArgs(m["input"])
-	if err != nil {
-		return toolrouter.Call{ToolName: name}, err
-	}
-	c := toolrouter.Call{ToolName: name, Arguments: args}
-	if c.ProviderCallID = str(m, "id"); c.ProviderCallID == "" {
-		c.ProviderCallID = str(m, "toolUseId")
-	}
-	return c, nil
+	c.Arguments, err = decodeArgs(m["input"])
+	return c, err
 }

@@ -9,13 +9,12 @@ func normalizeBedrock(m map[string]any) (toolrouter.Call, error) {
 	if !ok {
 		tu = m
 	}
-	name, err := toolName(tu, "name")
-	if err != nil {
-		return toolrouter.Call{}, err
+	var c toolrouter.Call
+	c.ProviderCallID, c.HasProviderCallID = callID(tu, "toolUseId")
+	var err error
+	if c.ToolName, err = toolName(tu, "name"); err != nil {
+		return c, err
 	}
-	args, err := decodeArgs(tu["input"])
-	if err != nil {
-		return toolrouter.Call{ToolName: name}, err
-	}
-	return toolrouter.Call{ToolName: name, Arguments: args, ProviderCallID: str(tu, "toolUseId")}, nil
+	c.Arguments, err = decodeArgs(tu["input"])
+	return c, err
 }

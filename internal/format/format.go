@@ -77,12 +77,14 @@ func NormalizeAs(payload any, f toolrouter.Format) (toolrouter.Call, error) {
 		f = toolrouter.FormatUnknown
 		c, err = normalizeUnknown(m)
 	}
-	if err != nil {
-		// The name, when it could be read, helps the caller see which call
-		// failed.
-		return toolrouter.Call{ToolName: c.ToolName, Format: f}, err
-	}
 	c.Format = f
+	if err != nil {
+		// What could be read stays: the name helps the caller see which
+		// call failed, and the id and Extra let the failure be answered
+		// in the provider's own terms.
+		c.Arguments = nil
+		return c, err
+	}
 	return c, nil
 }
 
@@ -143,10 +145,16 @@ func decodeArgs(v any) (map[string]any, error) {
 	}
 }
 
-// str returns m[key] when it is a string, "" otherwise.
-func str(m map[string]any, key string) string {
-	s, _ := m[key].(string)
-	return s
+// callID returns the first of keys that m holds as a string, even "" (an
+// id sent empty is answered empty: api/openapi.yaml, RouteResult
+// provider_call_id), and whether there was one.
+func callID(m map[string]any, keys ...string) (string, bool) {
+	for _, k := range keys {
+		if s, ok := m[k].(string); ok {
+			return s, true
+		}
+	}
+	return "", false
 }
 
 // obj returns m[key] when it is an object.

@@ -11,17 +11,15 @@ func normalizeGemini(m map[string]any) (toolrouter.Call, error) {
 	if !ok {
 		fc = m
 	}
-	name, err := toolName(fc, "name")
-	if err != nil {
-		return toolrouter.Call{}, err
-	}
-	args, err := decodeArgs(fc["args"])
-	if err != nil {
-		return toolrouter.Call{ToolName: name}, err
-	}
-	c := toolrouter.Call{ToolName: name, Arguments: args, ProviderCallID: str(fc, "id")}
+	var c toolrouter.Call
+	c.ProviderCallID, c.HasProviderCallID = callID(fc, "id")
 	if sig, ok := m["thoughtSignature"]; ok && sig != nil {
 		c.Extra = map[string]any{"thoughtSignature": sig}
 	}
-	return c, nil
+	var err error
+	if c.ToolName, err = toolName(fc, "name"); err != nil {
+		return c, err
+	}
+	c.Arguments, err = decodeArgs(fc["args"])
+	return c, err
 }

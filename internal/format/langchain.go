@@ -5,18 +5,19 @@ import "github.com/toolrouterd/toolrouterd/internal/toolrouter"
 // normalizeLangChain reads a LangChain ToolCall {"name", "args", "id",
 // "type": "tool_call"}; args must be an object (or null/absent).
 func normalizeLangChain(m map[string]any) (toolrouter.Call, error) {
-	name, err := toolName(m, "name")
-	if err != nil {
-		return toolrouter.Call{}, err
+	var c toolrouter.Call
+	c.ProviderCallID, c.HasProviderCallID = callID(m, "id")
+	var err error
+	if c.ToolName, err = toolName(m, "name"); err != nil {
+		return c, err
 	}
-	var args map[string]any
 	switch a := m["args"].(type) {
 	case nil:
-		args = map[string]any{}
+		c.Arguments = map[string]any{}
 	case map[string]any:
-		args = a
+		c.Arguments = a
 	default:
-		return toolrouter.Call{ToolName: name}, invalid("parse error: langchain args must be a dict, got %s", kind(a))
+		return c, invalid("parse error: langchain args must be a dict, got %s", kind(a))
 	}
-	return toolrouter.Call{ToolName: name, Arguments: args, ProviderCallID: str(m, "id")}, nil
+	return c, nil
 }

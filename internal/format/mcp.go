@@ -7,19 +7,16 @@ import "github.com/toolrouterd/toolrouterd/internal/toolrouter"
 // (any JSON value) travels in Extra["jsonrpc_id"] for the response, and as
 // text in ProviderCallID.
 func normalizeMCP(m map[string]any) (toolrouter.Call, error) {
-	params, _ := obj(m, "params")
-	name, err := toolName(params, "name")
-	if err != nil {
-		return toolrouter.Call{}, err
-	}
-	args, err := decodeArgs(params["arguments"])
-	if err != nil {
-		return toolrouter.Call{ToolName: name}, err
-	}
-	c := toolrouter.Call{ToolName: name, Arguments: args}
+	var c toolrouter.Call
 	if id, ok := m["id"]; ok {
 		c.Extra = map[string]any{"jsonrpc_id": id}
-		c.ProviderCallID = idString(id)
+		c.ProviderCallID, c.HasProviderCallID = idString(id), true
 	}
-	return c, nil
+	params, _ := obj(m, "params")
+	var err error
+	if c.ToolName, err = toolName(params, "name"); err != nil {
+		return c, err
+	}
+	c.Arguments, err = decodeArgs(params["arguments"])
+	return c, err
 }

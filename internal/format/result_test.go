@@ -25,6 +25,20 @@ func TestToolResult(t *testing.T) {
 			fail:    `{"role":"tool","tool_call_id":"call_abc","content":"Tool 'w' not found"}`,
 		},
 		{
+			// Gemini's OpenAI-compatible endpoint sends "id": "": the
+			// answer echoes "" so that the client pairs it with its call.
+			name:    "openai chat, empty id (Gemini's OpenAI-compatible endpoint)",
+			payload: `{"id":"","type":"function","function":{"name":"get_weather","arguments":"{}"}}`,
+			ok:      `{"role":"tool","tool_call_id":"","content":"{\"temp\": 21}"}`,
+			fail:    `{"role":"tool","tool_call_id":"","content":"Tool 'w' not found"}`,
+		},
+		{
+			name:    "openai responses, empty call_id",
+			payload: `{"type":"function_call","id":"fc_1","call_id":"","name":"get_weather","arguments":"{}"}`,
+			ok:      `{"type":"function_call_output","call_id":"","output":"{\"temp\": 21}"}`,
+			fail:    `{"type":"function_call_output","call_id":"","output":"Tool 'w' not found"}`,
+		},
+		{
 			name:    "openai responses",
 			payload: `{"type":"function_call","id":"fc_1","call_id":"call_r","name":"get_weather","arguments":"{}"}`,
 			ok:      `{"type":"function_call_output","call_id":"call_r","output":"{\"temp\": 21}"}`,
@@ -130,4 +144,27 @@ func TestToolResultOutputs(t *testing.T) {
 		`{"functionResponse":{"name":"f","response":{"error":"tool call failed"}}}`)
 	jsonEqual(t, format.ToolResult(mcp, false, json.RawMessage(`{"partial":true}`), "timed out"),
 		`{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"timed out"}],"isError":true}}`)
+}
+
+// TestEmptyProviderCallID: an id sent as "" counts as sent (the router then
+// answers "" rather than its tc_ id); an absent or non-string one does not.
+func TestEmptyProviderCallID(t *testing.T) {
+	for payload, has := range map[string]bool{
+		`{"id":"","type":"function","function":{"name":"w","arguments":""}}`:            true,
+		`{"type":"function_call","call_id":"","id":"fc_1","name":"w","arguments":"{}"}`: true,
+		`{"type":"tool_use","id":"","name":"w","input":{}}`:                             true,
+		`{"functionCall":{"id":"","name":"w","args":{}}}`:                               true,
+		`{"toolUse":{"toolUseId":"","name":"w","input":{}}}`:                            true,
+		`{"name":"w","args":{},"id":"","type":"tool_call"}`:                             true,
+		`{"name":"w","parameters":{},"id":""}`:                                          true,
+		`{"function":{"name":"w","arguments":{}}}`:                                      false,
+		`{"functionCall":{"name":"w","args":{}}}`:                                       false,
+		`{"name":"w","args":{},"id":null,"type":"tool_call"}`:                           false,
+		`{"id":"","type":"function","function":{"name":"w","arguments":"{oops"}}`:       true, // a parse failure keeps the id
+	} {
+		c, _ := format.Normalize(decode(t, payload))
+		if c.HasProviderCallID != has || c.ProviderCallID != "" {
+			t.Errorf("%s: HasProviderCallID, ProviderCallID = %v, %q; want %v, \"\"", payload, c.HasProviderCallID, c.ProviderCallID, has)
+		}
+	}
 }

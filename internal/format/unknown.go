@@ -14,11 +14,12 @@ var unknownArgKeys = []string{"arguments", "args", "input", "parameters", "param
 // first of unknownArgKeys holding an object, or a string that decodes to an
 // object; a string that does not is skipped. None found means {}.
 func normalizeUnknown(m map[string]any) (toolrouter.Call, error) {
-	name, err := toolName(m, "name")
-	if err != nil {
-		return toolrouter.Call{}, err
+	var c toolrouter.Call
+	c.ProviderCallID, c.HasProviderCallID = callID(m, "id", "call_id")
+	var err error
+	if c.ToolName, err = toolName(m, "name"); err != nil {
+		return c, err
 	}
-	c := toolrouter.Call{ToolName: name}
 	for _, k := range unknownArgKeys {
 		switch v := m[k].(type) {
 		case map[string]any:
@@ -35,9 +36,6 @@ func normalizeUnknown(m map[string]any) (toolrouter.Call, error) {
 	}
 	if c.Arguments == nil {
 		c.Arguments = map[string]any{}
-	}
-	if c.ProviderCallID = str(m, "id"); c.ProviderCallID == "" {
-		c.ProviderCallID = str(m, "call_id")
 	}
 	return c, nil
 }

@@ -1,50 +1,117 @@
 package httpapi
 
 import (
+	"context"
+	"encoding/json"
 	"net/http"
+	"sort"
+	"strings"
 	"sync"
 
+	"github.com/toolrouterd/toolrouterd/internal/format"
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
 
-// routeRequest is the body of POST /route and POST /route/batch, taken from
-// the value the request checker decoded.
-type routeRequest struct {
-	PlanID   string
-	Call     any
-	Calls    []any
-	Metadata map[string]any
+// maxBatchCalls is the most tool calls one batch routes (api/openapi.yaml,
+// BatchRequest: tool_calls maxItems, and the calls of a message).
+const maxBatchCalls = 1024
+
+// decodeValid decodes the body the request checker read (and checked
+// against the spec) into a T, once, and validates it: problems are a 400
+// naming the fields. Unlike decode, unknown fields pass (a tool call keeps
+// its provider's extra keys) and each problem's text names its own field.
+func decodeValid[T validator](r *http.Request) (T, error) {
+	var v T
+	if err := json.Unmarshal(rawBody(r), &v); err != nil {
+		return v, toolrouter.Invalid("body", "body: %v", err)
+	}
+	problems := v.Valid(r.Context())
+	if len(problems) == 0 {
+		return v, nil
+	}
+	fields := make([]string, 0, len(problems))
+	for f := range problems {
+		fields = append(fields, f)
+	}
+	sort.Strings(fields)
+	details := make([]string, len(fields))
+	for i, f := range fields {
+		details[i] = problems[f]
+	}
+	return v, toolrouter.Invalid(fields[0], "%s", strings.Join(details, "; "))
 }
 
-func readRouteRequest(r *http.Request, batch bool) (routeRequest, error) {
-	b := body(r)
-	var req routeRequest
-	req.PlanID, _ = b["plan_id"].(string)
-	if req.PlanID == "" {
-		return req, toolrouter.Invalid("plan_id", "plan_id: must be a non-empty string")
+// payload is a JSON value of a request kept as decoded (map[string]any,
+// []any, string, float64, bool, nil): tool calls and messages in any
+// provider's shape. It decodes with format.DecodeJSON, which gives
+// json.Unmarshal's value with far fewer allocations.
+type payload struct{ v any }
+
+func (p *payload) UnmarshalJSON(b []byte) (err error) {
+	p.v, err = format.DecodeJSON(b)
+	return err
+}
+
+// routeRequest is the body of POST /route.
+type routeRequest struct {
+	PlanID           string         `json:"plan_id"`
+	ToolCall         payload        `json:"tool_call"`
+	ProviderMetadata map[string]any `json:"provider_metadata"`
+}
+
+// Valid checks what the spec cannot say: a whole assistant turn is not one
+// tool call, and answering it as a parse failure would burn a sequence.
+func (q routeRequest) Valid(context.Context) map[string]string {
+	p := map[string]string{}
+	if q.PlanID == "" {
+		p["plan_id"] = "plan_id: must be a non-empty string"
 	}
-	if m, ok := b["provider_metadata"]; ok && m != nil {
-		md, ok := m.(map[string]any)
-		if !ok {
-			return req, toolrouter.Invalid("provider_metadata", "provider_metadata: payload must be a dict (JSON object)")
-		}
-		req.Metadata = md
+	if _, ok := q.ToolCall.v.(map[string]any); !ok {
+		p["tool_call"] = "tool_call: payload must be a dict (JSON object), got " + toolrouter.JSONKind(q.ToolCall.v)
+	} else if format.IsTurn(q.ToolCall.v) {
+		p["tool_call"] = `tool_call: this is a whole assistant message (or provider response), not one tool call: send it as "message" to POST /route/batch, which routes each of its tool calls and answers with the messages to append`
 	}
-	if batch {
-		calls, ok := b["tool_calls"].([]any)
-		if !ok {
-			return req, toolrouter.Invalid("tool_calls", "tool_calls: must be a list (JSON array)")
-		}
-		req.Calls = calls
-		return req, nil
+	return p
+}
+
+// batchRequest is the body of POST /route/batch: tool_calls, or a whole
+// assistant turn as message.
+type batchRequest struct {
+	PlanID           string         `json:"plan_id"`
+	ToolCalls        []payload      `json:"tool_calls"`
+	Message          payload        `json:"message"`
+	ProviderMetadata map[string]any `json:"provider_metadata"`
+}
+
+func (q batchRequest) Valid(context.Context) map[string]string {
+	p := map[string]string{}
+	if q.PlanID == "" {
+		p["plan_id"] = "plan_id: must be a non-empty string"
 	}
-	req.Call = b["tool_call"]
-	return req, nil
+	switch {
+	case q.ToolCalls != nil && q.Message.v != nil:
+		p["message"] = "tool_calls, message: send exactly one of them, not both"
+	case q.ToolCalls == nil && q.Message.v == nil:
+		p["message"] = "tool_calls, message: one of them is required (tool_calls: a list of tool calls; message: a whole assistant turn)"
+	case len(q.ToolCalls) > maxBatchCalls:
+		p["tool_calls"] = "tool_calls: at most 1024 calls per batch"
+	}
+	return p
+}
+
+// batchResponse is the answer of POST /route/batch. Messages, only for a
+// message, are the messages that answer its tool calls in its provider's
+// shape (format.Turn.Messages).
+type batchResponse struct {
+	Results []*toolrouter.Result `json:"results"`
+	// An interface so that a message without calls still gets
+	// "messages": [] (omitempty leaves out only a nil interface).
+	Messages any `json:"messages,omitempty"`
 }
 
 func handleRoute(rt Router) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		req, err := readRouteRequest(r, false)
+		req, err := decodeValid[routeRequest](r)
 		if err != nil {
 			writeError(w, r, err)
 			return
@@ -53,7 +120,7 @@ func handleRoute(rt Router) http.HandlerFunc {
 			streamRoute(w, r, rt, req)
 			return
 		}
-		res, err := rt.Route(r.Context(), req.PlanID, req.Call, req.Metadata)
+		res, err := rt.Route(r.Context(), req.PlanID, req.ToolCall.v, req.ProviderMetadata)
 		if err != nil {
 			writeError(w, r, err)
 			return
@@ -72,7 +139,7 @@ func streamRoute(w http.ResponseWriter, r *http.Request, rt Router, req routeReq
 		s        *sse
 		finished bool
 	)
-	res, err := rt.Stream(r.Context(), req.PlanID, req.Call, req.Metadata, func(u toolrouter.Update) {
+	res, err := rt.Stream(r.Context(), req.PlanID, req.ToolCall.v, req.ProviderMetadata, func(u toolrouter.Update) {
 		mu.Lock()
 		if finished {
 			mu.Unlock()
@@ -106,12 +173,33 @@ func streamRoute(w http.ResponseWriter, r *http.Request, rt Router, req routeReq
 
 func handleBatch(rt Router) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		req, err := readRouteRequest(r, true)
+		req, err := decodeValid[batchRequest](r)
 		if err != nil {
 			writeError(w, r, err)
 			return
 		}
-		results, err := rt.Batch(r.Context(), req.PlanID, req.Calls, req.Metadata)
+		var calls []any
+		if req.ToolCalls != nil {
+			calls = make([]any, len(req.ToolCalls))
+			for i, c := range req.ToolCalls {
+				calls[i] = c.v
+			}
+		}
+		var turn *format.Turn
+		if req.Message.v != nil {
+			// The whole turn is checked before any call is routed, so a
+			// turn refused burns no sequence.
+			if turn, err = format.SplitTurn(req.Message.v); err != nil {
+				writeError(w, r, err)
+				return
+			}
+			if len(turn.Calls) > maxBatchCalls {
+				writeError(w, r, toolrouter.Invalid("message", "message: %d tool calls; at most 1024 per batch", len(turn.Calls)))
+				return
+			}
+			calls = turn.Calls
+		}
+		results, err := rt.Batch(r.Context(), req.PlanID, calls, req.ProviderMetadata)
 		if err != nil {
 			writeError(w, r, err)
 			return
@@ -119,6 +207,10 @@ func handleBatch(rt Router) http.HandlerFunc {
 		if results == nil {
 			results = []*toolrouter.Result{}
 		}
-		encode(w, r, http.StatusOK, map[string]any{"results": results})
+		resp := batchResponse{Results: results}
+		if turn != nil {
+			resp.Messages = turn.Messages(results)
+		}
+		encode(w, r, http.StatusOK, resp)
 	}
 }

@@ -179,17 +179,14 @@ func (r *Router) route(ctx context.Context, planID string, seq int64, payload an
 	var err error
 	rc.call, err = format.Normalize(payload)
 	res.ProviderFormat = rc.call.Format
+	res.ToolName = rc.call.ToolName // "" when the name itself was unreadable
+	res.Arguments = rc.call.Arguments
 	if err != nil {
-		res.ProviderFormat = format.Detect(payload)
-		res.ToolName = rc.call.ToolName // "" when the name itself was unreadable
 		res.Arguments = map[string]any{}
-	} else {
-		res.ToolName = rc.call.ToolName
-		res.Arguments = rc.call.Arguments
-		if rc.call.ProviderCallID != "" {
-			rc.r.providerCallID = rc.call.ProviderCallID
-			res.ProviderCallID = &rc.r.providerCallID
-		}
+	}
+	if rc.call.HasProviderCallID { // even "": answered as the provider sent it
+		rc.r.providerCallID = rc.call.ProviderCallID
+		res.ProviderCallID = &rc.r.providerCallID
 	}
 	if emit != nil {
 		emit(toolrouter.Update{ToolCallID: id, Status: toolrouter.StatusPending, ToolName: res.ToolName})
@@ -272,7 +269,7 @@ func (r *Router) finish(ctx context.Context, rc *routeCall, out toolrouter.Outco
 	}
 	call := rc.call
 	call.Format = res.ProviderFormat
-	if call.ProviderCallID == "" {
+	if !call.HasProviderCallID {
 		// The provider sent no id (Ollama, Gemini, legacy function_call):
 		// answer under the stable id so the message still has one.
 		call.ProviderCallID = rc.id

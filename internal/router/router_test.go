@@ -152,11 +152,22 @@ func TestRouteResults(t *testing.T) {
 			wantUpdates: `[{"tool_call_id":"tc_0426a3b5ebe27a4c5365d1e6","status":"pending","tool_name":"nope"},{"tool_call_id":"tc_0426a3b5ebe27a4c5365d1e6","status":"error","tool_name":"nope","message":"Tool 'nope' not found"}]`,
 		},
 		{
-			name:        "parse error",
-			payload:     `{"id":"call_9","function":{"name":"test/echo","arguments":"{oops"}}`,
-			want:        `{"tool_call_id":"tc_0426a3b5ebe27a4c5365d1e6","provider_call_id":null,"plan_id":"p","sequence":0,"tool_name":"test/echo","provider_format":"openai","arguments":{},"success":false,"output":null,"error":"parse error: arguments are not valid JSON: invalid character 'o' looking for beginning of object key string","error_category":"parse","is_validation":false,"validation_passed":null,"duration_ms":0,"provider_metadata":{},"provider_result":{"content":"parse error: arguments are not valid JSON: invalid character 'o' looking for beginning of object key string","role":"tool","tool_call_id":"tc_0426a3b5ebe27a4c5365d1e6"}}`,
+			name:    "parse error",
+			payload: `{"id":"call_9","function":{"name":"test/echo","arguments":"{oops"}}`,
+			// The failure answers the provider's own id: the provider
+			// wants every call of a turn answered.
+			want:        `{"tool_call_id":"tc_0426a3b5ebe27a4c5365d1e6","provider_call_id":"call_9","plan_id":"p","sequence":0,"tool_name":"test/echo","provider_format":"openai","arguments":{},"success":false,"output":null,"error":"parse error: arguments are not valid JSON: invalid character 'o' looking for beginning of object key string","error_category":"parse","is_validation":false,"validation_passed":null,"duration_ms":0,"provider_metadata":{},"provider_result":{"content":"parse error: arguments are not valid JSON: invalid character 'o' looking for beginning of object key string","role":"tool","tool_call_id":"call_9"}}`,
 			wantObs:     observed{"(unknown)", "parse"},
 			wantUpdates: `[{"tool_call_id":"tc_0426a3b5ebe27a4c5365d1e6","status":"pending","tool_name":"test/echo"},{"tool_call_id":"tc_0426a3b5ebe27a4c5365d1e6","status":"error","tool_name":"test/echo","message":"parse error: arguments are not valid JSON: invalid character 'o' looking for beginning of object key string"}]`,
+		},
+		{
+			// Gemini's OpenAI-compatible endpoint sends "id": "": answered
+			// as "", not under the tc_ id, so the client pairs them.
+			name:        "empty provider id",
+			payload:     `{"id":"","type":"function","function":{"name":"nope","arguments":""}}`,
+			want:        `{"tool_call_id":"tc_0426a3b5ebe27a4c5365d1e6","provider_call_id":"","plan_id":"p","sequence":0,"tool_name":"nope","provider_format":"openai","arguments":{},"success":false,"output":null,"error":"Tool 'nope' not found","error_category":"not_found","is_validation":false,"validation_passed":null,"duration_ms":0,"provider_metadata":{},"provider_result":{"content":"Tool 'nope' not found","role":"tool","tool_call_id":""}}`,
+			wantObs:     observed{"(unknown)", "not_found"},
+			wantUpdates: `[{"tool_call_id":"tc_0426a3b5ebe27a4c5365d1e6","status":"pending","tool_name":"nope"},{"tool_call_id":"tc_0426a3b5ebe27a4c5365d1e6","status":"error","tool_name":"nope","message":"Tool 'nope' not found"}]`,
 		},
 		{
 			name:        "schema error",

@@ -29,9 +29,13 @@ type Call struct {
 	// Arguments is the decoded arguments object; never nil after normalization.
 	Arguments map[string]any `json:"arguments"`
 	// ProviderCallID is the provider's own id for the call ("call_…",
-	// "toolu_…"); empty when the provider sent none.
+	// "toolu_…"); empty when the provider sent none, or sent "" (Gemini's
+	// OpenAI-compatible endpoint), which HasProviderCallID tells apart.
 	ProviderCallID string `json:"provider_call_id,omitempty"`
-	Format         Format `json:"provider_format"`
+	// HasProviderCallID says the provider sent an id, even "": the result
+	// answers it as sent, so that the client pairs answer and call.
+	HasProviderCallID bool   `json:"-"`
+	Format            Format `json:"provider_format"`
 	// Extra carries provider fields that must travel back with the result
 	// (for example a Gemini thoughtSignature, or a JSON-RPC request id).
 	Extra map[string]any `json:"-"`
