@@ -10,11 +10,12 @@ import (
 	"github.com/toolrouterd/toolrouterd/internal/llm/ollama"
 	"github.com/toolrouterd/toolrouterd/internal/llm/openai"
 	"github.com/toolrouterd/toolrouterd/internal/registry"
+	"github.com/toolrouterd/toolrouterd/internal/telemetry"
 )
 
 // adapters returns the factory of provider adapters: one shared HTTP client,
 // keys read from the variable each provider names at the time of the run.
-func adapters(getenv func(string) string) func(p registry.Provider) (llm.Adapter, error) {
+func adapters(getenv func(string) string, tel *telemetry.Telemetry) func(p registry.Provider) (llm.Adapter, error) {
 	client := &http.Client{Transport: &http.Transport{
 		Proxy:               http.ProxyFromEnvironment,
 		MaxIdleConns:        256,
@@ -23,6 +24,7 @@ func adapters(getenv func(string) string) func(p registry.Provider) (llm.Adapter
 		TLSHandshakeTimeout: 10 * time.Second,
 		ForceAttemptHTTP2:   true,
 	}}
+	client.Transport = tel.Transport(client.Transport) // traceparent to the providers
 	return func(p registry.Provider) (llm.Adapter, error) {
 		cfg := llm.Config{BaseURL: p.BaseURL, HTTPClient: client}
 		if p.APIKeyEnv != "" {
@@ -34,11 +36,11 @@ func adapters(getenv func(string) string) func(p registry.Provider) (llm.Adapter
 		}
 		switch p.Kind {
 		case "openai":
-			return openai.New(cfg), nil
+			return tel.Adapter(openai.New(cfg), "openai"), nil
 		case "anthropic":
-			return anthropic.New(cfg), nil
+			return tel.Adapter(anthropic.New(cfg), "anthropic"), nil
 		case "ollama":
-			return ollama.New(cfg), nil
+			return tel.Adapter(ollama.New(cfg), "ollama"), nil
 		}
 		return nil, fmt.Errorf("unsupported provider kind %q", p.Kind)
 	}

@@ -28,6 +28,7 @@ import (
 	"github.com/toolrouterd/toolrouterd/internal/remote"
 	"github.com/toolrouterd/toolrouterd/internal/router"
 	"github.com/toolrouterd/toolrouterd/internal/store"
+	"github.com/toolrouterd/toolrouterd/internal/telemetry"
 )
 
 func newLogger(c config.Config, w io.Writer) zerolog.Logger {
@@ -47,6 +48,12 @@ func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) er
 		return exitError(2)
 	}
 	log := newLogger(cfg, stderr)
+	tel, err := telemetry.Setup(ctx, getenv)
+	if err != nil {
+		fmt.Fprintln(stderr, "toolrouterd: tracing:", err)
+		return exitError(2)
+	}
+	defer flushTraces(tel, log)
 
 	// Start-up failures name the variable at fault, like config errors.
 	st, err := store.Open(ctx, cfg.Store)
@@ -74,9 +81,11 @@ func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) er
 	}
 
 	m := metrics.New()
-	exec := remote.New(remote.Options{})
+	st = m.Store(st)
+	exec := remote.New(remote.Options{Wrap: tel.Transport})
 	defer exec.CloseIdle()
 	mcpm := mcpclient.New(log, m.Registerer())
+	mcpm.Trace, mcpm.TraceHTTP = tel.MCPClient(), tel.Transport
 	defer mcpm.Close()
 	mcpm.OnChange(func() {
 		if err := holder.SetExtra(mcpm.Tools()); err != nil {
@@ -90,12 +99,15 @@ func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) er
 		Seq:              st,
 		Results:          st,
 		Observer:         m,
+		Tracer:           tel,
 		BatchConcurrency: cfg.BatchConcurrency,
 	}
 	runner := &agent.Runner{
 		Router:    rt,
 		Registry:  func() agent.Registry { return holder.Current() },
-		Adapter:   adapters(getenv),
+		Adapter:   adapters(getenv, tel),
+		Tracer:    tel,
+		Observer:  m,
 		Runs:      st,
 		Owner:     instanceID(),
 		Heartbeat: cfg.RunHeartbeat,
@@ -107,6 +119,7 @@ func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) er
 		Tools:        func() mcpserver.Tools { return holder.Current() },
 		Logger:       log,
 		MaxBodyBytes: cfg.MaxBodyBytes,
+		Tracing:      tel.MCPServer(),
 	})
 	mcpm.OnChange(mcpSrv.Sync) // /mcp sessions hear of MCP tool changes
 	handler, err := httpapi.NewServer(httpapi.Deps{
@@ -122,6 +135,7 @@ func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) er
 		MaxBodyBytes: cfg.MaxBodyBytes,
 		Spec:         api.Spec,
 		MCP:          mcpSrv,
+		Tracer:       tel,
 	})
 	if err != nil {
 		return fmt.Errorf("build HTTP server: %w", err)
@@ -244,5 +258,14 @@ func purgeKeys(ctx context.Context, p keyPurger, log zerolog.Logger) {
 				log.Debug().Int("keys", n).Msg("purged expired idempotency keys")
 			}
 		}
+	}
+}
+
+// flushTraces exports the spans still buffered before the process exits.
+func flushTraces(tel *telemetry.Telemetry, log zerolog.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := tel.Shutdown(ctx); err != nil {
+		log.Warn().Err(err).Msg("flush traces")
 	}
 }

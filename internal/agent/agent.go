@@ -50,6 +50,18 @@ type Runs interface {
 	InterruptStale(ctx context.Context, before time.Time) (int, error)
 }
 
+// Tracer opens the spans of a run and of its loop iterations
+// (telemetry.Telemetry).
+type Tracer interface {
+	Run(ctx context.Context, run *toolrouter.Run) (context.Context, func(*toolrouter.Run))
+	Iteration(ctx context.Context, n int) (context.Context, func())
+}
+
+// Observer counts finished runs by status (metrics).
+type Observer interface {
+	RunFinished(status string)
+}
+
 // Runner runs tool-calling loops. Its fields are set once at construction.
 type Runner struct {
 	Router   Router
@@ -65,6 +77,8 @@ type Runner struct {
 	// ToolConcurrency bounds the parallel tool calls of one turn (default 16).
 	ToolConcurrency int
 	Now             func() time.Time
+	Tracer          Tracer   // may be nil
+	Observer        Observer // may be nil
 
 	bg sync.WaitGroup // background runs
 }
@@ -224,6 +238,10 @@ func (r *Runner) Execute(ctx context.Context, pr *Pending, emit func(Event)) *to
 		emit = func(Event) {}
 	}
 	run, p := pr.Run, pr.plan
+	endRun, endIter := func(*toolrouter.Run) {}, func() {}
+	if r.Tracer != nil {
+		ctx, endRun = r.Tracer.Run(ctx, run)
+	}
 	log := zerolog.Ctx(ctx).With().Str("run_id", run.RunID).Str("plan_id", run.Context.PlanID).Logger()
 	emit(Event{Type: "run_started", Data: run})
 
@@ -257,6 +275,11 @@ func (r *Runner) Execute(ctx context.Context, pr *Pending, emit func(Event)) *to
 		mu.Unlock()
 		save()
 		emit(Event{Type: "run_finished", Data: run})
+		endIter()
+		endRun(run)
+		if r.Observer != nil {
+			r.Observer.RunFinished(string(status))
+		}
 		log.Info().Str("status", string(status)).Int("iterations", run.Iterations).Int("tool_calls", len(run.ToolCalls)).Msg("run finished")
 		return run
 	}
@@ -272,7 +295,12 @@ func (r *Runner) Execute(ctx context.Context, pr *Pending, emit func(Event)) *to
 		if ctx.Err() != nil {
 			return finish(toolrouter.RunFailed, "", "run cancelled: "+context.Cause(ctx).Error())
 		}
-		resp, err := p.adapter.Chat(ctx, llm.Request{Model: p.model, Messages: messages, Tools: p.tools, ToolChoice: p.req.ToolChoice})
+		ictx := ctx
+		if r.Tracer != nil {
+			endIter()
+			ictx, endIter = r.Tracer.Iteration(ctx, iter)
+		}
+		resp, err := p.adapter.Chat(ictx, llm.Request{Model: p.model, Messages: messages, Tools: p.tools, ToolChoice: p.req.ToolChoice})
 		mu.Lock()
 		run.Iterations = iter
 		mu.Unlock()
@@ -300,7 +328,7 @@ func (r *Runner) Execute(ctx context.Context, pr *Pending, emit func(Event)) *to
 			return finish(toolrouter.RunCompleted, "", "")
 		}
 		messages = append(messages, llm.Message{Role: llm.RoleAssistant, Content: resp.Content, ToolCalls: resp.ToolCalls})
-		records := r.callTools(ctx, run, p, iter, resp.ToolCalls, emit)
+		records := r.callTools(ictx, run, p, iter, resp.ToolCalls, emit)
 		mu.Lock()
 		run.ToolCalls = append(run.ToolCalls, records...)
 		mu.Unlock()

@@ -11,6 +11,7 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/rs/zerolog"
 
+	"github.com/toolrouterd/toolrouterd/internal/telemetry"
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
 
@@ -53,8 +54,9 @@ type Deps struct {
 	// BodyReadTimeout bounds how long a request body may take to arrive
 	// (default 60s); a slower one is 408.
 	BodyReadTimeout time.Duration
-	Spec            []byte       // the OpenAPI document, served as-is and enforced
-	MCP             http.Handler // the /mcp MCP server (mcpserver.Handler); nil leaves /mcp unmounted
+	Spec            []byte               // the OpenAPI document, served as-is and enforced
+	MCP             http.Handler         // the /mcp MCP server (mcpserver.Handler); nil leaves /mcp unmounted
+	Tracer          *telemetry.Telemetry // nil: no spans
 }
 
 // NewServer returns the service's HTTP handler.

@@ -71,6 +71,11 @@ type Manager struct {
 
 	notifyMu sync.Mutex // serializes the OnChange hooks
 
+	// Trace, when set before the first Sync, traces every server's
+	// tools/call (telemetry.Telemetry.MCPClient) and HTTP requests.
+	Trace     mcp.Middleware
+	TraceHTTP func(http.RoundTripper) http.RoundTripper
+
 	tokens     atomic.Uint64
 	progressMu sync.Mutex
 	progress   map[string]*progressSink
@@ -345,4 +350,12 @@ func (e *Executor) Call(ctx context.Context, req remote.Request) remote.Outcome 
 		return e.MCP.Call(ctx, req)
 	}
 	return e.HTTP.Call(ctx, req)
+}
+
+// traced is the base transport, wrapped by TraceHTTP when set.
+func (m *Manager) traced() http.RoundTripper {
+	if m.TraceHTTP != nil {
+		return m.TraceHTTP(m.base)
+	}
+	return m.base
 }

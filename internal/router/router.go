@@ -33,9 +33,15 @@ type Sequencer interface {
 	NextSequences(ctx context.Context, planID string, n int64) (first int64, err error)
 }
 
-// Observer records tool call outcomes (metrics).
+// Observer records tool call outcomes (metrics); ctx is the call's, with
+// its span (an exemplar).
 type Observer interface {
-	ToolCall(tool string, outcome string, d time.Duration)
+	ToolCall(ctx context.Context, tool string, outcome string, d time.Duration)
+}
+
+// Tracer opens the span of one tool call (telemetry.Telemetry.ToolCall).
+type Tracer interface {
+	ToolCall(ctx context.Context, planID string, seq int64, id string) (context.Context, func(*toolrouter.Result))
 }
 
 // Results keeps route results by tool_call_id.
@@ -50,6 +56,7 @@ type Router struct {
 	Seq              Sequencer
 	Results          Results  // may be nil
 	Observer         Observer // may be nil
+	Tracer           Tracer   // may be nil
 	BatchConcurrency int      // tool calls of one batch executed at once (at least 1)
 	Now              func() time.Time
 }
@@ -166,6 +173,11 @@ func (r *Router) route(ctx context.Context, planID string, seq int64, payload an
 	rc.id, _ = toolrouter.ToolCallID(planID, seq) // planID and seq are valid here
 	id := rc.id
 	res := &rc.r.res
+	if r.Tracer != nil {
+		var end func(*toolrouter.Result)
+		ctx, end = r.Tracer.ToolCall(ctx, planID, seq, id)
+		defer end(res)
+	}
 	res.ToolCallID = id
 	res.PlanID = planID
 	res.Sequence = seq
@@ -282,7 +294,7 @@ func (r *Router) finish(ctx context.Context, rc *routeCall, out remote.Outcome, 
 		if name == "" || !answered && (*res.ErrorCategory == toolrouter.CategoryNotFound || *res.ErrorCategory == toolrouter.CategoryParse) {
 			name = "(unknown)" // keep metric label cardinality bounded
 		}
-		r.Observer.ToolCall(name, outcome, elapsed)
+		r.Observer.ToolCall(ctx, name, outcome, elapsed)
 	}
 	if r.Results != nil {
 		// The tool ran: keep its result even if the caller went away.

@@ -93,6 +93,13 @@ func (tr *transport) RoundTrip(r *http.Request) (*http.Response, error) {
 	return resp, nil
 }
 
+// CloseIdleConnections closes the idle connections of the wrapped transport.
+func (tr *transport) CloseIdleConnections() {
+	if ci, ok := tr.base.(interface{ CloseIdleConnections() }); ok {
+		ci.CloseIdleConnections()
+	}
+}
+
 // redacted is the request URL without userinfo and query (where keys
 // travel).
 func redacted(r *http.Request) string {
