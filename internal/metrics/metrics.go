@@ -139,6 +139,9 @@ func New() *Metrics {
 			Help: "Whether the store answered the last readiness check (1) or not (0).",
 		}),
 	}
+	for _, st := range []string{"completed", "terminated", "failed", "interrupted", "cancelled"} {
+		m.runs.WithLabelValues(st) // exported from 0
+	}
 	m.reg.MustRegister(m.httpRequests, m.httpDuration, m.toolCalls, m.toolDuration, m.reloads, m.inflight, m.runs, m.storeErrors, m.storeUp,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m

@@ -16,7 +16,12 @@ import (
 //
 // Store calls get no spans: they are many and small, and the SDK's samplers
 // cannot tell a debug trace from another cheaply.
-func (m *Metrics) Store(st store.Store) store.Store { return &countedStore{Store: st, m: m} }
+func (m *Metrics) Store(st store.Store) store.Store {
+	for _, op := range []string{"ping", "next_sequence", "save_result", "claim_key", "complete_key", "save_run", "get_run", "list_runs", "purge_keys"} {
+		m.storeErrors.WithLabelValues(op) // exported from 0, so that rate() sees the first error
+	}
+	return &countedStore{Store: st, m: m}
+}
 
 type countedStore struct {
 	store.Store
