@@ -4,6 +4,8 @@
 #   direct   bench/loadgen -> exampletools POST /echo
 #   nginx    bench/loadgen -> nginx (reverse proxy, keep-alive upstream) -> exampletools
 #   router   bench/loadgen -> toolrouterd POST /route -> exampletools POST /echo
+#   traced   the same with tracing on: every request sampled (always_on) and
+#            exported over OTLP/HTTP to bench/otlpsink, which discards them
 #
 # each at a fixed rate (open loop) and at full speed (closed loop), after a
 # warmup. Run by `make bench-load` after `make build` (bin/toolrouterd and
@@ -135,9 +137,12 @@ command -v curl >/dev/null || die "curl is needed to wait for the servers"
 free_port TOOL_PORT
 free_port ROUTER_PORT
 free_port NGINX_PORT
+free_port TRACED_PORT
+free_port SINK_PORT
 
 log "building bench/loadgen"
 go build -o "$TMP/loadgen" ./bench/loadgen
+go build -o "$TMP/otlpsink" ./bench/otlpsink
 
 "$BIN/exampletools" -addr "127.0.0.1:$TOOL_PORT" >"$TMP/exampletools.log" 2>&1 &
 PIDS+=($!)
@@ -164,6 +169,21 @@ env TOOLROUTER_ADDR="127.0.0.1:$ROUTER_PORT" \
 	"$BIN/toolrouterd" >"$TMP/toolrouterd.log" 2>&1 &
 PIDS+=($!)
 wait_http toolrouterd "http://127.0.0.1:$ROUTER_PORT/healthz" "${PIDS[-1]}"
+
+"$TMP/otlpsink" -addr "127.0.0.1:$SINK_PORT" >"$TMP/otlpsink.log" 2>&1 &
+PIDS+=($!)
+wait_http otlpsink "http://127.0.0.1:$SINK_PORT/" "${PIDS[-1]}"
+env TOOLROUTER_ADDR="127.0.0.1:$TRACED_PORT" \
+	TOOLROUTER_REGISTRY="$TMP/registry.yaml" \
+	TOOLROUTER_STORE=memory:// \
+	TOOLROUTER_LOG_LEVEL=warn \
+	TOOLROUTER_API_KEYS= \
+	OTEL_TRACES_EXPORTER=otlp \
+	OTEL_EXPORTER_OTLP_ENDPOINT="http://127.0.0.1:$SINK_PORT" \
+	OTEL_TRACES_SAMPLER=always_on \
+	"$BIN/toolrouterd" >"$TMP/traced.log" 2>&1 &
+PIDS+=($!)
+wait_http traced "http://127.0.0.1:$TRACED_PORT/healthz" "${PIDS[-1]}"
 
 if [[ -n $NGINX ]]; then
 	mkdir -p "$TMP/nginx"
@@ -233,17 +253,19 @@ fi
 
 TARGETS=(direct)
 [[ -n $NGINX ]] && TARGETS+=(nginx)
-TARGETS+=(router)
+TARGETS+=(router traced)
 
 declare -A URL=(
 	[direct]="http://127.0.0.1:$TOOL_PORT/echo"
 	[nginx]="http://127.0.0.1:$NGINX_PORT/echo"
 	[router]="http://127.0.0.1:$ROUTER_PORT/route"
+	[traced]="http://127.0.0.1:$TRACED_PORT/route"
 )
 declare -A BODY=(
 	[direct]="$TMP/echo.json"
 	[nginx]="$TMP/echo.json"
 	[router]="$TMP/route.json"
+	[traced]="$TMP/route.json"
 )
 declare -A RES=()
 
@@ -299,13 +321,18 @@ for mode in fixed full; do
 	printf '%-22s %12s %10s %10s\n' "toolrouterd ratio" throughput p50 p99
 	rr=${RES[router.$mode]}
 	for base in "${TARGETS[@]}"; do
-		[[ $base == router ]] && continue
+		[[ $base == router || $base == traced ]] && continue
 		br=${RES[$base.$mode]}
 		printf '%-22s %12s %10s %10s\n' "router / $base" \
 			"$(ratio "$(field "$rr" rps)" "$(field "$br" rps)")" \
 			"$(ratio "$(field "$rr" p50_ms)" "$(field "$br" p50_ms)")" \
 			"$(ratio "$(field "$rr" p99_ms)" "$(field "$br" p99_ms)")"
 	done
+	tr=${RES[traced.$mode]}
+	printf '%-22s %12s %10s %10s\n' "traced / router" \
+		"$(ratio "$(field "$tr" rps)" "$(field "$rr" rps)")" \
+		"$(ratio "$(field "$tr" p50_ms)" "$(field "$rr" p50_ms)")" \
+		"$(ratio "$(field "$tr" p99_ms)" "$(field "$rr" p99_ms)")"
 done
 [[ -z $NGINX ]] && echo && echo "(nginx baseline skipped: nginx was not available; see the messages above)"
 echo

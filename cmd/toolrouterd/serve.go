@@ -20,6 +20,7 @@ import (
 	"github.com/toolrouterd/toolrouterd/internal/randid"
 	"github.com/toolrouterd/toolrouterd/internal/registry"
 	"github.com/toolrouterd/toolrouterd/internal/service"
+	"github.com/toolrouterd/toolrouterd/internal/telemetry"
 )
 
 func newLogger(c config.Config, w io.Writer) zerolog.Logger {
@@ -41,6 +42,12 @@ func serve(ctx context.Context, lookupEnv func(string) (string, bool), stderr io
 		return exitError(2)
 	}
 	log := newLogger(cfg, stderr)
+	tel, err := telemetry.Setup(ctx, getenv)
+	if err != nil {
+		fmt.Fprintln(stderr, "toolrouterd: tracing:", err)
+		return exitError(2)
+	}
+	defer flushTraces(tel, log)
 
 	reg := registry.Empty()
 	if cfg.Registry == "" {
@@ -54,7 +61,7 @@ func serve(ctx context.Context, lookupEnv func(string) (string, bool), stderr io
 		}
 		return exitError(1)
 	}
-	svc, err := service.New(ctx, service.Options{Config: cfg, Registry: reg, Getenv: getenv, Logger: log, Owner: instanceID()})
+	svc, err := service.New(ctx, service.Options{Config: cfg, Registry: reg, Getenv: getenv, Logger: log, Owner: instanceID(), Telemetry: tel})
 	if err != nil {
 		// Start-up failures name the variable at fault, like config errors.
 		log.Error().Err(err).Str("store", service.StoreKind(cfg.Store)).Msg("cannot start")
@@ -131,4 +138,13 @@ func reloadOnHUP(ctx context.Context, svc *service.Service, log zerolog.Logger) 
 func instanceID() string {
 	host, _ := os.Hostname()
 	return fmt.Sprintf("%s-%d-%s", host, os.Getpid(), randid.Hex(4))
+}
+
+// flushTraces exports the spans still buffered before the process exits.
+func flushTraces(tel *telemetry.Telemetry, log zerolog.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := tel.Shutdown(ctx); err != nil {
+		log.Warn().Err(err).Msg("flush traces")
+	}
 }

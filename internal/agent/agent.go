@@ -55,6 +55,18 @@ type Runs interface {
 	InterruptStale(ctx context.Context, before time.Time) (int, error)
 }
 
+// Tracer opens the spans of a run and of its loop iterations
+// (telemetry.Telemetry).
+type Tracer interface {
+	Run(ctx context.Context, run *toolrouter.Run) (context.Context, func(*toolrouter.Run))
+	Iteration(ctx context.Context, n int) (context.Context, func())
+}
+
+// Observer counts finished runs by status (metrics).
+type Observer interface {
+	RunFinished(status string)
+}
+
 // Runner runs tool-calling loops. Its fields are set once at construction.
 type Runner struct {
 	Router   Router
@@ -71,8 +83,10 @@ type Runner struct {
 	ToolConcurrency int
 	// Limiter, when set, counts every tool call the model makes against
 	// the rate limit of the run's client; a call over it is not made.
-	Limiter Limiter
-	Now     func() time.Time
+	Limiter  Limiter
+	Now      func() time.Time
+	Tracer   Tracer   // may be nil
+	Observer Observer // may be nil
 
 	bg sync.WaitGroup // background runs
 }

@@ -79,6 +79,19 @@ type outcome struct {
 // nil) receives the run's events in order. Cancelling ctx ends the run as
 // failed ("run cancelled"), with every record kept.
 func (r *Runner) Execute(ctx context.Context, pr *Pending, emit func(Event)) *toolrouter.Run {
+	endRun := func(*toolrouter.Run) {}
+	if r.Tracer != nil {
+		ctx, endRun = r.Tracer.Run(ctx, pr.Run)
+	}
+	run := r.execute(ctx, pr, emit)
+	endRun(run)
+	if r.Observer != nil {
+		r.Observer.RunFinished(string(run.Status))
+	}
+	return run
+}
+
+func (r *Runner) execute(ctx context.Context, pr *Pending, emit func(Event)) *toolrouter.Run {
 	x := &execution{r: r, run: pr.Run, p: pr.plan, emitTo: emit,
 		log: zerolog.Ctx(ctx).With().Str("run_id", pr.Run.RunID).Str("plan_id", pr.Run.Context.PlanID).Logger()}
 	x.emit(EventRunStarted, x.run)
@@ -90,7 +103,13 @@ func (r *Runner) Execute(ctx context.Context, pr *Pending, emit func(Event)) *to
 	}
 	x.messages = append(x.messages, llm.Message{Role: llm.RoleUser, Content: x.p.req.Prompt})
 	for iter := 1; iter <= x.p.maxIter; iter++ {
-		if end := x.turn(ctx, iter); end != nil {
+		ictx, endIter := ctx, func() {}
+		if r.Tracer != nil {
+			ictx, endIter = r.Tracer.Iteration(ctx, iter)
+		}
+		end := x.turn(ictx, iter)
+		endIter()
+		if end != nil {
 			return x.finish(ctx, *end)
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/toolrouterd/toolrouterd/internal/access"
+	"github.com/toolrouterd/toolrouterd/internal/telemetry"
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
 
@@ -73,8 +74,9 @@ type Deps struct {
 	// BodyReadTimeout bounds how long a request body may take to arrive
 	// (default 60s); a slower one is 408.
 	BodyReadTimeout time.Duration
-	Spec            []byte       // the OpenAPI document, served as-is and enforced
-	MCP             http.Handler // the /mcp MCP server (mcpserver.Handler); nil leaves /mcp unmounted
+	Spec            []byte               // the OpenAPI document, served as-is and enforced
+	MCP             http.Handler         // the /mcp MCP server (mcpserver.Handler); nil leaves /mcp unmounted
+	Tracer          *telemetry.Telemetry // nil: no spans
 }
 
 // NewServer returns the service's HTTP handler. Every dependency but MCP

@@ -72,6 +72,11 @@ type Manager struct {
 
 	notifyMu sync.Mutex // serializes the OnChange hooks
 
+	// Trace, when set before the first Sync, traces every server's
+	// tools/call (telemetry.Telemetry.MCPClient) and HTTP requests.
+	Trace     mcp.Middleware
+	TraceHTTP func(http.RoundTripper) http.RoundTripper
+
 	tokens     atomic.Uint64
 	progressMu sync.Mutex
 	progress   map[string]*progressSink
@@ -321,4 +326,12 @@ func (m *Manager) progressEvent(data []byte) {
 	if !sink.closed {
 		sink.fn(n.Params.Progress, n.Params.Total, n.Params.Message)
 	}
+}
+
+// traced is the base transport, wrapped by TraceHTTP when set.
+func (m *Manager) traced() http.RoundTripper {
+	if m.TraceHTTP != nil {
+		return m.TraceHTTP(m.base)
+	}
+	return m.base
 }

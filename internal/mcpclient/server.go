@@ -83,7 +83,7 @@ func newServer(m *Manager, cfg toolrouter.MCPServer) *server {
 		round:   make(chan struct{}),
 	}
 	s.http = &http.Client{
-		Transport: &serverTransport{base: m.base, headers: s.headers, lost: s.lost, event: m.progressEvent},
+		Transport: &serverTransport{base: m.traced(), headers: s.headers, lost: s.lost, event: m.progressEvent},
 		// Never follow a redirect: it would carry the server's headers
 		// (secrets) to another URL.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
@@ -97,6 +97,9 @@ func newServer(m *Manager, cfg toolrouter.MCPServer) *server {
 		// serverTransport.event): no ProgressNotificationHandler.
 		KeepAlive: keepAlive,
 	})
+	if m.Trace != nil {
+		s.client.AddSendingMiddleware(m.Trace)
+	}
 	return s
 }
 

@@ -91,6 +91,8 @@ type Deps struct {
 	// a request over the limit is answered HTTP 429 with a JSON-RPC error
 	// and no tool is called.
 	Limiter Limiter
+	// Tracing, when set, wraps every request received (telemetry.Telemetry.MCPServer).
+	Tracing mcp.Middleware
 }
 
 // DefaultPlanID is the default plan-id policy: the _meta's
@@ -160,6 +162,9 @@ func New(d Deps) *Handler {
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
 	})
 	h.srv.AddReceivingMiddleware(h.intercept)
+	if d.Tracing != nil { // added last: the outermost, so its span covers the call
+		h.srv.AddReceivingMiddleware(d.Tracing)
+	}
 	h.http = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return h.srv }, &mcp.StreamableHTTPOptions{
 		Logger:              slogger,
 		SessionTimeout:      d.SessionTimeout,

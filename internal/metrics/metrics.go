@@ -3,6 +3,7 @@
 package metrics
 
 import (
+	"context"
 	"net/http"
 	"strconv"
 	"sync"
@@ -12,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Metrics are the service's collectors.
@@ -24,6 +26,9 @@ type Metrics struct {
 	reloads      *prometheus.CounterVec
 	rateLimited  *prometheus.CounterVec
 	inflight     prometheus.Gauge
+	runs         *prometheus.CounterVec
+	storeErrors  *prometheus.CounterVec
+	storeUp      prometheus.Gauge
 
 	// The children of the per-call vectors, looked up once per label set
 	// rather than on every call.
@@ -126,15 +131,31 @@ func New() *Metrics {
 			Name: "toolrouter_http_requests_in_flight",
 			Help: "HTTP requests being served.",
 		}),
+		runs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "toolrouter_runs_total",
+			Help: "Finished /runs runs by final status.",
+		}, []string{"status"}),
+		storeErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "toolrouter_store_errors_total",
+			Help: "Store calls that failed (not counting not-found and conflict answers), by operation.",
+		}, []string{"operation"}),
+		storeUp: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "toolrouter_store_up",
+			Help: "Whether the store answered the last readiness check (1) or not (0).",
+		}),
 	}
-	m.reg.MustRegister(m.httpRequests, m.httpDuration, m.toolCalls, m.toolDuration, m.reloads, m.rateLimited, m.inflight,
+	for _, st := range []string{"completed", "terminated", "failed", "interrupted", "cancelled"} {
+		m.runs.WithLabelValues(st) // exported from 0
+	}
+	m.reg.MustRegister(m.httpRequests, m.httpDuration, m.toolCalls, m.toolDuration, m.reloads, m.rateLimited, m.inflight, m.runs, m.storeErrors, m.storeUp,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
 
-// Handler serves the metrics in the Prometheus exposition format.
+// Handler serves the metrics in the Prometheus text format, or in
+// OpenMetrics (with the tool-call exemplars) to a scraper that asks for it.
 func (m *Metrics) Handler() http.Handler {
-	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{EnableOpenMetrics: true})
 }
 
 // Registerer lets other packages add collectors of their own.
@@ -158,12 +179,23 @@ func (m *Metrics) lookupHTTP(k httpKey) httpChildren {
 func (m *Metrics) InFlight(delta float64) { m.inflight.Add(delta) }
 
 // ToolCall records one routed tool call of a client. client must be a
-// configured client name (or ""), so the label stays bounded.
-func (m *Metrics) ToolCall(client, tool, outcome string, d time.Duration) {
+// configured client name (or ""), so the label stays bounded. When ctx
+// holds a sampled span, its latency carries the trace id as an exemplar, so
+// that a slow bucket on the dashboard leads to a trace.
+func (m *Metrics) ToolCall(ctx context.Context, client, tool, outcome string, d time.Duration) {
 	c := m.toolChildren.get(toolKey{client, tool, outcome}, m.lookupTool)
 	c.calls.Inc()
+	if sc := trace.SpanContextFromContext(ctx); sc.IsSampled() {
+		if eo, ok := c.duration.(prometheus.ExemplarObserver); ok {
+			eo.ObserveWithExemplar(d.Seconds(), prometheus.Labels{"trace_id": sc.TraceID().String()})
+			return
+		}
+	}
 	c.duration.Observe(d.Seconds())
 }
+
+// RunFinished records a /runs run that ended with status.
+func (m *Metrics) RunFinished(status string) { m.runs.WithLabelValues(status).Inc() }
 
 func (m *Metrics) lookupTool(k toolKey) toolChildren {
 	return toolChildren{

@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -46,10 +47,10 @@ func wantSeries(t *testing.T, got map[string]float64, want map[string]float64) {
 func TestToolCallAndHTTPRequestCount(t *testing.T) {
 	m := New()
 	for range 3 {
-		m.ToolCall("billing", "test/echo", "success", 2*time.Millisecond)
+		m.ToolCall(context.Background(), "billing", "test/echo", "success", 2*time.Millisecond)
 	}
-	m.ToolCall("", "test/echo", "timeout", time.Second)
-	m.ToolCall("", "(unknown)", "not_found", time.Millisecond)
+	m.ToolCall(context.Background(), "", "test/echo", "timeout", time.Second)
+	m.ToolCall(context.Background(), "", "(unknown)", "not_found", time.Millisecond)
 	for range 2 {
 		m.HTTPRequest("/route", "POST", 200, time.Millisecond)
 	}
@@ -105,7 +106,7 @@ func TestInvalidLabelPanicsEveryTime(t *testing.T) {
 					t.Error("an invalid UTF-8 label value did not panic")
 				}
 			}()
-			m.ToolCall("", "bad\xff", "success", time.Millisecond)
+			m.ToolCall(context.Background(), "", "bad\xff", "success", time.Millisecond)
 		}()
 	}
 }
@@ -114,7 +115,7 @@ func BenchmarkToolCall(b *testing.B) {
 	m := New()
 	b.ReportAllocs()
 	for b.Loop() {
-		m.ToolCall("", "test/echo", "success", time.Millisecond)
+		m.ToolCall(context.Background(), "", "test/echo", "success", time.Millisecond)
 	}
 }
 

@@ -54,6 +54,8 @@ type Options struct {
 	// DefaultTimeout is the per-call deadline of tools whose Timeout is 0.
 	// Default 30s.
 	DefaultTimeout time.Duration
+	// Wrap, when set, wraps the transport (tracing: telemetry.Transport).
+	Wrap func(http.RoundTripper) http.RoundTripper
 }
 
 // Client executes tool calls. It holds one transport whose keep-alive
@@ -86,6 +88,9 @@ func New(opts Options) *Client {
 	rt := opts.Transport
 	if rt == nil {
 		rt = outbound.NewTransport()
+	}
+	if opts.Wrap != nil {
+		rt = opts.Wrap(rt)
 	}
 	return &Client{
 		rt:             rt,

@@ -34,9 +34,15 @@ type Sequencer interface {
 }
 
 // Observer records tool call outcomes (metrics) by client (a configured
-// client name, "" when the service is open).
+// client name, "" when the service is open); ctx is the call's, with its
+// span (an exemplar).
 type Observer interface {
-	ToolCall(client, tool, outcome string, d time.Duration)
+	ToolCall(ctx context.Context, client, tool, outcome string, d time.Duration)
+}
+
+// Tracer opens the span of one tool call (telemetry.Telemetry.ToolCall).
+type Tracer interface {
+	ToolCall(ctx context.Context, planID string, seq int64, id string) (context.Context, func(*toolrouter.Result))
 }
 
 // Results keeps route results by tool_call_id.
@@ -52,6 +58,7 @@ type Router struct {
 	Seq              Sequencer
 	Results          Results  // may be nil
 	Observer         Observer // may be nil
+	Tracer           Tracer   // may be nil
 	BatchConcurrency int      // tool calls of one batch executed at once (at least 1)
 	Now              func() time.Time
 }
@@ -168,6 +175,11 @@ func (r *Router) route(ctx context.Context, planID string, seq int64, payload an
 	rc.id, _ = toolrouter.ToolCallID(planID, seq) // planID and seq are valid here
 	id := rc.id
 	res := &rc.r.res
+	if r.Tracer != nil {
+		var end func(*toolrouter.Result)
+		ctx, end = r.Tracer.ToolCall(ctx, planID, seq, id)
+		defer end(res)
+	}
 	res.ToolCallID = id
 	res.PlanID = planID
 	res.Sequence = seq
@@ -295,7 +307,7 @@ func (r *Router) finish(ctx context.Context, rc *routeCall, out toolrouter.Outco
 		if name == "" || !answered && (*res.ErrorCategory == toolrouter.CategoryNotFound || *res.ErrorCategory == toolrouter.CategoryParse) {
 			name = "(unknown)" // keep metric label cardinality bounded
 		}
-		r.Observer.ToolCall(access.FromContext(ctx).LabelName(), name, outcome, elapsed)
+		r.Observer.ToolCall(ctx, access.FromContext(ctx).LabelName(), name, outcome, elapsed)
 	}
 	if r.Results != nil {
 		// The tool ran: keep its result even if the caller went away.

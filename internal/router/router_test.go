@@ -32,7 +32,7 @@ type observed struct{ tool, outcome string }
 
 type observer struct{ calls []observed }
 
-func (o *observer) ToolCall(_, tool, outcome string, d time.Duration) {
+func (o *observer) ToolCall(_ context.Context, _, tool, outcome string, d time.Duration) {
 	if d <= 0 {
 		panic("no duration")
 	}

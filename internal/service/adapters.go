@@ -9,6 +9,7 @@ import (
 	"github.com/toolrouterd/toolrouterd/internal/llm/ollama"
 	"github.com/toolrouterd/toolrouterd/internal/llm/openai"
 	"github.com/toolrouterd/toolrouterd/internal/outbound"
+	"github.com/toolrouterd/toolrouterd/internal/telemetry"
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
 
@@ -16,14 +17,16 @@ import (
 // keys read from the variable each provider names at the time of the run.
 type Adapters struct {
 	getenv    func(string) string
+	tel       *telemetry.Telemetry
 	transport *http.Transport
 	client    *http.Client
 }
 
 // NewAdapters returns the adapter factory reading keys with getenv.
-func NewAdapters(getenv func(string) string) *Adapters {
+func NewAdapters(getenv func(string) string, tel *telemetry.Telemetry) *Adapters {
 	t := outbound.NewTransport()
-	return &Adapters{getenv: getenv, transport: t, client: &http.Client{Transport: t}}
+	// traceparent to the providers
+	return &Adapters{getenv: getenv, tel: tel, transport: t, client: &http.Client{Transport: tel.Transport(t)}}
 }
 
 // For returns the adapter of a provider of the registry.
@@ -38,11 +41,11 @@ func (a *Adapters) For(p toolrouter.Provider) (llm.Adapter, error) {
 	}
 	switch p.Kind {
 	case "openai":
-		return openai.New(cfg), nil
+		return a.tel.Adapter(openai.New(cfg), "openai"), nil
 	case "anthropic":
-		return anthropic.New(cfg), nil
+		return a.tel.Adapter(anthropic.New(cfg), "anthropic"), nil
 	case "ollama":
-		return ollama.New(cfg), nil
+		return a.tel.Adapter(ollama.New(cfg), "ollama"), nil
 	}
 	return nil, fmt.Errorf("unsupported provider kind %q", p.Kind)
 }

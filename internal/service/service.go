@@ -24,6 +24,7 @@ import (
 	"github.com/toolrouterd/toolrouterd/internal/remote"
 	"github.com/toolrouterd/toolrouterd/internal/router"
 	"github.com/toolrouterd/toolrouterd/internal/store"
+	"github.com/toolrouterd/toolrouterd/internal/telemetry"
 )
 
 // Options are what a Service is built from.
@@ -38,6 +39,9 @@ type Options struct {
 	Logger zerolog.Logger
 	// Owner names this replica in the runs it owns.
 	Owner string
+	// Telemetry traces requests, tool calls, MCP and model calls; nil (or
+	// set up with tracing off) records nothing.
+	Telemetry *telemetry.Telemetry
 }
 
 // Service is a wired toolrouterd: its HTTP handler and the parts that
@@ -72,15 +76,17 @@ func New(ctx context.Context, o Options) (*Service, error) {
 	if reg == nil {
 		reg = registry.Empty()
 	}
+	tel := o.Telemetry
 	s := &Service{
-		Store:    st,
 		cfg:      o.Config,
 		log:      o.Logger,
 		holder:   registry.NewHolder(o.Config.Registry, o.Getenv, reg),
 		metrics:  metrics.New(),
-		exec:     remote.New(remote.Options{}),
-		adapters: NewAdapters(o.Getenv),
+		exec:     remote.New(remote.Options{Wrap: tel.Transport}),
+		adapters: NewAdapters(o.Getenv, tel),
 	}
+	st = s.metrics.Store(st)
+	s.Store = st
 	var jwt *access.JWTVerifier
 	if o.Config.JWT() {
 		jwt = access.NewJWTVerifier(access.JWTConfig{Issuer: o.Config.JWTIssuer, JWKSURL: o.Config.JWTJwksURL,
@@ -99,6 +105,7 @@ func New(ctx context.Context, o Options) (*Service, error) {
 	limiter.OnLimited = s.metrics.RateLimited
 
 	s.mcp = mcpclient.New(o.Logger, s.metrics.Registerer())
+	s.mcp.Trace, s.mcp.TraceHTTP = tel.MCPClient(), tel.Transport
 	s.mcp.OnChange(func() {
 		if err := s.holder.SetExtra(s.mcp.Tools()); err != nil {
 			o.Logger.Warn().Err(err).Msg("MCP tools left out of the registry")
@@ -112,12 +119,15 @@ func New(ctx context.Context, o Options) (*Service, error) {
 		Seq:              st,
 		Results:          st,
 		Observer:         s.metrics,
+		Tracer:           tel,
 		BatchConcurrency: o.Config.BatchConcurrency,
 	}
 	s.Runner = &agent.Runner{
 		Router:    rt,
 		Registry:  func() agent.Registry { return s.holder.Current() },
 		Adapter:   s.adapters.For,
+		Tracer:    tel,
+		Observer:  s.metrics,
 		Runs:      st,
 		Owner:     o.Owner,
 		Heartbeat: o.Config.RunHeartbeat,
@@ -131,6 +141,7 @@ func New(ctx context.Context, o Options) (*Service, error) {
 		Logger:       o.Logger,
 		MaxBodyBytes: o.Config.MaxBodyBytes,
 		Limiter:      limiter,
+		Tracing:      tel.MCPServer(),
 	})
 	s.mcp.OnChange(s.MCP.Sync) // /mcp sessions hear of MCP tool changes
 	s.Handler, err = httpapi.NewServer(httpapi.Deps{
@@ -148,6 +159,7 @@ func New(ctx context.Context, o Options) (*Service, error) {
 		MaxBodyBytes: o.Config.MaxBodyBytes,
 		Spec:         api.Spec,
 		MCP:          s.MCP,
+		Tracer:       tel,
 	})
 	if err != nil {
 		s.Close()

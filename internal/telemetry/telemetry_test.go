@@ -1,0 +1,49 @@
+package telemetry_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/toolrouterd/toolrouterd/internal/telemetry"
+)
+
+func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+func TestSetupErrorsNameTheVariable(t *testing.T) {
+	for v, val := range map[string]string{
+		"OTEL_TRACES_EXPORTER":        "zipkin",
+		"OTEL_EXPORTER_OTLP_PROTOCOL": "http/json",
+		"TOOLROUTER_TRACE_CONTENT":    "maybe",
+	} {
+		m := map[string]string{"OTEL_TRACES_EXPORTER": "otlp", v: val}
+		if _, err := telemetry.Setup(context.Background(), env(m)); err == nil || !strings.HasPrefix(err.Error(), v+":") {
+			t.Errorf("%s=%s: %v", v, val, err)
+		}
+	}
+}
+
+// With the default (no exporter) nothing is traced and nothing is wrapped.
+func TestOffByDefault(t *testing.T) {
+	tel, err := telemetry.Setup(context.Background(), env(nil))
+	if err != nil || tel.Enabled() {
+		t.Fatalf("%v %v", tel.Enabled(), err)
+	}
+	base := http.DefaultTransport
+	if tel.Transport(base) != base || tel.MCPClient() != nil || tel.MCPServer() != nil {
+		t.Error("tracing off still wraps")
+	}
+	r := httptest.NewRequest("GET", "/", nil)
+	r.Header.Set("Traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
+	ctx, end := tel.StartHTTPServer(r)
+	end("/", 200)
+	if ctx != r.Context() {
+		t.Error("tracing off changed the request context")
+	}
+	var nilTel *telemetry.Telemetry
+	if nilTel.Enabled() || nilTel.Shutdown(context.Background()) != nil {
+		t.Error("a nil Telemetry is not a no-op")
+	}
+}
