@@ -19,7 +19,8 @@ func routes(d Deps, doc *openapi3.T) (http.Handler, error) {
 	// checkers send HEAD /healthz); net/http drops the body.
 	r.Use(requestID(d.Logger), accessLog(d.Metrics), recoverer, rejectEmptySegments, middleware.GetHead)
 	r.NotFound(handleNotFound(r))
-	r.MethodNotAllowed(handleMethodNotAllowed(r))
+	public := map[string]bool{"/healthz": true, "/readyz": true, "/metrics": true, "/openapi.yaml": true}
+	r.MethodNotAllowed(handleMethodNotAllowed(r, public, auth(d.APIKeys)))
 
 	// Unauthenticated operations endpoints.
 	r.Get("/healthz", handleHealthz())
@@ -38,7 +39,7 @@ func routes(d Deps, doc *openapi3.T) (http.Handler, error) {
 		r.Get("/runs/{id}", handleGetRun(d.Runs))
 	})
 	if d.MCP != nil { // MCP streamable HTTP: authenticated, but not body-checked (the SDK reads the body and streams SSE)
-		r.With(auth(d.APIKeys)).Handle("/mcp", d.MCP)
+		r.With(auth(d.APIKeys), problemErrors).Handle("/mcp", d.MCP)
 	}
 	return r, nil
 }

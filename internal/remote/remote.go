@@ -159,6 +159,10 @@ type Outcome struct {
 	// {"message": …}). It is false when the tool gave no usable answer: no
 	// connection, a timeout, a crash page, a non-JSON or oversized reply.
 	Answered bool
+	// InvalidUTF8 reports an Output whose invalid UTF-8 bytes were each
+	// replaced by U+FFFD, as encoding/json does in the strings of
+	// provider_result, so that both are the same valid JSON.
+	InvalidUTF8 bool
 }
 
 // Success reports whether the call succeeded.
@@ -258,18 +262,22 @@ func (c *Client) attempt(ctx, callCtx context.Context, timeout time.Duration, re
 		return out, retry, wait
 	}
 
+	ct := resp.Header.Get("Content-Type")
 	data, tooLarge, err := readReply(resp.Body, resp.ContentLength, c.maxReplyBytes)
 	switch {
 	case err != nil:
 		out, retry = transportFailure(ctx, callCtx, timeout, err)
 	case tooLarge:
 		out = failure(toolrouter.CategoryResource, "tool reply exceeds %d bytes", c.maxReplyBytes)
+	case !jsonContentType(ct):
+		// The tool says it is not JSON: a text/plain "{}" is still text.
+		out = failure(toolrouter.CategoryParse, "tool returned a non-JSON reply (Content-Type %s): %s", truncate(ct, nonJSONPrefix), truncate(string(data), nonJSONPrefix))
 	case len(bytes.TrimSpace(data)) == 0:
 		out.Output = json.RawMessage("null")
 	case !json.Valid(data):
 		out = failure(toolrouter.CategoryParse, "tool returned a non-JSON reply: %s", truncate(string(data), nonJSONPrefix))
 	default:
-		out.Output = data
+		out.Output, out.InvalidUTF8 = validUTF8(data)
 	}
 	out.Answered = out.Err == ""
 	out.Status = resp.StatusCode

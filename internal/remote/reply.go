@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
 	"strings"
 	"sync"
@@ -184,4 +185,37 @@ func truncate(s string, n int) string {
 		s = s[:n]
 	}
 	return strings.ToValidUTF8(s, "\uFFFD")
+}
+
+// jsonContentType reports whether a reply's Content-Type allows JSON:
+// absent, application/json or any +json type (RFC 6839).
+func jsonContentType(ct string) bool {
+	if ct == "" {
+		return true
+	}
+	mt, _, err := mime.ParseMediaType(ct)
+	if err != nil {
+		return false
+	}
+	return mt == "application/json" || strings.HasSuffix(mt, "+json")
+}
+
+// validUTF8 returns data with every byte that is not part of valid UTF-8
+// replaced by U+FFFD (encoding/json's rule for strings; in valid JSON such
+// bytes can only be inside strings), reusing data when it is valid.
+func validUTF8(data []byte) (_ []byte, replaced bool) {
+	if utf8.Valid(data) {
+		return data, false
+	}
+	out := make([]byte, 0, len(data)+len(data)/8)
+	for i := 0; i < len(data); {
+		r, size := utf8.DecodeRune(data[i:])
+		if r == utf8.RuneError && size == 1 {
+			out = append(out, "\uFFFD"...)
+		} else {
+			out = append(out, data[i:i+size]...)
+		}
+		i += size
+	}
+	return out, true
 }

@@ -244,6 +244,9 @@ func (r *Router) finish(ctx context.Context, rc *routeCall, out remote.Outcome, 
 	}
 	res.Success = out.Success()
 	res.Output = out.Output
+	if out.InvalidUTF8 {
+		res.Notes = append(res.Notes, toolrouter.NoteInvalidUTF8)
+	}
 	if !res.Success {
 		rc.r.errMsg, rc.r.errCat = out.Err, out.Category
 		if rc.r.errCat == "" {
