@@ -18,7 +18,7 @@ func encode(w http.ResponseWriter, r *http.Request, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	if err := json.NewEncoder(w).Encode(v); err != nil {
-		zerolog.Ctx(r.Context()).Warn().Err(err).Msg("write response")
+		limitedLog(r, zerolog.WarnLevel, "write response").Str("error", clip(err.Error())).Msg("write response")
 	}
 }
 
@@ -79,7 +79,7 @@ func writeError(w http.ResponseWriter, r *http.Request, err error) {
 	status := statusOf(code)
 	if status >= http.StatusInternalServerError && r.Context().Err() != nil && errors.Is(err, r.Context().Err()) {
 		// The store gave up because the client hung up: not our failure.
-		zerolog.Ctx(r.Context()).Info().Err(err).Msg("client went away")
+		zerolog.Ctx(r.Context()).Debug().Str("error", clip(err.Error())).Msg("client went away")
 		w.WriteHeader(statusClientClosed)
 		return
 	}
@@ -87,7 +87,7 @@ func writeError(w http.ResponseWriter, r *http.Request, err error) {
 	case http.StatusInternalServerError:
 		zerolog.Ctx(r.Context()).Error().Err(err).Msg("internal error")
 	case http.StatusServiceUnavailable:
-		zerolog.Ctx(r.Context()).Warn().Err(err).Msg("dependency unavailable")
+		limitedLog(r, zerolog.WarnLevel, "dependency unavailable").Str("error", clip(err.Error())).Msg("dependency unavailable")
 		w.Header().Set("Retry-After", "1")
 	}
 	var field string

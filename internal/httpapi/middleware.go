@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"net/http"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"time"
 
@@ -45,13 +46,16 @@ func validRequestID(id string) bool {
 }
 
 // accessLog logs one line per request and records its metrics under the
-// matched route pattern.
-func accessLog(m Metrics) func(http.Handler) http.Handler {
+// matched route pattern. Successful, fast requests are logged at debug;
+// 4xx and slow ones at info, 5xx at warn, each kind (route and status)
+// rate-limited by lim, and the path clipped (issue 14, item 9).
+func accessLog(m Metrics, lim *logLimiter) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			start := time.Now()
 			ww := middleware.NewWrapResponseWriter(w, r.ProtoMajor)
 			m.InFlight(1)
+			r = r.WithContext(withLimiter(r.Context(), lim))
 			defer func() {
 				m.InFlight(-1)
 				d := time.Since(start)
@@ -67,8 +71,18 @@ func accessLog(m Metrics) func(http.Handler) http.Handler {
 				if route == "/healthz" || route == "/readyz" || route == "/metrics" {
 					return
 				}
-				zerolog.Ctx(r.Context()).Info().
-					Str("method", r.Method).Str("path", r.URL.Path).Str("route", route).
+				var e *zerolog.Event
+				switch {
+				case status >= 500 && status != statusClientClosed:
+					e = lim.event(zerolog.Ctx(r.Context()), zerolog.WarnLevel, "access "+route+" "+strconv.Itoa(status))
+				case status >= 400:
+					e = lim.event(zerolog.Ctx(r.Context()), zerolog.InfoLevel, "access "+route+" "+strconv.Itoa(status))
+				case d >= slowRequest:
+					e = lim.event(zerolog.Ctx(r.Context()), zerolog.InfoLevel, "slow "+route)
+				default:
+					e = zerolog.Ctx(r.Context()).Debug()
+				}
+				e.Str("method", methodLabel(r.Method)).Str("path", clip(r.URL.Path)).Str("route", route).
 					Int("status", status).Int("bytes", ww.BytesWritten()).
 					Float64("duration_ms", float64(d.Microseconds())/1000).
 					Str("remote", r.RemoteAddr).Msg("request")

@@ -55,6 +55,8 @@ type Deps struct {
 	BodyReadTimeout time.Duration
 	Spec            []byte       // the OpenAPI document, served as-is and enforced
 	MCP             http.Handler // the /mcp MCP server (mcpserver.Handler); nil leaves /mcp unmounted
+	// Now is the clock of the log rate limits; nil means time.Now.
+	Now func() time.Time
 }
 
 // NewServer returns the service's HTTP handler.
