@@ -91,6 +91,7 @@ func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) er
 		Results:          st,
 		Observer:         m,
 		BatchConcurrency: cfg.BatchConcurrency,
+		MaxBatchOutput:   cfg.MaxBatchOutputBytes,
 	}
 	runner := &agent.Runner{
 		Router:    rt,
@@ -120,6 +121,7 @@ func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) er
 		KeyTTL:       cfg.IdempotencyTTL,
 		APIKeys:      cfg.APIKeys,
 		MaxBodyBytes: cfg.MaxBodyBytes,
+		WriteTimeout: cfg.WriteTimeout,
 		Spec:         api.Spec,
 		MCP:          mcpSrv,
 	})

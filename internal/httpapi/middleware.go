@@ -198,3 +198,54 @@ func (w *problemWriter) Write(b []byte) (int, error) {
 
 // Unwrap lets http.ResponseController reach Flush and deadlines (SSE).
 func (w *problemWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// writeDeadline gives every response a write deadline of timeout from its
+// first byte (issue 14, item 4): a client that stops reading a large answer
+// is cut off instead of holding it forever, however long the handler ran
+// before answering. Streams (SSE) set deadlines of their own per event,
+// which replace this one; /mcp is left to the MCP SDK's streams.
+func writeDeadline(timeout time.Duration) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/mcp" {
+				next.ServeHTTP(w, r)
+				return
+			}
+			rc := http.NewResponseController(w)
+			// A deadline left by the previous response on this connection
+			// must not cut this one.
+			_ = rc.SetWriteDeadline(time.Time{})
+			next.ServeHTTP(&deadlineWriter{ResponseWriter: w, rc: rc, timeout: timeout}, r)
+		})
+	}
+}
+
+// deadlineWriter sets the write deadline at the first byte of the response.
+type deadlineWriter struct {
+	http.ResponseWriter
+	rc      *http.ResponseController
+	timeout time.Duration
+	started bool
+}
+
+func (w *deadlineWriter) start() {
+	if !w.started {
+		w.started = true
+		_ = w.rc.SetWriteDeadline(time.Now().Add(w.timeout))
+	}
+}
+
+func (w *deadlineWriter) WriteHeader(code int) {
+	if code >= 200 { // 1xx are not the response
+		w.start()
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *deadlineWriter) Write(b []byte) (int, error) {
+	w.start()
+	return w.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach Flush and deadlines (SSE).
+func (w *deadlineWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

@@ -55,6 +55,9 @@ type Deps struct {
 	BodyReadTimeout time.Duration
 	Spec            []byte       // the OpenAPI document, served as-is and enforced
 	MCP             http.Handler // the /mcp MCP server (mcpserver.Handler); nil leaves /mcp unmounted
+	// WriteTimeout bounds the writing of a response from its first byte
+	// (default 30s); streams extend their own deadline per event.
+	WriteTimeout time.Duration
 	// Now is the clock of the log rate limits; nil means time.Now.
 	Now func() time.Time
 }
@@ -70,6 +73,9 @@ func NewServer(d Deps) (http.Handler, error) {
 	}
 	if d.MaxBodyBytes <= 0 {
 		d.MaxBodyBytes = 4 << 20
+	}
+	if d.WriteTimeout <= 0 {
+		d.WriteTimeout = 30 * time.Second
 	}
 	if d.BodyReadTimeout <= 0 {
 		d.BodyReadTimeout = 60 * time.Second

@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -51,7 +52,11 @@ type Router struct {
 	Results          Results  // may be nil
 	Observer         Observer // may be nil
 	BatchConcurrency int      // tool calls of one batch executed at once (at least 1)
-	Now              func() time.Time
+	// MaxBatchOutput caps the output bytes the results of one batch hold
+	// together (TOOLROUTER_MAX_BATCH_OUTPUT_BYTES); a call whose output
+	// does not fit fails as resource. 0 means no cap.
+	MaxBatchOutput int64
+	Now            func() time.Time
 }
 
 // Route routes one tool call payload (a decoded JSON value) for a plan.
@@ -117,6 +122,11 @@ func (r *Router) Batch(ctx context.Context, planID string, payloads []any, meta 
 	first, err := r.Seq.NextSequences(ctx, planID, int64(len(payloads)))
 	if err != nil {
 		return nil, toolrouter.StoreError(fmt.Errorf("allocate sequences for plan %q: %w", planID, err))
+	}
+	if r.MaxBatchOutput > 0 {
+		b := &outputBudget{total: r.MaxBatchOutput}
+		b.left.Store(r.MaxBatchOutput)
+		ctx = context.WithValue(ctx, outputBudgetKey{}, b)
 	}
 	var g errgroup.Group
 	g.SetLimit(max(r.BatchConcurrency, 1))
@@ -229,7 +239,32 @@ func (r *Router) route(ctx context.Context, planID string, seq int64, payload an
 		}
 	}
 	out := r.Exec.Call(ctx, req)
+	if b, ok := ctx.Value(outputBudgetKey{}).(*outputBudget); ok && out.Success() && !b.take(int64(len(out.Output))) {
+		out = remote.Outcome{Category: toolrouter.CategoryResource, Status: out.Status, Attempts: out.Attempts,
+			Err: fmt.Sprintf("the batch's outputs exceed TOOLROUTER_MAX_BATCH_OUTPUT_BYTES (%d bytes): this output of %d bytes was dropped", b.total, len(out.Output))}
+	}
 	return r.finish(ctx, &rc, out, out.Answered)
+}
+
+// outputBudget is what is left of a batch's MaxBatchOutput.
+type outputBudget struct {
+	total int64
+	left  atomic.Int64
+}
+
+type outputBudgetKey struct{}
+
+// take reserves n bytes, or reports that fewer are left.
+func (b *outputBudget) take(n int64) bool {
+	for {
+		left := b.left.Load()
+		if n > left {
+			return false
+		}
+		if b.left.CompareAndSwap(left, left-n) {
+			return true
+		}
+	}
 }
 
 // finish completes the result of rc and emits its terminal update;
