@@ -47,6 +47,9 @@ func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) er
 		return exitError(2)
 	}
 	log := newLogger(cfg, stderr)
+	if limit := setMemoryLimit(getenv, os.ReadFile); limit > 0 {
+		log.Info().Int64("bytes", limit).Msg("memory limit set to 90% of the container's (GOMEMLIMIT is unset)")
+	}
 
 	// Start-up failures name the variable at fault, like config errors.
 	st, err := store.Open(ctx, cfg.Store)
