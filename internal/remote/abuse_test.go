@@ -78,3 +78,39 @@ func TestCallInvalidUTF8IsReplaced(t *testing.T) {
 		t.Fatal("valid UTF-8 reported as replaced")
 	}
 }
+
+// Calls made with a Budget take their outputs from it; a reply that does
+// not fit fails as resource, and one that is not kept gives its bytes back
+// (issue 14, item 5).
+func TestCallBudget(t *testing.T) {
+	reply := `"` + strings.Repeat("x", 598) + `"` // 600 bytes
+	srv := serve(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/text" {
+			w.Header().Set("Content-Type", "text/plain")
+		}
+		if r.URL.Path == "/chunked" {
+			w.(http.Flusher).Flush() // no Content-Length
+		}
+		_, _ = io.WriteString(w, reply)
+	})
+	c := newClient(t, remote.Options{})
+	b := remote.NewBudget(1000)
+	ctx := remote.WithBudget(context.Background(), b)
+	if out := c.Call(ctx, remote.Request{Tool: newTool(srv.URL + "/text")}); out.Success() {
+		t.Fatal("text/plain accepted")
+	}
+	out := c.Call(ctx, remote.Request{Tool: newTool(srv.URL)})
+	if assertSuccess(t, out); !out.Budgeted {
+		t.Fatal("not taken from the budget")
+	}
+	for _, path := range []string{"/", "/chunked"} {
+		out = c.Call(ctx, remote.Request{Tool: newTool(srv.URL + path)})
+		assertFailure(t, out, toolrouter.CategoryResource)
+		if !strings.Contains(out.Err, "TOOLROUTER_MAX_BATCH_OUTPUT_BYTES (1000 bytes): this output of ") || !strings.Contains(out.Err, "600 bytes was dropped") {
+			t.Fatalf("%s: %q", path, out.Err)
+		}
+	}
+	if !b.Take(400) || b.Take(1) {
+		t.Fatal("the budget should have exactly 400 bytes left")
+	}
+}

@@ -163,6 +163,9 @@ type Outcome struct {
 	// replaced by U+FFFD, as encoding/json does in the strings of
 	// provider_result, so that both are the same valid JSON.
 	InvalidUTF8 bool
+	// Budgeted reports an Output whose bytes were taken from the Budget of
+	// the call's context.
+	Budgeted bool
 }
 
 // Success reports whether the call succeeded.
@@ -263,8 +266,34 @@ func (c *Client) attempt(ctx, callCtx context.Context, timeout time.Duration, re
 	}
 
 	ct := resp.Header.Get("Content-Type")
-	data, tooLarge, err := readReply(resp.Body, resp.ContentLength, c.maxReplyBytes)
+	budget := BudgetFrom(ctx)
+	var taken int64 // reserved from budget before reading
+	if budget != nil && resp.ContentLength >= 0 && resp.ContentLength <= c.maxReplyBytes {
+		if !budget.Take(resp.ContentLength) {
+			out = budget.Exceeded(resp.ContentLength)
+			out.Status = resp.StatusCode
+			return out, false, wait
+		}
+		taken = resp.ContentLength
+	}
+	var reserve func(int64) bool
+	var seen int64 // bytes of a reply of unknown length read so far
+	if budget != nil && taken == 0 {
+		// Unknown length: reserve as the chunks arrive.
+		reserve = func(n int64) bool {
+			seen += n
+			if !budget.Take(n) {
+				return false
+			}
+			taken += n
+			return true
+		}
+	}
+	data, tooLarge, err := readReply(resp.Body, resp.ContentLength, c.maxReplyBytes, reserve)
 	switch {
+	case errors.Is(err, errNoBudget):
+		out = budget.Exceeded(seen)
+		out.Err = strings.Replace(out.Err, "this output of", "this output of at least", 1)
 	case err != nil:
 		out, retry = transportFailure(ctx, callCtx, timeout, err)
 	case tooLarge:
@@ -278,6 +307,10 @@ func (c *Client) attempt(ctx, callCtx context.Context, timeout time.Duration, re
 		out = failure(toolrouter.CategoryParse, "tool returned a non-JSON reply: %s", truncate(string(data), nonJSONPrefix))
 	default:
 		out.Output, out.InvalidUTF8 = validUTF8(data)
+		out.Budgeted = budget != nil
+	}
+	if taken > 0 && !out.Budgeted {
+		budget.Give(taken) // not kept
 	}
 	out.Answered = out.Err == ""
 	out.Status = resp.StatusCode

@@ -40,7 +40,11 @@ var chunkPool = sync.Pool{New: func() any {
 // declared contentLength already exceeds limit). Bodies of unknown length
 // are read in pooled chunks and copied once into an exactly sized slice, so
 // memory stays proportional to the reply, never to what the tool sends.
-func readReply(r io.Reader, contentLength, limit int64) (data []byte, tooLarge bool, err error) {
+//
+// reserve, when not nil, is asked for every chunk of a body of unknown
+// length before the next is read; when it refuses, readReply stops with
+// errNoBudget, having read no more than what reserve granted plus a chunk.
+func readReply(r io.Reader, contentLength, limit int64, reserve func(n int64) bool) (data []byte, tooLarge bool, err error) {
 	if contentLength > limit {
 		return nil, true, nil
 	}
@@ -78,6 +82,9 @@ func readReply(r io.Reader, contentLength, limit int64) (data []byte, tooLarge b
 		if total > limit {
 			return nil, true, nil
 		}
+		if reserve != nil && !reserve(int64(n)) {
+			return nil, false, errNoBudget
+		}
 		if rerr == io.EOF {
 			break
 		}
@@ -95,6 +102,9 @@ func readReply(r io.Reader, contentLength, limit int64) (data []byte, tooLarge b
 	}
 	return data, false, nil
 }
+
+// errNoBudget stops reading a reply that the call's Budget cannot hold.
+var errNoBudget = errors.New("output budget exhausted")
 
 // closeBody discards a bounded rest of the body, so that the connection can
 // go back to the idle pool, and closes it.

@@ -7,7 +7,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -124,9 +123,7 @@ func (r *Router) Batch(ctx context.Context, planID string, payloads []any, meta 
 		return nil, toolrouter.StoreError(fmt.Errorf("allocate sequences for plan %q: %w", planID, err))
 	}
 	if r.MaxBatchOutput > 0 {
-		b := &outputBudget{total: r.MaxBatchOutput}
-		b.left.Store(r.MaxBatchOutput)
-		ctx = context.WithValue(ctx, outputBudgetKey{}, b)
+		ctx = remote.WithBudget(ctx, remote.NewBudget(r.MaxBatchOutput))
 	}
 	var g errgroup.Group
 	g.SetLimit(max(r.BatchConcurrency, 1))
@@ -239,32 +236,14 @@ func (r *Router) route(ctx context.Context, planID string, seq int64, payload an
 		}
 	}
 	out := r.Exec.Call(ctx, req)
-	if b, ok := ctx.Value(outputBudgetKey{}).(*outputBudget); ok && out.Success() && !b.take(int64(len(out.Output))) {
-		out = remote.Outcome{Category: toolrouter.CategoryResource, Status: out.Status, Attempts: out.Attempts,
-			Err: fmt.Sprintf("the batch's outputs exceed TOOLROUTER_MAX_BATCH_OUTPUT_BYTES (%d bytes): this output of %d bytes was dropped", b.total, len(out.Output))}
+	// An executor that does not take from the batch's budget itself (MCP)
+	// is held to it here.
+	if b := remote.BudgetFrom(ctx); b != nil && out.Success() && !out.Budgeted && !b.Take(int64(len(out.Output))) {
+		status, attempts := out.Status, out.Attempts
+		out = b.Exceeded(int64(len(out.Output)))
+		out.Status, out.Attempts = status, attempts
 	}
 	return r.finish(ctx, &rc, out, out.Answered)
-}
-
-// outputBudget is what is left of a batch's MaxBatchOutput.
-type outputBudget struct {
-	total int64
-	left  atomic.Int64
-}
-
-type outputBudgetKey struct{}
-
-// take reserves n bytes, or reports that fewer are left.
-func (b *outputBudget) take(n int64) bool {
-	for {
-		left := b.left.Load()
-		if n > left {
-			return false
-		}
-		if b.left.CompareAndSwap(left, left-n) {
-			return true
-		}
-	}
 }
 
 // finish completes the result of rc and emits its terminal update;
