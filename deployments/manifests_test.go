@@ -224,6 +224,15 @@ func TestDeployment(t *testing.T) {
 		}
 	}
 
+	// GOMEMLIMIT follows the container's memory limit (issue 14, item 5).
+	if e, ok := env(c, "GOMEMLIMIT"); !ok || e.ValueFrom == nil || e.ValueFrom.ResourceFieldRef == nil ||
+		e.ValueFrom.ResourceFieldRef.Resource != "limits.memory" || !e.ValueFrom.ResourceFieldRef.Divisor.IsZero() && e.ValueFrom.ResourceFieldRef.Divisor.Value() != 1 {
+		t.Errorf("GOMEMLIMIT %+v, want it from resourceFieldRef limits.memory in bytes", e)
+	}
+	if c.Resources.Limits.Memory().IsZero() {
+		t.Error("no memory limit: GOMEMLIMIT would have nothing to follow")
+	}
+
 	// Graceful shutdown fits in the grace period: preStop pause + shutdown timeout.
 	shutdown := 30 * time.Second // the default
 	if e, ok := env(c, "TOOLROUTER_SHUTDOWN_TIMEOUT"); ok {

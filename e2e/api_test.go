@@ -316,6 +316,7 @@ func TestIdempotencyKeysBelongToTheCaller(t *testing.T) {
 	tool := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		calls.Add(1)
 		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
 		w.Write([]byte(`{"ok":true}`))
 	}))
 	defer tool.Close()

@@ -119,6 +119,7 @@ func TestGracefulShutdown(t *testing.T) {
 		io.Copy(io.Discard, r.Body)
 		close(arrived)
 		<-release
+		w.Header().Set("Content-Type", "application/json")
 		w.Write([]byte(`{"done":true}`))
 	}))
 	defer tool.Close()

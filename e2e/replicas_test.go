@@ -40,6 +40,7 @@ func TestReplicasShareSequencesAndReplay(t *testing.T) {
 	tool := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		toolCalls.Add(1)
 		b, _ := io.ReadAll(r.Body)
+		w.Header().Set("Content-Type", "application/json")
 		w.Write(b)
 	}))
 	defer tool.Close()
@@ -117,6 +118,7 @@ func TestConcurrentSameKeyRunsOnce(t *testing.T) {
 		toolCalls.Add(1)
 		io.Copy(io.Discard, r.Body)
 		time.Sleep(300 * time.Millisecond) // hold the key while the other replica asks
+		w.Header().Set("Content-Type", "application/json")
 		w.Write([]byte(`{"ok":true}`))
 	}))
 	defer tool.Close()
@@ -178,6 +180,7 @@ func TestReplicaKilledMidBatch(t *testing.T) {
 			}
 			return
 		}
+		w.Header().Set("Content-Type", "application/json")
 		w.Write([]byte(`{"ok":true}`))
 	}))
 	defer tool.Close()

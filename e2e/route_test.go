@@ -161,6 +161,7 @@ func TestBatchRunsConcurrently(t *testing.T) {
 		}
 		select {
 		case <-all:
+			w.Header().Set("Content-Type", "application/json")
 			w.Write([]byte(`{"ok":true}`))
 		case <-time.After(20 * time.Second):
 			w.WriteHeader(500)

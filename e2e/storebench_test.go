@@ -27,6 +27,7 @@ func TestStoreThroughput(t *testing.T) {
 	}
 	tool := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
+		w.Header().Set("Content-Type", "application/json")
 		w.Write(b)
 	}))
 	defer tool.Close()

@@ -42,6 +42,9 @@ func serve(ctx context.Context, lookupEnv func(string) (string, bool), stderr io
 		return exitError(2)
 	}
 	log := newLogger(cfg, stderr)
+	if limit := setMemoryLimit(getenv, os.ReadFile); limit > 0 {
+		log.Info().Int64("bytes", limit).Msg("memory limit set to 90% of the container's (GOMEMLIMIT is unset)")
+	}
 	tel, err := telemetry.Setup(ctx, getenv)
 	if err != nil {
 		fmt.Fprintln(stderr, "toolrouterd: tracing:", err)

@@ -33,6 +33,12 @@ type Config struct {
 	MaxBodyBytes     int64         `split_words:"true" default:"4194304"`
 	BatchConcurrency int           `split_words:"true" default:"16"`
 	ShutdownTimeout  time.Duration `split_words:"true" default:"30s"`
+	// WriteTimeout bounds the writing of one non-streaming response, from
+	// its first byte: a client that stops reading is cut off after it.
+	WriteTimeout time.Duration `split_words:"true" default:"30s"`
+	// MaxBatchOutputBytes caps the tool output bytes one batch holds; the
+	// calls beyond it fail as resource.
+	MaxBatchOutputBytes int64 `split_words:"true" default:"67108864"`
 	// IdempotencyTTL is how long an answered Idempotency-Key is replayed.
 	IdempotencyTTL time.Duration `split_words:"true" default:"24h"`
 	// RunHeartbeat is how often a running /runs run says it is alive; one
@@ -129,6 +135,10 @@ func typeWord(t string) string {
 // into memory whole, so a larger limit would let one request exhaust it.
 const MaxBodyLimit = 1 << 30
 
+// MaxBatchOutputLimit is the largest TOOLROUTER_MAX_BATCH_OUTPUT_BYTES
+// (16 GiB): the outputs of a batch are held in memory together.
+const MaxBatchOutputLimit = 16 << 30
+
 // Validate checks every value.
 func (c *Config) Validate() error {
 	if err := c.validateAPIKeys(); err != nil {
@@ -151,6 +161,10 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("TOOLROUTER_BATCH_CONCURRENCY: %d is outside 1..1024", c.BatchConcurrency)
 	case c.ShutdownTimeout <= 0:
 		return fmt.Errorf("TOOLROUTER_SHUTDOWN_TIMEOUT: %s must be positive", c.ShutdownTimeout)
+	case c.WriteTimeout < time.Second || c.WriteTimeout > time.Hour:
+		return fmt.Errorf("TOOLROUTER_WRITE_TIMEOUT: %s is outside 1s..1h", c.WriteTimeout)
+	case c.MaxBatchOutputBytes < 1024 || c.MaxBatchOutputBytes > MaxBatchOutputLimit:
+		return fmt.Errorf("TOOLROUTER_MAX_BATCH_OUTPUT_BYTES: %d is outside 1024..%d", c.MaxBatchOutputBytes, int64(MaxBatchOutputLimit))
 	case c.IdempotencyTTL <= 0:
 		return fmt.Errorf("TOOLROUTER_IDEMPOTENCY_TTL: %s must be positive", c.IdempotencyTTL)
 	case c.RunHeartbeat < 100*time.Millisecond:

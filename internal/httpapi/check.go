@@ -288,6 +288,12 @@ func schemaReason(se *openapi3.SchemaError) string {
 		}
 		return want + ", got " + toolrouter.JSONKind(se.Value)
 	}
+	if se.SchemaField == "pattern" && se.Schema != nil {
+		// The spec words its patterns' meaning in x-pattern-message.
+		if msg, ok := se.Schema.Extensions["x-pattern-message"].(string); ok {
+			return msg
+		}
+	}
 	if se.Reason != "" {
 		return se.Reason
 	}

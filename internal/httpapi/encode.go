@@ -5,7 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
+	"maps"
 	"net/http"
+	"reflect"
+	"slices"
 	"strings"
 
 	"github.com/rs/zerolog"
@@ -13,13 +17,98 @@ import (
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
 
-// encode writes v as JSON with the given status.
+// encode writes v as JSON with the given status. A map[string]any (the
+// shape of every list answer: {"results": […]}, {"tools": […]}) is encoded
+// as it is written, one list element at a time, so that a large answer is
+// never built whole in memory (issue 14, item 4); the bytes are those of
+// json.Encoder.Encode(v).
 func encode(w http.ResponseWriter, r *http.Request, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	if err := json.NewEncoder(w).Encode(v); err != nil {
-		zerolog.Ctx(r.Context()).Warn().Err(err).Msg("write response")
+	var err error
+	if m, ok := v.(map[string]any); ok {
+		err = encodeObject(w, m)
+	} else {
+		err = json.NewEncoder(w).Encode(v)
 	}
+	if err != nil {
+		limitedLog(r, zerolog.WarnLevel, "write response").Str("error", clip(err.Error())).Msg("write response")
+	}
+}
+
+// list is a list whose elements are made as they are encoded (see
+// handleSchemas), so that not even the values of a large answer are held
+// together.
+type list interface {
+	Len() int
+	Item(i int) any
+}
+
+// encodeObject writes m as json.Encoder would, with its keys sorted, each
+// slice or list value streamed element by element through one reused
+// buffer.
+func encodeObject(w io.Writer, m map[string]any) error {
+	keys := slices.Sorted(maps.Keys(m))
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	// put encodes v into buf and writes it out without Encode's newline,
+	// preceded by prefix.
+	put := func(prefix string, v any) error {
+		buf.Reset()
+		buf.WriteString(prefix)
+		if err := enc.Encode(v); err != nil {
+			return err
+		}
+		_, err := w.Write(bytes.TrimSuffix(buf.Bytes(), []byte{'\n'}))
+		return err
+	}
+	for i, k := range keys {
+		prefix := ","
+		if i == 0 {
+			prefix = "{"
+		}
+		key, _ := json.Marshal(k)
+		prefix += string(key) + ":"
+		var n int
+		var item func(int) any
+		switch v := m[k].(type) {
+		case list:
+			n, item = v.Len(), v.Item
+		default:
+			rv := reflect.ValueOf(v)
+			if rv.Kind() != reflect.Slice || rv.IsNil() || rv.Type().Elem().Kind() == reflect.Uint8 {
+				if err := put(prefix, v); err != nil {
+					return err
+				}
+				continue
+			}
+			n, item = rv.Len(), func(i int) any { return rv.Index(i).Interface() }
+		}
+		if n == 0 {
+			if err := put(prefix, []struct{}{}); err != nil {
+				return err
+			}
+			continue
+		}
+		for j := 0; j < n; j++ {
+			p := ","
+			if j == 0 {
+				p = prefix + "["
+			}
+			if err := put(p, item(j)); err != nil {
+				return err
+			}
+		}
+		if _, err := io.WriteString(w, "]"); err != nil {
+			return err
+		}
+	}
+	if len(keys) == 0 {
+		_, err := io.WriteString(w, "{}\n")
+		return err
+	}
+	_, err := io.WriteString(w, "}\n")
+	return err
 }
 
 // validator is a request body that checks what its OpenAPI schema cannot
@@ -107,7 +196,7 @@ func writeError(w http.ResponseWriter, r *http.Request, err error) {
 	status := statusOf(code)
 	if status >= http.StatusInternalServerError && r.Context().Err() != nil && errors.Is(err, r.Context().Err()) {
 		// The store gave up because the client hung up: not our failure.
-		zerolog.Ctx(r.Context()).Info().Err(err).Msg("client went away")
+		zerolog.Ctx(r.Context()).Debug().Str("error", clip(err.Error())).Msg("client went away")
 		w.WriteHeader(statusClientClosed)
 		return
 	}
@@ -115,7 +204,7 @@ func writeError(w http.ResponseWriter, r *http.Request, err error) {
 	case http.StatusInternalServerError:
 		zerolog.Ctx(r.Context()).Error().Err(err).Msg("internal error")
 	case http.StatusServiceUnavailable:
-		zerolog.Ctx(r.Context()).Warn().Err(err).Msg("dependency unavailable")
+		limitedLog(r, zerolog.WarnLevel, "dependency unavailable").Str("error", clip(err.Error())).Msg("dependency unavailable")
 		w.Header().Set("Retry-After", "1")
 	}
 	var field string

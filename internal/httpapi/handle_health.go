@@ -30,7 +30,7 @@ func handleReadyz(store Pinger) http.HandlerFunc {
 		if err := store.Ping(ctx); err != nil {
 			// The cause (hosts, users, database names) goes to the log, not
 			// to an unauthenticated endpoint.
-			zerolog.Ctx(r.Context()).Warn().Err(err).Msg("readiness: store unreachable")
+			limitedLog(r, zerolog.WarnLevel, "readiness").Str("error", clip(err.Error())).Msg("readiness: store unreachable")
 			h.Status, h.Checks["store"] = "unavailable", "unreachable"
 		}
 		status := http.StatusOK

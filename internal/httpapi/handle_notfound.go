@@ -50,14 +50,25 @@ func handleNotFound(mux chi.Routes) http.HandlerFunc {
 
 // handleMethodNotAllowed answers a method the path does not have with 405
 // and the Allow header (RFC 9110 §15.5.6), and OPTIONS with 204 and Allow.
-func handleMethodNotAllowed(mux chi.Routes) http.HandlerFunc {
+// OPTIONS on a path outside public needs what its other methods need:
+// authenticate.
+func handleMethodNotAllowed(mux chi.Routes, public map[string]bool, authenticate func(http.Handler) http.Handler) http.HandlerFunc {
+	options := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Allow", strings.Join(allowedMethods(mux, routingPath(r)), ", "))
+		w.WriteHeader(http.StatusNoContent)
+	})
+	authOptions := authenticate(options)
 	return func(w http.ResponseWriter, r *http.Request) {
-		allow := strings.Join(allowedMethods(mux, routingPath(r)), ", ")
-		w.Header().Set("Allow", allow)
 		if r.Method == http.MethodOptions {
-			w.WriteHeader(http.StatusNoContent)
+			if public[routingPath(r)] {
+				options(w, r)
+			} else {
+				authOptions.ServeHTTP(w, r)
+			}
 			return
 		}
+		allow := strings.Join(allowedMethods(mux, routingPath(r)), ", ")
+		w.Header().Set("Allow", allow)
 		writeProblem(w, r, http.StatusMethodNotAllowed, "", "method "+r.Method+" is not allowed on "+r.URL.Path+"; allowed: "+allow)
 	}
 }

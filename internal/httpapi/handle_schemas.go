@@ -43,23 +43,37 @@ func handleSchemas(tools func() Tools) http.HandlerFunc {
 			}
 			maxDesc = n
 		}
-		list := tools().Tools()
+		// The client sees only its tools; definitions are made as they are
+		// written, not all at once.
 		client := access.FromContext(r.Context())
-		out := make([]exportedTool, 0, len(list))
-		for _, t := range list {
-			if !client.Allows(t.Name) {
-				continue // the client sees only its tools
+		var list []*toolrouter.Tool
+		for _, t := range tools().Tools() {
+			if client.Allows(t.Name) {
+				list = append(list, t)
 			}
-			def := format.Definition(f, t, maxDesc)
-			out = append(out, exportedTool{
-				Name:           t.Name,
-				ExportedName:   toolrouter.ExportName(f, t.Name),
-				ToolType:       string(t.Kind),
-				ValidationMode: validationMode(t),
-				Definition:     def,
-			})
 		}
-		encode(w, r, http.StatusOK, map[string]any{"provider": string(f), "tools": out})
+		encode(w, r, http.StatusOK, map[string]any{"provider": string(f), "tools": exportList{f: f, tools: list, maxDesc: maxDesc}})
+	}
+}
+
+// exportList is the tools of /schemas/{provider}, each exported when it is
+// encoded.
+type exportList struct {
+	f       toolrouter.Format
+	tools   []*toolrouter.Tool
+	maxDesc int
+}
+
+func (l exportList) Len() int { return len(l.tools) }
+
+func (l exportList) Item(i int) any {
+	t := l.tools[i]
+	return exportedTool{
+		Name:           t.Name,
+		ExportedName:   toolrouter.ExportName(l.f, t.Name),
+		ToolType:       string(t.Kind),
+		ValidationMode: validationMode(t),
+		Definition:     format.Definition(l.f, t, l.maxDesc),
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/toolrouterd/toolrouterd/internal/access"
+	"github.com/toolrouterd/toolrouterd/internal/format"
 	"github.com/toolrouterd/toolrouterd/internal/randid"
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
@@ -46,13 +48,16 @@ func validRequestID(id string) bool {
 }
 
 // accessLog logs one line per request and records its metrics under the
-// matched route pattern.
-func accessLog(m Metrics) func(http.Handler) http.Handler {
+// matched route pattern. Successful, fast requests are logged at debug;
+// 4xx and slow ones at info, 5xx at warn, each kind (route and status)
+// rate-limited by lim, and the path clipped (issue 14, item 9).
+func accessLog(m Metrics, lim *logLimiter) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			start := time.Now()
 			ww := middleware.NewWrapResponseWriter(w, r.ProtoMajor)
 			m.InFlight(1)
+			r = r.WithContext(withLimiter(r.Context(), lim))
 			defer func() {
 				m.InFlight(-1)
 				d := time.Since(start)
@@ -68,8 +73,18 @@ func accessLog(m Metrics) func(http.Handler) http.Handler {
 				if route == "/healthz" || route == "/readyz" || route == "/metrics" {
 					return
 				}
-				zerolog.Ctx(r.Context()).Info().
-					Str("method", r.Method).Str("path", r.URL.Path).Str("route", route).
+				var e *zerolog.Event
+				switch {
+				case status >= 500 && status != statusClientClosed:
+					e = lim.event(zerolog.Ctx(r.Context()), zerolog.WarnLevel, "access "+route+" "+strconv.Itoa(status))
+				case status >= 400:
+					e = lim.event(zerolog.Ctx(r.Context()), zerolog.InfoLevel, "access "+route+" "+strconv.Itoa(status))
+				case d >= slowRequest:
+					e = lim.event(zerolog.Ctx(r.Context()), zerolog.InfoLevel, "slow "+route)
+				default:
+					e = zerolog.Ctx(r.Context()).Debug()
+				}
+				e.Str("method", methodLabel(r.Method)).Str("path", clip(r.URL.Path)).Str("route", route).
 					Int("status", status).Int("bytes", ww.BytesWritten()).
 					Float64("duration_ms", float64(d.Microseconds())/1000).
 					Str("remote", r.RemoteAddr).Msg("request")
@@ -212,10 +227,115 @@ func rateLimit(l Limiter, calls func(*http.Request) int) func(http.Handler) http
 	}
 }
 
-// batchCalls is the number of tool calls of a POST /route/batch body.
+// problemErrors turns the plain-text error answers of a handler that is not
+// ours (the MCP SDK's, http.Error's) into problem+json, like every other
+// error of the API; everything else passes through untouched.
+func problemErrors(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		pw := &problemWriter{ResponseWriter: w}
+		next.ServeHTTP(pw, r)
+		if pw.status != 0 {
+			h := w.Header()
+			h.Del("X-Content-Type-Options")
+			writeProblem(w, r, pw.status, "", strings.TrimSpace(string(pw.text)))
+		}
+	})
+}
+
+// problemWriter holds back a plain-text error answer (status >= 400) for
+// problemErrors.
+type problemWriter struct {
+	http.ResponseWriter
+	status  int    // the held-back status; 0 when nothing is held back
+	text    []byte // its text, bounded
+	started bool
+}
+
+func (w *problemWriter) WriteHeader(code int) {
+	if !w.started && code >= 400 && strings.HasPrefix(w.Header().Get("Content-Type"), "text/plain") {
+		w.started, w.status = true, code
+		return
+	}
+	w.started = true
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *problemWriter) Write(b []byte) (int, error) {
+	if w.status != 0 {
+		w.text = append(w.text, b[:min(len(b), max(0, 1024-len(w.text)))]...)
+		return len(b), nil
+	}
+	w.started = true
+	return w.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach Flush and deadlines (SSE).
+func (w *problemWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// writeDeadline gives every response a write deadline of timeout from its
+// first byte (issue 14, item 4): a client that stops reading a large answer
+// is cut off instead of holding it forever, however long the handler ran
+// before answering. Streams (SSE) set deadlines of their own per event,
+// which replace this one; /mcp is left to the MCP SDK's streams.
+func writeDeadline(timeout time.Duration) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/mcp" {
+				next.ServeHTTP(w, r)
+				return
+			}
+			rc := http.NewResponseController(w)
+			// A deadline left by the previous response on this connection
+			// must not cut this one.
+			_ = rc.SetWriteDeadline(time.Time{})
+			next.ServeHTTP(&deadlineWriter{ResponseWriter: w, rc: rc, timeout: timeout}, r)
+		})
+	}
+}
+
+// batchCalls is the number of tool calls of a POST /route/batch body: its
+// tool_calls, or the calls of its message (a turn that does not split is
+// refused by the handler, so it counts none).
 func batchCalls(r *http.Request) int {
-	calls, _ := body(r)["tool_calls"].([]any)
+	b := body(r)
+	if msg, ok := b["message"]; ok {
+		if turn, err := format.SplitTurn(msg); err == nil {
+			return len(turn.Calls)
+		}
+		return 0
+	}
+	calls, _ := b["tool_calls"].([]any)
 	return len(calls)
 }
 
 func oneCall(*http.Request) int { return 1 }
+
+// deadlineWriter sets the write deadline at the first byte of the response.
+type deadlineWriter struct {
+	http.ResponseWriter
+	rc      *http.ResponseController
+	timeout time.Duration
+	started bool
+}
+
+func (w *deadlineWriter) start() {
+	if !w.started {
+		w.started = true
+		_ = w.rc.SetWriteDeadline(time.Now().Add(w.timeout))
+	}
+}
+
+func (w *deadlineWriter) WriteHeader(code int) {
+	if code >= 200 { // 1xx are not the response
+		w.start()
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *deadlineWriter) Write(b []byte) (int, error) {
+	w.start()
+	return w.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach Flush and deadlines (SSE).
+func (w *deadlineWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

@@ -17,9 +17,11 @@ func routes(d Deps, doc *openapi3.T) (http.Handler, error) {
 	r := chi.NewRouter()
 	// GetHead answers HEAD on every GET route (load balancers and uptime
 	// checkers send HEAD /healthz); net/http drops the body.
-	r.Use(requestID(d.Logger), tracing(d.Tracer), accessLog(d.Metrics), recoverer, rejectEmptySegments, middleware.GetHead)
+	r.Use(requestID(d.Logger), tracing(d.Tracer), accessLog(d.Metrics, newLogLimiter(d.Now)), writeDeadline(d.WriteTimeout), recoverer, rejectEmptySegments, middleware.GetHead)
 	r.NotFound(handleNotFound(r))
-	r.MethodNotAllowed(handleMethodNotAllowed(r))
+	public := map[string]bool{"/healthz": true, "/readyz": true, "/metrics": true, "/openapi.yaml": true,
+		"/.well-known/oauth-protected-resource": true, "/.well-known/oauth-protected-resource/mcp": true}
+	r.MethodNotAllowed(handleMethodNotAllowed(r, public, authenticate(d.Auth, d.JWTIssuer)))
 
 	// Unauthenticated operations endpoints.
 	r.Get("/healthz", handleHealthz())
@@ -41,7 +43,7 @@ func routes(d Deps, doc *openapi3.T) (http.Handler, error) {
 		r.Get("/runs/{id}", handleGetRun(d.Runs))
 	})
 	if d.MCP != nil { // MCP streamable HTTP: authenticated, but not body-checked (the SDK reads the body and streams SSE)
-		r.With(authenticate(d.Auth, d.JWTIssuer)).Handle("/mcp", d.MCP)
+		r.With(authenticate(d.Auth, d.JWTIssuer), problemErrors).Handle("/mcp", d.MCP)
 	}
 	return r, nil
 }

@@ -77,6 +77,11 @@ type Deps struct {
 	Spec            []byte               // the OpenAPI document, served as-is and enforced
 	MCP             http.Handler         // the /mcp MCP server (mcpserver.Handler); nil leaves /mcp unmounted
 	Tracer          *telemetry.Telemetry // nil: no spans
+	// WriteTimeout bounds the writing of a response from its first byte
+	// (default 30s); streams extend their own deadline per event.
+	WriteTimeout time.Duration
+	// Now is the clock of the log rate limits; nil means time.Now.
+	Now func() time.Time
 }
 
 // NewServer returns the service's HTTP handler. Every dependency but MCP
@@ -103,6 +108,9 @@ func NewServer(d Deps) (http.Handler, error) {
 	}
 	if d.MaxBodyBytes <= 0 {
 		d.MaxBodyBytes = 4 << 20
+	}
+	if d.WriteTimeout <= 0 {
+		d.WriteTimeout = 30 * time.Second
 	}
 	if d.BodyReadTimeout <= 0 {
 		d.BodyReadTimeout = 60 * time.Second

@@ -136,7 +136,7 @@ func (p *parser) tool(item *yaml.Node, i int) (pt parsedTool, ok bool) {
 	}
 	t.Description, _ = p.str(f["description"], w, "description")
 	if p.required(f["endpoint"], n, w, "endpoint") {
-		if s, ok := p.str(f["endpoint"], w, "endpoint"); ok && p.httpURL(f["endpoint"].val, s, w, "endpoint") {
+		if s, ok := p.endpoint(f["endpoint"], w, "endpoint"); ok {
 			t.Endpoint = s
 		}
 	}
@@ -234,15 +234,68 @@ func (p *parser) aliasCollisions(tools []parsedTool) {
 	}
 }
 
-// httpURL checks an absolute http or https URL with a host.
+// httpURL checks an absolute http or https URL with a host and, when it
+// has one, a port in 1..65535. A problem never shows the URL, which may
+// hold an expanded secret.
 func (p *parser) httpURL(n *yaml.Node, s string, w where, field string) bool {
 	u, err := url.Parse(s)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Hostname() == "" {
 		p.addAt(n, w, field, "must be an absolute http or https URL with a host")
 		return false
 	}
+	if port := u.Port(); port != "" {
+		if n2, err := strconv.Atoi(port); err != nil || n2 < 1 || n2 > 65535 {
+			p.addAt(n, w, field, fmt.Sprintf("port %s is outside 1..65535", port))
+			return false
+		}
+	}
 	return true
 }
+
+// endpoint reads a tool's or MCP server's URL: ${VAR} expands from the
+// environment as in headers, and credentials must come from a variable,
+// never be written in the file (http://user:${TOKEN}@host is fine,
+// http://user:secret@host is not).
+func (p *parser) endpoint(e entry, w where, field string) (string, bool) {
+	raw, ok := p.str(e, w, field)
+	if !ok {
+		return "", false
+	}
+	if literalCredentials(raw) {
+		p.addAt(e.val, w, field, "has credentials written in the URL; take them from the environment (user:${TOKEN}@host) or send them in headers")
+		return "", false
+	}
+	s, ok := p.expand(raw, e.val, w, field)
+	if !ok || !p.httpURL(e.val, s, w, field) {
+		return "", false
+	}
+	return s, true
+}
+
+// literalCredentials reports a URL whose userinfo holds a secret written
+// out: a password, or a lone user name (a token), that is not made of
+// ${VAR} references only.
+func literalCredentials(raw string) bool {
+	_, rest, ok := strings.Cut(raw, "://")
+	if !ok {
+		return false
+	}
+	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
+		rest = rest[:i]
+	}
+	at := strings.LastIndexByte(rest, '@')
+	if at < 0 {
+		return false
+	}
+	userinfo := rest[:at]
+	secret := userinfo
+	if _, pass, hasPass := strings.Cut(userinfo, ":"); hasPass {
+		secret = pass
+	}
+	return envRefs.ReplaceAllString(secret, "") != ""
+}
+
+var envRefs = regexp.MustCompile(`\$\{[^}]*\}`)
 
 func (p *parser) duration(e entry, w where, field string) (time.Duration, bool) {
 	if e.val == nil {
@@ -525,7 +578,7 @@ func (p *parser) mcpServers(e entry) []toolrouter.MCPServer {
 			}
 		}
 		if p.required(f["url"], n, w, "url") {
-			if u, ok := p.str(f["url"], w, "url"); ok && p.httpURL(f["url"].val, u, w, "url") {
+			if u, ok := p.endpoint(f["url"], w, "url"); ok {
 				s.URL = u
 			}
 		}

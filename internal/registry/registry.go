@@ -5,6 +5,7 @@ package registry
 
 import (
 	"fmt"
+	"io"
 	"maps"
 	"os"
 	"slices"
@@ -33,14 +34,37 @@ func Empty() *Registry {
 	return &Registry{byName: map[string]*toolrouter.Tool{}}
 }
 
+// MaxFileBytes bounds the registry file: it is read whole, and a path such
+// as /dev/zero must be an error, not the end of the process's memory.
+const MaxFileBytes = 16 << 20
+
 // Load reads and parses the registry file at path. A file that cannot be
-// read is an ordinary error; a bad file is Problems.
+// read, or is larger than MaxFileBytes, is an ordinary error; a bad file is
+// Problems.
 func Load(path string, getenv func(string) string) (*Registry, error) {
-	data, err := os.ReadFile(path)
+	data, err := readFile(path, MaxFileBytes)
 	if err != nil {
 		return nil, fmt.Errorf("read registry: %w", err)
 	}
 	return Parse(path, data, getenv)
+}
+
+// readFile reads at most limit bytes of path; a longer file (or an endless
+// one, like /dev/zero) is an error read no further than limit+1 bytes.
+func readFile(path string, limit int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > limit {
+		return nil, fmt.Errorf("%s is larger than %d MiB", path, limit>>20)
+	}
+	return data, nil
 }
 
 // Tools returns the tools in file order.

@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/toolrouterd/toolrouterd/internal/outbound"
@@ -193,18 +194,52 @@ func (c *Client) attempt(ctx, callCtx context.Context, timeout time.Duration, re
 		return out, retry, wait
 	}
 
-	data, tooLarge, err := readReply(resp.Body, resp.ContentLength, c.maxReplyBytes)
+	ct := resp.Header.Get("Content-Type")
+	budget := toolrouter.BudgetFrom(ctx)
+	var taken int64 // reserved from budget before reading
+	if budget != nil && resp.ContentLength >= 0 && resp.ContentLength <= c.maxReplyBytes {
+		if !budget.Take(resp.ContentLength) {
+			out = budget.Exceeded(resp.ContentLength)
+			out.Status = resp.StatusCode
+			return out, false, wait
+		}
+		taken = resp.ContentLength
+	}
+	var reserve func(int64) bool
+	var seen int64 // bytes of a reply of unknown length read so far
+	if budget != nil && taken == 0 {
+		// Unknown length: reserve as the chunks arrive.
+		reserve = func(n int64) bool {
+			seen += n
+			if !budget.Take(n) {
+				return false
+			}
+			taken += n
+			return true
+		}
+	}
+	data, tooLarge, err := readReply(resp.Body, resp.ContentLength, c.maxReplyBytes, reserve)
 	switch {
+	case errors.Is(err, errNoBudget):
+		out = budget.Exceeded(seen)
+		out.Err = strings.Replace(out.Err, "this output of", "this output of at least", 1)
 	case err != nil:
 		out, retry = transportFailure(ctx, callCtx, timeout, err)
 	case tooLarge:
 		out = toolrouter.Failure(toolrouter.CategoryResource, "tool reply exceeds %d bytes", c.maxReplyBytes)
+	case !jsonContentType(ct):
+		// The tool says it is not JSON: a text/plain "{}" is still text.
+		out = toolrouter.Failure(toolrouter.CategoryParse, "tool returned a non-JSON reply (Content-Type %s): %s", truncate(ct, nonJSONPrefix), truncate(string(data), nonJSONPrefix))
 	case len(bytes.TrimSpace(data)) == 0:
 		out.Output = json.RawMessage("null")
 	case !json.Valid(data):
 		out = toolrouter.Failure(toolrouter.CategoryParse, "tool returned a non-JSON reply: %s", truncate(string(data), nonJSONPrefix))
 	default:
-		out.Output = data
+		out.Output, out.InvalidUTF8 = validUTF8(data)
+		out.Budgeted = budget != nil
+	}
+	if taken > 0 && !out.Budgeted {
+		budget.Give(taken) // not kept
 	}
 	out.Answered = out.Err == ""
 	out.Status = resp.StatusCode

@@ -31,9 +31,15 @@ func newClient(t testing.TB, opts remote.Options) *remote.Client {
 	return c
 }
 
+// serve starts a tool server whose replies are application/json unless the
+// handler says otherwise (net/http would sniff text/plain, which is not a
+// JSON reply).
 func serve(t testing.TB, h http.HandlerFunc) *httptest.Server {
 	t.Helper()
-	srv := httptest.NewServer(h)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		h(w, r)
+	}))
 	t.Cleanup(srv.Close)
 	return srv
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
 	"strings"
 	"sync"
@@ -39,7 +40,11 @@ var chunkPool = sync.Pool{New: func() any {
 // declared contentLength already exceeds limit). Bodies of unknown length
 // are read in pooled chunks and copied once into an exactly sized slice, so
 // memory stays proportional to the reply, never to what the tool sends.
-func readReply(r io.Reader, contentLength, limit int64) (data []byte, tooLarge bool, err error) {
+//
+// reserve, when not nil, is asked for every chunk of a body of unknown
+// length before the next is read; when it refuses, readReply stops with
+// errNoBudget, having read no more than what reserve granted plus a chunk.
+func readReply(r io.Reader, contentLength, limit int64, reserve func(n int64) bool) (data []byte, tooLarge bool, err error) {
 	if contentLength > limit {
 		return nil, true, nil
 	}
@@ -77,6 +82,9 @@ func readReply(r io.Reader, contentLength, limit int64) (data []byte, tooLarge b
 		if total > limit {
 			return nil, true, nil
 		}
+		if reserve != nil && !reserve(int64(n)) {
+			return nil, false, errNoBudget
+		}
 		if rerr == io.EOF {
 			break
 		}
@@ -94,6 +102,9 @@ func readReply(r io.Reader, contentLength, limit int64) (data []byte, tooLarge b
 	}
 	return data, false, nil
 }
+
+// errNoBudget stops reading a reply that the call's Budget cannot hold.
+var errNoBudget = errors.New("output budget exhausted")
 
 // closeBody discards a bounded rest of the body, so that the connection can
 // go back to the idle pool, and closes it.
@@ -157,4 +168,37 @@ func truncate(s string, n int) string {
 		s = s[:n]
 	}
 	return strings.ToValidUTF8(s, "\uFFFD")
+}
+
+// jsonContentType reports whether a reply's Content-Type allows JSON:
+// absent, application/json or any +json type (RFC 6839).
+func jsonContentType(ct string) bool {
+	if ct == "" {
+		return true
+	}
+	mt, _, err := mime.ParseMediaType(ct)
+	if err != nil {
+		return false
+	}
+	return mt == "application/json" || strings.HasSuffix(mt, "+json")
+}
+
+// validUTF8 returns data with every byte that is not part of valid UTF-8
+// replaced by U+FFFD (encoding/json's rule for strings; in valid JSON such
+// bytes can only be inside strings), reusing data when it is valid.
+func validUTF8(data []byte) (_ []byte, replaced bool) {
+	if utf8.Valid(data) {
+		return data, false
+	}
+	out := make([]byte, 0, len(data)+len(data)/8)
+	for i := 0; i < len(data); {
+		r, size := utf8.DecodeRune(data[i:])
+		if r == utf8.RuneError && size == 1 {
+			out = append(out, "\uFFFD"...)
+		} else {
+			out = append(out, data[i:i+size]...)
+		}
+		i += size
+	}
+	return out, true
 }

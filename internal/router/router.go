@@ -60,7 +60,11 @@ type Router struct {
 	Observer         Observer // may be nil
 	Tracer           Tracer   // may be nil
 	BatchConcurrency int      // tool calls of one batch executed at once (at least 1)
-	Now              func() time.Time
+	// MaxBatchOutput caps the output bytes the results of one batch hold
+	// together (TOOLROUTER_MAX_BATCH_OUTPUT_BYTES); a call whose output
+	// does not fit fails as resource. 0 means no cap.
+	MaxBatchOutput int64
+	Now            func() time.Time
 }
 
 // Route routes one tool call payload (a decoded JSON value) for a plan.
@@ -126,6 +130,9 @@ func (r *Router) Batch(ctx context.Context, planID string, payloads []any, meta 
 	first, err := r.Seq.NextSequences(ctx, planID, int64(len(payloads)))
 	if err != nil {
 		return nil, toolrouter.StoreError(fmt.Errorf("allocate sequences for plan %q: %w", planID, err))
+	}
+	if r.MaxBatchOutput > 0 {
+		ctx = toolrouter.WithBudget(ctx, toolrouter.NewBudget(r.MaxBatchOutput))
 	}
 	var g errgroup.Group
 	g.SetLimit(max(r.BatchConcurrency, 1))
@@ -242,6 +249,13 @@ func (r *Router) route(ctx context.Context, planID string, seq int64, payload an
 		}
 	}
 	out := r.exec(ctx, req)
+	// An executor that does not take from the batch's budget itself (MCP)
+	// is held to it here.
+	if b := toolrouter.BudgetFrom(ctx); b != nil && out.Success() && !out.Budgeted && !b.Take(int64(len(out.Output))) {
+		status, attempts := out.Status, out.Attempts
+		out = b.Exceeded(int64(len(out.Output)))
+		out.Status, out.Attempts = status, attempts
+	}
 	return r.finish(ctx, &rc, out, out.Answered)
 }
 
@@ -269,6 +283,9 @@ func (r *Router) finish(ctx context.Context, rc *routeCall, out toolrouter.Outco
 	}
 	res.Success = out.Success()
 	res.Output = out.Output
+	if out.InvalidUTF8 {
+		res.Notes = append(res.Notes, toolrouter.NoteInvalidUTF8)
+	}
 	if !res.Success {
 		rc.r.errMsg, rc.r.errCat = out.Err, out.Category
 		if rc.r.errCat == "" {

@@ -121,6 +121,7 @@ func New(ctx context.Context, o Options) (*Service, error) {
 		Observer:         s.metrics,
 		Tracer:           tel,
 		BatchConcurrency: o.Config.BatchConcurrency,
+		MaxBatchOutput:   o.Config.MaxBatchOutputBytes,
 	}
 	s.Runner = &agent.Runner{
 		Router:    rt,
@@ -157,6 +158,7 @@ func New(ctx context.Context, o Options) (*Service, error) {
 		JWTIssuer:    o.Config.JWTIssuer,
 		Limiter:      limiter,
 		MaxBodyBytes: o.Config.MaxBodyBytes,
+		WriteTimeout: o.Config.WriteTimeout,
 		Spec:         api.Spec,
 		MCP:          s.MCP,
 		Tracer:       tel,

@@ -40,6 +40,13 @@ type Outcome struct {
 	// tool gave no usable answer: no connection, a timeout, a crash page, a
 	// non-JSON or oversized reply.
 	Answered bool
+	// InvalidUTF8 reports an Output whose invalid UTF-8 bytes were each
+	// replaced by U+FFFD, as encoding/json does in the strings of
+	// provider_result, so that both are the same valid JSON.
+	InvalidUTF8 bool
+	// Budgeted reports an Output whose bytes were taken from the Budget of
+	// the call's context.
+	Budgeted bool
 }
 
 // Success reports whether the call succeeded.

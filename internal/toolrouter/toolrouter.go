@@ -117,7 +117,13 @@ type Result struct {
 	DurationMS       float64         `json:"duration_ms"`
 	ProviderMetadata map[string]any  `json:"provider_metadata"`
 	ProviderResult   any             `json:"provider_result"`
+	// Notes say what the router changed in the tool's answer (invalid
+	// UTF-8 replaced); absent when nothing was.
+	Notes []string `json:"notes,omitempty"`
 }
+
+// NoteInvalidUTF8 is the note of an output whose invalid UTF-8 was replaced.
+const NoteInvalidUTF8 = "output: invalid UTF-8 replaced by U+FFFD"
 
 // UpdateStatus is the state carried by a streaming update.
 type UpdateStatus string
