@@ -277,6 +277,13 @@ func (s *server) connect() (*mcp.ClientSession, []discovered, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("connect: %w", err)
 	}
+	if ir := cs.InitializeResult(); ir != nil && ir.Capabilities != nil && ir.Capabilities.Logging != nil {
+		// Log messages of a call reach the /mcp caller that made it
+		// (toolrouter.Relay), filtered by that caller's level.
+		if err := cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "debug"}); err != nil {
+			s.m.log.Debug().Err(err).Str("mcp_server", s.name).Msg("MCP server refused logging/setLevel")
+		}
+	}
 	raw, err := s.list(ctx, cs)
 	if err != nil {
 		_ = cs.Close()
@@ -535,10 +542,21 @@ func (s *server) call(ctx context.Context, req remote.Request) remote.Outcome {
 		args = map[string]any{}
 	}
 	params := &mcp.CallToolParams{Name: t.MCPTool, Arguments: args}
-	if req.Progress != nil {
-		token, stop := s.m.watchProgress(req.Progress)
+	relay := toolrouter.RelayFrom(ctx)
+	if progress := progressFunc(req.Progress, relay); progress != nil {
+		token, stop := s.m.watchProgress(progress)
 		defer stop()
 		params.SetProgressToken(token)
+	}
+	if relay != nil && relay.Log != nil {
+		// The caller's own level filters what it gets (the /mcp session's,
+		// or its request's); ask the server for everything. Servers on
+		// protocol 2026-07-28 read the level from the request's _meta,
+		// older ones from the session's logging/setLevel (see connect).
+		if params.Meta == nil {
+			params.Meta = mcp.Meta{}
+		}
+		params.Meta[metaLogLevel] = "debug"
 	}
 	retries := 0
 	if t.Idempotent {
@@ -568,7 +586,7 @@ func (s *server) call(ctx context.Context, req remote.Request) remote.Outcome {
 		attempts++
 		res, err := cs.CallTool(callCtx, params)
 		if err == nil {
-			out := outcome(res)
+			out := outcome(t, res)
 			out.Attempts = attempts
 			return out
 		}
@@ -619,6 +637,33 @@ func (s *server) call(ctx context.Context, req remote.Request) remote.Outcome {
 		out := failure(toolrouter.CategoryExecution, "MCP server %s: tools/call failed: %s", s.name, s.scrub(err))
 		out.Attempts = attempts
 		return out
+	}
+}
+
+// metaLogLevel is the _meta key of a request's log level (protocol
+// 2026-07-28).
+const metaLogLevel = "io.modelcontextprotocol/logLevel"
+
+// progressFunc is the func that receives a call's progress: the route's
+// (SSE updates of /route) and the relay's (an /mcp caller), either or both.
+func progressFunc(route func(progress, total float64, message string), relay *toolrouter.Relay) func(progress, total float64, message string) {
+	var fns []func(progress, total float64, message string)
+	if route != nil {
+		fns = append(fns, route)
+	}
+	if relay != nil && relay.Progress != nil {
+		fns = append(fns, relay.Progress)
+	}
+	switch len(fns) {
+	case 0:
+		return nil
+	case 1:
+		return fns[0]
+	}
+	return func(progress, total float64, message string) {
+		for _, fn := range fns {
+			fn(progress, total, message)
+		}
 	}
 }
 

@@ -159,6 +159,9 @@ type Outcome struct {
 	// {"message": …}). It is false when the tool gave no usable answer: no
 	// connection, a timeout, a crash page, a non-JSON or oversized reply.
 	Answered bool
+	// MCPResult is an MCP backend's CallToolResult as it sent it (see
+	// toolrouter.Result.MCPResult); nil for HTTP tools.
+	MCPResult json.RawMessage
 }
 
 // Success reports whether the call succeeded.

@@ -244,6 +244,7 @@ func (r *Router) finish(ctx context.Context, rc *routeCall, out remote.Outcome, 
 	}
 	res.Success = out.Success()
 	res.Output = out.Output
+	res.MCPResult = out.MCPResult
 	if !res.Success {
 		rc.r.errMsg, rc.r.errCat = out.Err, out.Category
 		if rc.r.errCat == "" {
