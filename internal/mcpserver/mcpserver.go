@@ -428,7 +428,43 @@ func (h *Handler) call(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Call
 		h.d.Logger.Error().Err(err).Str("plan_id", planID).Str("tool", p.Name).Msg("route MCP tools/call")
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error"}
 	}
-	return result(res), nil
+	return withResultType(result(res), modernSession(req.Session)), nil
+}
+
+// modernSession reports whether ss serves protocol 2026-07-28 or later (a
+// stateless request's session has no initialize parameters).
+func modernSession(ss *mcp.ServerSession) bool {
+	if ss == nil {
+		return false
+	}
+	ip := ss.InitializeParams()
+	return ip == nil || ip.ProtocolVersion == "" || ip.ProtocolVersion >= modernVersion
+}
+
+// withResultType gives res the resultType "complete" that 2026-07-28
+// requires of every result, or none for older protocol versions (a
+// backend's result may carry either). The SDK sets the field only for
+// results of its own tool handlers, and keeps it unexported: it is set
+// through the result's JSON.
+func withResultType(res *mcp.CallToolResult, modern bool) *mcp.CallToolResult {
+	raw, err := json.Marshal(res)
+	if err != nil {
+		return res
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(raw, &m) != nil {
+		return res
+	}
+	delete(m, "resultType")
+	if modern {
+		m["resultType"] = json.RawMessage(`"complete"`)
+	}
+	raw, err = json.Marshal(m)
+	out := &mcp.CallToolResult{}
+	if err != nil || json.Unmarshal(raw, out) != nil {
+		return res
+	}
+	return out
 }
 
 // relay passes what a backend sends about the call on to the caller:
