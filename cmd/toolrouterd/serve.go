@@ -122,6 +122,8 @@ func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) er
 		MaxBodyBytes: cfg.MaxBodyBytes,
 		Spec:         api.Spec,
 		MCP:          mcpSrv,
+
+		AllowedOrigins: cfg.AllowedOrigins,
 	})
 	if err != nil {
 		return fmt.Errorf("build HTTP server: %w", err)

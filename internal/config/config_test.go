@@ -117,6 +117,9 @@ func TestBadValuesNameTheVariable(t *testing.T) {
 		{"TOOLROUTER_SHUTDOWN_TIMEOUT", "", "is not a valid duration"},
 		{"TOOLROUTER_IDEMPOTENCY_TTL", "", "is not a valid duration"},
 		{"TOOLROUTER_RUN_HEARTBEAT", "", "is not a valid duration"},
+		{"TOOLROUTER_ALLOWED_ORIGINS", "evil.example", "is not an origin"},
+		{"TOOLROUTER_ALLOWED_ORIGINS", "https://app.example/path", "is not an origin"},
+		{"TOOLROUTER_ALLOWED_ORIGINS", "ftp://app.example", "is not an origin"},
 		// Whitespace.
 		{"TOOLROUTER_ADDR", " :8080", "whitespace"},
 		{"TOOLROUTER_ADDR", ":8080\n", "whitespace"},
@@ -195,5 +198,17 @@ func TestStorePasswordIsNotPrinted(t *testing.T) {
 		if err == nil || strings.Contains(err.Error(), "hunter2") {
 			t.Errorf("%s: %v", v, err)
 		}
+	}
+}
+
+func TestAllowedOrigins(t *testing.T) {
+	clearEnv(t, "TOOLROUTER_ALLOWED_ORIGINS", "https://App.example:8443, *,,http://localhost:3000/")
+	c, err := config.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"https://app.example:8443", "*", "http://localhost:3000"}
+	if strings.Join(c.AllowedOrigins, " ") != strings.Join(want, " ") {
+		t.Errorf("AllowedOrigins = %q, want %q", c.AllowedOrigins, want)
 	}
 }

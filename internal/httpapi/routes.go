@@ -17,7 +17,7 @@ func routes(d Deps, doc *openapi3.T) (http.Handler, error) {
 	r := chi.NewRouter()
 	// GetHead answers HEAD on every GET route (load balancers and uptime
 	// checkers send HEAD /healthz); net/http drops the body.
-	r.Use(requestID(d.Logger), accessLog(d.Metrics), recoverer, rejectEmptySegments, middleware.GetHead)
+	r.Use(requestID(d.Logger), accessLog(d.Metrics), recoverer, checkOrigin(d.AllowedOrigins), rejectEmptySegments, middleware.GetHead)
 	r.NotFound(handleNotFound(r))
 	r.MethodNotAllowed(handleMethodNotAllowed(r))
 

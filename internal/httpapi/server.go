@@ -55,6 +55,8 @@ type Deps struct {
 	BodyReadTimeout time.Duration
 	Spec            []byte       // the OpenAPI document, served as-is and enforced
 	MCP             http.Handler // the /mcp MCP server (mcpserver.Handler); nil leaves /mcp unmounted
+	// AllowedOrigins are TOOLROUTER_ALLOWED_ORIGINS (see checkOrigin).
+	AllowedOrigins []string
 }
 
 // NewServer returns the service's HTTP handler.
