@@ -27,10 +27,10 @@ import (
 var conformanceScenarios = map[string][]string{
 	"2025-11-25": {"tools-list", "tools-call-simple-text", "tools-call-image", "tools-call-audio",
 		"tools-call-embedded-resource", "tools-call-mixed-content", "tools-call-with-logging",
-		"tools-call-error", "tools-call-with-progress", "json-schema-2020-12"},
+		"tools-call-error", "tools-call-with-progress", "json-schema-2020-12", "dns-rebinding-protection"},
 	"2026-07-28": {"tools-list", "tools-call-simple-text", "tools-call-image", "tools-call-audio",
 		"tools-call-embedded-resource", "tools-call-mixed-content", "tools-call-error",
-		"tools-call-with-progress", "json-schema-2020-12", "caching", "http-header-validation"},
+		"tools-call-with-progress", "json-schema-2020-12", "caching", "http-header-validation", "dns-rebinding-protection"},
 }
 
 var (

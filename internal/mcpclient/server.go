@@ -37,6 +37,7 @@ type server struct {
 	name    string
 	url     string
 	headers map[string]string
+	roots   []string // offered as MCP roots; fixed like url and headers
 	client  *mcp.Client
 	http    *http.Client
 
@@ -77,6 +78,7 @@ func newServer(m *Manager, cfg registry.MCPServer) *server {
 		name:    cfg.Name,
 		url:     cfg.URL,
 		headers: maps.Clone(cfg.Headers),
+		roots:   slices.Clone(cfg.Roots),
 		ctx:     ctx,
 		cancel:  cancel,
 		done:    make(chan struct{}),
@@ -90,7 +92,14 @@ func newServer(m *Manager, cfg registry.MCPServer) *server {
 		// (secrets) to another URL.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
+	// No roots capability unless the registry gives the server roots
+	// (README, "MCP servers"): the SDK would otherwise advertise it.
+	caps := &mcp.ClientCapabilities{}
+	if len(cfg.Roots) > 0 {
+		caps.RootsV2 = &mcp.RootCapabilities{}
+	}
 	s.client = mcp.NewClient(&mcp.Implementation{Name: "toolrouterd", Version: "1"}, &mcp.ClientOptions{
+		Capabilities: caps,
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
 			s.m.log.Debug().Str("mcp_server", s.name).Msg("MCP server tool list changed")
 			s.poke()
@@ -99,6 +108,9 @@ func newServer(m *Manager, cfg registry.MCPServer) *server {
 		// serverTransport.event): no ProgressNotificationHandler.
 		KeepAlive: keepAlive,
 	})
+	for _, uri := range cfg.Roots {
+		s.client.AddRoots(&mcp.Root{URI: uri}) //nolint:staticcheck // roots are deprecated in 2026-07-28, still served to older servers
+	}
 	return s
 }
 

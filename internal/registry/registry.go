@@ -38,6 +38,9 @@ type MCPServer struct {
 	Tools   []string
 	Headers map[string]string
 	Timeout time.Duration
+	// Roots are the file:// URIs offered to the server as MCP roots; the
+	// roots capability is advertised only when there are some.
+	Roots []string
 }
 
 // Registry is a parsed, valid registry file. It is immutable: a reload
