@@ -132,7 +132,7 @@ func TestParseProblems(t *testing.T) {
 
 		// MCP servers.
 		{"mcp server bad root", "mcp_servers:\n  - name: f\n    url: http://mcp.example/mcp\n    roots: [/data]\n", `r.yaml:4: mcp_servers[0].roots[0]: must be a file:// URI`},
-				{"mcp server unknown key", "mcp_servers:\n  - name: f\n    url: http://mcp.example/mcp\n    transport: sse\n", `r.yaml:4: mcp_servers[0].transport: unknown key`},
+		{"mcp server unknown key", "mcp_servers:\n  - name: f\n    url: http://mcp.example/mcp\n    transport: sse\n", `r.yaml:4: mcp_servers[0].transport: unknown key`},
 		{"mcp server required fields", "mcp_servers:\n  - prefix: f/\n",
 			"r.yaml:2: mcp_servers[0].name: required\n" +
 				`r.yaml:2: mcp_servers[0].url: required`},
