@@ -16,12 +16,15 @@ import (
 
 // mcpConnect opens an MCP session on toolrouterd's /mcp with the go-sdk
 // client; hc may be nil.
+// mcpConnect opens a session (protocol 2025-11-25: the SDK's default,
+// 2026-07-28, has none; TestMCPPassThrough and TestMCPConformance cover it).
 func mcpConnect(t *testing.T, url string, hc *http.Client, opts *mcp.ClientOptions) (*mcp.ClientSession, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	c := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "v0"}, opts)
-	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url + "/mcp", HTTPClient: hc, MaxRetries: -1}, nil)
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url + "/mcp", HTTPClient: hc, MaxRetries: -1},
+		&mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	if err == nil {
 		t.Cleanup(func() { _ = cs.Close() })
 	}

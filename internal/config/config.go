@@ -50,6 +50,11 @@ type Config struct {
 	JWTJwksURL      string `split_words:"true"`
 	JWTAudience     string `split_words:"true"`
 	JWTSubjectClaim string `split_words:"true" default:"sub"`
+	// AllowedOrigins are the browser origins (scheme://host[:port], or *)
+	// allowed besides the default ones, against DNS rebinding (README,
+	// "Security"): on a loopback bind only loopback origins and Hosts are
+	// accepted, elsewhere only same-origin requests.
+	AllowedOrigins []string `split_words:"true"`
 }
 
 // JWT reports whether JWT bearer tokens are on.
@@ -144,6 +149,9 @@ func (c *Config) Validate() error {
 	if err := c.validateAPIKeys(); err != nil {
 		return err
 	}
+	if err := c.validateOrigins(); err != nil {
+		return err
+	}
 	switch {
 	case c.Addr == "":
 		return errors.New("TOOLROUTER_ADDR: must not be empty (e.g. :8080 or 127.0.0.1:8080)")
@@ -181,6 +189,30 @@ func (c *Config) Validate() error {
 	if _, err := zerolog.ParseLevel(c.LogLevel); err != nil || c.LogLevel == "" {
 		return fmt.Errorf("TOOLROUTER_LOG_LEVEL: %q is not one of trace, debug, info, warn, error, fatal, panic, disabled", c.LogLevel)
 	}
+	return nil
+}
+
+// validateOrigins checks TOOLROUTER_ALLOWED_ORIGINS: each entry is * or an
+// origin as browsers send it (http or https, a host, an optional port,
+// nothing else); blanks are dropped.
+func (c *Config) validateOrigins() error {
+	origins := make([]string, 0, len(c.AllowedOrigins))
+	for _, o := range c.AllowedOrigins {
+		o = strings.TrimSpace(o)
+		if o == "" {
+			continue
+		}
+		if o != "*" {
+			u, err := url.Parse(o)
+			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil ||
+				(u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" {
+				return fmt.Errorf("TOOLROUTER_ALLOWED_ORIGINS: %q is not an origin (scheme://host[:port]) or *", o)
+			}
+			o = u.Scheme + "://" + strings.ToLower(u.Host)
+		}
+		origins = append(origins, o)
+	}
+	c.AllowedOrigins = origins
 	return nil
 }
 

@@ -117,6 +117,9 @@ func TestBadValuesNameTheVariable(t *testing.T) {
 		{"TOOLROUTER_SHUTDOWN_TIMEOUT", "", "is not a valid duration"},
 		{"TOOLROUTER_IDEMPOTENCY_TTL", "", "is not a valid duration"},
 		{"TOOLROUTER_RUN_HEARTBEAT", "", "is not a valid duration"},
+		{"TOOLROUTER_ALLOWED_ORIGINS", "evil.example", "is not an origin"},
+		{"TOOLROUTER_ALLOWED_ORIGINS", "https://app.example/path", "is not an origin"},
+		{"TOOLROUTER_ALLOWED_ORIGINS", "ftp://app.example", "is not an origin"},
 		// Whitespace.
 		{"TOOLROUTER_ADDR", " :8080", "whitespace"},
 		{"TOOLROUTER_ADDR", ":8080\n", "whitespace"},
@@ -238,5 +241,17 @@ func TestJWTConfig(t *testing.T) {
 		if _, err := config.Load(); err == nil || !strings.HasPrefix(err.Error(), tc.says) {
 			t.Errorf("%v: %v, want %q", tc.env, err, tc.says)
 		}
+	}
+}
+
+func TestAllowedOrigins(t *testing.T) {
+	clearEnv(t, "TOOLROUTER_ALLOWED_ORIGINS", "https://App.example:8443, *,,http://localhost:3000/")
+	c, err := config.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"https://app.example:8443", "*", "http://localhost:3000"}
+	if strings.Join(c.AllowedOrigins, " ") != strings.Join(want, " ") {
+		t.Errorf("AllowedOrigins = %q, want %q", c.AllowedOrigins, want)
 	}
 }

@@ -752,7 +752,7 @@ func TestSlowBody(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	fmt.Fprintf(conn, "POST /route HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"plan_id\"")
+	fmt.Fprintf(conn, "POST /route HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"plan_id\"")
 	conn.SetReadDeadline(time.Now().Add(5 * time.Second))
 	start := time.Now()
 	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)

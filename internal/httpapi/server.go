@@ -82,6 +82,8 @@ type Deps struct {
 	WriteTimeout time.Duration
 	// Now is the clock of the log rate limits; nil means time.Now.
 	Now func() time.Time
+	// AllowedOrigins are TOOLROUTER_ALLOWED_ORIGINS (see checkOrigin).
+	AllowedOrigins []string
 }
 
 // NewServer returns the service's HTTP handler. Every dependency but MCP

@@ -23,6 +23,10 @@ type discovered struct {
 	input, output map[string]any
 	validate      func(map[string]any) error
 	schemaErr     error
+	// validateOut checks structuredContent against output; nil when the
+	// tool has no output schema or it does not compile (then the schema
+	// is not advertised either, see registryTool).
+	validateOut func(map[string]any) error
 }
 
 // newDiscovered decodes a tool's schemas and compiles its input schema
@@ -35,6 +39,12 @@ func newDiscovered(t *mcp.Tool) discovered {
 	}
 	d.output, _ = jsonObject(t.OutputSchema)
 	d.validate, d.schemaErr = inputschema.Validator(d.input)
+	if d.output != nil {
+		d.validateOut, _ = inputschema.Validator(d.output)
+		if d.validateOut == nil {
+			d.output = nil // advertised only with outputs checked against it
+		}
+	}
 	return d
 }
 
@@ -76,6 +86,16 @@ func registryTool(cfg toolrouter.MCPServer, d discovered) *toolrouter.Tool {
 		MCPTool:      d.tool.Name,
 		ValidateArgs: d.validate,
 	}
+	if d.validateOut != nil {
+		validate := d.validateOut
+		t.ValidateOutput = func(out any) error {
+			obj, ok := out.(map[string]any)
+			if !ok {
+				return fmt.Errorf("structuredContent is %s, not an object", toolrouter.JSONKind(out))
+			}
+			return validate(obj)
+		}
+	}
 	if t.Description == "" {
 		t.Description = d.tool.Title
 	}
@@ -98,8 +118,11 @@ func registryTool(cfg toolrouter.MCPServer, d discovered) *toolrouter.Tool {
 // with isError is a failure the tool reported (classified by its text);
 // otherwise the output is structuredContent when present, else the text
 // content (as JSON when it is JSON, else as a JSON string), else the
-// content blocks themselves.
-func outcome(res *mcp.CallToolResult) toolrouter.Outcome {
+// content blocks themselves. The result itself travels along as MCPResult
+// for the /mcp endpoint to pass on unchanged. A tool with an output schema
+// must answer structuredContent that matches it: anything else is a
+// schema failure naming the mismatch (README, "MCP").
+func outcome(t *toolrouter.Tool, res *mcp.CallToolResult) toolrouter.Outcome {
 	if res == nil {
 		return toolrouter.Outcome{Output: json.RawMessage("null"), Answered: true}
 	}
@@ -113,28 +136,66 @@ func outcome(res *mcp.CallToolResult) toolrouter.Outcome {
 		if cat == toolrouter.CategoryUnknown {
 			cat = toolrouter.CategoryExecution
 		}
-		return toolrouter.Outcome{Err: msg, Category: cat, Answered: true}
+		return toolrouter.Outcome{Err: msg, Category: cat, Answered: true, MCPResult: encodeResult(res)}
 	}
-	if res.StructuredContent != nil {
+	if t != nil && t.ValidateOutput != nil {
+		if res.StructuredContent == nil {
+			return toolrouter.Outcome{Err: "the MCP tool's result has no structuredContent although the tool declares an outputSchema",
+				Category: toolrouter.CategorySchema, Answered: true}
+		}
+		sc, err := decodeAny(res.StructuredContent)
+		if err == nil {
+			err = t.ValidateOutput(sc)
+		}
+		if err != nil {
+			return toolrouter.Outcome{Err: "the MCP tool's structuredContent does not match its outputSchema: " + err.Error(),
+				Category: toolrouter.CategorySchema, Answered: true}
+		}
+	}
+	out := toolrouter.Outcome{Answered: true, MCPResult: encodeResult(res)}
+	switch {
+	case res.StructuredContent != nil:
 		raw, err := json.Marshal(res.StructuredContent)
 		if err != nil {
 			return toolrouter.Outcome{Err: fmt.Sprintf("the MCP tool's structuredContent cannot be encoded: %v", err),
 				Category: toolrouter.CategoryParse, Answered: true}
 		}
-		return toolrouter.Outcome{Output: raw, Answered: true}
+		out.Output = raw
+	case hasText:
+		out.Output = textOutput(text)
+	case len(res.Content) == 0:
+		out.Output = json.RawMessage("null")
+	default:
+		raw, err := json.Marshal(res.Content)
+		if err != nil {
+			return toolrouter.Outcome{Err: fmt.Sprintf("the MCP tool's content cannot be encoded: %v", err),
+				Category: toolrouter.CategoryParse, Answered: true}
+		}
+		out.Output = raw
 	}
-	if hasText {
-		return toolrouter.Outcome{Output: textOutput(text), Answered: true}
-	}
-	if len(res.Content) == 0 {
-		return toolrouter.Outcome{Output: json.RawMessage("null"), Answered: true}
-	}
-	raw, err := json.Marshal(res.Content)
+	return out
+}
+
+// encodeResult is res as JSON (every field the SDK decoded); nil if it
+// cannot be encoded.
+func encodeResult(res *mcp.CallToolResult) json.RawMessage {
+	raw, err := json.Marshal(res)
 	if err != nil {
-		return toolrouter.Outcome{Err: fmt.Sprintf("the MCP tool's content cannot be encoded: %v", err),
-			Category: toolrouter.CategoryParse, Answered: true}
+		return nil
 	}
-	return toolrouter.Outcome{Output: raw, Answered: true}
+	return raw
+}
+
+// decodeAny turns a value the SDK decoded into plain JSON values (maps,
+// slices, float64s), which the schema validator expects.
+func decodeAny(v any) (any, error) {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	var out any
+	err = json.Unmarshal(raw, &out)
+	return out, err
 }
 
 // textOf joins the text blocks of a result's content with newlines.

@@ -174,7 +174,7 @@ func (m *Manager) Sync(ctx context.Context, servers []toolrouter.MCPServer) {
 		seen[cfg.Name] = true
 		if s := old[cfg.Name]; s != nil {
 			delete(old, cfg.Name)
-			if s.url == cfg.URL && maps.Equal(s.headers, cfg.Headers) {
+			if s.url == cfg.URL && maps.Equal(s.headers, cfg.Headers) && slices.Equal(s.roots, cfg.Roots) {
 				s.reconfigure(cfg)
 				waits = append(waits, s.refresh())
 				next = append(next, s)

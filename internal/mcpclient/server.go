@@ -35,6 +35,7 @@ type server struct {
 	name    string
 	url     string
 	headers map[string]string
+	roots   []string // offered as MCP roots; fixed like url and headers
 	client  *mcp.Client
 	http    *http.Client
 
@@ -75,6 +76,7 @@ func newServer(m *Manager, cfg toolrouter.MCPServer) *server {
 		name:    cfg.Name,
 		url:     cfg.URL,
 		headers: maps.Clone(cfg.Headers),
+		roots:   slices.Clone(cfg.Roots),
 		ctx:     ctx,
 		cancel:  cancel,
 		done:    make(chan struct{}),
@@ -88,7 +90,14 @@ func newServer(m *Manager, cfg toolrouter.MCPServer) *server {
 		// (secrets) to another URL.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
+	// No roots capability unless the registry gives the server roots
+	// (README, "MCP servers"): the SDK would otherwise advertise it.
+	caps := &mcp.ClientCapabilities{}
+	if len(cfg.Roots) > 0 {
+		caps.RootsV2 = &mcp.RootCapabilities{}
+	}
 	s.client = mcp.NewClient(&mcp.Implementation{Name: "toolrouterd", Version: "1"}, &mcp.ClientOptions{
+		Capabilities: caps,
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
 			s.m.log.Debug().Str("mcp_server", s.name).Msg("MCP server tool list changed")
 			s.poke()
@@ -99,6 +108,9 @@ func newServer(m *Manager, cfg toolrouter.MCPServer) *server {
 	})
 	if m.Trace != nil {
 		s.client.AddSendingMiddleware(m.Trace)
+	}
+	for _, uri := range cfg.Roots {
+		s.client.AddRoots(&mcp.Root{URI: uri}) //nolint:staticcheck // roots are deprecated in 2026-07-28, still served to older servers
 	}
 	return s
 }
@@ -264,6 +276,13 @@ func (s *server) connect() (*mcp.ClientSession, []discovered, error) {
 	cs, err := s.client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: s.url, HTTPClient: s.http}, nil)
 	if err != nil {
 		return nil, nil, fmt.Errorf("connect: %w", err)
+	}
+	if ir := cs.InitializeResult(); ir != nil && ir.Capabilities != nil && ir.Capabilities.Logging != nil {
+		// Log messages of a call reach the /mcp caller that made it
+		// (toolrouter.Relay), filtered by that caller's level.
+		if err := cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "debug"}); err != nil {
+			s.m.log.Debug().Err(err).Str("mcp_server", s.name).Msg("MCP server refused logging/setLevel")
+		}
 	}
 	raw, err := s.list(ctx, cs)
 	if err != nil {
@@ -523,10 +542,21 @@ func (s *server) call(ctx context.Context, req toolrouter.ExecRequest) toolroute
 		args = map[string]any{}
 	}
 	params := &mcp.CallToolParams{Name: t.MCPTool, Arguments: args}
-	if req.Progress != nil {
-		token, stop := s.m.watchProgress(req.Progress)
+	relay := toolrouter.RelayFrom(ctx)
+	if progress := progressFunc(req.Progress, relay); progress != nil {
+		token, stop := s.m.watchProgress(progress)
 		defer stop()
 		params.SetProgressToken(token)
+	}
+	if relay != nil && relay.Log != nil {
+		// The caller's own level filters what it gets (the /mcp session's,
+		// or its request's); ask the server for everything. Servers on
+		// protocol 2026-07-28 read the level from the request's _meta,
+		// older ones from the session's logging/setLevel (see connect).
+		if params.Meta == nil {
+			params.Meta = mcp.Meta{}
+		}
+		params.Meta[metaLogLevel] = "debug"
 	}
 	retries := 0
 	if t.Idempotent {
@@ -556,7 +586,7 @@ func (s *server) call(ctx context.Context, req toolrouter.ExecRequest) toolroute
 		attempts++
 		res, err := cs.CallTool(callCtx, params)
 		if err == nil {
-			out := outcome(res)
+			out := outcome(t, res)
 			out.Attempts = attempts
 			return out
 		}
@@ -607,6 +637,33 @@ func (s *server) call(ctx context.Context, req toolrouter.ExecRequest) toolroute
 		out := toolrouter.Failure(toolrouter.CategoryExecution, "MCP server %s: tools/call failed: %s", s.name, s.scrub(err))
 		out.Attempts = attempts
 		return out
+	}
+}
+
+// metaLogLevel is the _meta key of a request's log level (protocol
+// 2026-07-28).
+const metaLogLevel = "io.modelcontextprotocol/logLevel"
+
+// progressFunc is the func that receives a call's progress: the route's
+// (SSE updates of /route) and the relay's (an /mcp caller), either or both.
+func progressFunc(route func(progress, total float64, message string), relay *toolrouter.Relay) func(progress, total float64, message string) {
+	var fns []func(progress, total float64, message string)
+	if route != nil {
+		fns = append(fns, route)
+	}
+	if relay != nil && relay.Progress != nil {
+		fns = append(fns, relay.Progress)
+	}
+	switch len(fns) {
+	case 0:
+		return nil
+	case 1:
+		return fns[0]
+	}
+	return func(progress, total float64, message string) {
+		for _, fn := range fns {
+			fn(progress, total, message)
+		}
 	}
 }
 

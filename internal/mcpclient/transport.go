@@ -2,10 +2,13 @@ package mcpclient
 
 import (
 	"bytes"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/url"
 	"strings"
+
+	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
 
 const (
@@ -45,8 +48,21 @@ func (t *serverTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	if err != nil || r.Method == http.MethodDelete {
 		return resp, err
 	}
-	if t.event != nil && resp.StatusCode == http.StatusOK && isEventStream(resp.Header.Get("Content-Type")) {
-		resp.Body = &sseTap{body: resp.Body, event: t.event}
+	if resp.StatusCode == http.StatusOK && isEventStream(resp.Header.Get("Content-Type")) {
+		event := t.event
+		if relay := toolrouter.RelayFrom(r.Context()); relay != nil && relay.Log != nil {
+			// The stream of one call's request: its log messages belong
+			// to the caller that made the call.
+			event = func(data []byte) {
+				if t.event != nil {
+					t.event(data)
+				}
+				relayLog(relay, data)
+			}
+		}
+		if event != nil {
+			resp.Body = &sseTap{body: resp.Body, event: event}
+		}
 	}
 	if t.lost == nil {
 		return resp, nil
@@ -64,6 +80,26 @@ func (t *serverTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		}
 	}
 	return resp, nil
+}
+
+// relayLog passes the data of an event that is a notifications/message on
+// to relay.
+func relayLog(relay *toolrouter.Relay, data []byte) {
+	if !bytes.Contains(data, []byte(`"notifications/message"`)) {
+		return
+	}
+	var n struct {
+		Method string `json:"method"`
+		Params struct {
+			Level  string          `json:"level"`
+			Logger string          `json:"logger"`
+			Data   json.RawMessage `json:"data"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(data, &n) != nil || n.Method != "notifications/message" || n.Params.Level == "" {
+		return
+	}
+	relay.Log(n.Params.Level, n.Params.Logger, n.Params.Data)
 }
 
 func isEventStream(contentType string) bool {

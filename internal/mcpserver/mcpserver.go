@@ -3,12 +3,21 @@
 // MCP-safe name, and tools/call routes the call through the same router as
 // POST /route, so ids, sequences, argument validation and error
 // classification are the same.
+//
+// One endpoint speaks both eras of the protocol (README, "MCP"): a client
+// that sends initialize (2025-03-26 to 2025-11-25) gets a session; a
+// request that carries the 2026-07-28 per-request metadata (the
+// MCP-Protocol-Version header, or the protocol version in params._meta) is
+// served statelessly, as that revision asks: server/discover, no session
+// id, list results with ttlMs and cacheScope, the Mcp-Method/Mcp-Name
+// header checks, and removed methods answered "method not found".
 package mcpserver
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -93,6 +102,9 @@ type Deps struct {
 	Limiter Limiter
 	// Tracing, when set, wraps every request received (telemetry.Telemetry.MCPServer).
 	Tracing mcp.Middleware
+	// ListTTL is the ttlMs hint of tools/list results under 2026-07-28
+	// (default 5s): how long a client may keep a list before asking again.
+	ListTTL time.Duration
 }
 
 // DefaultPlanID is the default plan-id policy: the _meta's
@@ -114,9 +126,10 @@ func DefaultPlanID(sessionID string, meta map[string]any) (string, error) {
 
 // Handler is the /mcp endpoint.
 type Handler struct {
-	d    Deps
-	srv  *mcp.Server
-	http *mcp.StreamableHTTPHandler
+	d      Deps
+	srv    *mcp.Server
+	http   *mcp.StreamableHTTPHandler // sessions: 2025-03-26 to 2025-11-25
+	modern *mcp.StreamableHTTPHandler // stateless: 2026-07-28
 
 	mu       sync.Mutex
 	last     []*toolrouter.Tool // the registry's tools at the last sync
@@ -150,6 +163,12 @@ func New(d Deps) *Handler {
 	if d.MaxSessions <= 0 {
 		d.MaxSessions = 1000
 	}
+	if d.MaxBodyBytes <= 0 {
+		d.MaxBodyBytes = 4 << 20
+	}
+	if d.ListTTL <= 0 {
+		d.ListTTL = 5 * time.Second
+	}
 	d.Logger = d.Logger.With().Str("component", "mcpserver").Logger()
 	slogger := slog.New(quieter{zerolog.NewSlogHandler(d.Logger)})
 	h := &Handler{d: d}
@@ -158,17 +177,34 @@ func New(d Deps) *Handler {
 	}, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})
 	h.srv = mcp.NewServer(&mcp.Implementation{Name: "toolrouterd", Version: d.Version}, &mcp.ServerOptions{
 		Logger: slogger,
-		// Advertise tools (and list_changed) even while the registry is empty.
-		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
+		// Advertise tools (and list_changed) even while the registry is empty,
+		// and logging: a backend's log messages reach the caller.
+		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}, Logging: &mcp.LoggingCapabilities{}},
+		// A list may change with a registry reload, and what a caller may
+		// see is the caller's: cache it briefly, and privately.
+		SetCacheable: func(_ context.Context, _ mcp.Request, c *mcp.Cacheable) {
+			c.TTLMs = int(d.ListTTL / time.Millisecond)
+			c.CacheScope = "private"
+		},
 	})
 	h.srv.AddReceivingMiddleware(h.intercept)
 	if d.Tracing != nil { // added last: the outermost, so its span covers the call
 		h.srv.AddReceivingMiddleware(d.Tracing)
 	}
-	h.http = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return h.srv }, &mcp.StreamableHTTPOptions{
-		Logger:              slogger,
-		SessionTimeout:      d.SessionTimeout,
-		MaxRequestBodyBytes: d.MaxBodyBytes,
+	get := func(*http.Request) *mcp.Server { return h.srv }
+	// Origin and Host are checked by httpapi for every route (README,
+	// "Security"), with the operator's allowed origins.
+	h.http = mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{
+		Logger:                     slogger,
+		SessionTimeout:             d.SessionTimeout,
+		MaxRequestBodyBytes:        d.MaxBodyBytes,
+		DisableLocalhostProtection: true,
+	})
+	h.modern = mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{
+		Logger:                     slogger,
+		Stateless:                  true,
+		MaxRequestBodyBytes:        d.MaxBodyBytes,
+		DisableLocalhostProtection: true,
 	})
 	h.Sync()
 	return h
@@ -176,20 +212,35 @@ func New(d Deps) *Handler {
 
 // ServeHTTP serves the MCP streamable HTTP transport (POST, GET, DELETE).
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "" && h.sessions() >= h.d.MaxSessions {
+	w = &problemWriter{ResponseWriter: w}
+	defer w.(*problemWriter).finish()
+	modern, err := h.isModern(r)
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			writeProblem(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body exceeds %d bytes", mbe.Limit))
+			return
+		}
+		writeProblem(w, http.StatusBadRequest, "reading the request body: "+err.Error())
+		return
+	}
+	next := h.http
+	if modern {
+		next = h.modern // stateless: no session to count
+	} else if r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "" && h.sessions() >= h.d.MaxSessions {
 		w.Header().Set("Retry-After", "5")
-		http.Error(w, "too many MCP sessions open; retry later", http.StatusServiceUnavailable)
+		writeProblem(w, http.StatusServiceUnavailable, "too many MCP sessions open; retry later")
 		return
 	}
 	c := access.FromContext(r.Context())
 	if c == nil { // an open service
-		h.http.ServeHTTP(w, r)
+		next.ServeHTTP(w, r)
 		return
 	}
 	if r.Method == http.MethodPost && h.d.Limiter != nil && !c.Rate.IsZero() && !h.admit(w, r, c) {
 		return
 	}
-	h.withClient(h.http).ServeHTTP(w, r)
+	h.withClient(next).ServeHTTP(w, r)
 }
 
 // admit counts the tools/call requests of a POST body against the
@@ -273,6 +324,59 @@ func client(req mcp.Request) *access.Client {
 		return c
 	}
 	return nil
+}
+
+// modernVersion is the first protocol revision without sessions.
+const modernVersion = "2026-07-28"
+
+// isModern reports whether r is a request of protocol 2026-07-28 or later,
+// served statelessly: its MCP-Protocol-Version header says so, or (a
+// request without the header, and without a session) the protocol version
+// in its params._meta does; the stateless handler then checks the header
+// against the body. Everything else (initialize, a session's requests,
+// GET and DELETE of a session) is a session's. The body is read (bounded)
+// and put back only when the header is absent.
+func (h *Handler) isModern(r *http.Request) (bool, error) {
+	if v := r.Header.Get("Mcp-Protocol-Version"); v != "" {
+		return isDate(v) && v >= modernVersion, nil
+	}
+	if r.Method != http.MethodPost || r.Header.Get("Mcp-Session-Id") != "" || r.Body == nil {
+		return false, nil
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, h.d.MaxBodyBytes))
+	r.Body.Close()
+	if err != nil {
+		return false, err
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	var msg struct {
+		Params struct {
+			Meta map[string]any `json:"_meta"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(body, &msg) != nil {
+		return false, nil // a batch or not JSON: the session handler answers
+	}
+	v, _ := msg.Params.Meta[metaProtocolVersion].(string)
+	return v != "", nil
+}
+
+// metaProtocolVersion is the _meta key of a 2026-07-28 request's protocol
+// version.
+const metaProtocolVersion = "io.modelcontextprotocol/protocolVersion"
+
+// isDate reports whether v looks like a protocol version (YYYY-MM-DD), so
+// that comparing it as a string orders it by date.
+func isDate(v string) bool {
+	if len(v) != 10 || v[4] != '-' || v[7] != '-' {
+		return false
+	}
+	for i, c := range v {
+		if i != 4 && i != 7 && (c < '0' || c > '9') {
+			return false
+		}
+	}
+	return true
 }
 
 // sessions counts the open sessions.
@@ -377,7 +481,9 @@ func definition(t *toolrouter.Tool) *mcp.Tool {
 	if name != t.Name {
 		mt.Title = t.Name
 	}
-	if out, ok := def["outputSchema"]; ok {
+	// An output schema is advertised only when outputs are checked
+	// against it (MCP clients reject results that do not match).
+	if out, ok := def["outputSchema"]; ok && t.ValidateOutput != nil {
 		mt.OutputSchema = out
 	}
 	return mt
@@ -445,7 +551,7 @@ func (h *Handler) call(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Call
 	if sessionID != "" {
 		meta = map[string]any{"mcp_session_id": sessionID}
 	}
-	res, err := h.d.Router.Route(ctx, planID, payload, meta)
+	res, err := h.d.Router.Route(toolrouter.WithRelay(ctx, relay(ctx, req)), planID, payload, meta)
 	if err != nil {
 		if toolrouter.ErrorCode(err) == toolrouter.EINVALID {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: toolrouter.ErrorMessage(err)}
@@ -453,21 +559,96 @@ func (h *Handler) call(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Call
 		h.d.Logger.Error().Err(err).Str("plan_id", planID).Str("tool", p.Name).Msg("route MCP tools/call")
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error"}
 	}
-	return result(res), nil
+	return withResultType(result(res), modernSession(req.Session)), nil
 }
 
-// result is the CallToolResult of a route result: a failure is isError with
-// the error text; a success is the output's JSON text, plus the output as
-// structuredContent when it is an object (the protocol versions this
-// stateful server speaks, up to 2025-11-25, require an object there).
+// modernSession reports whether ss serves protocol 2026-07-28 or later (a
+// stateless request's session has no initialize parameters).
+func modernSession(ss *mcp.ServerSession) bool {
+	if ss == nil {
+		return false
+	}
+	ip := ss.InitializeParams()
+	return ip == nil || ip.ProtocolVersion == "" || ip.ProtocolVersion >= modernVersion
+}
+
+// withResultType gives res the resultType "complete" that 2026-07-28
+// requires of every result, or none for older protocol versions (a
+// backend's result may carry either). The SDK sets the field only for
+// results of its own tool handlers, and keeps it unexported: it is set
+// through the result's JSON.
+func withResultType(res *mcp.CallToolResult, modern bool) *mcp.CallToolResult {
+	raw, err := json.Marshal(res)
+	if err != nil {
+		return res
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(raw, &m) != nil {
+		return res
+	}
+	delete(m, "resultType")
+	if modern {
+		m["resultType"] = json.RawMessage(`"complete"`)
+	}
+	raw, err = json.Marshal(m)
+	out := &mcp.CallToolResult{}
+	if err != nil || json.Unmarshal(raw, out) != nil {
+		return res
+	}
+	return out
+}
+
+// relay passes what a backend sends about the call on to the caller:
+// progress under the caller's progress token (when it sent one), log
+// messages through its session, which filters them by the caller's level.
+func relay(ctx context.Context, req *mcp.CallToolRequest) *toolrouter.Relay {
+	ss := req.Session
+	if ss == nil {
+		return nil
+	}
+	r := &toolrouter.Relay{
+		Log: func(level, logger string, data json.RawMessage) {
+			var v any
+			if json.Unmarshal(data, &v) != nil {
+				v = string(data)
+			}
+			_ = ss.Log(ctx, &mcp.LoggingMessageParams{Level: mcp.LoggingLevel(level), Logger: logger, Data: v})
+		},
+	}
+	if token := req.Params.GetProgressToken(); token != nil {
+		r.Progress = func(progress, total float64, message string) {
+			_ = ss.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token, Progress: progress, Total: total, Message: message})
+		}
+	}
+	return r
+}
+
+// result is the CallToolResult of a route result. The CallToolResult of an
+// MCP backend passes through as it came (every content block,
+// structuredContent, isError, _meta), with toolrouter's keys added to its
+// _meta. Otherwise a failure is isError with the error text, and a success
+// is the output's JSON text, plus the output as structuredContent when it
+// is an object (protocol versions up to 2025-11-25 require an object there).
 func result(res *toolrouter.Result) *mcp.CallToolResult {
-	out := &mcp.CallToolResult{Meta: mcp.Meta{
-		MetaToolCallID: res.ToolCallID,
-		MetaSequence:   res.Sequence,
-		MetaPlanID:     res.PlanID,
-	}}
+	out := &mcp.CallToolResult{}
+	if len(res.MCPResult) > 0 && json.Unmarshal(res.MCPResult, out) != nil {
+		out = &mcp.CallToolResult{}
+	}
+	passed := len(out.Content) > 0 || out.StructuredContent != nil || out.IsError
+	if out.Meta == nil {
+		out.Meta = mcp.Meta{}
+	}
+	out.Meta[MetaToolCallID] = res.ToolCallID
+	out.Meta[MetaSequence] = res.Sequence
+	out.Meta[MetaPlanID] = res.PlanID
 	if res.ToolName != "" {
 		out.Meta[MetaToolName] = res.ToolName
+	}
+	if passed {
+		if !res.Success && res.ErrorCategory != nil {
+			out.Meta[MetaErrorCategory] = string(*res.ErrorCategory)
+		}
+		return out
 	}
 	if !res.Success {
 		msg := "tool call failed"

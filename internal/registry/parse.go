@@ -562,7 +562,7 @@ func (p *parser) mcpServers(e entry) []toolrouter.MCPServer {
 			continue
 		}
 		w := where{prefix: fmt.Sprintf("mcp_servers[%d].", i)}
-		f := p.fields(n, w, "name", "url", "prefix", "tools", "headers", "timeout")
+		f := p.fields(n, w, "name", "url", "prefix", "tools", "headers", "timeout", "roots")
 		s := toolrouter.MCPServer{Timeout: defaultTimeout}
 		if p.required(f["name"], n, w, "name") {
 			if name, ok := p.str(f["name"], w, "name"); ok {
@@ -604,6 +604,19 @@ func (p *parser) mcpServers(e entry) []toolrouter.MCPServer {
 		s.Headers = p.headers(f["headers"], w, "headers")
 		if d, ok := p.duration(f["timeout"], w, "timeout"); ok {
 			s.Timeout = d
+		}
+		for j, it := range p.list(f["roots"], w, "roots") {
+			d := deref(it)
+			if d == nil {
+				p.addAt(it, w, fmt.Sprintf("roots[%d]", j), "must be a file:// URI")
+				continue
+			}
+			u, err := url.Parse(d.Value)
+			if d.Kind != yaml.ScalarNode || err != nil || u.Scheme != "file" || d.Value == "file://" {
+				p.addAt(it, w, fmt.Sprintf("roots[%d]", j), "must be a file:// URI")
+				continue
+			}
+			s.Roots = append(s.Roots, d.Value)
 		}
 		out = append(out, s)
 	}

@@ -131,6 +131,7 @@ func TestParseProblems(t *testing.T) {
 		{"default_provider a list", "default_provider: [q]\n", `r.yaml:1: default_provider: must be a string`},
 
 		// MCP servers.
+		{"mcp server bad root", "mcp_servers:\n  - name: f\n    url: http://mcp.example/mcp\n    roots: [/data]\n", `r.yaml:4: mcp_servers[0].roots[0]: must be a file:// URI`},
 		{"mcp server unknown key", "mcp_servers:\n  - name: f\n    url: http://mcp.example/mcp\n    transport: sse\n", `r.yaml:4: mcp_servers[0].transport: unknown key`},
 		{"mcp server required fields", "mcp_servers:\n  - prefix: f/\n",
 			"r.yaml:2: mcp_servers[0].name: required\n" +

@@ -286,6 +286,7 @@ func (r *Router) finish(ctx context.Context, rc *routeCall, out toolrouter.Outco
 	if out.InvalidUTF8 {
 		res.Notes = append(res.Notes, toolrouter.NoteInvalidUTF8)
 	}
+	res.MCPResult = out.MCPResult
 	if !res.Success {
 		rc.r.errMsg, rc.r.errCat = out.Err, out.Category
 		if rc.r.errCat == "" {

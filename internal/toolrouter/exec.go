@@ -47,6 +47,9 @@ type Outcome struct {
 	// Budgeted reports an Output whose bytes were taken from the Budget of
 	// the call's context.
 	Budgeted bool
+	// MCPResult is an MCP backend's CallToolResult as it sent it (see
+	// Result.MCPResult); nil for HTTP tools.
+	MCPResult json.RawMessage
 }
 
 // Success reports whether the call succeeded.
@@ -84,4 +87,7 @@ type MCPServer struct {
 	Tools   []string
 	Headers map[string]string
 	Timeout time.Duration
+	// Roots are the file:// URIs offered to the server as MCP roots; the
+	// roots capability is advertised only when there are some.
+	Roots []string
 }

@@ -72,6 +72,10 @@ type Tool struct {
 	// ValidateArgs checks decoded arguments against InputSchema; nil means
 	// anything goes. The returned error's text names the offending field.
 	ValidateArgs func(args map[string]any) error `json:"-"`
+	// ValidateOutput checks a successful output (an MCP tool's
+	// structuredContent, decoded) against OutputSchema; nil means the
+	// output schema is not checked, and /mcp does not advertise it.
+	ValidateOutput func(output any) error `json:"-"`
 }
 
 // ValidationMode is the string `mode` of a validation tool's output_schema,
@@ -120,6 +124,11 @@ type Result struct {
 	// Notes say what the router changed in the tool's answer (invalid
 	// UTF-8 replaced); absent when nothing was.
 	Notes []string `json:"notes,omitempty"`
+	// MCPResult is the CallToolResult an MCP backend answered, exactly as
+	// it sent it (every content block, structuredContent, isError, _meta),
+	// for the /mcp endpoint to pass on; nil for HTTP tools and calls that
+	// got no answer. It is not part of the RouteResult.
+	MCPResult json.RawMessage `json:"-"`
 }
 
 // NoteInvalidUTF8 is the note of an output whose invalid UTF-8 was replaced.

@@ -1,0 +1,196 @@
+// Command mcpfixture is an MCP server (streamable HTTP, sessions, official
+// Go SDK) for tests: it serves the fixture tools the MCP conformance suite
+// (@modelcontextprotocol/conformance) calls, so that the suite can run
+// against toolrouterd's /mcp fronting it (e2e/mcpconformance_test.go), plus
+// tools for toolrouterd's own pass-through and output-schema tests.
+//
+//	MCPFIXTURE_ADDR=127.0.0.1:3001 mcpfixture    # serves /mcp
+package main
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+func main() {
+	if err := run(os.Getenv("MCPFIXTURE_ADDR")); err != nil {
+		fmt.Fprintln(os.Stderr, "mcpfixture:", err)
+		os.Exit(1)
+	}
+}
+
+func run(addr string) error {
+	if addr == "" {
+		addr = "127.0.0.1:3001"
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	srv := mcp.NewServer(&mcp.Implementation{Name: "mcpfixture", Version: "1.0.0"}, &mcp.ServerOptions{
+		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}, Logging: &mcp.LoggingCapabilities{}},
+	})
+	addTools(srv)
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	fmt.Printf("mcpfixture listening on http://%s/mcp\n", ln.Addr())
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for ss := range srv.Sessions() {
+		_ = ss.Close()
+	}
+	return hs.Shutdown(sctx)
+}
+
+// The conformance suite's minimal media (a 1x1 red PNG, a silent WAV).
+const (
+	pngBase64 = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg=="
+	wavBase64 = "UklGRiYAAABXQVZFZm10IBAAAAABAAEAQB8AAAB9AAACABAAZGF0YQIAAAA="
+)
+
+func decode(s string) []byte {
+	b, err := base64.StdEncoding.DecodeString(s)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+type handler = func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error)
+
+func content(blocks ...mcp.Content) handler {
+	return func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{Content: blocks}, nil
+	}
+}
+
+var noArgs = json.RawMessage(`{"type":"object","properties":{}}`)
+
+func addTools(srv *mcp.Server) {
+	add := func(name, desc string, input json.RawMessage, h handler) {
+		srv.AddTool(&mcp.Tool{Name: name, Description: desc, InputSchema: input}, h)
+	}
+	png, wav := decode(pngBase64), decode(wavBase64)
+
+	// The conformance suite's fixture tools, answering what it prints.
+	add("test_simple_text", "Returns simple text.", noArgs,
+		content(&mcp.TextContent{Text: "This is a simple text response for testing."}))
+	add("test_image_content", "Returns an image.", noArgs,
+		content(&mcp.ImageContent{Data: png, MIMEType: "image/png"}))
+	add("test_audio_content", "Returns audio.", noArgs,
+		content(&mcp.AudioContent{Data: wav, MIMEType: "audio/wav"}))
+	add("test_embedded_resource", "Returns an embedded resource.", noArgs,
+		content(&mcp.EmbeddedResource{Resource: &mcp.ResourceContents{
+			URI: "test://embedded-resource", MIMEType: "text/plain", Text: "This is an embedded resource content.",
+		}}))
+	add("test_multiple_content_types", "Returns text, an image and a resource.", noArgs,
+		content(&mcp.TextContent{Text: "Multiple content types test:"},
+			&mcp.ImageContent{Data: png, MIMEType: "image/png"},
+			&mcp.EmbeddedResource{Resource: &mcp.ResourceContents{
+				URI: "test://mixed-content-resource", MIMEType: "application/json", Text: `{"test":"data","value":123}`,
+			}}))
+	add("test_tool_with_logging", "Logs three messages while it runs.", noArgs,
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			for i, msg := range []string{"Tool execution started", "Tool processing data", "Tool execution completed"} {
+				if i > 0 {
+					time.Sleep(50 * time.Millisecond)
+				}
+				_ = req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "info", Logger: "mcpfixture", Data: msg})
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "Tool with logging executed successfully"}}}, nil
+		})
+	add("test_tool_with_progress", "Reports progress 0, 50, 100 of 100.", noArgs,
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			token := req.Params.GetProgressToken()
+			for i, p := range []float64{0, 50, 100} {
+				if i > 0 {
+					time.Sleep(50 * time.Millisecond)
+				}
+				if token != nil {
+					_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token, Progress: p, Total: 100})
+				}
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprint(token)}}}, nil
+		})
+	add("test_error_handling", "Always fails.", noArgs,
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return nil, errors.New("This tool intentionally returns an error for testing")
+		})
+	add("json_schema_2020_12_tool", "Tool with JSON Schema 2020-12 features", json.RawMessage(`{
+		"$schema": "https://json-schema.org/draft/2020-12/schema",
+		"type": "object",
+		"$defs": {"address": {"$anchor": "addressDef", "type": "object",
+			"properties": {"street": {"type": "string"}, "city": {"type": "string"}}}},
+		"properties": {
+			"name": {"type": "string"},
+			"address": {"$ref": "#/$defs/address"},
+			"contactMethod": {"type": "string", "enum": ["phone", "email"]},
+			"phone": {"type": "string"},
+			"email": {"type": "string"}
+		},
+		"allOf": [{"anyOf": [{"required": ["phone"]}, {"required": ["email"]}]}],
+		"if": {"properties": {"contactMethod": {"const": "phone"}}, "required": ["contactMethod"]},
+		"then": {"required": ["phone"]},
+		"else": {"required": ["email"]},
+		"additionalProperties": false
+	}`), func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "called with " + string(req.Params.Arguments)}}}, nil
+	})
+
+	// toolrouterd's own tests: every block type, structuredContent and
+	// _meta, to be passed through unchanged.
+	add("all_content", "Returns every content block type.", noArgs,
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{
+				Meta: mcp.Meta{"mcpfixture/key": "value"},
+				Content: []mcp.Content{
+					&mcp.TextContent{Text: "text", Annotations: &mcp.Annotations{Priority: 0.5}},
+					&mcp.ImageContent{Data: png, MIMEType: "image/png"},
+					&mcp.AudioContent{Data: wav, MIMEType: "audio/wav"},
+					&mcp.ResourceLink{URI: "test://linked", Name: "linked", MIMEType: "text/plain"},
+					&mcp.EmbeddedResource{Resource: &mcp.ResourceContents{URI: "test://blob", MIMEType: "image/png", Blob: png}},
+				},
+				StructuredContent: map[string]any{"kinds": 5},
+			}, nil
+		})
+	// An output schema, and an output that matches it or (bad: true) not.
+	srv.AddTool(&mcp.Tool{
+		Name:         "structured",
+		Description:  "Returns {n: 1}, or {n: \"one\"} when bad is true.",
+		InputSchema:  json.RawMessage(`{"type":"object","properties":{"bad":{"type":"boolean"}}}`),
+		OutputSchema: json.RawMessage(`{"type":"object","properties":{"n":{"type":"number"}},"required":["n"]}`),
+	}, func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		var in struct {
+			Bad bool `json:"bad"`
+		}
+		_ = json.Unmarshal(req.Params.Arguments, &in)
+		out := map[string]any{"n": 1}
+		if in.Bad {
+			out = map[string]any{"n": "one"}
+		}
+		b, _ := json.Marshal(out)
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}, StructuredContent: out}, nil
+	})
+}

@@ -1,0 +1,81 @@
+package httpapi
+
+import (
+	"net"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+)
+
+// checkOrigin guards every route against DNS rebinding, as the MCP
+// transport asks of /mcp (README, "Security"): a request that reached a
+// loopback address must name a loopback Host, and a request with an Origin
+// header (a browser's) must come from an allowed origin. Allowed are the
+// operator's TOOLROUTER_ALLOWED_ORIGINS ("*" allows any), loopback origins
+// on a loopback connection, and the request's own origin elsewhere.
+// Anything else is 403 problem+json naming the header.
+func checkOrigin(allowed []string) func(http.Handler) http.Handler {
+	anyOrigin := slices.Contains(allowed, "*")
+	listedHost := func(host string) bool {
+		for _, o := range allowed {
+			if u, err := url.Parse(o); err == nil && strings.EqualFold(u.Host, host) {
+				return true
+			}
+		}
+		return false
+	}
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			local := false
+			if a, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && a != nil {
+				local = isLoopback(a.String())
+			}
+			if local && !anyOrigin && !isLoopback(r.Host) && !listedHost(r.Host) {
+				writeProblem(w, r, http.StatusForbidden, "Host", "Host "+quote(r.Host)+" is not a loopback name: this server listens on a loopback address (set TOOLROUTER_ALLOWED_ORIGINS to allow another)")
+				return
+			}
+			if origin := r.Header.Get("Origin"); origin != "" && !anyOrigin && !originAllowed(origin, r.Host, local, allowed) {
+				writeProblem(w, r, http.StatusForbidden, "Origin", "Origin "+quote(origin)+" is not allowed (set TOOLROUTER_ALLOWED_ORIGINS to allow it)")
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+}
+
+func originAllowed(origin, host string, local bool, allowed []string) bool {
+	u, err := url.Parse(origin)
+	if err != nil || u.Host == "" {
+		return false // "null" and other opaque origins
+	}
+	if slices.Contains(allowed, u.Scheme+"://"+strings.ToLower(u.Host)) {
+		return true
+	}
+	if local {
+		return isLoopback(u.Host)
+	}
+	return strings.EqualFold(u.Host, host)
+}
+
+// isLoopback reports whether a host or host:port names the loopback
+// interface (localhost, 127.0.0.0/8, ::1).
+func isLoopback(hostport string) bool {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	host = strings.Trim(host, "[]")
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+func quote(s string) string {
+	if len(s) > 200 {
+		s = s[:200] + "…"
+	}
+	return `"` + s + `"`
+}

@@ -1,0 +1,31 @@
+package toolrouter
+
+import (
+	"context"
+	"encoding/json"
+)
+
+// Relay receives what a backend sends about a call while the call runs, so
+// that the caller can pass it on: the /mcp endpoint forwards an MCP
+// backend's notifications/progress and notifications/message to the MCP
+// client that made the call (README, "MCP"). Either func may be nil.
+type Relay struct {
+	// Progress receives a progress notification (total 0: unknown).
+	Progress func(progress, total float64, message string)
+	// Log receives a log message: its level, logger ("" when none) and
+	// data as the backend sent them.
+	Log func(level, logger string, data json.RawMessage)
+}
+
+type relayKey struct{}
+
+// WithRelay returns ctx carrying r for the calls made with it.
+func WithRelay(ctx context.Context, r *Relay) context.Context {
+	return context.WithValue(ctx, relayKey{}, r)
+}
+
+// RelayFrom returns the Relay ctx carries, or nil.
+func RelayFrom(ctx context.Context) *Relay {
+	r, _ := ctx.Value(relayKey{}).(*Relay)
+	return r
+}
