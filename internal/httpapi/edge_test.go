@@ -797,3 +797,66 @@ func grep(s, substr string) string {
 	}
 	return strings.Join(out, "\n")
 }
+
+// TestExpectContinueRejection: a request with "Expect: 100-continue" that
+// is answered without its body being read (here a 415) leaves the
+// connection usable, whether the client sends the body at once (RFC 9110
+// §10.1.1 allows it) or waits for "100 Continue". net/http alone closes the
+// connection after such an answer and the early body meets a reset, which
+// the client saw as "write: broken pipe" (TestEdgeFuzz).
+func TestExpectContinueRejection(t *testing.T) {
+	s := newServer(t)
+	srv := httptest.NewServer(s.h)
+	defer srv.Close()
+	body := `{"plan_id":"p","tool_call":{"name":"test/echo","arguments":"` + strings.Repeat("x", 200_000) + `"}}`
+	head := fmt.Sprintf("POST /route HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\nExpect: 100-continue\r\nContent-Length: %d\r\n\r\n", len(body))
+
+	for _, wait := range []bool{false, true} {
+		t.Run(fmt.Sprintf("waits for 100 Continue: %v", wait), func(t *testing.T) {
+			conn, err := net.Dial("tcp", srv.Listener.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			conn.SetDeadline(time.Now().Add(10 * time.Second))
+			br := bufio.NewReader(conn)
+			read := func() *http.Response {
+				t.Helper()
+				resp, err := http.ReadResponse(br, nil)
+				if err != nil {
+					t.Fatalf("reading the answer: %v", err)
+				}
+				if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+					t.Fatalf("reading the answer's body: %v", err)
+				}
+				resp.Body.Close()
+				return resp
+			}
+			sent := make(chan error, 1)
+			if wait {
+				io.WriteString(conn, head)
+				if resp := read(); resp.StatusCode != http.StatusContinue {
+					t.Fatalf("want 100 Continue before the body, got %d", resp.StatusCode)
+				}
+				_, err := io.WriteString(conn, body)
+				sent <- err
+			} else {
+				go func() { _, err := io.WriteString(conn, head+body); sent <- err }()
+			}
+			resp := read()
+			for resp.StatusCode == http.StatusContinue {
+				resp = read()
+			}
+			if resp.StatusCode != http.StatusUnsupportedMediaType || resp.Close {
+				t.Fatalf("got %d (Connection: close %v), want 415 on a connection left open", resp.StatusCode, resp.Close)
+			}
+			if err := <-sent; err != nil {
+				t.Fatalf("sending the body: %v", err)
+			}
+			io.WriteString(conn, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+			if resp := read(); resp.StatusCode != http.StatusOK {
+				t.Errorf("next request on the connection: %d", resp.StatusCode)
+			}
+		})
+	}
+}
