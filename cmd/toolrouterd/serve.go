@@ -143,7 +143,10 @@ func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) er
 
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
-		log.Info().Str("addr", ln.Addr().String()).Int("tools", len(holder.Current().Tools())).Str("store", storeKind(cfg.Store)).Msg("listening")
+		// Whatever the level: it is how a caller of TOOLROUTER_ADDR=host:0
+		// learns the port.
+		startup := log.Level(zerolog.InfoLevel)
+		startup.Info().Str("addr", ln.Addr().String()).Int("tools", len(holder.Current().Tools())).Str("store", storeKind(cfg.Store)).Msg("listening")
 		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
 			return fmt.Errorf("serve: %w", err)
 		}
