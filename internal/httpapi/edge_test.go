@@ -509,7 +509,9 @@ func TestLateStreamUpdateIsDropped(t *testing.T) {
 // client hung up is not logged or counted as a 500.
 func TestClientGoneIsNotAServerError(t *testing.T) {
 	s := newServer(t)
+	routing := make(chan struct{})
 	s.router.route = func(ctx context.Context, _ string, _ any, _ map[string]any) (*toolrouter.Result, error) {
+		close(routing)
 		<-ctx.Done()
 		return nil, ctx.Err()
 	}
@@ -517,7 +519,7 @@ func TestClientGoneIsNotAServerError(t *testing.T) {
 	req := httptest.NewRequest("POST", "/route", strings.NewReader(echoCall)).WithContext(ctx)
 	req.Header.Set("Content-Type", "application/json")
 	w := httptest.NewRecorder()
-	go func() { time.Sleep(20 * time.Millisecond); cancel() }()
+	go func() { <-routing; cancel() }() // the client hangs up mid-call
 	s.h.ServeHTTP(w, req)
 	if w.Code >= 500 && w.Code != 499 || strings.Contains(s.log.String(), `"level":"error"`) {
 		t.Errorf("client gone: %d; log:\n%s", w.Code, s.log.String())
@@ -609,7 +611,14 @@ func TestSSEDisconnectLeavesNoGoroutine(t *testing.T) {
 		<-ctx.Done()
 		return pr.Run
 	}
-	srv := httptest.NewServer(s.h)
+	closed := make(chan struct{}, 16)
+	srv := httptest.NewUnstartedServer(s.h)
+	srv.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+		if st == http.StateClosed {
+			closed <- struct{}{}
+		}
+	}
+	srv.Start()
 	defer srv.Close()
 	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
 	open := func(path, body string) {
@@ -628,7 +637,7 @@ func TestSSEDisconnectLeavesNoGoroutine(t *testing.T) {
 	}
 	open("/route", echoCall) // warm up lazily started goroutines
 	<-ended
-	time.Sleep(50 * time.Millisecond)
+	<-closed // and the warm-up's connection is gone
 	before := runtime.NumGoroutine()
 	for i := 0; i < 5; i++ {
 		open("/route", echoCall)
