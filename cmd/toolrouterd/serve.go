@@ -141,6 +141,12 @@ func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) er
 	}
 	srv.RegisterOnShutdown(mcpSrv.Close) // end MCP sessions' open streams, or Shutdown waits for them
 
+	// SIGHUP is caught before the "listening" line: a reload asked for
+	// once the service says it is up must not kill it.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
 		// Whatever the level: it is how a caller of TOOLROUTER_ADDR=host:0
@@ -170,7 +176,7 @@ func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) er
 		g.Go(func() error { purgeKeys(gctx, p, log); return nil })
 	}
 	g.Go(func() error {
-		return reloadOnHUP(gctx, cfg.Registry, holder, m, log, mcpSrv.Sync, func() { mcpm.Sync(gctx, holder.Current().MCPServers()) })
+		return reloadOnHUP(gctx, hup, cfg.Registry, holder, m, log, mcpSrv.Sync, func() { mcpm.Sync(gctx, holder.Current().MCPServers()) })
 	})
 	if err := g.Wait(); err != nil {
 		log.Error().Err(err).Msg("stopped")
@@ -180,12 +186,10 @@ func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) er
 	return nil
 }
 
-// reloadOnHUP reloads the registry file on SIGHUP; a bad file is logged and
-// the registry in force stays. After a reload it calls each of reloaded.
-func reloadOnHUP(ctx context.Context, path string, h *registry.Holder, m *metrics.Metrics, log zerolog.Logger, reloaded ...func()) error {
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
+// reloadOnHUP reloads the registry file on each SIGHUP from hup; a bad file
+// is logged and the registry in force stays. After a reload it calls each of
+// reloaded.
+func reloadOnHUP(ctx context.Context, hup <-chan os.Signal, path string, h *registry.Holder, m *metrics.Metrics, log zerolog.Logger, reloaded ...func()) error {
 	for {
 		select {
 		case <-ctx.Done():
