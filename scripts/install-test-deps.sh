@@ -24,6 +24,10 @@ if ((${#need[@]})); then
 	fi
 	sudo=()
 	if [[ $(id -u) -ne 0 ]]; then
+		if ! command -v sudo >/dev/null; then
+			echo "install-test-deps: missing ${need[*]}: run as root (or install sudo)" >&2
+			exit 1
+		fi
 		sudo=(sudo)
 	fi
 	echo "install-test-deps: apt-get install ${need[*]}"
