@@ -7,7 +7,7 @@ ADDR    ?= 127.0.0.1:8080
 TOOLS_ADDR ?= 127.0.0.1:9001
 STORE   ?= sqlite://toolrouter.db
 
-.PHONY: all build run test vet bench bench-go bench-load bench-store bench-mcp fmt clean
+.PHONY: all build run test deps vet bench bench-go bench-load bench-store bench-mcp fmt clean
 
 all: build
 
@@ -23,9 +23,15 @@ run: build
 	@ADDR=$(ADDR) TOOLS_ADDR=$(TOOLS_ADDR) STORE=$(STORE) BIN=$(BIN) bash scripts/run-example.sh
 
 # Everything: vet, unit, golden, godog features and integration tests that
-# start the real binaries.
-test: vet
+# start the real binaries. No test skips for want of a tool: deps installs
+# what is missing first.
+test: deps vet
 	$(GO) test -race -count=1 -timeout 12m ./...
+
+# What the tests need besides Go (gcc for -race, PostgreSQL, Node.js and the
+# MCP reference server), installed when missing; silent when all is there.
+deps:
+	@bash scripts/install-test-deps.sh
 
 vet:
 	$(GO) vet ./...

@@ -52,7 +52,6 @@ func startPlain(t *testing.T, registryYAML string, env ...string) *proc {
 	if err := os.WriteFile(path, []byte(registryYAML), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	addr := freeAddr(t)
 	bin := plainBinary(t)
 	if filepath.Dir(bin) != binDir { // start runs names in binDir
 		link := filepath.Join(binDir, "toolrouterd-measured")
@@ -62,9 +61,8 @@ func startPlain(t *testing.T, registryYAML string, env ...string) *proc {
 		}
 		bin = link
 	}
-	p := start(t, filepath.Base(bin), append([]string{"TOOLROUTER_ADDR=" + addr, "TOOLROUTER_REGISTRY=" + path, "TOOLROUTER_STORE=memory://", "TOOLROUTER_LOG_LEVEL=debug"}, env...))
-	p.addr = addr
-	waitHealthy(t, p, p.URL()+"/healthz")
+	p := start(t, filepath.Base(bin), append([]string{"TOOLROUTER_ADDR=127.0.0.1:0", "TOOLROUTER_REGISTRY=" + path, "TOOLROUTER_STORE=memory://", "TOOLROUTER_LOG_LEVEL=debug"}, env...))
+	p.addr = p.waitOutput(t, `"listening" log line`, listeningAddr)
 	return p
 }
 

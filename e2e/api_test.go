@@ -215,7 +215,7 @@ func TestAuthAndOperations(t *testing.T) {
 		t.Errorf("healthcheck against a live server: %v %s", err, out)
 	}
 	hc = exec.Command(filepath.Join(binDir, "toolrouterd"), "healthcheck")
-	hc.Env = append(os.Environ(), "TOOLROUTER_ADDR="+freeAddr(t))
+	hc.Env = append(os.Environ(), "TOOLROUTER_ADDR="+closedAddr(t))
 	if err := hc.Run(); err == nil {
 		t.Errorf("healthcheck passed with nothing listening")
 	}

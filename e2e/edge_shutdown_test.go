@@ -155,7 +155,9 @@ func TestEdgeStreamDisconnectLeavesNoGoroutine(t *testing.T) {
 	}
 	slow := map[string]any{"plan_id": "hangup", "tool_call": map[string]any{"name": "test/slow", "arguments": `{"ms":1000}`}}
 	hangUp("/route", slow, "update") // warm up the pools
-	time.Sleep(1200 * time.Millisecond)
+	// The baseline is taken once the warm-up's handler has ended (its
+	// access log line).
+	rt.waitOutput(t, "the warm-up's access log line", contains(`"path":"/route","route":"/route"`))
 	baseline := goroutines(t, rt.URL())
 	for i := 0; i < 10; i++ {
 		hangUp("/route", slow, "update")

@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -79,7 +80,8 @@ func runMain(m *testing.M) int {
 	return pgtest.Main(m)
 }
 
-// freeAddr returns a free loopback address.
+// freeAddr returns a loopback address that was free a moment ago, for a
+// process that cannot report the port it bound (server-everything).
 func freeAddr(t testing.TB) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -90,12 +92,33 @@ func freeAddr(t testing.TB) string {
 	return ln.Addr().String()
 }
 
+// closedAddr returns a loopback address where connections are refused: a
+// socket bound there, and held until t ends so no one else gets the port,
+// that does not listen.
+func closedAddr(t testing.TB) string {
+	t.Helper()
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Close(fd) })
+	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		t.Fatal(err)
+	}
+	sa, err := syscall.Getsockname(fd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf("127.0.0.1:%d", sa.(*syscall.SockaddrInet4).Port)
+}
+
 // proc is a started binary whose output is kept for assertions.
 type proc struct {
 	cmd  *exec.Cmd
-	addr string
+	addr string // the address it listens on, from its start-up line
 	mu   sync.Mutex
 	out  bytes.Buffer
+	grew chan struct{} // closed (and replaced) when output arrives
 	done chan struct{}
 	err  error
 }
@@ -103,6 +126,8 @@ type proc struct {
 func (p *proc) Write(b []byte) (int, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	close(p.grew)
+	p.grew = make(chan struct{})
 	return p.out.Write(b)
 }
 
@@ -115,11 +140,66 @@ func (p *proc) Output() string {
 
 func (p *proc) URL() string { return "http://" + p.addr }
 
+// waitOutput waits until find, shown the whole output so far, reports ok,
+// and returns what it found; it fails t when the process exits first or
+// after 20 seconds.
+func (p *proc) waitOutput(t testing.TB, what string, find func(out string) (string, bool)) string {
+	t.Helper()
+	timeout := time.NewTimer(20 * time.Second)
+	defer timeout.Stop()
+	for {
+		p.mu.Lock()
+		out, grew := p.out.String(), p.grew
+		p.mu.Unlock()
+		if v, ok := find(out); ok {
+			return v
+		}
+		select {
+		case <-grew:
+		case <-p.done:
+			if v, ok := find(p.Output()); ok {
+				return v
+			}
+			t.Fatalf("%s exited (%v) before %s:\n%s", filepath.Base(p.cmd.Path), p.err, what, p.Output())
+		case <-timeout.C:
+			t.Fatalf("%s: no %s in 20s:\n%s", filepath.Base(p.cmd.Path), what, p.Output())
+		}
+	}
+}
+
+// contains is a waitOutput finder for s.
+func contains(s string) func(string) (string, bool) {
+	return func(out string) (string, bool) { return "", strings.Contains(out, s) }
+}
+
+// submatch is a waitOutput finder for re's first group.
+func submatch(re *regexp.Regexp) func(string) (string, bool) {
+	return func(out string) (string, bool) {
+		m := re.FindStringSubmatch(out)
+		if m == nil {
+			return "", false
+		}
+		return m[1], true
+	}
+}
+
+// listeningAddr finds toolrouterd's start-up log line ("listening",
+// with the bound address).
+func listeningAddr(out string) (string, bool) {
+	for _, line := range strings.Split(out, "\n") {
+		var l struct{ Message, Addr string }
+		if json.Unmarshal([]byte(line), &l) == nil && l.Message == "listening" && l.Addr != "" {
+			return l.Addr, true
+		}
+	}
+	return "", false
+}
+
 // start runs a binary from binDir with env added to the environment, and
 // stops it (SIGTERM, then SIGKILL) when the test ends.
 func start(t testing.TB, name string, env []string, args ...string) *proc {
 	t.Helper()
-	p := &proc{done: make(chan struct{})}
+	p := &proc{grew: make(chan struct{}), done: make(chan struct{})}
 	p.cmd = exec.Command(filepath.Join(binDir, name), args...)
 	// The race runtime sleeps 1s at exit unless told otherwise.
 	p.cmd.Env = append(append(os.Environ(), "GORACE=atexit_sleep_ms=0"), env...)
@@ -146,56 +226,33 @@ func start(t testing.TB, name string, env []string, args ...string) *proc {
 	return p
 }
 
-// waitHealthy polls url until it answers 200 or the process exits.
-func waitHealthy(t testing.TB, p *proc, url string) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
-		select {
-		case <-p.done:
-			t.Fatalf("process exited before becoming healthy: %v\n%s", p.err, p.Output())
-		default:
-		}
-		resp, err := http.Get(url)
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return
-			}
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("%s not healthy in time\n%s", url, p.Output())
-}
+var toolsListening = regexp.MustCompile(`exampletools: listening on http://(\S+)\n`)
 
-// startTools starts the example tool server.
+// startTools starts the example tool server on a port of its choosing.
 func startTools(t testing.TB) *proc {
 	t.Helper()
-	addr := freeAddr(t)
-	p := start(t, "exampletools", []string{"EXAMPLETOOLS_ADDR=" + addr}, "-addr", addr)
-	p.addr = addr
-	waitHealthy(t, p, p.URL()+"/healthz")
+	p := start(t, "exampletools", nil, "-addr", "127.0.0.1:0")
+	p.addr = p.waitOutput(t, "listening line", submatch(toolsListening))
 	return p
 }
 
-// startRouter starts toolrouterd with the registry text written to a file
-// and extra environment; it returns the process and the registry path.
+// startRouter starts toolrouterd on a port of its choosing, with the
+// registry text written to a file and extra environment; it returns the
+// process and the registry path.
 func startRouter(t testing.TB, registryYAML string, env ...string) (*proc, string) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "registry.yaml")
 	if err := os.WriteFile(path, []byte(registryYAML), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	addr := freeAddr(t)
 	base := []string{
-		"TOOLROUTER_ADDR=" + addr,
+		"TOOLROUTER_ADDR=127.0.0.1:0",
 		"TOOLROUTER_REGISTRY=" + path,
 		"TOOLROUTER_STORE=memory://",
 		"TOOLROUTER_LOG_LEVEL=debug",
 	}
 	p := start(t, "toolrouterd", append(base, env...))
-	p.addr = addr
-	waitHealthy(t, p, p.URL()+"/healthz")
+	p.addr = p.waitOutput(t, `"listening" log line`, listeningAddr)
 	return p, path
 }
 

@@ -19,8 +19,8 @@ import (
 // The MCP reference server @modelcontextprotocol/server-everything,
 // installed by scripts/install-mcp-everything.sh (pinned version).
 
-// everythingBin finds the installed server's command, or skips the test
-// (fails it under CI=true) when Node.js or the package is missing.
+// everythingBin finds the installed server's command, or fails the test
+// when Node.js or the package is missing (`make test` installs them first).
 func everythingBin(t *testing.T) string {
 	t.Helper()
 	dir := os.Getenv("MCP_EVERYTHING_DIR")
@@ -40,11 +40,7 @@ func everythingBin(t *testing.T) string {
 		missing = bin + " is missing"
 	}
 	if missing != "" {
-		msg := missing + ": run `bash scripts/install-mcp-everything.sh` (or set MCP_EVERYTHING_DIR)"
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
+		t.Fatal(missing + ": run `make deps` (or set MCP_EVERYTHING_DIR)")
 	}
 	return bin
 }

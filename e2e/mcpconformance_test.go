@@ -50,12 +50,12 @@ func startFixture(t *testing.T) *proc {
 	if fixtureErr != nil {
 		t.Fatal(fixtureErr)
 	}
-	addr := freeAddr(t)
-	p := start(t, "mcpfixture", []string{"MCPFIXTURE_ADDR=" + addr})
-	p.addr = addr
-	waitHealthy(t, p, p.URL()+"/healthz")
+	p := start(t, "mcpfixture", []string{"MCPFIXTURE_ADDR=127.0.0.1:0"})
+	p.addr = p.waitOutput(t, "listening line", submatch(fixtureListening))
 	return p
 }
+
+var fixtureListening = regexp.MustCompile(`mcpfixture listening on http://(\S+)/mcp\n`)
 
 // startGateway starts the fixture and toolrouterd fronting it, its tools
 // under their own names, and waits until toolrouterd lists them.

@@ -86,13 +86,9 @@ func TestReloadOnSIGHUP(t *testing.T) {
 		os.WriteFile(path, []byte(content), 0o600)
 		before := strings.Count(rt.Output(), "registry reload")
 		rt.cmd.Process.Signal(syscall.SIGHUP)
-		deadline := time.Now().Add(10 * time.Second)
-		for strings.Count(rt.Output(), "registry reload") == before {
-			if time.Now().After(deadline) {
-				t.Fatalf("no reload logged:\n%s", rt.Output())
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+		rt.waitOutput(t, "reload logged", func(out string) (string, bool) {
+			return "", strings.Count(out, "registry reload") > before
+		})
 	}
 	hup(fmt.Sprintf("tools:\n  - {name: two, endpoint: %s/echo}\n", tools.URL()))
 	if r := route("two"); r["success"] != true {
@@ -142,11 +138,8 @@ func TestGracefulShutdown(t *testing.T) {
 	}()
 	<-arrived // the call is in flight at the tool
 	rt.cmd.Process.Signal(syscall.SIGTERM)
-	// The server stops accepting new connections while it drains.
-	deadline := time.Now().Add(10 * time.Second)
-	for !strings.Contains(rt.Output(), "shutting down") && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	// The call is released once the server is draining.
+	rt.waitOutput(t, "shutting down", contains("shutting down"))
 	close(release)
 	r := <-done
 	if r.status != 200 || !strings.Contains(string(r.body), `"success":true`) {

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -110,14 +111,19 @@ func TestReplicasShareSequencesAndReplay(t *testing.T) {
 }
 
 // TestConcurrentSameKeyRunsOnce: the same key sent to two replicas at once
-// executes the tool once; the second waits for the first's answer.
+// executes the tool once: the first replica holds the key in the tool
+// while the second's request is in flight, and the second answers with
+// the first's answer.
 func TestConcurrentSameKeyRunsOnce(t *testing.T) {
 	db := pgtest.Start(t)
 	var toolCalls atomic.Int32
+	arrived := make(chan struct{}, 2)
+	release := make(chan struct{})
 	tool := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		toolCalls.Add(1)
 		io.Copy(io.Discard, r.Body)
-		time.Sleep(300 * time.Millisecond) // hold the key while the other replica asks
+		arrived <- struct{}{}
+		<-release
 		w.Header().Set("Content-Type", "application/json")
 		w.Write([]byte(`{"ok":true}`))
 	}))
@@ -126,20 +132,45 @@ func TestConcurrentSameKeyRunsOnce(t *testing.T) {
 	body := map[string]any{"plan_id": "race", "tool_call": map[string]any{"name": "slow", "arguments": "{}"}}
 	var wg sync.WaitGroup
 	bodies := make([]string, 2)
-	for i, rep := range reps {
+	send := func(i int) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			resp := do(t, "POST", rep.URL()+"/route", body, "Idempotency-Key", "same-time")
+			resp := do(t, "POST", reps[i].URL()+"/route", body, "Idempotency-Key", "same-time")
 			if resp.Status != 200 {
 				t.Errorf("replica %d: %d %s", i, resp.Status, resp.Body)
 			}
 			bodies[i] = string(resp.Body)
 		}()
 	}
+	send(0)
+	<-arrived // replica 0 holds the key
+	send(1)
+	waitInFlight(t, reps[1], 1)
+	close(release)
 	wg.Wait()
 	if toolCalls.Load() != 1 || bodies[0] != bodies[1] {
 		t.Errorf("tool called %d times; answers\n%s\n%s", toolCalls.Load(), bodies[0], bodies[1])
+	}
+}
+
+// waitInFlight waits until p serves n requests besides the /metrics one
+// asking.
+func waitInFlight(t *testing.T, p *proc, n int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		for _, line := range strings.Split(string(do(t, "GET", p.URL()+"/metrics", nil).Body), "\n") {
+			if v, ok := strings.CutPrefix(line, "toolrouter_http_requests_in_flight "); ok {
+				if f, _ := strconv.ParseFloat(v, 64); int(f)-1 >= n {
+					return
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: fewer than %d requests in flight after 10s", p.addr, n)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 
@@ -258,7 +289,7 @@ func TestReadinessFollowsTheDatabase(t *testing.T) {
 	if resp.Status != 503 || resp.Header.Get("Retry-After") == "" || !strings.Contains(string(resp.Body), "retry") {
 		t.Errorf("route with the store down: %d %s %s", resp.Status, resp.Header, resp.Body)
 	}
-	px.restore(t)
+	px.restore()
 	waitStatus(t, ready, 200)
 }
 
@@ -273,31 +304,23 @@ func waitStatus(t *testing.T, f func() int, want int) {
 	}
 }
 
-// proxy forwards TCP connections to upstream until cut.
+// proxy forwards TCP connections to upstream; while cut, it drops them.
+// Its listener stays open throughout, so the port stays its own.
 type proxy struct {
 	addr     string
 	upstream string
 	mu       sync.Mutex
-	ln       net.Listener
+	down     bool
 	conns    []net.Conn
 }
 
 func newProxy(t *testing.T, upstream string) *proxy {
-	p := &proxy{upstream: upstream}
-	p.addr = freeAddr(t)
-	p.restore(t)
-	t.Cleanup(p.cut)
-	return p
-}
-
-func (p *proxy) restore(t *testing.T) {
-	ln, err := net.Listen("tcp", p.addr)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.mu.Lock()
-	p.ln = ln
-	p.mu.Unlock()
+	p := &proxy{addr: ln.Addr().String(), upstream: upstream}
+	t.Cleanup(func() { ln.Close(); p.cut() })
 	go func() {
 		for {
 			c, err := ln.Accept()
@@ -305,30 +328,39 @@ func (p *proxy) restore(t *testing.T) {
 				return
 			}
 			u, err := net.Dial("tcp", p.upstream)
-			if err != nil {
+			p.mu.Lock()
+			if err != nil || p.down {
+				p.mu.Unlock()
 				c.Close()
+				if u != nil {
+					u.Close()
+				}
 				continue
 			}
-			p.mu.Lock()
 			p.conns = append(p.conns, c, u)
 			p.mu.Unlock()
 			go func() { io.Copy(u, c); u.Close() }()
 			go func() { io.Copy(c, u); c.Close() }()
 		}
 	}()
+	return p
 }
 
+// cut drops every connection and refuses new ones until restore.
 func (p *proxy) cut() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.ln != nil {
-		p.ln.Close()
-		p.ln = nil
-	}
+	p.down = true
 	for _, c := range p.conns {
 		c.Close()
 	}
 	p.conns = nil
+}
+
+func (p *proxy) restore() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.down = false
 }
 
 // TestSQLiteRestartContinues: with the default store a restarted service

@@ -239,7 +239,7 @@ func faultyTools(t *testing.T) *httptest.Server {
 // success:false result, never a 5xx, and the service stays healthy.
 func TestToolFailuresAreClassified(t *testing.T) {
 	ft := faultyTools(t)
-	closed := freeAddr(t) // nothing listens here
+	closed := closedAddr(t)
 	rt, _ := startRouter(t, fmt.Sprintf(`tools:
   - {name: t/sleep, endpoint: %[1]s/sleep, timeout: 300ms}
   - {name: t/reset, endpoint: %[1]s/reset}

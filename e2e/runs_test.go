@@ -4,12 +4,16 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
+
+var fakeListening = regexp.MustCompile(`fakellm: \S+ base_url=(\S+)\n`)
 
 // fakeLLM is a fake provider process (cmd/fakellm).
 type fakeLLM struct {
@@ -19,26 +23,17 @@ type fakeLLM struct {
 
 func startFakeLLM(t *testing.T, provider string, extra ...string) *fakeLLM {
 	t.Helper()
-	addr := freeAddr(t)
-	p := start(t, "fakellm", nil, append([]string{"-provider", provider, "-addr", addr}, extra...)...)
-	p.addr = addr
+	p := start(t, "fakellm", nil, append([]string{"-provider", provider, "-addr", "127.0.0.1:0"}, extra...)...)
 	f := &fakeLLM{proc: p, provider: provider}
-	switch provider {
-	case "openai":
-		f.baseURL = "http://" + addr + "/v1"
-	default:
-		f.baseURL = "http://" + addr
+	f.baseURL = p.waitOutput(t, "base_url line", submatch(fakeListening))
+	u, err := url.Parse(f.baseURL)
+	if err != nil {
+		t.Fatalf("fakellm base_url: %v", err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for !strings.Contains(p.Output(), "base_url=") {
-		if time.Now().After(deadline) {
-			t.Fatalf("fakellm did not start:\n%s", p.Output())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	p.addr = u.Host
 	t.Cleanup(func() {
 		var rej []string
-		resp, err := http.Get("http://" + addr + "/_fakellm/rejections")
+		resp, err := http.Get(p.URL() + "/_fakellm/rejections")
 		if err == nil {
 			json.NewDecoder(resp.Body).Decode(&rej)
 			resp.Body.Close()

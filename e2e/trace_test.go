@@ -323,8 +323,11 @@ func TestTracesMCP(t *testing.T) {
 	}
 
 	// An MCP client calling /mcp with the context in _meta.
+	// A session client (2025-11-25), so that the server span has a session
+	// id; 2026-07-28 clients are stateless and have none.
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "caller", Version: "1"}, nil).
-		Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: rt.URL() + "/mcp"}, nil)
+		Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: rt.URL() + "/mcp"},
+			&mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs the MCP reference server @modelcontextprotocol/server-everything,
 # pinned, that e2e/mcp_test.go starts (streamable HTTP transport). Needs
-# Node.js and npm. Idempotent: does nothing when the pinned version is
-# already installed.
+# Node.js and npm. Idempotent: does (and says) nothing when the pinned
+# version is already installed.
 #
 #   bash scripts/install-mcp-everything.sh [DIR]
 #
@@ -24,7 +24,6 @@ installed_version() {
 }
 
 if [[ $(installed_version || true) == "$version" ]]; then
-	echo "install-mcp-everything: $pkg@$version already installed in $dir"
 	exit 0
 fi
 for tool in node npm; do

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"io"
 	"net/http"
+	"net/http/httptrace"
 	"regexp"
 	"strings"
 	"sync"
@@ -99,8 +100,16 @@ func TestRunFinishesInFlightCallsOnShutdown(t *testing.T) {
 		err  error
 	}
 	got := make(chan result, 1)
+	// The server asks for the body ("100 Continue") when the handler reads
+	// it: then the call is in flight.
+	inFlight := make(chan struct{})
 	go func() {
-		resp, err := http.Post(base+"/slow", "application/json", strings.NewReader(`{"ms": 300}`))
+		req, _ := http.NewRequest("POST", base+"/slow", strings.NewReader(`{"ms": 300}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Expect", "100-continue")
+		req = req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{Got100Continue: func() { close(inFlight) }}))
+		client := &http.Client{Transport: &http.Transport{ExpectContinueTimeout: time.Minute}}
+		resp, err := client.Do(req)
 		if err != nil {
 			got <- result{err: err}
 			return
@@ -109,9 +118,15 @@ func TestRunFinishesInFlightCallsOnShutdown(t *testing.T) {
 		b, err := io.ReadAll(resp.Body)
 		got <- result{string(b), err}
 	}()
-	time.Sleep(100 * time.Millisecond) // the call is in flight
-	cancel()
-	r := <-got
+	var r result
+	select {
+	case <-inFlight:
+		cancel()
+		r = <-got
+	case r = <-got:
+		cancel()
+		t.Fatalf("the call ended before the server asked for its body: %q, %v", r.body, r.err)
+	}
 	if r.err != nil || r.body != `{"ms": 300}` {
 		t.Fatalf("in-flight /slow during shutdown = %q, %v", r.body, r.err)
 	}

@@ -85,9 +85,18 @@ func serve(ctx context.Context, lookupEnv func(string) (string, bool), stderr io
 	}
 	srv.RegisterOnShutdown(svc.MCP.Close) // end MCP sessions' open streams, or Shutdown waits for them
 
+	// SIGHUP is caught before the "listening" line: a reload asked for
+	// once the service says it is up must not kill it.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
-		log.Info().Str("addr", ln.Addr().String()).Int("tools", svc.Tools()).Str("store", service.StoreKind(cfg.Store)).Msg("listening")
+		// Whatever the level: it is how a caller of TOOLROUTER_ADDR=host:0
+		// learns the port.
+		startup := log.Level(zerolog.InfoLevel)
+		startup.Info().Str("addr", ln.Addr().String()).Int("tools", svc.Tools()).Str("store", service.StoreKind(cfg.Store)).Msg("listening")
 		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
 			return fmt.Errorf("serve: %w", err)
 		}
@@ -108,7 +117,7 @@ func serve(ctx context.Context, lookupEnv func(string) (string, bool), stderr io
 		return nil
 	})
 	g.Go(func() error { svc.PurgeKeys(gctx, 10*time.Minute); return nil })
-	g.Go(func() error { reloadOnHUP(gctx, svc, log); return nil })
+	g.Go(func() error { reloadOnHUP(gctx, hup, svc, log); return nil })
 	if err := g.Wait(); err != nil {
 		log.Error().Err(err).Msg("stopped")
 		return exitError(1)
@@ -117,12 +126,9 @@ func serve(ctx context.Context, lookupEnv func(string) (string, bool), stderr io
 	return nil
 }
 
-// reloadOnHUP reloads the registry file on SIGHUP; a bad file is logged and
-// the registry in force stays.
-func reloadOnHUP(ctx context.Context, svc *service.Service, log zerolog.Logger) {
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
+// reloadOnHUP reloads the registry file on each SIGHUP from hup; a bad
+// file is logged and the registry in force stays.
+func reloadOnHUP(ctx context.Context, hup <-chan os.Signal, svc *service.Service, log zerolog.Logger) {
 	for {
 		select {
 		case <-ctx.Done():

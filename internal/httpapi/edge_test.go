@@ -512,7 +512,9 @@ func TestLateStreamUpdateIsDropped(t *testing.T) {
 // client hung up is not logged or counted as a 500.
 func TestClientGoneIsNotAServerError(t *testing.T) {
 	s := newServer(t)
+	routing := make(chan struct{})
 	s.router.route = func(ctx context.Context, _ string, _ any, _ map[string]any) (*toolrouter.Result, error) {
+		close(routing)
 		<-ctx.Done()
 		return nil, ctx.Err()
 	}
@@ -520,7 +522,7 @@ func TestClientGoneIsNotAServerError(t *testing.T) {
 	req := httptest.NewRequest("POST", "/route", strings.NewReader(echoCall)).WithContext(ctx)
 	req.Header.Set("Content-Type", "application/json")
 	w := httptest.NewRecorder()
-	go func() { time.Sleep(20 * time.Millisecond); cancel() }()
+	go func() { <-routing; cancel() }() // the client hangs up mid-call
 	s.h.ServeHTTP(w, req)
 	if w.Code >= 500 && w.Code != 499 || strings.Contains(s.log.String(), `"level":"error"`) {
 		t.Errorf("client gone: %d; log:\n%s", w.Code, s.log.String())
@@ -612,7 +614,14 @@ func TestSSEDisconnectLeavesNoGoroutine(t *testing.T) {
 		<-ctx.Done()
 		return pr.Run
 	}
-	srv := httptest.NewServer(s.h)
+	closed := make(chan struct{}, 16)
+	srv := httptest.NewUnstartedServer(s.h)
+	srv.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+		if st == http.StateClosed {
+			closed <- struct{}{}
+		}
+	}
+	srv.Start()
 	defer srv.Close()
 	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
 	open := func(path, body string) {
@@ -631,7 +640,7 @@ func TestSSEDisconnectLeavesNoGoroutine(t *testing.T) {
 	}
 	open("/route", echoCall) // warm up lazily started goroutines
 	<-ended
-	time.Sleep(50 * time.Millisecond)
+	<-closed // and the warm-up's connection is gone
 	before := runtime.NumGoroutine()
 	for i := 0; i < 5; i++ {
 		open("/route", echoCall)
@@ -819,5 +828,68 @@ func TestNewServerRefusesMissingDependencies(t *testing.T) {
 		if _, err := httpapi.NewServer(deps); err == nil || !strings.Contains(err.Error(), "Deps."+name+" is required") {
 			t.Errorf("without %s: %v", name, err)
 		}
+	}
+}
+
+// TestExpectContinueRejection: a request with "Expect: 100-continue" that
+// is answered without its body being read (here a 415) leaves the
+// connection usable, whether the client sends the body at once (RFC 9110
+// §10.1.1 allows it) or waits for "100 Continue". net/http alone closes the
+// connection after such an answer and the early body meets a reset, which
+// the client saw as "write: broken pipe" (TestEdgeFuzz).
+func TestExpectContinueRejection(t *testing.T) {
+	s := newServer(t)
+	srv := httptest.NewServer(s.h)
+	defer srv.Close()
+	body := `{"plan_id":"p","tool_call":{"name":"test/echo","arguments":"` + strings.Repeat("x", 200_000) + `"}}`
+	head := fmt.Sprintf("POST /route HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: text/plain\r\nExpect: 100-continue\r\nContent-Length: %d\r\n\r\n", len(body))
+
+	for _, wait := range []bool{false, true} {
+		t.Run(fmt.Sprintf("waits for 100 Continue: %v", wait), func(t *testing.T) {
+			conn, err := net.Dial("tcp", srv.Listener.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			conn.SetDeadline(time.Now().Add(10 * time.Second))
+			br := bufio.NewReader(conn)
+			read := func() *http.Response {
+				t.Helper()
+				resp, err := http.ReadResponse(br, nil)
+				if err != nil {
+					t.Fatalf("reading the answer: %v", err)
+				}
+				if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+					t.Fatalf("reading the answer's body: %v", err)
+				}
+				resp.Body.Close()
+				return resp
+			}
+			sent := make(chan error, 1)
+			if wait {
+				io.WriteString(conn, head)
+				if resp := read(); resp.StatusCode != http.StatusContinue {
+					t.Fatalf("want 100 Continue before the body, got %d", resp.StatusCode)
+				}
+				_, err := io.WriteString(conn, body)
+				sent <- err
+			} else {
+				go func() { _, err := io.WriteString(conn, head+body); sent <- err }()
+			}
+			resp := read()
+			for resp.StatusCode == http.StatusContinue {
+				resp = read()
+			}
+			if resp.StatusCode != http.StatusUnsupportedMediaType || resp.Close {
+				t.Fatalf("got %d (Connection: close %v), want 415 on a connection left open", resp.StatusCode, resp.Close)
+			}
+			if err := <-sent; err != nil {
+				t.Fatalf("sending the body: %v", err)
+			}
+			io.WriteString(conn, "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+			if resp := read(); resp.StatusCode != http.StatusOK {
+				t.Errorf("next request on the connection: %d", resp.StatusCode)
+			}
+		})
 	}
 }

@@ -15,6 +15,7 @@ func routes(d Deps, doc *openapi3.T) (http.Handler, error) {
 		return nil, err
 	}
 	r := chi.NewRouter()
+	r.Use(expectContinue(d.MaxBodyBytes, d.BodyReadTimeout)) // first: it needs net/http's own ResponseWriter
 	// GetHead answers HEAD on every GET route (load balancers and uptime
 	// checkers send HEAD /healthz); net/http drops the body.
 	r.Use(requestID(d.Logger), tracing(d.Tracer), accessLog(d.Metrics, newLogLimiter(d.Now)), writeDeadline(d.WriteTimeout), recoverer, checkOrigin(d.AllowedOrigins), rejectEmptySegments, middleware.GetHead)

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Installs what `make test` needs and does not find, and says nothing when
+# everything is there:
+#   - gcc and the C library headers: the race detector (go test -race) needs cgo;
+#   - Node.js and npm, then the pinned MCP reference server
+#     (scripts/install-mcp-everything.sh) that e2e/mcp_test.go starts;
+#   - the PostgreSQL server binaries (scripts/install-postgres.sh) that
+#     internal/store/pgtest starts a throwaway server from.
+# Debian/Ubuntu (apt-get), as root or through sudo.
+#
+#   bash scripts/install-test-deps.sh
+set -euo pipefail
+cd "$(dirname "$0")"
+
+need=()
+command -v gcc >/dev/null || need+=(gcc)
+[[ -e /usr/include/stdlib.h ]] || need+=(libc6-dev)
+command -v node >/dev/null || need+=(nodejs)
+command -v npm >/dev/null || need+=(npm)
+if ((${#need[@]})); then
+	if ! command -v apt-get >/dev/null; then
+		echo "install-test-deps: missing ${need[*]} and no apt-get here: install them yourself" >&2
+		exit 1
+	fi
+	sudo=()
+	if [[ $(id -u) -ne 0 ]]; then
+		if ! command -v sudo >/dev/null; then
+			echo "install-test-deps: missing ${need[*]}: run as root (or install sudo)" >&2
+			exit 1
+		fi
+		sudo=(sudo)
+	fi
+	echo "install-test-deps: apt-get install ${need[*]}"
+	"${sudo[@]}" apt-get update -qq
+	"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi
+bash install-postgres.sh
+bash install-mcp-everything.sh
