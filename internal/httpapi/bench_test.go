@@ -7,19 +7,12 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"strings"
 	"testing"
 
 	"github.com/rs/zerolog"
 
-	"github.com/toolrouterd/toolrouterd/api"
 	"github.com/toolrouterd/toolrouterd/internal/httpapi"
-	"github.com/toolrouterd/toolrouterd/internal/metrics"
-	"github.com/toolrouterd/toolrouterd/internal/registry"
-	"github.com/toolrouterd/toolrouterd/internal/remote"
-	"github.com/toolrouterd/toolrouterd/internal/router"
-	"github.com/toolrouterd/toolrouterd/internal/store/memory"
 )
 
 // BenchmarkRouteHTTP measures POST /route through the whole HTTP handler, as
@@ -65,34 +58,8 @@ func (echoTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 // newBenchHandler wires the handler like cmd/toolrouterd/serve.go does.
 func newBenchHandler(b *testing.B) http.Handler {
 	b.Helper()
-	reg, err := registry.Parse("bench.yaml", []byte(benchRegistry), os.Getenv)
-	if err != nil {
-		b.Fatalf("parse registry: %v", err)
-	}
-	holder := registry.NewHolder("bench.yaml", os.Getenv, reg)
-	st := memory.New()
-	m := metrics.New()
-	rt := &router.Router{
-		Tools:            func() router.Tools { return holder.Current() },
-		Exec:             remote.New(remote.Options{Transport: echoTransport{}}),
-		Seq:              st,
-		Observer:         m,
-		BatchConcurrency: 16,
-	}
-	log := zerolog.New(io.Discard).Level(zerolog.InfoLevel).With().Timestamp().Str("service", "toolrouterd").Logger()
-	h, err := httpapi.NewServer(httpapi.Deps{
-		Logger:       log,
-		Router:       rt,
-		Tools:        func() httpapi.Tools { return holder.Current() },
-		Readiness:    st,
-		Metrics:      m,
-		MaxBodyBytes: 4 << 20,
-		Spec:         api.Spec,
-	})
-	if err != nil {
-		b.Fatalf("NewServer: %v", err)
-	}
-	return h
+	// Wired like the service (newServer), with results stored.
+	return newServer(b, func(d *httpapi.Deps) { d.Logger = zerolog.New(io.Discard).Level(zerolog.InfoLevel) }).h
 }
 
 var routeBodies = []struct {

@@ -35,7 +35,7 @@ func routes(d Deps, doc *openapi3.T) (http.Handler, error) {
 
 	r.Group(func(r chi.Router) {
 		r.Use(authenticate(d.Auth, d.JWTIssuer), check.middleware)
-		idem := idempotency(d.Keys, d.KeyTTL)
+		idem := idempotency(d.Keys, d.KeyTTL, d.KeyLease)
 		r.With(idem, rateLimit(d.Limiter, oneCall)).Post("/route", handleRoute(d.Router))
 		r.With(idem, rateLimit(d.Limiter, batchCalls)).Post("/route/batch", handleBatch(d.Router))
 		r.Get("/schemas/{provider}", handleSchemas(d.Tools))

@@ -62,6 +62,7 @@ type Deps struct {
 	Runs      Runs
 	Keys      Keys          // Idempotency-Key storage
 	KeyTTL    time.Duration // how long an answered key is replayed
+	KeyLease  time.Duration // how long a claimed key outlives its request's last renewal (default keyLease)
 	// Auth authenticates every request but the operations endpoints; nil
 	// leaves the service open.
 	Auth Authenticator
@@ -104,6 +105,9 @@ func NewServer(d Deps) (http.Handler, error) {
 	doc, err := loadSpec(d.Spec)
 	if err != nil {
 		return nil, fmt.Errorf("load OpenAPI spec: %w", err)
+	}
+	if d.KeyLease <= 0 {
+		d.KeyLease = keyLease
 	}
 	if d.KeyTTL <= 0 {
 		d.KeyTTL = 24 * time.Hour

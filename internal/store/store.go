@@ -28,9 +28,16 @@ type Store interface {
 	// batch) and returns the first, in one atomic statement.
 	NextSequences(ctx context.Context, planID string, n int64) (first int64, err error)
 
-	// SaveResult stores a route result under its tool_call_id.
+	// SaveResult stores a route result under its tool_call_id. The SQL
+	// stores write it behind (group commit): it is committed within
+	// milliseconds, with the results of other routes, or by Flush or
+	// Close; a crash loses what was not yet committed (README "Storage
+	// and durability").
 	SaveResult(ctx context.Context, res *toolrouter.Result) error
-	// GetResult returns a stored route result (ENOTFOUND when unknown).
+	// Flush waits until every write queued before it is committed.
+	Flush(ctx context.Context) error
+	// GetResult returns a stored route result (ENOTFOUND when unknown),
+	// including the results this store has queued.
 	GetResult(ctx context.Context, toolCallID string) (*toolrouter.Result, error)
 
 	// ClaimKey claims an Idempotency-Key for a request whose body has the
@@ -41,7 +48,9 @@ type Store interface {
 	// another request holds it. A key used with another fingerprint is an
 	// EUNPROCESSABLE error. Expired keys are treated as absent.
 	ClaimKey(ctx context.Context, key, fingerprint string, lease time.Duration) (toolrouter.Claim, error)
-	// CompleteKey stores the answer of a claimed key, replayed for ttl.
+	// CompleteKey stores the answer of a claimed key, replayed for ttl,
+	// and returns once it is durably committed (with the results queued
+	// before it). A claim whose lease lapsed unanswered is Abandoned.
 	CompleteKey(ctx context.Context, key string, response []byte, ttl time.Duration) error
 	// ReleaseKey drops a claim whose request did not complete, so a retry
 	// may run it.

@@ -11,7 +11,16 @@ const (
 	Claimed    ClaimState = iota // the caller owns the key and runs the request
 	Answered                     // the key was answered before: replay Response
 	InProgress                   // another request holds the key right now
+	// Abandoned: the request holding the key stopped renewing its lease
+	// (its replica died, or its answer could not be stored) without an
+	// answer. It may have run its tool, so the key is not run again
+	// (README "Storage and durability").
+	Abandoned
 )
+
+// AbandonedGrace is how long an abandoned key is kept, in progress, for a
+// retry to be told about it, before the stores purge it.
+const AbandonedGrace = 24 * time.Hour
 
 // Claim is the outcome of a store's ClaimKey.
 type Claim struct {

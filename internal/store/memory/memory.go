@@ -98,6 +98,12 @@ func (m *Store) ClaimKey(_ context.Context, key, fingerprint string, ttl time.Du
 	defer m.mu.Unlock()
 	now := m.Now()
 	k, ok := m.keys[key]
+	if ok && k.response == nil && now.After(k.expires) && !now.After(k.expires.Add(toolrouter.AbandonedGrace)) {
+		if k.fingerprint != fingerprint {
+			return toolrouter.Claim{}, toolrouter.ErrKeyReused
+		}
+		return toolrouter.Claim{State: toolrouter.Abandoned}, nil
+	}
 	if !ok || now.After(k.expires) {
 		m.keys[key] = &memKey{fingerprint: fingerprint, expires: now.Add(ttl)}
 		return toolrouter.Claim{State: toolrouter.Claimed}, nil
@@ -230,6 +236,9 @@ func (m *Store) InterruptStale(_ context.Context, before time.Time) (int, error)
 // Ping implements store.Store.
 func (m *Store) Ping(context.Context) error { return nil }
 
+// Flush implements store.Store: nothing is written behind.
+func (m *Store) Flush(context.Context) error { return nil }
+
 // Close implements store.Store.
 func (m *Store) Close() error { return nil }
 
@@ -239,7 +248,7 @@ func (m *Store) PurgeExpiredKeys(context.Context) (int, error) {
 	defer m.mu.Unlock()
 	now, n := m.Now(), 0
 	for k, v := range m.keys {
-		if now.After(v.expires) {
+		if now.After(v.expires) && (v.response != nil || now.After(v.expires.Add(toolrouter.AbandonedGrace))) {
 			delete(m.keys, k)
 			n++
 		}

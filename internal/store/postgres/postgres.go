@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/toolrouterd/toolrouterd/internal/store/sqlstore"
+	"github.com/toolrouterd/toolrouterd/internal/store/writebehind"
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
 
@@ -30,6 +31,7 @@ var migrationFiles embed.FS
 // number of processes may use one database at once.
 type Store struct {
 	pool *pgxpool.Pool
+	w    *writebehind.Writer
 	// Now, when set (a test's clock), replaces the server's clock for key
 	// expiry; it is also the end time of interrupted runs (default
 	// time.Now). Set it before the store is used.
@@ -50,6 +52,12 @@ const (
 	// no connect_timeout, so an unreachable server fails /readyz and start
 	// quickly instead of after the kernel's TCP timeout.
 	pgDefaultConnectTimeout = 10 * time.Second
+
+	// pgWriteQueue bounds the writes waiting for the group commit,
+	// pgWriteBatch one commit, pgCommitTimeout how long it may take.
+	pgWriteQueue    = 4096
+	pgWriteBatch    = 512
+	pgCommitTimeout = 30 * time.Second
 )
 
 // Open connects to the database of a postgres:// or postgresql://
@@ -82,6 +90,22 @@ func Open(ctx context.Context, url string) (*Store, error) {
 		pool.Close()
 		return nil, err
 	}
+	// The group commit: results and key answers queued together go in one
+	// transaction, one round trip (README "Storage and durability").
+	p.w = writebehind.New(func(ctx context.Context, ws []writebehind.Write) error {
+		ctx, cancel := context.WithTimeout(ctx, pgCommitTimeout)
+		defer cancel()
+		return pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
+			b := &pgx.Batch{}
+			for _, w := range ws {
+				b.Queue(w.SQL, w.Args...)
+			}
+			if err := tx.SendBatch(ctx, b).Close(); err != nil {
+				return fmt.Errorf("postgres group commit: %w", err)
+			}
+			return nil
+		})
+	}, pgWriteQueue, pgWriteBatch)
 	return p, nil
 }
 
@@ -194,23 +218,31 @@ func (p *Store) NextSequences(ctx context.Context, planID string, n int64) (int6
 	return first, nil
 }
 
-// SaveResult implements store.Store.
+// SaveResult implements store.Store: the result is queued for the group
+// commit (waiting only while the queue is full).
 func (p *Store) SaveResult(ctx context.Context, res *toolrouter.Result) error {
 	b, err := json.Marshal(res)
 	if err != nil {
 		return fmt.Errorf("postgres save result: %w", err)
 	}
-	_, err = p.pool.Exec(ctx, `INSERT INTO route_results (tool_call_id, plan_id, body) VALUES ($1, $2, $3)
+	err = p.w.Add(ctx, writebehind.Write{SQL: `INSERT INTO route_results (tool_call_id, plan_id, body) VALUES ($1, $2, $3)
 		ON CONFLICT (tool_call_id) DO UPDATE SET plan_id = excluded.plan_id, body = excluded.body`,
-		res.ToolCallID, res.PlanID, string(b))
+		Args: []any{res.ToolCallID, res.PlanID, string(b)}})
 	if err != nil {
 		return fmt.Errorf("postgres save result: %w", err)
 	}
 	return nil
 }
 
-// GetResult implements store.Store.
+// Flush implements store.Store.
+func (p *Store) Flush(ctx context.Context) error { return p.w.Flush(ctx) }
+
+// GetResult implements store.Store; it sees the results this store
+// queued (it flushes them first).
 func (p *Store) GetResult(ctx context.Context, id string) (*toolrouter.Result, error) {
+	if err := p.w.Flush(ctx); err != nil {
+		return nil, fmt.Errorf("postgres get result: %w", err)
+	}
 	var body []byte
 	err := p.pool.QueryRow(ctx, `SELECT body FROM route_results WHERE tool_call_id = $1`, id).Scan(&body)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -248,11 +280,15 @@ func (p *Store) ClaimKey(ctx context.Context, key, fingerprint string, ttl time.
 func (p *Store) claimOnce(ctx context.Context, key, fingerprint string, ttl time.Duration) (c toolrouter.Claim, found bool, err error) {
 	now := p.keyNow()
 	b := &pgx.Batch{}
-	b.Queue(`DELETE FROM idempotency_keys WHERE key = $1 AND expires_at < COALESCE($2::timestamptz, now())`, key, now)
+	// An answer past its time is gone; a claim past its lease is not: its
+	// request may have run (Abandoned).
+	b.Queue(`DELETE FROM idempotency_keys WHERE key = $1 AND expires_at < COALESCE($2::timestamptz, now())
+		AND (response IS NOT NULL OR expires_at < COALESCE($2::timestamptz, now()) - $3::bigint * interval '1 microsecond')`,
+		key, now, toolrouter.AbandonedGrace.Microseconds())
 	b.Queue(`INSERT INTO idempotency_keys (key, fingerprint, expires_at)
 		VALUES ($1, $2, COALESCE($4::timestamptz, now()) + $3::bigint * interval '1 microsecond')
 		ON CONFLICT (key) DO NOTHING RETURNING true`, key, fingerprint, ttl.Microseconds(), now)
-	b.Queue(`SELECT fingerprint, response FROM idempotency_keys WHERE key = $1`, key)
+	b.Queue(`SELECT fingerprint, response, expires_at < COALESCE($2::timestamptz, now()) FROM idempotency_keys WHERE key = $1`, key, now)
 	br := p.pool.SendBatch(ctx, b)
 	defer func() {
 		if cerr := br.Close(); cerr != nil && err == nil {
@@ -271,24 +307,29 @@ func (p *Store) claimOnce(ctx context.Context, key, fingerprint string, ttl time
 	}
 	var fp string
 	var resp []byte
-	switch err := br.QueryRow().Scan(&fp, &resp); {
+	var lapsed bool
+	switch err := br.QueryRow().Scan(&fp, &resp, &lapsed); {
 	case errors.Is(err, pgx.ErrNoRows):
 		return toolrouter.Claim{}, false, nil
 	case err != nil:
 		return toolrouter.Claim{}, false, fmt.Errorf("postgres claim key: %w", err)
 	case fp != fingerprint:
 		return toolrouter.Claim{}, true, toolrouter.ErrKeyReused
+	case resp == nil && lapsed:
+		return toolrouter.Claim{State: toolrouter.Abandoned}, true, nil
 	case resp == nil:
 		return toolrouter.Claim{State: toolrouter.InProgress}, true, nil
 	}
 	return toolrouter.Claim{State: toolrouter.Answered, Response: resp}, true, nil
 }
 
-// CompleteKey implements store.Store.
+// CompleteKey implements store.Store: the answer joins the group commit,
+// and CompleteKey returns once it (with every result queued before it) is
+// committed.
 func (p *Store) CompleteKey(ctx context.Context, key string, response []byte, ttl time.Duration) error {
-	if _, err := p.pool.Exec(ctx, `UPDATE idempotency_keys SET response = $2,
+	if err := p.w.AddWait(ctx, writebehind.Write{SQL: `UPDATE idempotency_keys SET response = $2,
 		expires_at = COALESCE($4::timestamptz, now()) + $3::bigint * interval '1 microsecond' WHERE key = $1`,
-		key, sqlstore.KeyResponse(response), ttl.Microseconds(), p.keyNow()); err != nil {
+		Args: []any{key, sqlstore.KeyResponse(response), ttl.Microseconds(), p.keyNow()}}); err != nil {
 		return fmt.Errorf("postgres complete key: %w", err)
 	}
 	return nil
@@ -314,7 +355,9 @@ func (p *Store) ReleaseKey(ctx context.Context, key string) error {
 // PurgeExpiredKeys deletes every expired idempotency key and returns how
 // many it deleted. ClaimKey already ignores them; this only reclaims space.
 func (p *Store) PurgeExpiredKeys(ctx context.Context) (int, error) {
-	tag, err := p.pool.Exec(ctx, `DELETE FROM idempotency_keys WHERE expires_at < COALESCE($1::timestamptz, now())`, p.keyNow())
+	tag, err := p.pool.Exec(ctx, `DELETE FROM idempotency_keys WHERE expires_at < COALESCE($1::timestamptz, now())
+		AND (response IS NOT NULL OR expires_at < COALESCE($1::timestamptz, now()) - $2::bigint * interval '1 microsecond')`,
+		p.keyNow(), toolrouter.AbandonedGrace.Microseconds())
 	if err != nil {
 		return 0, fmt.Errorf("postgres purge keys: %w", err)
 	}
@@ -430,8 +473,9 @@ func (p *Store) InterruptStale(ctx context.Context, before time.Time) (int, erro
 // Ping implements store.Store.
 func (p *Store) Ping(ctx context.Context) error { return p.pool.Ping(ctx) }
 
-// Close implements store.Store.
+// Close implements store.Store: it commits the queued writes first.
 func (p *Store) Close() error {
+	p.w.Close()
 	p.pool.Close()
 	return nil
 }

@@ -20,7 +20,7 @@ func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
 
 func TestContract(t *testing.T) {
 	storetest.Run(t, storetest.Backend{
-		Replicas: true, Durable: true,
+		Replicas: true, Durable: true, Dense: true,
 		Database: func(t *testing.T, now func() time.Time) func() store.Store {
 			url := pgtest.Start(t)
 			return func() store.Store {

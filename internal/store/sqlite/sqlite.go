@@ -15,6 +15,7 @@ import (
 	_ "modernc.org/sqlite" // pure-Go SQLite driver (no cgo), registered as "sqlite"
 
 	"github.com/toolrouterd/toolrouterd/internal/store/sqlstore"
+	"github.com/toolrouterd/toolrouterd/internal/store/writebehind"
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
 
@@ -28,8 +29,16 @@ var migrationFiles embed.FS
 // Several processes may share the file on one machine: every write is one
 // statement or one BEGIN IMMEDIATE transaction, and writers wait for each
 // other (busy_timeout) instead of failing.
+//
+// Every commit is durable (synchronous=FULL), and a route adds none of its
+// own (README "Storage and durability"): sequences come from memory, from
+// blocks reserved by one durable commit (sequences.go), and results are
+// written behind by the group commit (writebehind), which also carries the
+// answers of Idempotency-Keys, waited for before the answer is sent.
 type Store struct {
-	db *sql.DB
+	db  *sql.DB
+	w   *writebehind.Writer
+	seq sequences
 	// Now is the clock of key expiry and of the end of interrupted runs;
 	// a test may set it before the store is used.
 	Now func() time.Time
@@ -58,7 +67,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	q := url.Values{}
 	q.Add("_pragma", "journal_mode(WAL)")
 	q.Add("_pragma", "busy_timeout(10000)")
-	q.Add("_pragma", "synchronous(NORMAL)")
+	q.Add("_pragma", "synchronous(FULL)")
 	q.Add("_pragma", "foreign_keys(ON)")
 	q.Set("_txlock", "immediate")
 	dsn := "file:" + path + "?" + q.Encode()
@@ -71,6 +80,16 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		db.Close()
 		return nil, err
 	}
+	s.w = writebehind.New(func(ctx context.Context, ws []writebehind.Write) error {
+		return s.tx(ctx, func(tx *sql.Tx) error {
+			for _, w := range ws {
+				if _, err := tx.ExecContext(ctx, w.SQL, w.Args...); err != nil {
+					return fmt.Errorf("sqlite group commit: %w", err)
+				}
+			}
+			return nil
+		})
+	}, writeQueue, writeBatch)
 	return s, nil
 }
 
@@ -114,44 +133,37 @@ func (s *Store) tx(ctx context.Context, f func(*sql.Tx) error) error {
 	return tx.Commit()
 }
 
-// NextSequence implements store.Store with one atomic upsert.
+// NextSequence implements store.Store from the plan's block (sequences.go).
 func (s *Store) NextSequence(ctx context.Context, planID string) (int64, error) {
 	return s.NextSequences(ctx, planID, 1)
 }
 
-// NextSequences implements store.Store with one atomic upsert.
-func (s *Store) NextSequences(ctx context.Context, planID string, n int64) (int64, error) {
-	if err := toolrouter.CheckSequences(planID, n); err != nil {
-		return 0, err
-	}
-	var first int64
-	err := s.db.QueryRowContext(ctx, `INSERT INTO plan_sequences (plan_id, next) VALUES (?, ?)
-		ON CONFLICT (plan_id) DO UPDATE SET next = next + excluded.next
-		RETURNING next - ?`, planID, n, n).Scan(&first)
-	if err != nil {
-		return 0, fmt.Errorf("sqlite next sequence: %w", err)
-	}
-	return first, nil
-}
-
-// SaveResult implements store.Store.
+// SaveResult implements store.Store: the result is queued for the group
+// commit (waiting only while the queue is full).
 func (s *Store) SaveResult(ctx context.Context, res *toolrouter.Result) error {
 	b, err := json.Marshal(res)
 	if err != nil {
 		return fmt.Errorf("sqlite save result: %w", err)
 	}
-	_, err = s.db.ExecContext(ctx, `INSERT INTO route_results (tool_call_id, plan_id, body, created_at)
+	err = s.w.Add(ctx, writebehind.Write{SQL: `INSERT INTO route_results (tool_call_id, plan_id, body, created_at)
 		VALUES (?, ?, ?, ?)
 		ON CONFLICT (tool_call_id) DO UPDATE SET plan_id = excluded.plan_id, body = excluded.body`,
-		res.ToolCallID, res.PlanID, string(b), sqliteTimeOf(s.Now()))
+		Args: []any{res.ToolCallID, res.PlanID, string(b), sqliteTimeOf(s.Now())}})
 	if err != nil {
 		return fmt.Errorf("sqlite save result: %w", err)
 	}
 	return nil
 }
 
-// GetResult implements store.Store.
+// Flush waits until every write queued before it is committed.
+func (s *Store) Flush(ctx context.Context) error { return s.w.Flush(ctx) }
+
+// GetResult implements store.Store; it sees the results this store
+// queued (it flushes them first).
 func (s *Store) GetResult(ctx context.Context, id string) (*toolrouter.Result, error) {
+	if err := s.w.Flush(ctx); err != nil {
+		return nil, fmt.Errorf("sqlite get result: %w", err)
+	}
 	var body string
 	err := s.db.QueryRowContext(ctx, `SELECT body FROM route_results WHERE tool_call_id = ?`, id).Scan(&body)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -173,8 +185,11 @@ func (s *Store) ClaimKey(ctx context.Context, key, fingerprint string, ttl time.
 	var c toolrouter.Claim
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		now := s.Now()
-		if _, err := tx.ExecContext(ctx, `DELETE FROM idempotency_keys WHERE key = ? AND expires_at < ?`,
-			key, sqliteTimeOf(now)); err != nil {
+		// An answer past its time is gone; a claim past its lease is not:
+		// its request may have run (Abandoned).
+		if _, err := tx.ExecContext(ctx, `DELETE FROM idempotency_keys WHERE key = ? AND expires_at < ?
+			AND (response IS NOT NULL OR expires_at < ?)`,
+			key, sqliteTimeOf(now), sqliteTimeOf(now.Add(-toolrouter.AbandonedGrace))); err != nil {
 			return err
 		}
 		r, err := tx.ExecContext(ctx, `INSERT INTO idempotency_keys (key, fingerprint, expires_at) VALUES (?, ?, ?)
@@ -186,15 +201,17 @@ func (s *Store) ClaimKey(ctx context.Context, key, fingerprint string, ttl time.
 			c = toolrouter.Claim{State: toolrouter.Claimed}
 			return err
 		}
-		var fp string
+		var fp, expires string
 		var resp []byte
-		if err := tx.QueryRowContext(ctx, `SELECT fingerprint, response FROM idempotency_keys WHERE key = ?`,
-			key).Scan(&fp, &resp); err != nil {
+		if err := tx.QueryRowContext(ctx, `SELECT fingerprint, response, expires_at FROM idempotency_keys WHERE key = ?`,
+			key).Scan(&fp, &resp, &expires); err != nil {
 			return err
 		}
 		switch {
 		case fp != fingerprint:
 			return toolrouter.ErrKeyReused
+		case resp == nil && expires < sqliteTimeOf(now):
+			c = toolrouter.Claim{State: toolrouter.Abandoned}
 		case resp == nil:
 			c = toolrouter.Claim{State: toolrouter.InProgress}
 		default:
@@ -211,10 +228,12 @@ func (s *Store) ClaimKey(ctx context.Context, key, fingerprint string, ttl time.
 	return c, nil
 }
 
-// CompleteKey implements store.Store.
+// CompleteKey implements store.Store: the answer joins the group commit,
+// and CompleteKey returns once it (with every result queued before it) is
+// durably committed.
 func (s *Store) CompleteKey(ctx context.Context, key string, response []byte, ttl time.Duration) error {
-	if _, err := s.db.ExecContext(ctx, `UPDATE idempotency_keys SET response = ?, expires_at = ? WHERE key = ?`,
-		sqlstore.KeyResponse(response), sqliteTimeOf(s.Now().Add(ttl)), key); err != nil {
+	if err := s.w.AddWait(ctx, writebehind.Write{SQL: `UPDATE idempotency_keys SET response = ?, expires_at = ? WHERE key = ?`,
+		Args: []any{sqlstore.KeyResponse(response), sqliteTimeOf(s.Now().Add(ttl)), key}}); err != nil {
 		return fmt.Errorf("sqlite complete key: %w", err)
 	}
 	return nil
@@ -240,7 +259,9 @@ func (s *Store) ReleaseKey(ctx context.Context, key string) error {
 // PurgeExpiredKeys deletes every expired idempotency key and returns how
 // many it deleted. ClaimKey already ignores them; this only reclaims space.
 func (s *Store) PurgeExpiredKeys(ctx context.Context) (int, error) {
-	r, err := s.db.ExecContext(ctx, `DELETE FROM idempotency_keys WHERE expires_at < ?`, sqliteTimeOf(s.Now()))
+	now := s.Now()
+	r, err := s.db.ExecContext(ctx, `DELETE FROM idempotency_keys WHERE expires_at < ? AND (response IS NOT NULL OR expires_at < ?)`,
+		sqliteTimeOf(now), sqliteTimeOf(now.Add(-toolrouter.AbandonedGrace)))
 	if err != nil {
 		return 0, fmt.Errorf("sqlite purge keys: %w", err)
 	}
@@ -371,5 +392,10 @@ func (s *Store) InterruptStale(ctx context.Context, before time.Time) (int, erro
 // Ping implements store.Store.
 func (s *Store) Ping(ctx context.Context) error { return s.db.PingContext(ctx) }
 
-// Close implements store.Store.
-func (s *Store) Close() error { return s.db.Close() }
+// Close implements store.Store: it commits the queued writes, gives back
+// the unused sequences of its blocks (sequences.go), then closes the file.
+func (s *Store) Close() error {
+	s.w.Close()
+	err := s.giveBack()
+	return errors.Join(err, s.db.Close())
+}

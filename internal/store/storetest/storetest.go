@@ -31,6 +31,10 @@ type Backend struct {
 	Database func(t *testing.T, now func() time.Time) (open func() store.Store)
 	Replicas bool // open returns separate stores on one database
 	Durable  bool // a reopened store sees what a closed one wrote
+	// Dense: replicas on one database hand out one plan's sequences
+	// without gaps (PostgreSQL, whose replicas must; SQLite processes
+	// sharing a file each take their own blocks: distinct, not dense).
+	Dense bool
 }
 
 // Run runs every test of the suite against b, each as a subtest with a
@@ -51,6 +55,9 @@ func Run(t *testing.T, b Backend) {
 		{"InterruptedRunStaysInterrupted", interruptedRunStaysInterrupted},
 		{"RenewKeyKeepsALongRequestsClaim", renewKeyKeepsALongRequestsClaim},
 		{"NextSequencesAllocatesBlocks", nextSequencesAllocatesBlocks},
+		{"AbandonedKeyIsNeverRunAgain", abandonedKeyIsNeverRunAgain},
+		{"CleanCloseContinuesSequencesExactly", cleanCloseContinuesSequencesExactly},
+		{"ManyResultsSavedAtOnceAreAllKept", manyResultsSavedAtOnceAreAllKept},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			clk := NewClock(time.Now())
@@ -145,19 +152,26 @@ func sequencesAreDistinctAndGapFreeAcrossReplicas(t *testing.T, b Backend, open 
 		if c > 1 {
 			t.Errorf("sequence %d handed out %d times", n, c)
 		}
-		if n < 0 || n >= total {
+		if n < 0 || b.Dense && n >= total {
 			t.Errorf("sequence %d outside [0, %d)", n, total)
 		}
 	}
 	if int64(len(seen)) != total {
-		t.Errorf("%d distinct sequences, want %d (gaps)", len(seen), total)
+		t.Errorf("%d distinct sequences, want %d", len(seen), total)
 	}
-	if n, err := ss[1].NextSequence(ctx, "plan-a"); err != nil || n != total {
-		t.Errorf("next on another replica: %d, %v; want %d", n, err, total)
+	if b.Dense {
+		if n, err := ss[1].NextSequence(ctx, "plan-a"); err != nil || n != total {
+			t.Errorf("next on another replica: %d, %v; want %d", n, err, total)
+		}
+		for i, s := range []store.Store{ss[0], ss[2], ss[0]} {
+			if n, err := s.NextSequence(ctx, "plan-b"); err != nil || n != int64(i) {
+				t.Errorf("plan-b #%d: %d, %v; want %d (a plan counts on its own, from 0)", i, n, err, i)
+			}
+		}
 	}
-	for i, s := range []store.Store{ss[0], ss[2], ss[0]} {
-		if n, err := s.NextSequence(ctx, "plan-b"); err != nil || n != int64(i) {
-			t.Errorf("plan-b #%d: %d, %v; want %d (a plan counts on its own, from 0)", i, n, err, i)
+	for i := 0; i < 3; i++ {
+		if n, err := ss[0].NextSequence(ctx, "plan-c"); err != nil || n != int64(i) {
+			t.Errorf("plan-c #%d: %d, %v; want %d (a plan counts on its own, from 0)", i, n, err, i)
 		}
 	}
 	_, err := ss[0].NextSequence(ctx, "")
@@ -181,13 +195,16 @@ func concurrentOpenMigratesOnce(t *testing.T, b Backend, open func() store.Store
 		go func() { defer wg.Done(); ss[i] = open() }()
 	}
 	wg.Wait()
+	seen := map[int64]bool{}
 	for i, s := range ss {
 		if s == nil {
 			t.FailNow() // open reported why
 		}
-		if n, err := s.NextSequence(ctx, "p"); err != nil || n != int64(i) {
+		n, err := s.NextSequence(ctx, "p")
+		if err != nil || seen[n] || b.Dense && n != int64(i) {
 			t.Errorf("replica %d: %d, %v", i, n, err)
 		}
+		seen[n] = true
 	}
 }
 
@@ -226,6 +243,10 @@ func resultsRoundTripExactly(t *testing.T, b Backend, open func() store.Store, c
 	if err := ss[0].SaveResult(ctx, want); err != nil {
 		t.Fatal(err)
 	}
+	// Written behind: other replicas see it once committed.
+	if err := ss[0].Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
 	got, err := ss[1].GetResult(ctx, want.ToolCallID)
 	if err != nil {
 		t.Fatal(err)
@@ -243,6 +264,9 @@ func resultsRoundTripExactly(t *testing.T, b Backend, open func() store.Store, c
 	want.Success, want.Error, want.ErrorCategory = true, nil, nil
 	want.Output = json.RawMessage(`[]`)
 	if err := ss[1].SaveResult(ctx, want); err != nil {
+		t.Fatal(err)
+	}
+	if err := ss[1].Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if got, err := ss[0].GetResult(ctx, want.ToolCallID); err != nil || !reflect.DeepEqual(got, roundTrip(t, want)) {
@@ -308,7 +332,8 @@ func claimKeyStates(t *testing.T, b Backend, open func() store.Store, clk *Clock
 	wantClaim(t, c, "k2", "fp-other", hour, toolrouter.Claimed, nil)
 	wantReused(t, a, "k2", "fp1")
 
-	// Expired keys, in progress or answered, are absent.
+	// Expired answers are absent; an expired claim is abandoned
+	// (abandonedKeyIsNeverRunAgain).
 	const short = time.Minute
 	wantClaim(t, a, "k3", "fp1", short, toolrouter.Claimed, nil)
 	wantClaim(t, a, "k4", "fp1", short, toolrouter.Claimed, nil)
@@ -320,7 +345,7 @@ func claimKeyStates(t *testing.T, b Backend, open func() store.Store, clk *Clock
 	clk.Advance(short - time.Second)
 	wantClaim(t, c, "k3", "fp1", short, toolrouter.InProgress, nil)
 	clk.Advance(2 * time.Second)
-	wantClaim(t, c, "k3", "fp2", hour, toolrouter.Claimed, nil)
+	wantClaim(t, c, "k3", "fp1", hour, toolrouter.Abandoned, nil)
 	wantClaim(t, c, "k4", "fp1", hour, toolrouter.Claimed, nil)
 	wantClaim(t, a, "k4", "fp1", hour, toolrouter.InProgress, nil)
 
@@ -735,6 +760,12 @@ func nextSequencesAllocatesBlocks(t *testing.T, b Backend, open func() store.Sto
 		}
 	}
 	wg.Wait()
+	if !b.Dense {
+		if int64(len(seen)) != total {
+			t.Errorf("%d distinct sequences, want %d", len(seen), total)
+		}
+		return
+	}
 	for i := int64(0); i < total; i++ {
 		if !seen[i] {
 			t.Errorf("gap at %d of %d", i, total)
@@ -745,5 +776,91 @@ func nextSequencesAllocatesBlocks(t *testing.T, b Backend, open func() store.Sto
 	}
 	if _, err := ss[0].NextSequences(ctx, "blocks", 0); err == nil {
 		t.Error("a block of 0 accepted")
+	}
+}
+
+// abandonedKeyIsNeverRunAgain: a claim whose lease lapsed without an
+// answer (its request's replica died, or its answer could not be stored)
+// is reported as Abandoned, not handed to a retry to run again, until it
+// is answered or its grace (toolrouter.AbandonedGrace) is over.
+func abandonedKeyIsNeverRunAgain(t *testing.T, b Backend, open func() store.Store, clk *Clock) {
+	ctx := context.Background()
+	ss := replicas(open, 2)
+	const lease = 10 * time.Second
+	wantClaim(t, ss[0], "dead", "fp", lease, toolrouter.Claimed, nil)
+	clk.Advance(lease / 2)
+	wantClaim(t, ss[1], "dead", "fp", lease, toolrouter.InProgress, nil)
+	clk.Advance(lease)
+	wantClaim(t, ss[1], "dead", "fp", lease, toolrouter.Abandoned, nil)
+	wantReused(t, ss[1], "dead", "other")
+	if p, ok := ss[1].(interface {
+		PurgeExpiredKeys(context.Context) (int, error)
+	}); ok {
+		if _, err := p.PurgeExpiredKeys(ctx); err != nil {
+			t.Fatal(err)
+		}
+		wantClaim(t, ss[1], "dead", "fp", lease, toolrouter.Abandoned, nil) // not purged
+	}
+	// What a retry is told is stored as the key's answer.
+	if err := ss[1].CompleteKey(ctx, "dead", []byte("outcome unknown"), time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	wantClaim(t, ss[0], "dead", "fp", lease, toolrouter.Answered, []byte("outcome unknown"))
+
+	wantClaim(t, ss[0], "forgotten", "fp", lease, toolrouter.Claimed, nil)
+	clk.Advance(lease + toolrouter.AbandonedGrace + time.Second)
+	wantClaim(t, ss[1], "forgotten", "fp", lease, toolrouter.Claimed, nil)
+}
+
+// cleanCloseContinuesSequencesExactly: however a store hands out
+// sequences (SQLite reserves them in blocks), a store closed cleanly
+// leaves every plan where it stopped.
+func cleanCloseContinuesSequencesExactly(t *testing.T, b Backend, open func() store.Store, clk *Clock) {
+	if !b.Durable {
+		t.Skip("memory is not durable")
+	}
+	ctx := context.Background()
+	s := open()
+	for i := 0; i < 5; i++ {
+		if _, err := s.NextSequence(ctx, "stop-here"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if first, err := s.NextSequences(ctx, "batch-plan", 3); err != nil || first != 0 {
+		t.Fatalf("batch: %d %v", first, err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = open()
+	if n, err := s.NextSequence(ctx, "stop-here"); err != nil || n != 5 {
+		t.Errorf("after a clean close: %d, %v; want 5", n, err)
+	}
+	if n, err := s.NextSequence(ctx, "batch-plan"); err != nil || n != 3 {
+		t.Errorf("after a clean close: %d, %v; want 3", n, err)
+	}
+}
+
+// manyResultsSavedAtOnceAreAllKept: concurrent saves (grouped into few
+// commits where the store writes behind) are each readable afterwards.
+func manyResultsSavedAtOnceAreAllKept(t *testing.T, b Backend, open func() store.Store, clk *Clock) {
+	ctx := context.Background()
+	s := open()
+	var wg sync.WaitGroup
+	for i := 0; i < 200; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := s.SaveResult(ctx, sampleResult(fmt.Sprintf("tc_many_%d", i))); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	for i := 0; i < 200; i++ {
+		id := fmt.Sprintf("tc_many_%d", i)
+		if got, err := s.GetResult(ctx, id); err != nil || got.ToolCallID != id {
+			t.Fatalf("%s: %+v %v", id, got, err)
+		}
 	}
 }

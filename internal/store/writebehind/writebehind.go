@@ -1,0 +1,152 @@
+// Package writebehind is the group commit of the SQL stores (README
+// "Storage and durability"): one writer goroutine per store takes every
+// write queued since its last commit and commits them together, in one
+// transaction, so many routes' results (and any other record that can be
+// written behind, such as audit records) cost one commit, not one each.
+//
+// The queue is bounded: when it is full, Add waits (backpressure), so a
+// store slower than the traffic slows the traffic instead of growing
+// memory. Close commits what is queued before it returns.
+package writebehind
+
+import (
+	"context"
+	"errors"
+	"sync"
+)
+
+// Write is one statement queued for the group commit.
+type Write struct {
+	SQL  string
+	Args []any
+}
+
+// Commit writes a group of statements in one transaction, in order.
+type Commit func(ctx context.Context, ws []Write) error
+
+// ErrClosed is returned for writes queued after Close.
+var ErrClosed = errors.New("writebehind: store closed")
+
+type item struct {
+	w    Write
+	done chan error // nil: nobody waits for this write
+}
+
+// Writer is the group commit of one store.
+type Writer struct {
+	commit   Commit
+	q        chan item
+	maxBatch int
+	mu       sync.RWMutex // held for reading while queuing, for writing by Close
+	closed   bool
+	stopped  chan struct{}
+	// OnError, when set before the first write, hears of a failed commit of
+	// writes nobody waits for (they are lost; a caller of AddWait gets the
+	// error instead).
+	OnError func(err error, n int)
+}
+
+// New starts the writer of a store: queue holds at most queue writes
+// waiting for a commit, and one commit takes at most maxBatch of them.
+func New(commit Commit, queue, maxBatch int) *Writer {
+	w := &Writer{commit: commit, q: make(chan item, max(queue, 1)), maxBatch: max(maxBatch, 1), stopped: make(chan struct{})}
+	go w.loop()
+	return w
+}
+
+// Add queues a write and returns without waiting for its commit; it waits
+// only while the queue is full (or until ctx ends).
+func (w *Writer) Add(ctx context.Context, wr Write) error {
+	return w.add(ctx, item{w: wr})
+}
+
+// AddWait queues a write and waits until it is committed (together with
+// every write queued before it), returning the commit's error.
+func (w *Writer) AddWait(ctx context.Context, wr Write) error {
+	done := make(chan error, 1)
+	if err := w.add(ctx, item{w: wr, done: done}); err != nil {
+		return err
+	}
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Flush waits until every write queued before it is committed. Its error
+// is that of the commit that would have held it (the last one), not of
+// earlier ones.
+func (w *Writer) Flush(ctx context.Context) error {
+	return w.AddWait(ctx, Write{})
+}
+
+func (w *Writer) add(ctx context.Context, it item) error {
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	if w.closed {
+		return ErrClosed
+	}
+	select {
+	case w.q <- it:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Close commits what is queued and stops the writer. Later writes fail
+// with ErrClosed.
+func (w *Writer) Close() {
+	w.mu.Lock()
+	if !w.closed {
+		w.closed = true
+		close(w.q)
+	}
+	w.mu.Unlock()
+	<-w.stopped
+}
+
+func (w *Writer) loop() {
+	defer close(w.stopped)
+	batch := make([]item, 0, w.maxBatch)
+	ws := make([]Write, 0, w.maxBatch)
+	for first := range w.q {
+		batch = append(batch[:0], first)
+	drain:
+		for len(batch) < w.maxBatch {
+			select {
+			case it, ok := <-w.q:
+				if !ok {
+					break drain
+				}
+				batch = append(batch, it)
+			default:
+				break drain
+			}
+		}
+		ws = ws[:0]
+		for _, it := range batch {
+			if it.w.SQL != "" { // a Flush marker writes nothing
+				ws = append(ws, it.w)
+			}
+		}
+		var err error
+		if len(ws) > 0 {
+			err = w.commit(context.Background(), ws)
+		}
+		lost := 0
+		for i := range batch {
+			if batch[i].done != nil {
+				batch[i].done <- err
+			} else {
+				lost++
+			}
+			batch[i] = item{}
+		}
+		if err != nil && lost > 0 && w.OnError != nil {
+			w.OnError(err, lost)
+		}
+	}
+}

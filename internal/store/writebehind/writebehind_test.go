@@ -1,0 +1,87 @@
+package writebehind_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+
+	"github.com/toolrouterd/toolrouterd/internal/store/writebehind"
+)
+
+// Writes queued while a commit runs are committed together in the next
+// one, in order, and Close commits what is left.
+func TestGroupsWritesAndFlushesOnClose(t *testing.T) {
+	var mu sync.Mutex
+	var commits [][]string
+	release := make(chan struct{})
+	started := make(chan struct{}, 1)
+	w := writebehind.New(func(_ context.Context, ws []writebehind.Write) error {
+		mu.Lock()
+		var g []string
+		for _, x := range ws {
+			g = append(g, x.SQL)
+		}
+		commits = append(commits, g)
+		first := len(commits) == 1
+		mu.Unlock()
+		if first {
+			started <- struct{}{}
+			<-release
+		}
+		return nil
+	}, 100, 100)
+	ctx := context.Background()
+	if err := w.Add(ctx, writebehind.Write{SQL: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	<-started // the first commit is running: the next writes wait together
+	for _, s := range []string{"b", "c", "d"} {
+		if err := w.Add(ctx, writebehind.Write{SQL: s}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(release)
+	w.Close()
+	if err := w.Add(ctx, writebehind.Write{SQL: "e"}); !errors.Is(err, writebehind.ErrClosed) {
+		t.Fatalf("Add after Close: %v, want ErrClosed", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(commits) != 2 || len(commits[1]) != 3 || commits[1][0] != "b" || commits[1][2] != "d" {
+		t.Fatalf("commits %v, want [[a] [b c d]]", commits)
+	}
+}
+
+// A full queue makes Add wait (it gives up when its ctx ends), and
+// AddWait reports the commit's error.
+func TestBackpressureAndErrors(t *testing.T) {
+	release := make(chan struct{})
+	started := make(chan struct{}, 1)
+	boom := errors.New("boom")
+	n := 0
+	w := writebehind.New(func(context.Context, []writebehind.Write) error {
+		n++
+		if n == 1 {
+			started <- struct{}{}
+			<-release
+			return nil
+		}
+		return boom
+	}, 2, 10)
+	ctx := context.Background()
+	_ = w.Add(ctx, writebehind.Write{SQL: "a"})
+	<-started
+	_ = w.Add(ctx, writebehind.Write{SQL: "b"})
+	_ = w.Add(ctx, writebehind.Write{SQL: "c"}) // queue (2) full now
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if err := w.Add(cctx, writebehind.Write{SQL: "d"}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Add on a full queue: %v, want to wait until ctx ends", err)
+	}
+	close(release)
+	if err := w.AddWait(ctx, writebehind.Write{SQL: "e"}); !errors.Is(err, boom) {
+		t.Fatalf("AddWait: %v, want the commit's error", err)
+	}
+	w.Close()
+}
