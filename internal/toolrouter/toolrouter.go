@@ -68,6 +68,9 @@ type Tool struct {
 	MCPTool   string `json:"mcp_tool,omitempty"`
 	// ReadOnly is an MCP tool's readOnlyHint annotation.
 	ReadOnly bool `json:"read_only,omitempty"`
+	// Approval is the registry's approval: required: every call waits for
+	// an approver's decision before it runs (README "Approvals").
+	Approval bool `json:"approval,omitempty"`
 
 	// ValidateArgs checks decoded arguments against InputSchema; nil means
 	// anything goes. The returned error's text names the offending field.
