@@ -120,6 +120,11 @@ type Result struct {
 	DurationMS       float64         `json:"duration_ms"`
 	ProviderMetadata map[string]any  `json:"provider_metadata"`
 	ProviderResult   any             `json:"provider_result"`
+	// Status is awaiting_approval while the call waits for an approver
+	// and complete once decided; absent for calls that never waited
+	// (README "Approvals"). ApprovalID names the approval.
+	Status     string `json:"status,omitempty"`
+	ApprovalID string `json:"approval_id,omitempty"`
 	// Notes say what the router changed in the tool's answer (invalid
 	// UTF-8 replaced); absent when nothing was.
 	Notes []string `json:"notes,omitempty"`

@@ -51,6 +51,8 @@ func Run(t *testing.T, b Backend) {
 		{"InterruptedRunStaysInterrupted", interruptedRunStaysInterrupted},
 		{"RenewKeyKeepsALongRequestsClaim", renewKeyKeepsALongRequestsClaim},
 		{"NextSequencesAllocatesBlocks", nextSequencesAllocatesBlocks},
+		{"ApprovalsDecidedOnceAcrossReplicas", approvalsDecidedOnceAcrossReplicas},
+		{"ApprovalsExpireOnce", approvalsExpireOnce},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			clk := NewClock(time.Now())
