@@ -142,6 +142,9 @@ const (
 	StatusRunning  UpdateStatus = "running"
 	StatusComplete UpdateStatus = "complete"
 	StatusError    UpdateStatus = "error"
+	// StatusAwaitingApproval replaces running for a call held for an
+	// approver; its Message is the approval id (README "Approvals").
+	StatusAwaitingApproval UpdateStatus = "awaiting_approval"
 )
 
 // Update is one streaming progress event of a routed call.
