@@ -256,6 +256,36 @@ func TestApprovals(t *testing.T) {
 				}
 			})
 
+			t.Run("mcp", func(t *testing.T) {
+				cs, err := mcpConnect(t, a, &http.Client{Transport: bearer{key: "agent-key", base: http.DefaultTransport}}, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				name := ""
+				for n := range mcpTools(t, cs) {
+					if strings.Contains(n, "refund") {
+						name = n
+					}
+				}
+				before := len(tool.received())
+				res := mcpCall(t, cs, name, map[string]any{"amount": 7, "to": "acct-9"})
+				id, _ := res.Meta["toolrouter/approval_id"].(string)
+				tc, _ := res.Meta["toolrouter/tool_call_id"].(string)
+				if !res.IsError || id == "" || !strings.Contains(mcpText(res), "awaiting approval") ||
+					!strings.Contains(mcpText(res), id) || !strings.Contains(mcpText(res), "/results/"+tc) {
+					t.Fatalf("tools/call of a tool needing approval: %+v %q", res.Meta, mcpText(res))
+				}
+				if len(tool.received()) != before {
+					t.Fatal("the tool ran before approval")
+				}
+				if r := do(t, "POST", b+"/approvals/"+id, map[string]any{"decision": "approve"}, asReviewer...); r.JSON(t)["result"].(map[string]any)["success"] != true {
+					t.Fatalf("approve: %s", r.Body)
+				}
+				if r := do(t, "GET", a+"/results/"+tc, nil, asAgent...); r.JSON(t)["success"] != true {
+					t.Errorf("result after approval: %s", r.Body)
+				}
+			})
+
 			if sqlitePath != "" {
 				t.Run("arguments bound by digest", func(t *testing.T) {
 					res := do(t, "POST", a+"/route", refundCall("plan-tamper", 5), asAgent...).JSON(t)
