@@ -351,13 +351,17 @@ type sseEvent struct {
 	Data  map[string]any
 }
 
-// stream POSTs body with Accept: text/event-stream and collects the events.
-func stream(t testing.TB, url string, body any) (int, []sseEvent) {
+// stream POSTs body with Accept: text/event-stream (and header, pairs of
+// name and value) and collects the events.
+func stream(t testing.TB, url string, body any, header ...string) (int, []sseEvent) {
 	t.Helper()
 	raw, _ := json.Marshal(body)
 	req, _ := http.NewRequest(http.MethodPost, url, bytes.NewReader(raw))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "text/event-stream")
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)

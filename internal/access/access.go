@@ -30,10 +30,22 @@ func (c *Client) Allows(tool string) bool {
 	return c == nil || c.tools.Match(tool)
 }
 
-// MayApprove reports whether the client may approve calls of the tool.
-func (c *Client) MayApprove(tool string) bool {
-	return c == nil || c.Approver && c.approval.Match(tool)
+// MayApprove reports whether the client may decide approvals: an admin,
+// an approver, or the caller of an open service (README "Approvals").
+func (c *Client) MayApprove() bool {
+	return c == nil || c.Admin || c.Approver
 }
+
+// NeedsApproval reports whether this client's calls of the tool wait for
+// an approver: the client's approval patterns match it (a tool's own
+// approval: required is the registry's, asked separately).
+func (c *Client) NeedsApproval(tool string) bool {
+	return c != nil && c.approval.Match(tool)
+}
+
+// IsAdmin reports whether the client sees everything: an admin, or the
+// caller of an open service.
+func (c *Client) IsAdmin() bool { return c == nil || c.Admin }
 
 // LabelName is the client's name for logs and metrics: "" for the caller
 // of an open service.

@@ -195,3 +195,37 @@ func TestWindow(t *testing.T) {
 		t.Fatal("the open service was limited")
 	}
 }
+
+func TestApprovalRights(t *testing.T) {
+	r := reg(t, `clients:
+  - name: agent
+    key_env: AGENT_KEY
+    tools: ["*"]
+    approval: ["billing/*"]
+  - name: reviewer
+    key_env: REVIEWER_KEY
+    tools: ["*"]
+    approver: true
+  - name: root
+    key_env: ROOT_KEY
+    tools: ["*"]
+    admin: true
+`, map[string]string{"AGENT_KEY": "a", "REVIEWER_KEY": "r", "ROOT_KEY": "o"})
+	cs := access.NewClients([]string{"plain"}, r.Clients())
+	agent, reviewer, root, plain := cs.ByKey("a"), cs.ByKey("r"), cs.ByKey("o"), cs.ByKey("plain")
+	if !agent.NeedsApproval("billing/refund") || agent.NeedsApproval("kb/search") || reviewer.NeedsApproval("billing/refund") {
+		t.Error("NeedsApproval does not follow the client's approval patterns")
+	}
+	var open *access.Client
+	if open.NeedsApproval("billing/refund") {
+		t.Error("the open service has no client patterns")
+	}
+	for c, want := range map[*access.Client]bool{agent: false, reviewer: true, root: true, plain: false, open: true} {
+		if c.MayApprove() != want {
+			t.Errorf("%s: MayApprove = %v, want %v", c.LabelName(), !want, want)
+		}
+	}
+	if !root.IsAdmin() || reviewer.IsAdmin() || !open.IsAdmin() {
+		t.Error("IsAdmin")
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/toolrouterd/toolrouterd/internal/llm"
+	"github.com/toolrouterd/toolrouterd/internal/router"
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
 
@@ -289,7 +290,7 @@ func (x *execution) callTool(ctx context.Context, iter int, tc llm.ToolCall, met
 		failed(fmt.Sprintf("Tool '%s' not found among the tools of this run", tc.Name), toolrouter.CategoryNotFound)
 	} else if msg, limited := x.r.overLimit(ctx); limited {
 		failed(msg, toolrouter.CategoryResource)
-	} else if res, err := x.r.Router.RouteWith(ctx, x.run.Context.PlanID, map[string]any{"id": tc.ID, "name": tc.Name, "arguments": tc.Arguments}, meta, actorArgs(x.run.Context)); err != nil {
+	} else if res, err := x.r.Router.RouteWith(router.WithRunID(ctx, x.run.RunID), x.run.Context.PlanID, map[string]any{"id": tc.ID, "name": tc.Name, "arguments": tc.Arguments}, meta, actorArgs(x.run.Context)); err != nil {
 		failed("route failed: "+toolrouter.ErrorMessage(err), toolrouter.CategoryExecution)
 		x.log.Error().Err(err).Str("tool", tc.Name).Msg("route tool call")
 	} else {
@@ -304,6 +305,12 @@ func (x *execution) callTool(ctx context.Context, iter int, tc llm.ToolCall, met
 		}
 		rec.Error, rec.ErrorCategory = res.Error, res.ErrorCategory
 		rec.DurationMS = res.DurationMS
+		if res.Status == toolrouter.ResultAwaitingApproval {
+			// Until runs pause for approvals (issue 12, item 4), the model
+			// is told plainly that the action has not happened.
+			failed(fmt.Sprintf("awaiting approval: the call was not run; an approver must approve %s (POST /approvals/%s); its result will be at GET /results/%s",
+				res.ApprovalID, res.ApprovalID, res.ToolCallID), toolrouter.CategoryPermission)
+		}
 	}
 	x.emit(EventToolCallFinished, rec)
 	return rec

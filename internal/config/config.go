@@ -44,6 +44,9 @@ type Config struct {
 	// RunHeartbeat is how often a running /runs run says it is alive; one
 	// silent for three heartbeats is marked interrupted by any replica.
 	RunHeartbeat time.Duration `split_words:"true" default:"5s"`
+	// ApprovalTTL is how long a call held for an approver waits before it
+	// expires as denied (README "Approvals").
+	ApprovalTTL time.Duration `split_words:"true" default:"1h"`
 	// JWT bearer tokens (README "JWT clients"): all of issuer, JWKS URL and
 	// audience, or none.
 	JWTIssuer       string `split_words:"true"`
@@ -177,6 +180,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("TOOLROUTER_IDEMPOTENCY_TTL: %s must be positive", c.IdempotencyTTL)
 	case c.RunHeartbeat < 100*time.Millisecond:
 		return fmt.Errorf("TOOLROUTER_RUN_HEARTBEAT: %s is below the minimum of 100ms", c.RunHeartbeat)
+	case c.ApprovalTTL < time.Second:
+		return fmt.Errorf("TOOLROUTER_APPROVAL_TTL: %s is below the minimum of 1s", c.ApprovalTTL)
 	case c.LogFormat != "json" && c.LogFormat != "console":
 		return fmt.Errorf("TOOLROUTER_LOG_FORMAT: %q is not json or console", c.LogFormat)
 	}

@@ -148,6 +148,7 @@ func newServer(t testing.TB, edit ...func(*httpapi.Deps)) *server {
 		Results:          st,
 		Observer:         m,
 		BatchConcurrency: 4,
+		Approvals:        st,
 	}
 	runner := &agent.Runner{Router: rt, Registry: func() agent.Registry { return holder.Current() }, Runs: st, Owner: "test"}
 	s := &server{router: &fakeRouter{real: rt}, runs: &fakeRuns{real: runner}, log: &syncBuffer{}}
@@ -158,6 +159,7 @@ func newServer(t testing.TB, edit ...func(*httpapi.Deps)) *server {
 		Readiness:    st,
 		Metrics:      m,
 		Runs:         s.runs,
+		Approvals:    rt,
 		Keys:         st,
 		MaxBodyBytes: 1 << 20,
 		Spec:         api.Spec,

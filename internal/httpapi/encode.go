@@ -174,6 +174,8 @@ func statusOf(code string) int {
 		return http.StatusBadRequest
 	case toolrouter.ENOTFOUND:
 		return http.StatusNotFound
+	case toolrouter.EFORBIDDEN:
+		return http.StatusForbidden
 	case toolrouter.ECONFLICT:
 		return http.StatusConflict
 	case toolrouter.EUNPROCESSABLE:

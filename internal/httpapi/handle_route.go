@@ -109,7 +109,7 @@ type batchResponse struct {
 	Messages any `json:"messages,omitempty"`
 }
 
-func handleRoute(rt Router) http.HandlerFunc {
+func handleRoute(rt Router, ap Approvals) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		req, err := decodeValid[routeRequest](r)
 		if err != nil {
@@ -117,7 +117,7 @@ func handleRoute(rt Router) http.HandlerFunc {
 			return
 		}
 		if wantsEventStream(r) {
-			streamRoute(w, r, rt, req)
+			streamRoute(w, r, rt, ap, req)
 			return
 		}
 		res, err := rt.Route(r.Context(), req.PlanID, req.ToolCall.v, req.ProviderMetadata)
@@ -125,7 +125,14 @@ func handleRoute(rt Router) http.HandlerFunc {
 			writeError(w, r, err)
 			return
 		}
-		encode(w, r, http.StatusOK, res)
+		status := http.StatusOK
+		if res.Status == toolrouter.ResultAwaitingApproval {
+			// README "Approvals": accepted, not done; the approval and
+			// the result to poll are named.
+			w.Header().Set("Location", "/approvals/"+res.ApprovalID)
+			status = http.StatusAccepted
+		}
+		encode(w, r, status, res)
 	}
 }
 
@@ -133,7 +140,7 @@ func handleRoute(rt Router) http.HandlerFunc {
 // router's order, then one result event. The stream starts with the first
 // update; updates may come from other goroutines (progress notifications),
 // and one arriving after the route returned is dropped.
-func streamRoute(w http.ResponseWriter, r *http.Request, rt Router, req routeRequest) {
+func streamRoute(w http.ResponseWriter, r *http.Request, rt Router, ap Approvals, req routeRequest) {
 	var (
 		mu       sync.Mutex
 		s        *sse
@@ -166,6 +173,21 @@ func streamRoute(w http.ResponseWriter, r *http.Request, rt Router, req routeReq
 	}
 	if s == nil {
 		s = startSSE(w, r)
+	}
+	if res.Status == toolrouter.ResultAwaitingApproval && ap != nil {
+		// The stream stays open until the decision, on any replica, then
+		// continues as a route does: the terminal update, the result.
+		final := awaitDecision(r.Context(), ap, res.ToolCallID)
+		if final == nil { // the client left
+			s.close()
+			return
+		}
+		u := toolrouter.Update{ToolCallID: final.ToolCallID, Status: toolrouter.StatusComplete, ToolName: final.ToolName}
+		if !final.Success {
+			u.Status, u.Message = toolrouter.StatusError, *final.Error
+		}
+		s.send("update", u)
+		res = final
 	}
 	s.send("result", res)
 	s.close()

@@ -36,12 +36,18 @@ func routes(d Deps, doc *openapi3.T) (http.Handler, error) {
 	r.Group(func(r chi.Router) {
 		r.Use(authenticate(d.Auth, d.JWTIssuer), check.middleware)
 		idem := idempotency(d.Keys, d.KeyTTL, d.KeyLease)
-		r.With(idem, rateLimit(d.Limiter, oneCall)).Post("/route", handleRoute(d.Router))
+		r.With(idem, rateLimit(d.Limiter, oneCall)).Post("/route", handleRoute(d.Router, d.Approvals))
 		r.With(idem, rateLimit(d.Limiter, batchCalls)).Post("/route/batch", handleBatch(d.Router))
 		r.Get("/schemas/{provider}", handleSchemas(d.Tools))
 		r.Post("/runs", handleStartRun(d.Runs))
 		r.Get("/runs", handleListRuns(d.Runs))
 		r.Get("/runs/{id}", handleGetRun(d.Runs))
+		if d.Approvals != nil {
+			r.Get("/results/{tool_call_id}", handleGetResult(d.Approvals))
+			r.Get("/approvals", handleListApprovals(d.Approvals))
+			r.Get("/approvals/{id}", handleGetApproval(d.Approvals))
+			r.Post("/approvals/{id}", handleDecide(d.Approvals))
+		}
 	})
 	if d.MCP != nil { // MCP streamable HTTP: authenticated, but not body-checked (the SDK reads the body and streams SSE)
 		r.With(authenticate(d.Auth, d.JWTIssuer), problemErrors).Handle("/mcp", d.MCP)

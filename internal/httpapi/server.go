@@ -60,6 +60,9 @@ type Deps struct {
 	Readiness Pinger // the store, which GET /readyz asks
 	Metrics   Metrics
 	Runs      Runs
+	// Approvals decides held calls and shows results; nil leaves
+	// /approvals and /results unmounted.
+	Approvals Approvals
 	Keys      Keys          // Idempotency-Key storage
 	KeyTTL    time.Duration // how long an answered key is replayed
 	KeyLease  time.Duration // how long a claimed key outlives its request's last renewal (default keyLease)

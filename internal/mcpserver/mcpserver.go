@@ -55,6 +55,9 @@ const (
 	MetaErrorCategory = "toolrouter/error_category"
 	// MetaValidationPassed is a validation tool's verdict.
 	MetaValidationPassed = "toolrouter/validation_passed"
+	// MetaApprovalID and MetaStatus mark a call that awaits approval.
+	MetaApprovalID = "toolrouter/approval_id"
+	MetaStatus     = "toolrouter/status"
 )
 
 // maxPlanID is the longest plan id accepted, as for POST /route.
@@ -643,6 +646,17 @@ func result(res *toolrouter.Result) *mcp.CallToolResult {
 	out.Meta[MetaPlanID] = res.PlanID
 	if res.ToolName != "" {
 		out.Meta[MetaToolName] = res.ToolName
+	}
+	if res.Status == toolrouter.ResultAwaitingApproval {
+		// README "Approvals", /mcp: an error result the model and the
+		// client can read, naming the approval and where the result will be.
+		out.IsError = true
+		out.Content = []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf(
+			"awaiting approval: the call of %s was not run; an approver must approve %s (POST /approvals/%s); its result will be at GET /results/%s",
+			res.ToolName, res.ApprovalID, res.ApprovalID, res.ToolCallID)}}
+		out.Meta[MetaApprovalID] = res.ApprovalID
+		out.Meta[MetaStatus] = res.Status
+		return out
 	}
 	if passed {
 		if !res.Success && res.ErrorCategory != nil {

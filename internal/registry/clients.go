@@ -31,8 +31,8 @@ type Client struct {
 	RateLimit Rate
 	Admin     bool
 	Approver  bool
-	// Approval are glob patterns of the tools whose calls this client may
-	// approve.
+	// Approval are glob patterns of the tools whose calls by this client
+	// wait for an approver's decision (README "Approvals").
 	Approval []string
 	// Line is where the client is in the file; ToolsLine where its tools
 	// are (for warnings about them).

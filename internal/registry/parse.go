@@ -119,7 +119,7 @@ func (p *parser) tool(item *yaml.Node, i int) (pt parsedTool, ok bool) {
 		w = where{tool: name}
 	}
 	f := p.fields(n, w, "name", "description", "endpoint", "kind", "input_schema", "output_schema",
-		"timeout", "headers", "idempotent", "retries")
+		"timeout", "headers", "idempotent", "retries", "approval")
 
 	t := &toolrouter.Tool{Kind: toolrouter.KindTool, Timeout: defaultTimeout}
 	nameOK := false
@@ -163,6 +163,15 @@ func (p *parser) tool(item *yaml.Node, i int) (pt parsedTool, ok bool) {
 			p.addAt(f["retries"].val, w, "retries", "retries require idempotent: true")
 		default:
 			t.Retries = r
+		}
+	}
+	if s, ok := p.str(f["approval"], w, "approval"); ok {
+		switch s {
+		case "required":
+			t.Approval = true
+		case "none":
+		default:
+			p.addAt(f["approval"].val, w, "approval", fmt.Sprintf("must be required or none, got %q", s))
 		}
 	}
 	pt.tool = t

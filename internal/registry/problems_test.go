@@ -53,6 +53,7 @@ func TestParseProblems(t *testing.T) {
 		{"name bad characters", "tools:\n  - name: test echo\n    endpoint: http://tools.example/t\n", `r.yaml:2: tool "test echo": name: must be 1-128 characters of A-Z a-z 0-9 / . _ -`},
 		{"name too long", "tools:\n  - name: " + strings.Repeat("a", 129) + "\n    endpoint: http://tools.example/t\n", `r.yaml:2: tool "` + strings.Repeat("a", 129) + `": name: must be 1-128 characters of A-Z a-z 0-9 / . _ -`},
 		{"duplicate name", head + "  - name: t\n    endpoint: http://tools.example/u\n", `r.yaml:4: tool "t": name: duplicate name (first at line 2)`},
+		{"approval not required or none", head + "    approval: maybe\n", `r.yaml:4: tool "t": approval: must be required or none, got "maybe"`},
 		{"description not a string", head + "    description: {a: b}\n", `r.yaml:4: tool "t": description: must be a string`},
 		{"endpoint missing", "tools:\n  - name: t\n", `r.yaml:2: tool "t": endpoint: required`},
 		{"endpoint relative", "tools:\n  - name: t\n    endpoint: /echo\n", `r.yaml:3: tool "t": endpoint: must be an absolute http or https URL with a host`},

@@ -365,3 +365,11 @@ func TestValidateArgsConcurrent(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+func TestToolApproval(t *testing.T) {
+	r := parse(t, "tools:\n  - name: billing/refund\n    endpoint: http://tools.example/r\n    approval: required\n"+
+		"  - name: plain\n    endpoint: http://tools.example/p\n    approval: none\n", nil)
+	if tl := r.Tools(); !tl[0].Approval || tl[1].Approval {
+		t.Fatalf("approval = %v, %v; want true, false", tl[0].Approval, tl[1].Approval)
+	}
+}

@@ -64,7 +64,13 @@ type Router struct {
 	// together (TOOLROUTER_MAX_BATCH_OUTPUT_BYTES); a call whose output
 	// does not fit fails as resource. 0 means no cap.
 	MaxBatchOutput int64
-	Now            func() time.Time
+	// Approvals holds the calls that wait for an approver (README
+	// "Approvals"); nil: no call waits.
+	Approvals Approvals
+	// ApprovalTTL is how long a call waits before it expires
+	// (TOOLROUTER_APPROVAL_TTL, default 1h).
+	ApprovalTTL time.Duration
+	Now         func() time.Time
 }
 
 // Route routes one tool call payload (a decoded JSON value) for a plan.
@@ -236,6 +242,9 @@ func (r *Router) route(ctx context.Context, planID string, seq int64, payload an
 			args[k] = v
 		}
 		rc.call.Arguments, res.Arguments = args, args // exactly what the tool gets
+	}
+	if r.needsApproval(ctx, tool) {
+		return r.hold(ctx, &rc)
 	}
 	req := toolrouter.ExecRequest{Tool: tool, Args: rc.call.Arguments, PlanID: planID, ToolCallID: id}
 	if emit != nil {

@@ -60,6 +60,7 @@ type Service struct {
 	exec     *remote.Client
 	mcp      *mcpclient.Manager
 	adapters *Adapters
+	router   *router.Router
 }
 
 // New opens the store and wires the service. Its error names the variable
@@ -122,7 +123,10 @@ func New(ctx context.Context, o Options) (*Service, error) {
 		Tracer:           tel,
 		BatchConcurrency: o.Config.BatchConcurrency,
 		MaxBatchOutput:   o.Config.MaxBatchOutputBytes,
+		Approvals:        st,
+		ApprovalTTL:      o.Config.ApprovalTTL,
 	}
+	s.router = rt
 	s.Runner = &agent.Runner{
 		Router:    rt,
 		Registry:  func() agent.Registry { return s.holder.Current() },
@@ -152,6 +156,7 @@ func New(ctx context.Context, o Options) (*Service, error) {
 		Readiness:      st,
 		Metrics:        s.metrics,
 		Runs:           s.Runner,
+		Approvals:      rt,
 		Keys:           st,
 		KeyTTL:         o.Config.IdempotencyTTL,
 		Auth:           authn,
@@ -224,6 +229,25 @@ func (s *Service) PurgeKeys(ctx context.Context, every time.Duration) {
 				s.log.Warn().Err(err).Msg("purge expired idempotency keys")
 			} else if n > 0 {
 				s.log.Debug().Int("keys", n).Msg("purged expired idempotency keys")
+			}
+		}
+	}
+}
+
+// ExpireApprovals expires the approvals past their time every interval
+// until ctx ends (README "Approvals"): their calls get their denied
+// result even when nobody asks about them.
+func (s *Service) ExpireApprovals(ctx context.Context, every time.Duration) {
+	ctx = s.log.WithContext(ctx)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if _, err := s.router.ExpireDue(ctx); err != nil {
+				s.log.Warn().Err(err).Msg("expire approvals")
 			}
 		}
 	}

@@ -71,6 +71,22 @@ type Store interface {
 	// before as interrupted and returns how many it marked.
 	InterruptStale(ctx context.Context, before time.Time) (int, error)
 
+	// CreateApproval stores a pending approval (README "Approvals").
+	CreateApproval(ctx context.Context, a *toolrouter.Approval) error
+	// GetApproval returns an approval (ENOTFOUND when unknown).
+	GetApproval(ctx context.Context, id string) (*toolrouter.Approval, error)
+	// ListApprovals returns the approvals passing f, newest first.
+	ListApprovals(ctx context.Context, f toolrouter.ApprovalFilter) ([]*toolrouter.Approval, error)
+	// DecideApproval applies d to a pending approval exactly once: one
+	// conditional update, so of two deciders on any replicas one wins and
+	// the other gets ECONFLICT (toolrouter.CheckDecision). It returns the
+	// decided approval.
+	DecideApproval(ctx context.Context, id string, d toolrouter.Decision) (*toolrouter.Approval, error)
+	// ExpireApprovals marks the pending approvals whose expiry is at or
+	// before now as expired and returns those it marked (each once, even
+	// with several replicas sweeping).
+	ExpireApprovals(ctx context.Context, now time.Time) ([]*toolrouter.Approval, error)
+
 	// Ping reports whether the store is reachable.
 	Ping(ctx context.Context) error
 	Close() error

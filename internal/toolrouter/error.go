@@ -14,6 +14,7 @@ import (
 const (
 	EINVALID       = "invalid"       // the request itself is wrong (400)
 	ENOTFOUND      = "not_found"     // the addressed entity does not exist (404)
+	EFORBIDDEN     = "forbidden"     // the caller may not do this (403)
 	ECONFLICT      = "conflict"      // the request conflicts with current state (409)
 	EUNPROCESSABLE = "unprocessable" // well-formed but inconsistent (422)
 	EUNAVAILABLE   = "unavailable"   // a dependency is down (503)

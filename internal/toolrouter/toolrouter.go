@@ -68,6 +68,9 @@ type Tool struct {
 	MCPTool   string `json:"mcp_tool,omitempty"`
 	// ReadOnly is an MCP tool's readOnlyHint annotation.
 	ReadOnly bool `json:"read_only,omitempty"`
+	// Approval is the registry's approval: required: every call waits for
+	// an approver's decision before it runs (README "Approvals").
+	Approval bool `json:"approval,omitempty"`
 
 	// ValidateArgs checks decoded arguments against InputSchema; nil means
 	// anything goes. The returned error's text names the offending field.
@@ -121,6 +124,11 @@ type Result struct {
 	DurationMS       float64         `json:"duration_ms"`
 	ProviderMetadata map[string]any  `json:"provider_metadata"`
 	ProviderResult   any             `json:"provider_result"`
+	// Status is awaiting_approval while the call waits for an approver
+	// and complete once decided; absent for calls that never waited
+	// (README "Approvals"). ApprovalID names the approval.
+	Status     string `json:"status,omitempty"`
+	ApprovalID string `json:"approval_id,omitempty"`
 	// Notes say what the router changed in the tool's answer (invalid
 	// UTF-8 replaced); absent when nothing was.
 	Notes []string `json:"notes,omitempty"`
@@ -143,6 +151,9 @@ const (
 	StatusRunning  UpdateStatus = "running"
 	StatusComplete UpdateStatus = "complete"
 	StatusError    UpdateStatus = "error"
+	// StatusAwaitingApproval replaces running for a call held for an
+	// approver; its Message is the approval id (README "Approvals").
+	StatusAwaitingApproval UpdateStatus = "awaiting_approval"
 )
 
 // Update is one streaming progress event of a routed call.

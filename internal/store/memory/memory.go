@@ -18,11 +18,12 @@ type Store struct {
 	mu sync.Mutex
 	// Now is the clock of key expiry and of the end of interrupted runs;
 	// a test may set it before the store is used.
-	Now     func() time.Time
-	next    map[string]int64
-	results map[string][]byte
-	keys    map[string]*memKey
-	runs    map[string]*memRun
+	Now       func() time.Time
+	next      map[string]int64
+	results   map[string][]byte
+	keys      map[string]*memKey
+	runs      map[string]*memRun
+	approvals approvals
 }
 
 type memKey struct {

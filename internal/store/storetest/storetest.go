@@ -58,6 +58,8 @@ func Run(t *testing.T, b Backend) {
 		{"AbandonedKeyIsNeverRunAgain", abandonedKeyIsNeverRunAgain},
 		{"CleanCloseContinuesSequencesExactly", cleanCloseContinuesSequencesExactly},
 		{"ManyResultsSavedAtOnceAreAllKept", manyResultsSavedAtOnceAreAllKept},
+		{"ApprovalsDecidedOnceAcrossReplicas", approvalsDecidedOnceAcrossReplicas},
+		{"ApprovalsExpireOnce", approvalsExpireOnce},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			clk := NewClock(time.Now())

@@ -1,0 +1,114 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
+)
+
+// Approvals decides held calls and shows results (router.Router; README
+// "Approvals").
+type Approvals interface {
+	Approval(ctx context.Context, id string) (*toolrouter.Approval, error)
+	ListApprovals(ctx context.Context, f toolrouter.ApprovalFilter) ([]*toolrouter.Approval, error)
+	Decide(ctx context.Context, id string, approve bool, reason string) (*toolrouter.Approval, *toolrouter.Result, error)
+	Result(ctx context.Context, toolCallID string) (*toolrouter.Result, error)
+}
+
+// approvalPoll is how often a stream waiting for a decision reads the
+// store: the decision may come on any replica.
+const approvalPoll = 250 * time.Millisecond
+
+// decisionRequest is the body of POST /approvals/{id}.
+type decisionRequest struct {
+	Decision string `json:"decision"`
+	Reason   string `json:"reason"`
+}
+
+func (q decisionRequest) Valid(context.Context) map[string]string {
+	if q.Decision != "approve" && q.Decision != "deny" {
+		return map[string]string{"decision": `must be "approve" or "deny"`}
+	}
+	return nil
+}
+
+// decisionResponse is the answer of POST /approvals/{id}: the decided
+// approval and its call's final result.
+type decisionResponse struct {
+	Approval *toolrouter.Approval `json:"approval"`
+	Result   *toolrouter.Result   `json:"result"`
+}
+
+func handleListApprovals(ap Approvals) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		f := toolrouter.ApprovalFilter{Status: toolrouter.ApprovalStatus(r.URL.Query().Get("status")), RunID: r.URL.Query().Get("run_id")}
+		if f.Status != "" && !f.Status.Valid() {
+			writeError(w, r, toolrouter.Invalid("status", "status: must be pending, approved, denied or expired"))
+			return
+		}
+		as, err := ap.ListApprovals(r.Context(), f)
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		encode(w, r, http.StatusOK, map[string]any{"approvals": as})
+	}
+}
+
+func handleGetApproval(ap Approvals) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		a, err := ap.Approval(r.Context(), pathParam(r, "id"))
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		encode(w, r, http.StatusOK, a)
+	}
+}
+
+func handleDecide(ap Approvals) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		req, err := decode[decisionRequest](r)
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		a, res, err := ap.Decide(r.Context(), pathParam(r, "id"), req.Decision == "approve", req.Reason)
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		encode(w, r, http.StatusOK, decisionResponse{Approval: a, Result: res})
+	}
+}
+
+func handleGetResult(ap Approvals) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		res, err := ap.Result(r.Context(), pathParam(r, "tool_call_id"))
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		encode(w, r, http.StatusOK, res)
+	}
+}
+
+// awaitDecision polls the result of a held call until it is no longer
+// awaiting approval (or ctx ends, nil) and returns it.
+func awaitDecision(ctx context.Context, ap Approvals, toolCallID string) *toolrouter.Result {
+	t := time.NewTicker(approvalPoll)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+			res, err := ap.Result(ctx, toolCallID)
+			if err == nil && res.Status != toolrouter.ResultAwaitingApproval {
+				return res
+			}
+		}
+	}
+}

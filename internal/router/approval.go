@@ -1,0 +1,277 @@
+package router
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/toolrouterd/toolrouterd/internal/access"
+	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
+)
+
+// Approvals keeps the calls held for an approver (README "Approvals") and
+// the results they are routed into (store.Store).
+type Approvals interface {
+	CreateApproval(ctx context.Context, a *toolrouter.Approval) error
+	GetApproval(ctx context.Context, id string) (*toolrouter.Approval, error)
+	ListApprovals(ctx context.Context, f toolrouter.ApprovalFilter) ([]*toolrouter.Approval, error)
+	DecideApproval(ctx context.Context, id string, d toolrouter.Decision) (*toolrouter.Approval, error)
+	ExpireApprovals(ctx context.Context, now time.Time) ([]*toolrouter.Approval, error)
+	GetResult(ctx context.Context, toolCallID string) (*toolrouter.Result, error)
+}
+
+type runIDKey struct{}
+
+// WithRunID marks ctx as the context of a /runs run's calls: approvals
+// they wait for name the run.
+func WithRunID(ctx context.Context, runID string) context.Context {
+	return context.WithValue(ctx, runIDKey{}, runID)
+}
+
+// ApprovalID is the id of the approval of a tool call: "ap_" and the
+// call's id digits, so either names the other.
+func ApprovalID(toolCallID string) string { return "ap_" + strings.TrimPrefix(toolCallID, "tc_") }
+
+// needsApproval reports whether a call of tool by the client in ctx waits
+// for an approver: the tool's approval: required, or the client's
+// approval patterns.
+func (r *Router) needsApproval(ctx context.Context, tool *toolrouter.Tool) bool {
+	return r.Approvals != nil && (tool.Approval || access.FromContext(ctx).NeedsApproval(tool.Name))
+}
+
+// hold stores a validated call as a pending approval instead of calling
+// the tool, and returns (and stores) its awaiting_approval result.
+func (r *Router) hold(ctx context.Context, rc *routeCall) *toolrouter.Result {
+	res := &rc.r.res
+	args, sum, err := toolrouter.CanonicalArguments(rc.call.Arguments)
+	if err != nil {
+		return r.finish(ctx, rc, toolrouter.Failure(toolrouter.CategorySchema, "arguments: %v", err), false)
+	}
+	now := rc.now()
+	runID, _ := ctx.Value(runIDKey{}).(string)
+	a := &toolrouter.Approval{
+		ID: ApprovalID(rc.id), Status: toolrouter.ApprovalPending, ToolCallID: rc.id, PlanID: res.PlanID,
+		Sequence: res.Sequence, ToolName: res.ToolName, Arguments: args, ArgumentsSHA256: sum,
+		Client: access.FromContext(ctx).LabelName(), RunID: runID,
+		CreatedAt: now.UTC(), ExpiresAt: now.Add(r.approvalTTL()).UTC(),
+	}
+	res.Status, res.ApprovalID = toolrouter.ResultAwaitingApproval, a.ID
+	res.DurationMS = 0
+	if r.Results != nil {
+		// The pending result first: whoever sees the approval can read it.
+		if err := r.Results.SaveResult(ctx, res); err != nil {
+			res.Status, res.ApprovalID = "", ""
+			return r.finish(ctx, rc, toolrouter.Failure(toolrouter.CategoryResource, "approval could not be stored; retry later"), false)
+		}
+	}
+	if err := r.Approvals.CreateApproval(ctx, a); err != nil {
+		zerolog.Ctx(ctx).Error().Err(err).Str("tool_call_id", rc.id).Msg("store approval")
+		res.Status, res.ApprovalID = "", ""
+		return r.finish(ctx, rc, toolrouter.Failure(toolrouter.CategoryResource, "approval could not be stored; retry later"), false)
+	}
+	zerolog.Ctx(ctx).Info().Str("approval_id", a.ID).Str("tool_call_id", rc.id).Str("tool", a.ToolName).
+		Str("client", a.Client).Str("arguments_sha256", sum).Msg("call awaits approval")
+	if rc.emit != nil {
+		rc.emit(toolrouter.Update{ToolCallID: rc.id, Status: toolrouter.StatusAwaitingApproval, ToolName: res.ToolName, Message: a.ID})
+	}
+	return res
+}
+
+func (r *Router) approvalTTL() time.Duration {
+	if r.ApprovalTTL > 0 {
+		return r.ApprovalTTL
+	}
+	return time.Hour
+}
+
+// Decide records an approver's decision on a pending approval, exactly
+// once (ECONFLICT for a second one, or one after its expiry), then settles
+// the call: approved runs the stored call with the stored arguments,
+// denied stores a permission failure. The caller in ctx must be an
+// approver (EFORBIDDEN otherwise).
+func (r *Router) Decide(ctx context.Context, id string, approve bool, reason string) (*toolrouter.Approval, *toolrouter.Result, error) {
+	c := access.FromContext(ctx)
+	if !c.MayApprove() {
+		return nil, nil, toolrouter.Errorf(toolrouter.EFORBIDDEN, "client %q may not decide approvals (it needs admin: true or approver: true)", c.LabelName())
+	}
+	if r.Approvals == nil {
+		return nil, nil, toolrouter.Errorf(toolrouter.ENOTFOUND, "approval %q not found", id)
+	}
+	by := c.LabelName()
+	if by == "" {
+		by = "anonymous"
+	}
+	d := toolrouter.Decision{Status: toolrouter.ApprovalDenied, By: by, Reason: reason, At: r.now()()}
+	if approve {
+		d.Status = toolrouter.ApprovalApproved
+	}
+	a, err := r.Approvals.DecideApproval(ctx, id, d)
+	if errors.Is(err, toolrouter.ErrApprovalExpired) {
+		r.ExpireDue(ctx) // settle it now, so its result says so
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	zerolog.Ctx(ctx).Info().Str("approval_id", a.ID).Str("tool_call_id", a.ToolCallID).Str("tool", a.ToolName).
+		Str("decision", string(a.Status)).Str("by", by).Str("reason", reason).Str("client", a.Client).Msg("approval decided")
+	res, err := r.settle(ctx, a)
+	return a, res, err
+}
+
+// ExpireDue expires the pending approvals past their time and stores
+// their calls' results (denied, "approval expired"); it returns how many.
+func (r *Router) ExpireDue(ctx context.Context) (int, error) {
+	if r.Approvals == nil {
+		return 0, nil
+	}
+	as, err := r.Approvals.ExpireApprovals(ctx, r.now()())
+	if err != nil {
+		return 0, fmt.Errorf("expire approvals: %w", err)
+	}
+	for _, a := range as {
+		zerolog.Ctx(ctx).Info().Str("approval_id", a.ID).Str("tool_call_id", a.ToolCallID).Str("tool", a.ToolName).
+			Str("decision", string(a.Status)).Str("client", a.Client).Msg("approval expired")
+		if _, err := r.settle(ctx, a); err != nil {
+			zerolog.Ctx(ctx).Error().Err(err).Str("approval_id", a.ID).Msg("settle expired approval")
+		}
+	}
+	return len(as), nil
+}
+
+// settle routes a decided approval's call to its final result, from the
+// stored pending result and the approval's own arguments: for an approved
+// call those arguments, checked against their digest, are what the tool
+// gets — never anything the approver sent.
+func (r *Router) settle(ctx context.Context, a *toolrouter.Approval) (*toolrouter.Result, error) {
+	ctx = context.WithoutCancel(ctx) // a decided call completes even if its decider leaves
+	pending, err := r.Approvals.GetResult(ctx, a.ToolCallID)
+	if err != nil {
+		return nil, fmt.Errorf("approval %s: pending result: %w", a.ID, err)
+	}
+	rc := routeCall{now: r.now(), id: a.ToolCallID, r: &routed{res: *pending}}
+	rc.start = rc.now()
+	res := &rc.r.res
+	res.Status = toolrouter.ResultComplete
+	res.Error, res.ErrorCategory, res.Output, res.ProviderResult = nil, nil, nil, nil
+	rc.call = toolrouter.Call{ToolName: res.ToolName, Format: res.ProviderFormat, HasProviderCallID: res.ProviderCallID != nil}
+	if res.ProviderCallID != nil {
+		rc.r.providerCallID = *res.ProviderCallID
+		res.ProviderCallID = &rc.r.providerCallID
+		rc.call.ProviderCallID = rc.r.providerCallID
+	}
+	switch a.Status {
+	case toolrouter.ApprovalDenied:
+		reason := ""
+		if a.Reason != nil && *a.Reason != "" {
+			reason = ": " + *a.Reason
+		}
+		return r.finish(ctx, &rc, toolrouter.Failure(toolrouter.CategoryPermission, "denied by %s%s", *a.DecidedBy, reason), true), nil
+	case toolrouter.ApprovalExpired:
+		return r.finish(ctx, &rc, toolrouter.Failure(toolrouter.CategoryPermission, "approval expired"), true), nil
+	case toolrouter.ApprovalApproved:
+	default:
+		return nil, fmt.Errorf("approval %s is %s, not decided", a.ID, a.Status)
+	}
+	sum := sha256.Sum256(a.Arguments)
+	var args map[string]any
+	if hex.EncodeToString(sum[:]) != a.ArgumentsSHA256 || json.Unmarshal(a.Arguments, &args) != nil || args == nil {
+		return r.finish(ctx, &rc, toolrouter.Failure(toolrouter.CategoryPermission, "approval %s: the stored arguments do not match their SHA-256; not run", a.ID), false), nil
+	}
+	rc.call.Arguments, res.Arguments = args, args
+	tool, ok := r.Tools().Lookup(a.ToolName)
+	if !ok {
+		return r.finish(ctx, &rc, toolrouter.Failure(toolrouter.CategoryNotFound, "Tool '%s' not found", a.ToolName), false), nil
+	}
+	out := r.exec(ctx, toolrouter.ExecRequest{Tool: tool, Args: args, PlanID: a.PlanID, ToolCallID: a.ToolCallID})
+	return r.finish(ctx, &rc, out, out.Answered), nil
+}
+
+// Approval returns an approval, expiring it first when its time is past.
+func (r *Router) Approval(ctx context.Context, id string) (*toolrouter.Approval, error) {
+	if r.Approvals == nil {
+		return nil, toolrouter.Errorf(toolrouter.ENOTFOUND, "approval %q not found", id)
+	}
+	if _, err := r.ExpireDue(ctx); err != nil {
+		return nil, toolrouter.Unavailable("store", err)
+	}
+	a, err := r.Approvals.GetApproval(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if !mayRead(access.FromContext(ctx), a.Client) {
+		return nil, toolrouter.Errorf(toolrouter.ENOTFOUND, "approval %q not found", id)
+	}
+	return a, nil
+}
+
+// ListApprovals lists approvals the caller may see: approvers and admins
+// see all, other clients their own calls'.
+func (r *Router) ListApprovals(ctx context.Context, f toolrouter.ApprovalFilter) ([]*toolrouter.Approval, error) {
+	if r.Approvals == nil {
+		return []*toolrouter.Approval{}, nil
+	}
+	if _, err := r.ExpireDue(ctx); err != nil {
+		return nil, toolrouter.Unavailable("store", err)
+	}
+	c := access.FromContext(ctx)
+	limit := f.Limit
+	if !c.MayApprove() {
+		f.Limit = 0 // filtered below
+	}
+	as, err := r.Approvals.ListApprovals(ctx, f)
+	if err != nil {
+		return nil, toolrouter.Unavailable("store", err)
+	}
+	if c.MayApprove() {
+		return as, nil
+	}
+	out := as[:0]
+	for _, a := range as {
+		if a.Client == c.LabelName() && (limit <= 0 || len(out) < limit) {
+			out = append(out, a)
+		}
+	}
+	return out, nil
+}
+
+// Result returns the current result of a tool call (awaiting_approval,
+// then final) to whoever may see it: the client that made the call, an
+// approver or an admin; for a call that never waited, any client whose
+// scope holds its tool. Anyone else gets ENOTFOUND, as for an unknown id.
+func (r *Router) Result(ctx context.Context, toolCallID string) (*toolrouter.Result, error) {
+	notFound := toolrouter.Errorf(toolrouter.ENOTFOUND, "tool call %q not found", toolCallID)
+	if r.Approvals == nil {
+		return nil, notFound
+	}
+	if _, err := r.ExpireDue(ctx); err != nil {
+		return nil, toolrouter.Unavailable("store", err)
+	}
+	res, err := r.Approvals.GetResult(ctx, toolCallID)
+	if err != nil {
+		return nil, err
+	}
+	c := access.FromContext(ctx)
+	if res.ApprovalID == "" {
+		if c.IsAdmin() || c.Allows(res.ToolName) {
+			return res, nil
+		}
+		return nil, notFound
+	}
+	a, err := r.Approvals.GetApproval(ctx, res.ApprovalID)
+	if err != nil || !mayRead(c, a.Client) {
+		return nil, notFound
+	}
+	return res, nil
+}
+
+// mayRead reports whether c may see what client owner's call made.
+func mayRead(c *access.Client, owner string) bool {
+	return c.MayApprove() || c.LabelName() == owner
+}

@@ -1,0 +1,124 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
+)
+
+// CreateApproval implements store.Store.
+func (p *Store) CreateApproval(ctx context.Context, a *toolrouter.Approval) error {
+	b, err := json.Marshal(a)
+	if err != nil {
+		return fmt.Errorf("postgres create approval: %w", err)
+	}
+	if _, err := p.pool.Exec(ctx, `INSERT INTO approvals (approval_id, tool_call_id, status, run_id, created_at, expires_at, body)
+		VALUES ($1, $2, $3, $4, $5, $6, $7)`, a.ID, a.ToolCallID, string(a.Status), a.RunID,
+		a.CreatedAt, a.ExpiresAt, string(b)); err != nil {
+		return fmt.Errorf("postgres create approval: %w", err)
+	}
+	return nil
+}
+
+func scanApproval(row pgx.CollectableRow) (*toolrouter.Approval, error) {
+	var body []byte
+	if err := row.Scan(&body); err != nil {
+		return nil, err
+	}
+	var a toolrouter.Approval
+	if err := json.Unmarshal(body, &a); err != nil {
+		return nil, err
+	}
+	return &a, nil
+}
+
+// GetApproval implements store.Store.
+func (p *Store) GetApproval(ctx context.Context, id string) (*toolrouter.Approval, error) {
+	rows, _ := p.pool.Query(ctx, `SELECT body FROM approvals WHERE approval_id = $1`, id)
+	a, err := pgx.CollectExactlyOneRow(rows, scanApproval)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, toolrouter.Errorf(toolrouter.ENOTFOUND, "approval %q not found", id)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("postgres get approval: %w", err)
+	}
+	return a, nil
+}
+
+// ListApprovals implements store.Store.
+func (p *Store) ListApprovals(ctx context.Context, f toolrouter.ApprovalFilter) ([]*toolrouter.Approval, error) {
+	var lim any // NULL: no limit
+	if f.Limit > 0 {
+		lim = f.Limit
+	}
+	rows, _ := p.pool.Query(ctx, `SELECT body FROM approvals WHERE ($1 = '' OR status = $1) AND ($2 = '' OR run_id = $2)
+		ORDER BY created_at DESC, approval_id DESC LIMIT $3`, string(f.Status), f.RunID, lim)
+	out, err := pgx.CollectRows(rows, scanApproval)
+	if err != nil {
+		return nil, fmt.Errorf("postgres list approvals: %w", err)
+	}
+	if out == nil {
+		out = []*toolrouter.Approval{}
+	}
+	return out, nil
+}
+
+// decide writes d over a pending approval with one conditional UPDATE;
+// false when another decider came first.
+func (p *Store) decide(ctx context.Context, a *toolrouter.Approval, d toolrouter.Decision) (bool, error) {
+	a.Apply(d)
+	b, err := json.Marshal(a)
+	if err != nil {
+		return false, err
+	}
+	tag, err := p.pool.Exec(ctx, `UPDATE approvals SET status = $1, body = $2 WHERE approval_id = $3 AND status = 'pending'`,
+		string(a.Status), string(b), a.ID)
+	return tag.RowsAffected() == 1, err
+}
+
+// DecideApproval implements store.Store.
+func (p *Store) DecideApproval(ctx context.Context, id string, d toolrouter.Decision) (*toolrouter.Approval, error) {
+	for {
+		a, err := p.GetApproval(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		if err := toolrouter.CheckDecision(a, d); err != nil {
+			return nil, err
+		}
+		ok, err := p.decide(ctx, a, d)
+		if err != nil {
+			return nil, fmt.Errorf("postgres decide approval: %w", err)
+		}
+		if ok {
+			return a, nil
+		}
+		// Decided meanwhile: read it again, CheckDecision says by whom.
+	}
+}
+
+// ExpireApprovals implements store.Store.
+func (p *Store) ExpireApprovals(ctx context.Context, now time.Time) ([]*toolrouter.Approval, error) {
+	rows, _ := p.pool.Query(ctx, `SELECT body FROM approvals WHERE status = 'pending' AND expires_at <= $1`, now)
+	due, err := pgx.CollectRows(rows, scanApproval)
+	if err != nil {
+		return nil, fmt.Errorf("postgres expire approvals: %w", err)
+	}
+	var out []*toolrouter.Approval
+	for _, a := range due {
+		ok, err := p.decide(ctx, a, toolrouter.Decision{Status: toolrouter.ApprovalExpired, Reason: "approval expired", At: now})
+		if err != nil {
+			return nil, fmt.Errorf("postgres expire approvals: %w", err)
+		}
+		if ok {
+			out = append(out, a)
+		}
+	}
+	return out, nil
+}

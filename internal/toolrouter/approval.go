@@ -1,0 +1,122 @@
+package toolrouter
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"time"
+)
+
+// ApprovalStatus is where an approval stands (README "Approvals").
+type ApprovalStatus string
+
+// Approval states: pending until decided once, or expired.
+const (
+	ApprovalPending  ApprovalStatus = "pending"
+	ApprovalApproved ApprovalStatus = "approved"
+	ApprovalDenied   ApprovalStatus = "denied"
+	ApprovalExpired  ApprovalStatus = "expired"
+)
+
+// Valid reports whether s is one of the four states.
+func (s ApprovalStatus) Valid() bool {
+	switch s {
+	case ApprovalPending, ApprovalApproved, ApprovalDenied, ApprovalExpired:
+		return true
+	}
+	return false
+}
+
+// ResultAwaitingApproval is the status of a RouteResult whose call waits
+// for an approver; a result decided after waiting has ResultComplete.
+// Results of calls that never waited carry no status.
+const (
+	ResultAwaitingApproval = "awaiting_approval"
+	ResultComplete         = "complete"
+)
+
+// Approval is a call held for an approver's decision (api/openapi.yaml,
+// Approval). Arguments are canonical JSON (object keys sorted, as
+// encoding/json writes a map) and ArgumentsSHA256 their digest: the call
+// that runs on approval is exactly the one shown.
+type Approval struct {
+	ID              string          `json:"approval_id"`
+	Status          ApprovalStatus  `json:"status"`
+	ToolCallID      string          `json:"tool_call_id"`
+	PlanID          string          `json:"plan_id"`
+	Sequence        int64           `json:"sequence"`
+	ToolName        string          `json:"tool_name"`
+	Arguments       json.RawMessage `json:"arguments"`
+	ArgumentsSHA256 string          `json:"arguments_sha256"`
+	// Client is the caller's client name; "" for an open service.
+	Client string `json:"client"`
+	// RunID is the /runs run the call belongs to, "" for a route.
+	RunID     string     `json:"run_id,omitempty"`
+	CreatedAt time.Time  `json:"created_at"`
+	ExpiresAt time.Time  `json:"expires_at"`
+	DecidedAt *time.Time `json:"decided_at"`
+	DecidedBy *string    `json:"decided_by"`
+	Reason    *string    `json:"reason"`
+}
+
+// CanonicalArguments encodes args canonically and returns the JSON and its
+// SHA-256 in hex.
+func CanonicalArguments(args map[string]any) (json.RawMessage, string, error) {
+	if args == nil {
+		args = map[string]any{}
+	}
+	b, err := json.Marshal(args)
+	if err != nil {
+		return nil, "", err
+	}
+	sum := sha256.Sum256(b)
+	return b, hex.EncodeToString(sum[:]), nil
+}
+
+// Decision is an approver's verdict on a pending approval, or its expiry.
+type Decision struct {
+	Status ApprovalStatus // approved, denied or expired
+	By     string
+	Reason string
+	At     time.Time
+}
+
+// Apply records d on a.
+func (a *Approval) Apply(d Decision) {
+	at, by, reason := d.At.UTC(), d.By, d.Reason
+	a.Status, a.DecidedAt, a.DecidedBy, a.Reason = d.Status, &at, &by, &reason
+}
+
+// ApprovalFilter selects approvals: by status and by run ("" is any), at
+// most Limit (0 is no limit), newest first.
+type ApprovalFilter struct {
+	Status ApprovalStatus
+	RunID  string
+	Limit  int
+}
+
+// Match reports whether a passes the filter (Limit aside).
+func (f ApprovalFilter) Match(a *Approval) bool {
+	return (f.Status == "" || a.Status == f.Status) && (f.RunID == "" || a.RunID == f.RunID)
+}
+
+// CheckDecision says whether d may be applied to a, as every store decides:
+// only a pending approval is decided, once; an approve or deny after its
+// expiry is refused too (expiry settles it). Both are ECONFLICT errors.
+func CheckDecision(a *Approval, d Decision) error {
+	if a.Status != ApprovalPending {
+		return Errorf(ECONFLICT, "approval %s is already %s", a.ID, a.Status)
+	}
+	if d.Status != ApprovalExpired && !d.At.Before(a.ExpiresAt) {
+		return &Error{Code: ECONFLICT, Message: "approval " + a.ID + " expired", Err: ErrApprovalExpired}
+	}
+	return nil
+}
+
+// ErrApprovalExpired is the cause of a decision refused because the
+// approval expired before it came.
+var ErrApprovalExpired = errorString("approval expired")
+
+type errorString string
+
+func (e errorString) Error() string { return string(e) }
