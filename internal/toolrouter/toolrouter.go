@@ -120,6 +120,9 @@ type Result struct {
 	// Notes say what the router changed in the tool's answer (invalid
 	// UTF-8 replaced); absent when nothing was.
 	Notes []string `json:"notes,omitempty"`
+	// Client owns the result: the store keeps it under
+	// ScopedKey(Client, ToolCallID). Not part of the answer.
+	Client string `json:"-"`
 }
 
 // NoteInvalidUTF8 is the note of an output whose invalid UTF-8 was replaced.
