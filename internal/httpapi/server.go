@@ -61,6 +61,7 @@ type Deps struct {
 	Metrics   Metrics
 	Runs      Runs
 	Keys      Keys          // Idempotency-Key storage
+	Audit     AuditLog      // GET /audit
 	KeyTTL    time.Duration // how long an answered key is replayed
 	// Auth authenticates every request but the operations endpoints; nil
 	// leaves the service open.
@@ -93,7 +94,7 @@ func NewServer(d Deps) (http.Handler, error) {
 		missing bool
 	}{
 		{"Router", d.Router == nil}, {"Tools", d.Tools == nil}, {"Readiness", d.Readiness == nil},
-		{"Metrics", d.Metrics == nil}, {"Runs", d.Runs == nil}, {"Keys", d.Keys == nil}, {"Spec", len(d.Spec) == 0},
+		{"Metrics", d.Metrics == nil}, {"Runs", d.Runs == nil}, {"Keys", d.Keys == nil}, {"Audit", d.Audit == nil}, {"Spec", len(d.Spec) == 0},
 	} {
 		if dep.missing {
 			return nil, fmt.Errorf("httpapi.NewServer: Deps.%s is required", dep.name)

@@ -8,6 +8,8 @@ package mcpserver
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -81,9 +83,10 @@ type Deps struct {
 	Version string
 	// SessionTimeout closes sessions idle for that long (default 10 min).
 	SessionTimeout time.Duration
-	// MaxSessions bounds the open sessions (default 1000); a new session
-	// beyond it is answered 503 with Retry-After, so no caller can pile up
-	// sessions until memory runs out.
+	// MaxSessions bounds the open sessions of each client, and of the
+	// open service (default 1000); a new session beyond it is answered 503
+	// with Retry-After, so no caller can pile up sessions until memory
+	// runs out, nor lock other clients out.
 	MaxSessions int
 	// MaxBodyBytes bounds a request body (default 4 MiB).
 	MaxBodyBytes int64
@@ -97,7 +100,8 @@ type Deps struct {
 
 // DefaultPlanID is the default plan-id policy: the _meta's
 // "toolrouter/plan_id" when the client sent one, else "mcp-" + the session
-// id, so a session's calls get consecutive sequences and stable ids.
+// id's digest (SessionPlanID), so a session's calls get consecutive
+// sequences and stable ids.
 func DefaultPlanID(sessionID string, meta map[string]any) (string, error) {
 	if v, ok := meta[MetaPlanID]; ok {
 		s, _ := v.(string)
@@ -109,7 +113,16 @@ func DefaultPlanID(sessionID string, meta map[string]any) (string, error) {
 	if sessionID == "" {
 		return "mcp", nil
 	}
-	return "mcp-" + sessionID, nil
+	return SessionPlanID(sessionID), nil
+}
+
+// SessionPlanID is the plan of a session's calls that name none: "mcp-"
+// and 24 hex digits of the SHA-256 of the session id, so the session id,
+// which is the session's only credential besides the client's own, never
+// reaches a tool (as a plan_id) or a log.
+func SessionPlanID(sessionID string) string {
+	sum := sha256.Sum256([]byte(sessionID))
+	return "mcp-" + hex.EncodeToString(sum[:12])
 }
 
 // Handler is the /mcp endpoint.
@@ -128,6 +141,8 @@ type Handler struct {
 	// request context) to the MCP method handlers, which see the request
 	// only through RequestExtra.TokenInfo.
 	withClient func(http.Handler) http.Handler
+
+	owners sessionOwners // session.go
 }
 
 // clientExtra is the TokenInfo.Extra key of the request's *access.Client.
@@ -176,14 +191,19 @@ func New(d Deps) *Handler {
 
 // ServeHTTP serves the MCP streamable HTTP transport (POST, GET, DELETE).
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "" && h.sessions() >= h.d.MaxSessions {
-		w.Header().Set("Retry-After", "5")
-		http.Error(w, "too many MCP sessions open; retry later", http.StatusServiceUnavailable)
-		return
-	}
+	r = r.WithContext(toolrouter.WithEntryPoint(r.Context(), toolrouter.EntryMCP))
 	c := access.FromContext(r.Context())
 	if c == nil { // an open service
+		if r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "" && h.sessions() >= h.d.MaxSessions {
+			w.Header().Set("Retry-After", "5")
+			http.Error(w, "too many MCP sessions open; retry later", http.StatusServiceUnavailable)
+			return
+		}
 		h.http.ServeHTTP(w, r)
+		return
+	}
+	var ok bool
+	if w, ok = h.ownSession(w, r, c); !ok {
 		return
 	}
 	if r.Method == http.MethodPost && h.d.Limiter != nil && !c.Rate.IsZero() && !h.admit(w, r, c) {
@@ -441,11 +461,7 @@ func (h *Handler) call(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Call
 		"method":  "tools/call",
 		"params":  map[string]any{"name": p.Name, "arguments": args},
 	}
-	var meta map[string]any
-	if sessionID != "" {
-		meta = map[string]any{"mcp_session_id": sessionID}
-	}
-	res, err := h.d.Router.Route(ctx, planID, payload, meta)
+	res, err := h.d.Router.Route(ctx, planID, payload, nil)
 	if err != nil {
 		if toolrouter.ErrorCode(err) == toolrouter.EINVALID {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: toolrouter.ErrorMessage(err)}

@@ -1,6 +1,7 @@
 package toolrouter
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -80,4 +81,20 @@ func ArgsDigest(args map[string]any) string {
 	}
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
+}
+
+type entryKey struct{}
+
+// WithEntryPoint returns ctx naming the entry point of the tool calls made
+// under it (EntryRoute, EntryRuns, …) for their audit records.
+func WithEntryPoint(ctx context.Context, entry string) context.Context {
+	return context.WithValue(ctx, entryKey{}, entry)
+}
+
+// EntryPoint is the entry point ctx names; EntryRoute when none.
+func EntryPoint(ctx context.Context) string {
+	if e, ok := ctx.Value(entryKey{}).(string); ok {
+		return e
+	}
+	return EntryRoute
 }
