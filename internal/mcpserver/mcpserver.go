@@ -518,6 +518,8 @@ func result(res *toolrouter.Result) *mcp.CallToolResult {
 
 // quieter logs the SDK's info messages (a line per session connected,
 // initialized, disconnected) at debug level; warnings and errors stay.
+// It drops the session ids the SDK adds: a session id is a credential
+// and is never written to logs (README "Clients").
 type quieter struct{ slog.Handler }
 
 func (q quieter) Enabled(ctx context.Context, l slog.Level) bool {
@@ -525,12 +527,23 @@ func (q quieter) Enabled(ctx context.Context, l slog.Level) bool {
 }
 
 func (q quieter) Handle(ctx context.Context, r slog.Record) error {
-	r.Level = demote(r.Level)
-	return q.Handler.Handle(ctx, r)
+	out := slog.NewRecord(r.Time, demote(r.Level), r.Message, r.PC)
+	r.Attrs(func(a slog.Attr) bool {
+		if !secretAttr(a) {
+			out.AddAttrs(a)
+		}
+		return true
+	})
+	return q.Handler.Handle(ctx, out)
 }
 
 func (q quieter) WithAttrs(attrs []slog.Attr) slog.Handler {
-	return quieter{q.Handler.WithAttrs(attrs)}
+	return quieter{q.Handler.WithAttrs(slices.DeleteFunc(slices.Clone(attrs), secretAttr))}
+}
+
+// secretAttr reports whether a log attribute holds a session id.
+func secretAttr(a slog.Attr) bool {
+	return a.Key == "session_id" || a.Key == "sessionID" || a.Key == "session"
 }
 
 func (q quieter) WithGroup(name string) slog.Handler { return quieter{q.Handler.WithGroup(name)} }
