@@ -41,17 +41,26 @@ func (s *Store) AppendAudit(ctx context.Context, recs []toolrouter.AuditRecord) 
 	if len(recs) == 0 {
 		return nil
 	}
-	err := s.tx(ctx, func(tx *sql.Tx) error {
-		for i := range recs {
-			r := &recs[i]
-			args := append([]any{sqliteTimeOf(r.Time), r.Client, r.EntryPoint, r.PlanID, r.Sequence}, sqlstore.AuditValues(r)...)
-			if err := tx.QueryRowContext(ctx, `INSERT INTO audit (`+sqlstore.AuditColumns[len("id, "):]+`)
-				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`, args...).Scan(&r.ID); err != nil {
-				return err
+	insert := func(q interface {
+		QueryRowContext(context.Context, string, ...any) *sql.Row
+	}, r *toolrouter.AuditRecord) error {
+		args := append([]any{sqliteTimeOf(r.Time), r.Client, r.EntryPoint, r.PlanID, r.Sequence}, sqlstore.AuditValues(r)...)
+		return q.QueryRowContext(ctx, `INSERT INTO audit (`+sqlstore.AuditColumns[len("id, "):]+`)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`, args...).Scan(&r.ID)
+	}
+	var err error
+	if len(recs) == 1 { // one statement is its own transaction
+		err = insert(s.db, &recs[0])
+	} else {
+		err = s.tx(ctx, func(tx *sql.Tx) error {
+			for i := range recs {
+				if err := insert(tx, &recs[i]); err != nil {
+					return err
+				}
 			}
-		}
-		return nil
-	})
+			return nil
+		})
+	}
 	if err != nil {
 		return fmt.Errorf("sqlite append audit: %w", err)
 	}
