@@ -172,3 +172,38 @@ func testIsolation(t *testing.T, storeURL string) {
 		t.Errorf("bob's audit records after removal: %v", bobs)
 	}
 }
+
+// TestRateLimitSharedByReplicas: two replicas on one PostgreSQL database
+// count a client's calls in one counter (README "Clients"): a 3/h client
+// gets 3 calls in all, not 3 per replica; the refusal is audited.
+func TestRateLimitSharedByReplicas(t *testing.T) {
+	tool := newRecordingTool(t)
+	reg := fmt.Sprintf(`tools:
+  - {name: kb/search, endpoint: %s/search}
+clients:
+  - {name: alice, key_env: ALICE_KEY, tools: ["*"], rate_limit: 3/h}
+  - {name: auditor, key_env: AUDITOR_KEY, tools: [], admin: true}
+`, tool.srv.URL)
+	reps := startReplicas(t, 2, reg, pgtest.Start(t), "ALICE_KEY=alice-key", "AUDITOR_KEY=auditor-key")
+	// Windows are clock hours: should one end mid-test, try once more.
+	for attempt := 0; attempt < 2; attempt++ {
+		var statuses []int
+		for i := 0; i < 4; i++ {
+			r := do(t, "POST", reps[i%2].URL()+"/route", map[string]any{"plan_id": "p", "tool_call": map[string]any{"name": "kb/search", "arguments": "{}"}},
+				"Authorization", "Bearer alice-key")
+			statuses = append(statuses, r.Status)
+		}
+		if fmt.Sprint(statuses) != "[200 200 200 429]" {
+			if attempt == 0 && statuses[0] == 429 {
+				continue
+			}
+			t.Fatalf("statuses across replicas: %v, want [200 200 200 429]", statuses)
+		}
+		r := do(t, "GET", reps[0].URL()+"/audit?outcome=rate_limited", nil, "Authorization", "Bearer auditor-key")
+		recs, _ := r.JSON(t)["records"].([]any)
+		if len(recs) != 1 || recs[0].(map[string]any)["client"] != "alice" {
+			t.Errorf("rate_limited records: %s", r.Body)
+		}
+		return
+	}
+}
