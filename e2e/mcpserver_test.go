@@ -11,6 +11,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toolrouterd/toolrouterd/internal/mcpserver"
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
 
@@ -106,14 +107,14 @@ func TestMCPServerE2E(t *testing.T) {
 	if sc, _ := res.StructuredContent.(map[string]any); sc["msg"] != "hi" {
 		t.Errorf("echo structuredContent = %#v", res.StructuredContent)
 	}
-	want, _ := toolrouter.ToolCallID("mcp-"+cs.ID(), 0)
+	want, _ := toolrouter.ToolCallID(mcpserver.SessionPlanID(cs.ID()), 0)
 	if res.Meta["toolrouter/tool_call_id"] != want {
 		t.Errorf("tool_call_id %v, want %s (plan mcp-<session>, sequence 0)", res.Meta["toolrouter/tool_call_id"], want)
 	}
 	// The tool itself sees the same plan and id as on /route.
 	res = mcpCall(t, cs, toolrouter.ExportName(toolrouter.FormatMCP, "test/context"), map[string]any{})
-	want, _ = toolrouter.ToolCallID("mcp-"+cs.ID(), 1)
-	if sc, _ := res.StructuredContent.(map[string]any); sc["plan_id"] != "mcp-"+cs.ID() || sc["tool_call_id"] != want {
+	want, _ = toolrouter.ToolCallID(mcpserver.SessionPlanID(cs.ID()), 1)
+	if sc, _ := res.StructuredContent.(map[string]any); sc["plan_id"] != mcpserver.SessionPlanID(cs.ID()) || sc["tool_call_id"] != want {
 		t.Errorf("test/context saw %v, want plan mcp-%s and id %s", res.StructuredContent, cs.ID(), want)
 	}
 

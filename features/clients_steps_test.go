@@ -311,7 +311,9 @@ func initClientSteps(sc *godog.ScenarioContext) {
 		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
 		cs, err := c.Connect(cctx, &mcp.StreamableClientTransport{Endpoint: e.api.URL + "/mcp",
-			HTTPClient: &http.Client{Transport: bearerTransport{e.key(client)}}, MaxRetries: -1}, nil)
+			HTTPClient: &http.Client{Transport: bearerTransport{e.key(client)}}, MaxRetries: -1},
+			// A session (2025-11-25): 2026-07-28 clients are stateless.
+			&mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 		if err != nil {
 			return err
 		}

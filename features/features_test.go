@@ -694,6 +694,7 @@ func resultSuccess(res map[string]any, want bool) error {
 func initializeScenario(sc *godog.ScenarioContext) {
 	initRuntimeSteps(sc)
 	initClientSteps(sc)
+	initIsolationSteps(sc)
 	initMessageSteps(sc)
 	sc.Before(func(ctx context.Context, _ *godog.Scenario) (context.Context, error) {
 		return context.WithValue(ctx, stateKey{}, &state{roles: map[string]string{}}), nil

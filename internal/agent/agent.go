@@ -52,6 +52,7 @@ type Runs interface {
 	SaveRun(ctx context.Context, run *toolrouter.Run) error
 	GetRun(ctx context.Context, runID string) (*toolrouter.Run, error)
 	ListRuns(ctx context.Context, planID string, limit int) ([]*toolrouter.Run, error)
+	ListClientRuns(ctx context.Context, client, planID string, limit int) ([]*toolrouter.Run, error)
 	InterruptStale(ctx context.Context, before time.Time) (int, error)
 }
 
@@ -236,6 +237,7 @@ func (r *Runner) Start(ctx context.Context, req Request) (*Pending, error) {
 		CreatedAt:   now,
 		Owner:       r.Owner,
 		HeartbeatAt: now,
+		Client:      access.FromContext(ctx).LabelName(),
 	}
 	if err := r.Runs.SaveRun(ctx, run); err != nil {
 		return nil, toolrouter.StoreError(fmt.Errorf("save new run: %w", err))
@@ -360,7 +362,17 @@ func (r *Runner) heartbeat(ctx context.Context, run *toolrouter.Run, mu *sync.Mu
 func (r *Runner) Get(ctx context.Context, id string) (*toolrouter.Run, error) {
 	r.reap(ctx)
 	run, err := r.Runs.GetRun(ctx, id)
+	if err == nil && !sees(access.FromContext(ctx), run) {
+		// Another client's run is a run that does not exist (README "Clients").
+		return nil, toolrouter.Errorf(toolrouter.ENOTFOUND, "run %q not found", id)
+	}
 	return run, toolrouter.StoreError(err)
+}
+
+// sees reports whether c may read run: its own, or any when c is an admin
+// or the caller of an open service.
+func sees(c *access.Client, run *toolrouter.Run) bool {
+	return c == nil || c.Admin || run.Client == c.Name
 }
 
 // List returns a plan's runs, newest first.
@@ -369,7 +381,13 @@ func (r *Runner) List(ctx context.Context, planID string, limit int) ([]*toolrou
 		return nil, toolrouter.Invalid("plan_id", "plan_id: query parameter required")
 	}
 	r.reap(ctx)
-	runs, err := r.Runs.ListRuns(ctx, planID, limit)
+	var runs []*toolrouter.Run
+	var err error
+	if c := access.FromContext(ctx); c == nil || c.Admin {
+		runs, err = r.Runs.ListRuns(ctx, planID, limit)
+	} else {
+		runs, err = r.Runs.ListClientRuns(ctx, c.Name, planID, limit)
+	}
 	return runs, toolrouter.StoreError(err)
 }
 

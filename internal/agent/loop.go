@@ -80,6 +80,7 @@ type outcome struct {
 // nil) receives the run's events in order. Cancelling ctx ends the run as
 // failed ("run cancelled"), with every record kept.
 func (r *Runner) Execute(ctx context.Context, pr *Pending, emit func(Event)) *toolrouter.Run {
+	ctx = toolrouter.WithEntryPoint(ctx, toolrouter.EntryRuns)
 	endRun := func(*toolrouter.Run) {}
 	if r.Tracer != nil {
 		ctx, endRun = r.Tracer.Run(ctx, pr.Run)

@@ -41,6 +41,9 @@ type Config struct {
 	MaxBatchOutputBytes int64 `split_words:"true" default:"67108864"`
 	// IdempotencyTTL is how long an answered Idempotency-Key is replayed.
 	IdempotencyTTL time.Duration `split_words:"true" default:"24h"`
+	// AuditRetention bounds how long audit records live (README "Audit
+	// trail"); any replica deletes older ones.
+	AuditRetention time.Duration `split_words:"true" default:"720h"`
 	// RunHeartbeat is how often a running /runs run says it is alive; one
 	// silent for three heartbeats is marked interrupted by any replica.
 	RunHeartbeat time.Duration `split_words:"true" default:"5s"`
@@ -176,6 +179,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("TOOLROUTER_WRITE_TIMEOUT: %s is outside 1s..1h", c.WriteTimeout)
 	case c.MaxBatchOutputBytes < 1024 || c.MaxBatchOutputBytes > MaxBatchOutputLimit:
 		return fmt.Errorf("TOOLROUTER_MAX_BATCH_OUTPUT_BYTES: %d is outside 1024..%d", c.MaxBatchOutputBytes, int64(MaxBatchOutputLimit))
+	case c.AuditRetention <= 0:
+		return fmt.Errorf("TOOLROUTER_AUDIT_RETENTION: %s must be positive", c.AuditRetention)
 	case c.IdempotencyTTL <= 0:
 		return fmt.Errorf("TOOLROUTER_IDEMPOTENCY_TTL: %s must be positive", c.IdempotencyTTL)
 	case c.RunHeartbeat < 100*time.Millisecond:

@@ -161,6 +161,7 @@ func newServer(t testing.TB, edit ...func(*httpapi.Deps)) *server {
 		Runs:         s.runs,
 		Approvals:    rt,
 		Keys:         st,
+		Audit:        st,
 		MaxBodyBytes: 1 << 20,
 		Spec:         api.Spec,
 		MCP:          http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusAccepted) }),

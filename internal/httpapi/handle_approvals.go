@@ -14,7 +14,7 @@ type Approvals interface {
 	Approval(ctx context.Context, id string) (*toolrouter.Approval, error)
 	ListApprovals(ctx context.Context, f toolrouter.ApprovalFilter) ([]*toolrouter.Approval, error)
 	Decide(ctx context.Context, id string, approve bool, reason string) (*toolrouter.Approval, *toolrouter.Result, error)
-	Result(ctx context.Context, toolCallID string) (*toolrouter.Result, error)
+	Result(ctx context.Context, toolCallID, owner string) (*toolrouter.Result, error)
 }
 
 // approvalPoll is how often a stream waiting for a decision reads the
@@ -86,7 +86,7 @@ func handleDecide(ap Approvals) http.HandlerFunc {
 
 func handleGetResult(ap Approvals) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		res, err := ap.Result(r.Context(), pathParam(r, "tool_call_id"))
+		res, err := ap.Result(r.Context(), pathParam(r, "tool_call_id"), r.URL.Query().Get("client"))
 		if err != nil {
 			writeError(w, r, err)
 			return
@@ -105,7 +105,7 @@ func awaitDecision(ctx context.Context, ap Approvals, toolCallID string) *toolro
 		case <-ctx.Done():
 			return nil
 		case <-t.C:
-			res, err := ap.Result(ctx, toolCallID)
+			res, err := ap.Result(ctx, toolCallID, "")
 			if err == nil && res.Status != toolrouter.ResultAwaitingApproval {
 				return res
 			}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/toolrouterd/toolrouterd/internal/access"
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
 
@@ -63,12 +64,10 @@ func idempotency(keys Keys, ttl, lease time.Duration) func(http.Handler) http.Ha
 			sum.Write([]byte(r.Method + " " + r.URL.Path + " " + r.Header.Get("Accept") + "\n"))
 			sum.Write(rawBody(r))
 			fp := hex.EncodeToString(sum.Sum(nil))
-			// Keys belong to the caller: with API keys, one client can
-			// neither replay nor block another's answers by reusing its key.
-			if authz := r.Header.Get("Authorization"); authz != "" {
-				owner := sha256.Sum256([]byte(authz))
-				key = hex.EncodeToString(owner[:8]) + ":" + key
-			}
+			// Keys belong to their client (README "Clients"): one client
+			// can neither replay nor block another's answers by reusing
+			// its key.
+			key = toolrouter.ScopedKey(access.FromContext(r.Context()).LabelName(), key)
 			ctx := r.Context()
 			deadline := time.Now().Add(keyWait)
 			for {

@@ -201,6 +201,16 @@ func resourceURL(r *http.Request, path string) string {
 	return scheme + "://" + r.Host + path
 }
 
+// entryPoint names the entry point of the tool calls of a route for
+// their audit records (README "Audit trail").
+func entryPoint(e string) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			next.ServeHTTP(w, r.WithContext(toolrouter.WithEntryPoint(r.Context(), e)))
+		})
+	}
+}
+
 // rateLimit counts the tool calls of a request (calls reads how many)
 // against the rate limit of its client; over it the answer is 429 with
 // Retry-After and the RateLimit-Policy / RateLimit fields, and no tool is

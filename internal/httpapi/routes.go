@@ -6,6 +6,8 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
+
+	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
 
 // routes is the whole API at a glance.
@@ -36,12 +38,13 @@ func routes(d Deps, doc *openapi3.T) (http.Handler, error) {
 	r.Group(func(r chi.Router) {
 		r.Use(authenticate(d.Auth, d.JWTIssuer), check.middleware)
 		idem := idempotency(d.Keys, d.KeyTTL, d.KeyLease)
-		r.With(idem, rateLimit(d.Limiter, oneCall)).Post("/route", handleRoute(d.Router, d.Approvals))
-		r.With(idem, rateLimit(d.Limiter, batchCalls)).Post("/route/batch", handleBatch(d.Router))
+		r.With(entryPoint(toolrouter.EntryRoute), idem, rateLimit(d.Limiter, oneCall)).Post("/route", handleRoute(d.Router, d.Approvals))
+		r.With(entryPoint(toolrouter.EntryRouteBatch), idem, rateLimit(d.Limiter, batchCalls)).Post("/route/batch", handleBatch(d.Router))
 		r.Get("/schemas/{provider}", handleSchemas(d.Tools))
 		r.Post("/runs", handleStartRun(d.Runs))
 		r.Get("/runs", handleListRuns(d.Runs))
 		r.Get("/runs/{id}", handleGetRun(d.Runs))
+		r.Get("/audit", handleAudit(d.Audit))
 		if d.Approvals != nil {
 			r.Get("/results/{tool_call_id}", handleGetResult(d.Approvals))
 			r.Get("/approvals", handleListApprovals(d.Approvals))

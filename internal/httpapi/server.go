@@ -64,6 +64,7 @@ type Deps struct {
 	// /approvals and /results unmounted.
 	Approvals Approvals
 	Keys      Keys          // Idempotency-Key storage
+	Audit     AuditLog      // GET /audit
 	KeyTTL    time.Duration // how long an answered key is replayed
 	KeyLease  time.Duration // how long a claimed key outlives its request's last renewal (default keyLease)
 	// Auth authenticates every request but the operations endpoints; nil
@@ -99,7 +100,7 @@ func NewServer(d Deps) (http.Handler, error) {
 		missing bool
 	}{
 		{"Router", d.Router == nil}, {"Tools", d.Tools == nil}, {"Readiness", d.Readiness == nil},
-		{"Metrics", d.Metrics == nil}, {"Runs", d.Runs == nil}, {"Keys", d.Keys == nil}, {"Spec", len(d.Spec) == 0},
+		{"Metrics", d.Metrics == nil}, {"Runs", d.Runs == nil}, {"Keys", d.Keys == nil}, {"Audit", d.Audit == nil}, {"Spec", len(d.Spec) == 0},
 	} {
 		if dep.missing {
 			return nil, fmt.Errorf("httpapi.NewServer: Deps.%s is required", dep.name)

@@ -16,6 +16,8 @@ package mcpserver
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -93,9 +95,10 @@ type Deps struct {
 	Version string
 	// SessionTimeout closes sessions idle for that long (default 10 min).
 	SessionTimeout time.Duration
-	// MaxSessions bounds the open sessions (default 1000); a new session
-	// beyond it is answered 503 with Retry-After, so no caller can pile up
-	// sessions until memory runs out.
+	// MaxSessions bounds the open sessions of each client, and of the
+	// open service (default 1000); a new session beyond it is answered 503
+	// with Retry-After, so no caller can pile up sessions until memory
+	// runs out, nor lock other clients out.
 	MaxSessions int
 	// MaxBodyBytes bounds a request body (default 4 MiB).
 	MaxBodyBytes int64
@@ -112,7 +115,8 @@ type Deps struct {
 
 // DefaultPlanID is the default plan-id policy: the _meta's
 // "toolrouter/plan_id" when the client sent one, else "mcp-" + the session
-// id, so a session's calls get consecutive sequences and stable ids.
+// id's digest (SessionPlanID), so a session's calls get consecutive
+// sequences and stable ids.
 func DefaultPlanID(sessionID string, meta map[string]any) (string, error) {
 	if v, ok := meta[MetaPlanID]; ok {
 		s, _ := v.(string)
@@ -124,7 +128,16 @@ func DefaultPlanID(sessionID string, meta map[string]any) (string, error) {
 	if sessionID == "" {
 		return "mcp", nil
 	}
-	return "mcp-" + sessionID, nil
+	return SessionPlanID(sessionID), nil
+}
+
+// SessionPlanID is the plan of a session's calls that name none: "mcp-"
+// and 24 hex digits of the SHA-256 of the session id, so the session id,
+// which is the session's only credential besides the client's own, never
+// reaches a tool (as a plan_id) or a log.
+func SessionPlanID(sessionID string) string {
+	sum := sha256.Sum256([]byte(sessionID))
+	return "mcp-" + hex.EncodeToString(sum[:12])
 }
 
 // Handler is the /mcp endpoint.
@@ -144,6 +157,8 @@ type Handler struct {
 	// request context) to the MCP method handlers, which see the request
 	// only through RequestExtra.TokenInfo.
 	withClient func(http.Handler) http.Handler
+
+	owners sessionOwners // session.go
 }
 
 // clientExtra is the TokenInfo.Extra key of the request's *access.Client.
@@ -215,6 +230,7 @@ func New(d Deps) *Handler {
 
 // ServeHTTP serves the MCP streamable HTTP transport (POST, GET, DELETE).
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	r = r.WithContext(toolrouter.WithEntryPoint(r.Context(), toolrouter.EntryMCP))
 	w = &problemWriter{ResponseWriter: w}
 	defer w.(*problemWriter).finish()
 	modern, err := h.isModern(r)
@@ -229,16 +245,23 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	next := h.http
 	if modern {
-		next = h.modern // stateless: no session to count
-	} else if r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "" && h.sessions() >= h.d.MaxSessions {
-		w.Header().Set("Retry-After", "5")
-		writeProblem(w, http.StatusServiceUnavailable, "too many MCP sessions open; retry later")
-		return
+		next = h.modern // stateless: no session to own or count
 	}
 	c := access.FromContext(r.Context())
 	if c == nil { // an open service
+		if !modern && r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "" && h.sessions() >= h.d.MaxSessions {
+			w.Header().Set("Retry-After", "5")
+			writeProblem(w, http.StatusServiceUnavailable, "too many MCP sessions open; retry later")
+			return
+		}
 		next.ServeHTTP(w, r)
 		return
+	}
+	if !modern {
+		var ok bool
+		if w, ok = h.ownSession(w, r, c); !ok {
+			return
+		}
 	}
 	if r.Method == http.MethodPost && h.d.Limiter != nil && !c.Rate.IsZero() && !h.admit(w, r, c) {
 		return
@@ -550,11 +573,7 @@ func (h *Handler) call(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Call
 		"method":  "tools/call",
 		"params":  map[string]any{"name": p.Name, "arguments": args},
 	}
-	var meta map[string]any
-	if sessionID != "" {
-		meta = map[string]any{"mcp_session_id": sessionID}
-	}
-	res, err := h.d.Router.Route(toolrouter.WithRelay(ctx, relay(ctx, req)), planID, payload, meta)
+	res, err := h.d.Router.Route(toolrouter.WithRelay(ctx, relay(ctx, req)), planID, payload, nil)
 	if err != nil {
 		if toolrouter.ErrorCode(err) == toolrouter.EINVALID {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: toolrouter.ErrorMessage(err)}
@@ -697,6 +716,8 @@ func result(res *toolrouter.Result) *mcp.CallToolResult {
 
 // quieter logs the SDK's info messages (a line per session connected,
 // initialized, disconnected) at debug level; warnings and errors stay.
+// It drops the session ids the SDK adds: a session id is a credential
+// and is never written to logs (README "Clients").
 type quieter struct{ slog.Handler }
 
 func (q quieter) Enabled(ctx context.Context, l slog.Level) bool {
@@ -704,12 +725,23 @@ func (q quieter) Enabled(ctx context.Context, l slog.Level) bool {
 }
 
 func (q quieter) Handle(ctx context.Context, r slog.Record) error {
-	r.Level = demote(r.Level)
-	return q.Handler.Handle(ctx, r)
+	out := slog.NewRecord(r.Time, demote(r.Level), r.Message, r.PC)
+	r.Attrs(func(a slog.Attr) bool {
+		if !secretAttr(a) {
+			out.AddAttrs(a)
+		}
+		return true
+	})
+	return q.Handler.Handle(ctx, out)
 }
 
 func (q quieter) WithAttrs(attrs []slog.Attr) slog.Handler {
-	return quieter{q.Handler.WithAttrs(attrs)}
+	return quieter{q.Handler.WithAttrs(slices.DeleteFunc(slices.Clone(attrs), secretAttr))}
+}
+
+// secretAttr reports whether a log attribute holds a session id.
+func secretAttr(a slog.Attr) bool {
+	return a.Key == "session_id" || a.Key == "sessionID" || a.Key == "session"
 }
 
 func (q quieter) WithGroup(name string) slog.Handler { return quieter{q.Handler.WithGroup(name)} }

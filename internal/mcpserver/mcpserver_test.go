@@ -242,7 +242,7 @@ func TestMCPServerCallEcho(t *testing.T) {
 	if !ok || sc["msg"] != "hi" || len(sc) != 1 {
 		t.Errorf("structuredContent = %#v", res.StructuredContent)
 	}
-	plan := "mcp-" + cs.ID()
+	plan := mcpserver.SessionPlanID(cs.ID())
 	if cs.ID() == "" {
 		t.Fatal("no MCP session id")
 	}
@@ -263,7 +263,7 @@ func TestMCPServerCallEcho(t *testing.T) {
 	// Another session is another plan: its sequence starts at 0.
 	cs2 := connect(t, e.url, nil)
 	res = call(t, cs2, mcpName("test/echo"), map[string]any{}, nil)
-	if res.Meta[mcpserver.MetaSequence] != float64(0) || res.Meta[mcpserver.MetaPlanID] != "mcp-"+cs2.ID() {
+	if res.Meta[mcpserver.MetaSequence] != float64(0) || res.Meta[mcpserver.MetaPlanID] != mcpserver.SessionPlanID(cs2.ID()) {
 		t.Errorf("other session: _meta %v", res.Meta)
 	}
 }

@@ -37,7 +37,14 @@ func WithRunID(ctx context.Context, runID string) context.Context {
 
 // ApprovalID is the id of the approval of a tool call: "ap_" and the
 // call's id digits, so either names the other.
-func ApprovalID(toolCallID string) string { return "ap_" + strings.TrimPrefix(toolCallID, "tc_") }
+func ApprovalID(client, toolCallID string) string {
+	if client == "" {
+		return "ap_" + strings.TrimPrefix(toolCallID, "tc_")
+	}
+	// Two clients may hold the same tc_ id (their plans are their own).
+	sum := sha256.Sum256([]byte(toolrouter.ScopedKey(client, toolCallID)))
+	return "ap_" + hex.EncodeToString(sum[:12])
+}
 
 // needsApproval reports whether a call of tool by the client in ctx waits
 // for an approver: the tool's approval: required, or the client's
@@ -57,7 +64,7 @@ func (r *Router) hold(ctx context.Context, rc *routeCall) *toolrouter.Result {
 	now := rc.now()
 	runID, _ := ctx.Value(runIDKey{}).(string)
 	a := &toolrouter.Approval{
-		ID: ApprovalID(rc.id), Status: toolrouter.ApprovalPending, ToolCallID: rc.id, PlanID: res.PlanID,
+		ID: ApprovalID(access.FromContext(ctx).LabelName(), rc.id), Status: toolrouter.ApprovalPending, ToolCallID: rc.id, PlanID: res.PlanID,
 		Sequence: res.Sequence, ToolName: res.ToolName, Arguments: args, ArgumentsSHA256: sum,
 		Client: access.FromContext(ctx).LabelName(), RunID: runID,
 		CreatedAt: now.UTC(), ExpiresAt: now.Add(r.approvalTTL()).UTC(),
@@ -151,7 +158,7 @@ func (r *Router) ExpireDue(ctx context.Context) (int, error) {
 // gets — never anything the approver sent.
 func (r *Router) settle(ctx context.Context, a *toolrouter.Approval) (*toolrouter.Result, error) {
 	ctx = context.WithoutCancel(ctx) // a decided call completes even if its decider leaves
-	pending, err := r.Approvals.GetResult(ctx, a.ToolCallID)
+	pending, err := r.Approvals.GetResult(ctx, toolrouter.ScopedKey(a.Client, a.ToolCallID))
 	if err != nil {
 		return nil, fmt.Errorf("approval %s: pending result: %w", a.ID, err)
 	}
@@ -245,19 +252,26 @@ func (r *Router) ListApprovals(ctx context.Context, f toolrouter.ApprovalFilter)
 // then final) to whoever may see it: the client that made the call, an
 // approver or an admin; for a call that never waited, any client whose
 // scope holds its tool. Anyone else gets ENOTFOUND, as for an unknown id.
-func (r *Router) Result(ctx context.Context, toolCallID string) (*toolrouter.Result, error) {
+//
+// tc_ ids are per client (each client's plans are its own): owner names the
+// client whose call it is, "" for the caller's own; only approvers and
+// admins may name another.
+func (r *Router) Result(ctx context.Context, toolCallID, owner string) (*toolrouter.Result, error) {
 	notFound := toolrouter.Errorf(toolrouter.ENOTFOUND, "tool call %q not found", toolCallID)
-	if r.Approvals == nil {
+	c := access.FromContext(ctx)
+	if owner == "" {
+		owner = c.LabelName()
+	}
+	if r.Approvals == nil || owner != c.LabelName() && !c.MayApprove() {
 		return nil, notFound
 	}
 	if _, err := r.ExpireDue(ctx); err != nil {
 		return nil, toolrouter.Unavailable("store", err)
 	}
-	res, err := r.Approvals.GetResult(ctx, toolCallID)
+	res, err := r.Approvals.GetResult(ctx, toolrouter.ScopedKey(owner, toolCallID))
 	if err != nil {
 		return nil, err
 	}
-	c := access.FromContext(ctx)
 	if res.ApprovalID == "" {
 		if c.IsAdmin() || c.Allows(res.ToolName) {
 			return res, nil

@@ -50,6 +50,11 @@ type Results interface {
 	SaveResult(ctx context.Context, res *toolrouter.Result) error
 }
 
+// Auditor writes the audit record of each tool call attempt (audit.Trail).
+type Auditor interface {
+	Record(ctx context.Context, recs ...toolrouter.AuditRecord)
+}
+
 // Router routes tool calls. Its fields are set once at construction.
 type Router struct {
 	Tools            func() Tools // the registry in force (it may be swapped by a reload)
@@ -59,6 +64,7 @@ type Router struct {
 	Results          Results  // may be nil
 	Observer         Observer // may be nil
 	Tracer           Tracer   // may be nil
+	Audit            Auditor  // may be nil
 	BatchConcurrency int      // tool calls of one batch executed at once (at least 1)
 	// MaxBatchOutput caps the output bytes the results of one batch hold
 	// together (TOOLROUTER_MAX_BATCH_OUTPUT_BYTES); a call whose output
@@ -90,7 +96,7 @@ func (r *Router) RouteWith(ctx context.Context, planID string, payload any, meta
 	if err := checkPayload(planID, payload); err != nil {
 		return nil, err
 	}
-	seq, err := r.Seq.NextSequence(ctx, planID)
+	seq, err := r.Seq.NextSequence(ctx, planKey(ctx, planID))
 	if err != nil {
 		return nil, toolrouter.StoreError(fmt.Errorf("allocate sequence for plan %q: %w", planID, err))
 	}
@@ -106,7 +112,7 @@ func (r *Router) Stream(ctx context.Context, planID string, payload any, meta ma
 	if err := checkPayload(planID, payload); err != nil {
 		return nil, err
 	}
-	seq, err := r.Seq.NextSequence(ctx, planID)
+	seq, err := r.Seq.NextSequence(ctx, planKey(ctx, planID))
 	if err != nil {
 		return nil, toolrouter.StoreError(fmt.Errorf("allocate sequence for plan %q: %w", planID, err))
 	}
@@ -133,7 +139,7 @@ func (r *Router) Batch(ctx context.Context, planID string, payloads []any, meta 
 		return results, nil
 	}
 	// One contiguous block of sequences, in input order, in one statement.
-	first, err := r.Seq.NextSequences(ctx, planID, int64(len(payloads)))
+	first, err := r.Seq.NextSequences(ctx, planKey(ctx, planID), int64(len(payloads)))
 	if err != nil {
 		return nil, toolrouter.StoreError(fmt.Errorf("allocate sequences for plan %q: %w", planID, err))
 	}
@@ -150,6 +156,13 @@ func (r *Router) Batch(ctx context.Context, planID string, payloads []any, meta 
 	}
 	_ = g.Wait()
 	return results, nil
+}
+
+// planKey is the store key of a plan of the client in ctx: each client
+// has its own sequences, hence its own tc_ ids (README "Clients"); the
+// tc_ formula of the README still takes the plan_id as sent.
+func planKey(ctx context.Context, planID string) string {
+	return toolrouter.ScopedKey(access.FromContext(ctx).LabelName(), planID)
 }
 
 func checkPayload(planID string, payload any) error {
@@ -179,6 +192,9 @@ type routeCall struct {
 	call  toolrouter.Call
 	emit  func(toolrouter.Update) // nil when not streaming
 	r     *routed
+	// denied names the tool that exists but is outside the client's
+	// scope, for the audit record only ("" when not denied).
+	denied string
 }
 
 // route does the work of one call whose sequence is allocated.
@@ -194,6 +210,7 @@ func (r *Router) route(ctx context.Context, planID string, seq int64, payload an
 		defer end(res)
 	}
 	res.ToolCallID = id
+	res.Client = access.FromContext(ctx).LabelName()
 	res.PlanID = planID
 	res.Sequence = seq
 	res.ProviderMetadata = meta
@@ -224,6 +241,9 @@ func (r *Router) route(ctx context.Context, planID string, seq int64, payload an
 	// A tool outside the scope of the client in ctx is a tool that does
 	// not exist: same result, not called (README "Clients").
 	if !ok || !access.FromContext(ctx).Allows(tool.Name) {
+		if ok {
+			rc.denied = tool.Name
+		}
 		return r.finish(ctx, &rc, toolrouter.Outcome{Err: fmt.Sprintf("Tool '%s' not found", rc.call.ToolName), Category: toolrouter.CategoryNotFound}, false)
 	}
 	res.ToolName = tool.Name
@@ -344,7 +364,28 @@ func (r *Router) finish(ctx context.Context, rc *routeCall, out toolrouter.Outco
 		}
 		cancel()
 	}
+	if r.Audit != nil {
+		r.Audit.Record(ctx, auditRecord(ctx, rc, res))
+	}
 	return res
+}
+
+// auditRecord is the audit record of a finished call (README "Audit
+// trail"): the digest of its arguments, never the arguments.
+func auditRecord(ctx context.Context, rc *routeCall, res *toolrouter.Result) toolrouter.AuditRecord {
+	a := toolrouter.AuditRecord{Time: rc.start.UTC(), Client: res.Client, EntryPoint: toolrouter.EntryPoint(ctx),
+		PlanID: res.PlanID, Sequence: &res.Sequence, ToolCallID: res.ToolCallID, ToolName: rc.call.ToolName,
+		ArgsSHA256: toolrouter.ArgsDigest(res.Arguments), Outcome: toolrouter.AuditSuccess, DurationMS: res.DurationMS}
+	if res.ErrorCategory != nil {
+		a.Outcome, a.ErrorCategory = toolrouter.AuditFailure, string(*res.ErrorCategory)
+	}
+	if res.ErrorCategory == nil || *res.ErrorCategory != toolrouter.CategoryNotFound {
+		a.Tool = res.ToolName
+	}
+	if rc.denied != "" {
+		a.Tool, a.Outcome = rc.denied, toolrouter.AuditDenied
+	}
+	return a
 }
 
 // validationPassed reads the boolean `passed` of a validation tool's

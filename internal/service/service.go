@@ -15,6 +15,7 @@ import (
 	"github.com/toolrouterd/toolrouterd/api"
 	"github.com/toolrouterd/toolrouterd/internal/access"
 	"github.com/toolrouterd/toolrouterd/internal/agent"
+	"github.com/toolrouterd/toolrouterd/internal/audit"
 	"github.com/toolrouterd/toolrouterd/internal/config"
 	"github.com/toolrouterd/toolrouterd/internal/httpapi"
 	"github.com/toolrouterd/toolrouterd/internal/mcpclient"
@@ -102,8 +103,8 @@ func New(ctx context.Context, o Options) (*Service, error) {
 	if authn.Open() {
 		o.Logger.Warn().Msg("TOOLROUTER_API_KEYS is empty and the registry has no clients: requests are not authenticated")
 	}
-	limiter := access.NewWindow()
-	limiter.OnLimited = s.metrics.RateLimited
+	trail := &audit.Trail{Store: st, Replica: o.Owner, Log: o.Logger}
+	limiter := audit.Limiter{Taker: s.newLimiter(st), Trail: trail}
 
 	s.mcp = mcpclient.New(o.Logger, s.metrics.Registerer())
 	s.mcp.Trace, s.mcp.TraceHTTP = tel.MCPClient(), tel.Transport
@@ -121,6 +122,7 @@ func New(ctx context.Context, o Options) (*Service, error) {
 		Results:          st,
 		Observer:         s.metrics,
 		Tracer:           tel,
+		Audit:            trail,
 		BatchConcurrency: o.Config.BatchConcurrency,
 		MaxBatchOutput:   o.Config.MaxBatchOutputBytes,
 		Approvals:        st,
@@ -158,6 +160,7 @@ func New(ctx context.Context, o Options) (*Service, error) {
 		Runs:           s.Runner,
 		Approvals:      rt,
 		Keys:           st,
+		Audit:          st,
 		KeyTTL:         o.Config.IdempotencyTTL,
 		Auth:           authn,
 		JWTIssuer:      o.Config.JWTIssuer,

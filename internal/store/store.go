@@ -36,8 +36,9 @@ type Store interface {
 	SaveResult(ctx context.Context, res *toolrouter.Result) error
 	// Flush waits until every write queued before it is committed.
 	Flush(ctx context.Context) error
-	// GetResult returns a stored route result (ENOTFOUND when unknown),
-	// including the results this store has queued.
+	// GetResult returns a stored route result (ENOTFOUND when unknown) by
+	// its key, toolrouter.ScopedKey(client, tool_call_id), including the
+	// results this store has queued.
 	GetResult(ctx context.Context, toolCallID string) (*toolrouter.Result, error)
 
 	// ClaimKey claims an Idempotency-Key for a request whose body has the
@@ -86,6 +87,7 @@ type Store interface {
 	// before now as expired and returns those it marked (each once, even
 	// with several replicas sweeping).
 	ExpireApprovals(ctx context.Context, now time.Time) ([]*toolrouter.Approval, error)
+	Tenancy
 
 	// Ping reports whether the store is reachable.
 	Ping(ctx context.Context) error
@@ -116,4 +118,27 @@ func Open(ctx context.Context, url string) (Store, error) {
 		return s, nil
 	}
 	return nil, fmt.Errorf("store %q: unsupported scheme %q (want memory, sqlite or postgres)", url, scheme)
+}
+
+// Tenancy is what the store keeps per client (README "Clients"): runs by
+// owner, the audit trail, and rate limit counters shared by replicas.
+type Tenancy interface {
+	// ListClientRuns returns the runs of a plan started by client, newest
+	// first, at most limit.
+	ListClientRuns(ctx context.Context, client, planID string, limit int) ([]*toolrouter.Run, error)
+	// AppendAudit appends audit records in one write and sets their IDs.
+	AppendAudit(ctx context.Context, recs []toolrouter.AuditRecord) error
+	// ListAudit returns the records f selects, newest (highest id) first.
+	ListAudit(ctx context.Context, f toolrouter.AuditFilter) ([]toolrouter.AuditRecord, error)
+	// PurgeAudit deletes at most limit records older than before and
+	// returns how many it deleted.
+	PurgeAudit(ctx context.Context, before time.Time, limit int) (int, error)
+	// TakeRate adds n calls to the counter of client in the window that
+	// starts at window, unless that would exceed quota (then nothing is
+	// added), in one statement; it returns the calls counted after the
+	// answer and whether the n were taken.
+	TakeRate(ctx context.Context, client string, window time.Time, n, quota int) (used int, ok bool, err error)
+	// PurgeRates deletes the counters of windows that started before
+	// before.
+	PurgeRates(ctx context.Context, before time.Time) (int, error)
 }

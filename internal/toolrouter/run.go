@@ -76,4 +76,7 @@ type Run struct {
 	// said so; a running run whose heartbeat expired is interrupted.
 	Owner       string    `json:"-"`
 	HeartbeatAt time.Time `json:"-"`
+	// Client is the client that started the run ("" on an open service);
+	// only it and admin clients see the run (README "Clients").
+	Client string `json:"-"`
 }

@@ -137,6 +137,9 @@ type Result struct {
 	// for the /mcp endpoint to pass on; nil for HTTP tools and calls that
 	// got no answer. It is not part of the RouteResult.
 	MCPResult json.RawMessage `json:"-"`
+	// Client owns the result: the store keeps it under
+	// ScopedKey(Client, ToolCallID). Not part of the answer.
+	Client string `json:"-"`
 }
 
 // NoteInvalidUTF8 is the note of an output whose invalid UTF-8 was replaced.

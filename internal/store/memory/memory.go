@@ -24,6 +24,7 @@ type Store struct {
 	keys      map[string]*memKey
 	runs      map[string]*memRun
 	approvals approvals
+	audit     auditLog // audit.go
 }
 
 type memKey struct {
@@ -37,6 +38,7 @@ type memRun struct {
 	planID    string
 	status    toolrouter.RunStatus
 	owner     string
+	client    string
 	heartbeat time.Time
 	created   time.Time
 }
@@ -77,7 +79,7 @@ func (m *Store) SaveResult(_ context.Context, res *toolrouter.Result) error {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.results[res.ToolCallID] = b
+	m.results[toolrouter.ScopedKey(res.Client, res.ToolCallID)] = b
 	return nil
 }
 
@@ -161,7 +163,7 @@ func (m *Store) SaveRun(_ context.Context, run *toolrouter.Run) error {
 		return nil // a heartbeat never brings an interrupted run back
 	}
 	m.runs[run.RunID] = &memRun{data: b, planID: run.Context.PlanID, status: run.Status,
-		owner: run.Owner, heartbeat: run.HeartbeatAt, created: run.CreatedAt}
+		owner: run.Owner, client: run.Client, heartbeat: run.HeartbeatAt, created: run.CreatedAt}
 	return nil
 }
 
@@ -181,16 +183,20 @@ func (r *memRun) decode() (*toolrouter.Run, error) {
 	if err := json.Unmarshal(r.data, &run); err != nil {
 		return nil, err
 	}
-	run.Owner, run.HeartbeatAt = r.owner, r.heartbeat
+	run.Owner, run.Client, run.HeartbeatAt = r.owner, r.client, r.heartbeat
 	return &run, nil
 }
 
 // ListRuns implements store.Store.
 func (m *Store) ListRuns(_ context.Context, planID string, limit int) ([]*toolrouter.Run, error) {
+	return m.listRuns(planID, func(*memRun) bool { return true }, limit)
+}
+
+func (m *Store) listRuns(planID string, keep func(*memRun) bool, limit int) ([]*toolrouter.Run, error) {
 	m.mu.Lock()
 	var rs []*memRun
 	for _, r := range m.runs {
-		if r.planID == planID {
+		if r.planID == planID && keep(r) {
 			rs = append(rs, r)
 		}
 	}

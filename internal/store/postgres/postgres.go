@@ -227,7 +227,7 @@ func (p *Store) SaveResult(ctx context.Context, res *toolrouter.Result) error {
 	}
 	err = p.w.Add(ctx, writebehind.Write{SQL: `INSERT INTO route_results (tool_call_id, plan_id, body) VALUES ($1, $2, $3)
 		ON CONFLICT (tool_call_id) DO UPDATE SET plan_id = excluded.plan_id, body = excluded.body`,
-		Args: []any{res.ToolCallID, res.PlanID, string(b)}})
+		Args: []any{toolrouter.ScopedKey(res.Client, res.ToolCallID), res.PlanID, string(b)}})
 	if err != nil {
 		return fmt.Errorf("postgres save result: %w", err)
 	}
@@ -370,13 +370,13 @@ func (p *Store) SaveRun(ctx context.Context, run *toolrouter.Run) error {
 	if err != nil {
 		return fmt.Errorf("postgres save run: %w", err)
 	}
-	_, err = p.pool.Exec(ctx, `INSERT INTO runs (run_id, plan_id, status, owner, heartbeat_at, created_at, body)
-		VALUES ($1, $2, $3, $4, $5, $6, $7)
+	_, err = p.pool.Exec(ctx, `INSERT INTO runs (run_id, plan_id, status, owner, heartbeat_at, created_at, body, client)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
 		ON CONFLICT (run_id) DO UPDATE SET plan_id = excluded.plan_id, status = excluded.status,
 			owner = excluded.owner, heartbeat_at = excluded.heartbeat_at,
 			created_at = excluded.created_at, body = excluded.body
 		WHERE runs.status = 'running' OR excluded.status <> 'running'`,
-		run.RunID, run.Context.PlanID, string(run.Status), run.Owner, run.HeartbeatAt, run.CreatedAt, string(b))
+		run.RunID, run.Context.PlanID, string(run.Status), run.Owner, run.HeartbeatAt, run.CreatedAt, string(b), run.Client)
 	if err != nil {
 		return fmt.Errorf("postgres save run: %w", err)
 	}
@@ -385,17 +385,17 @@ func (p *Store) SaveRun(ctx context.Context, run *toolrouter.Run) error {
 
 func scanPostgresRun(row pgx.CollectableRow) (*toolrouter.Run, error) {
 	var body []byte
-	var owner string
+	var owner, client string
 	var heartbeat time.Time
-	if err := row.Scan(&body, &owner, &heartbeat); err != nil {
+	if err := row.Scan(&body, &owner, &heartbeat, &client); err != nil {
 		return nil, err
 	}
-	return sqlstore.DecodeRun(body, owner, heartbeat.UTC())
+	return sqlstore.DecodeRun(body, owner, client, heartbeat.UTC())
 }
 
 // GetRun implements store.Store.
 func (p *Store) GetRun(ctx context.Context, id string) (*toolrouter.Run, error) {
-	rows, _ := p.pool.Query(ctx, `SELECT body, owner, heartbeat_at FROM runs WHERE run_id = $1`, id)
+	rows, _ := p.pool.Query(ctx, `SELECT body, owner, heartbeat_at, client FROM runs WHERE run_id = $1`, id)
 	run, err := pgx.CollectExactlyOneRow(rows, scanPostgresRun)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, toolrouter.Errorf(toolrouter.ENOTFOUND, "run %q not found", id)
@@ -412,7 +412,7 @@ func (p *Store) ListRuns(ctx context.Context, planID string, limit int) ([]*tool
 	if limit > 0 {
 		lim = limit
 	}
-	rows, _ := p.pool.Query(ctx, `SELECT body, owner, heartbeat_at FROM runs WHERE plan_id = $1
+	rows, _ := p.pool.Query(ctx, `SELECT body, owner, heartbeat_at, client FROM runs WHERE plan_id = $1
 		ORDER BY created_at DESC, run_id DESC LIMIT $2`, planID, lim)
 	runs, err := pgx.CollectRows(rows, scanPostgresRun)
 	if err != nil {

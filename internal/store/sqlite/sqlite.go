@@ -150,7 +150,7 @@ func (s *Store) SaveResult(ctx context.Context, res *toolrouter.Result) error {
 	err = s.w.Add(ctx, writebehind.Write{SQL: `INSERT INTO route_results (tool_call_id, plan_id, body, created_at)
 		VALUES (?, ?, ?, ?)
 		ON CONFLICT (tool_call_id) DO UPDATE SET plan_id = excluded.plan_id, body = excluded.body`,
-		Args: []any{res.ToolCallID, res.PlanID, string(b), sqliteTimeOf(s.Now())}})
+		Args: []any{toolrouter.ScopedKey(res.Client, res.ToolCallID), res.PlanID, string(b), sqliteTimeOf(s.Now())}})
 	if err != nil {
 		return fmt.Errorf("sqlite save result: %w", err)
 	}
@@ -277,14 +277,14 @@ func (s *Store) SaveRun(ctx context.Context, run *toolrouter.Run) error {
 	if err != nil {
 		return fmt.Errorf("sqlite save run: %w", err)
 	}
-	_, err = s.db.ExecContext(ctx, `INSERT INTO runs (run_id, plan_id, status, owner, heartbeat_at, created_at, body)
-		VALUES (?, ?, ?, ?, ?, ?, ?)
+	_, err = s.db.ExecContext(ctx, `INSERT INTO runs (run_id, plan_id, status, owner, heartbeat_at, created_at, body, client)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (run_id) DO UPDATE SET plan_id = excluded.plan_id, status = excluded.status,
 			owner = excluded.owner, heartbeat_at = excluded.heartbeat_at,
 			created_at = excluded.created_at, body = excluded.body
 		WHERE runs.status = 'running' OR excluded.status <> 'running'`,
 		run.RunID, run.Context.PlanID, string(run.Status), run.Owner,
-		sqliteTimeOf(run.HeartbeatAt), sqliteTimeOf(run.CreatedAt), string(b))
+		sqliteTimeOf(run.HeartbeatAt), sqliteTimeOf(run.CreatedAt), string(b), run.Client)
 	if err != nil {
 		return fmt.Errorf("sqlite save run: %w", err)
 	}
@@ -292,21 +292,21 @@ func (s *Store) SaveRun(ctx context.Context, run *toolrouter.Run) error {
 }
 
 func scanSQLiteRun(sc interface{ Scan(...any) error }) (*toolrouter.Run, error) {
-	var body, owner, hb string
-	if err := sc.Scan(&body, &owner, &hb); err != nil {
+	var body, owner, hb, client string
+	if err := sc.Scan(&body, &owner, &hb, &client); err != nil {
 		return nil, err
 	}
 	heartbeat, err := parseSQLiteTime(hb)
 	if err != nil {
 		return nil, err
 	}
-	return sqlstore.DecodeRun([]byte(body), owner, heartbeat)
+	return sqlstore.DecodeRun([]byte(body), owner, client, heartbeat)
 }
 
 // GetRun implements store.Store.
 func (s *Store) GetRun(ctx context.Context, id string) (*toolrouter.Run, error) {
 	run, err := scanSQLiteRun(s.db.QueryRowContext(ctx,
-		`SELECT body, owner, heartbeat_at FROM runs WHERE run_id = ?`, id))
+		`SELECT body, owner, heartbeat_at, client FROM runs WHERE run_id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, toolrouter.Errorf(toolrouter.ENOTFOUND, "run %q not found", id)
 	}
@@ -321,7 +321,7 @@ func (s *Store) ListRuns(ctx context.Context, planID string, limit int) ([]*tool
 	if limit <= 0 {
 		limit = -1 // no limit
 	}
-	rows, err := s.db.QueryContext(ctx, `SELECT body, owner, heartbeat_at FROM runs WHERE plan_id = ?
+	rows, err := s.db.QueryContext(ctx, `SELECT body, owner, heartbeat_at, client FROM runs WHERE plan_id = ?
 		ORDER BY created_at DESC, run_id DESC LIMIT ?`, planID, limit)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite list runs: %w", err)

@@ -17,11 +17,11 @@ func KeyResponse(response []byte) any {
 }
 
 // DecodeRun builds a Run from its stored body and columns.
-func DecodeRun(body []byte, owner string, heartbeat time.Time) (*toolrouter.Run, error) {
+func DecodeRun(body []byte, owner, client string, heartbeat time.Time) (*toolrouter.Run, error) {
 	var run toolrouter.Run
 	if err := json.Unmarshal(body, &run); err != nil {
 		return nil, err
 	}
-	run.Owner, run.HeartbeatAt = owner, heartbeat
+	run.Owner, run.Client, run.HeartbeatAt = owner, client, heartbeat
 	return &run, nil
 }

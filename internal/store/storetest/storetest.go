@@ -60,6 +60,9 @@ func Run(t *testing.T, b Backend) {
 		{"ManyResultsSavedAtOnceAreAllKept", manyResultsSavedAtOnceAreAllKept},
 		{"ApprovalsDecidedOnceAcrossReplicas", approvalsDecidedOnceAcrossReplicas},
 		{"ApprovalsExpireOnce", approvalsExpireOnce},
+		{"ClientsAreIsolated", clientsAreIsolated},
+		{"AuditAppendListPurge", auditAppendListPurge},
+		{"TakeRateIsSharedAndBounded", takeRateIsSharedAndBounded},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			clk := NewClock(time.Now())
@@ -457,11 +460,11 @@ func sampleRun(id, plan string, created time.Time) *toolrouter.Run {
 // encoding/json, Owner and HeartbeatAt as given.
 func wantRun(t *testing.T, got, want *toolrouter.Run) {
 	t.Helper()
-	if got.Owner != want.Owner || !sameInstant(got.HeartbeatAt, want.HeartbeatAt) {
-		t.Errorf("run %s: owner %q heartbeat %v, want %q %v", want.RunID, got.Owner, got.HeartbeatAt, want.Owner, want.HeartbeatAt)
+	if got.Owner != want.Owner || got.Client != want.Client || !sameInstant(got.HeartbeatAt, want.HeartbeatAt) {
+		t.Errorf("run %s: owner %q client %q heartbeat %v, want %q %q %v", want.RunID, got.Owner, got.Client, got.HeartbeatAt, want.Owner, want.Client, want.HeartbeatAt)
 	}
 	g := *got
-	g.Owner, g.HeartbeatAt = "", time.Time{}
+	g.Owner, g.Client, g.HeartbeatAt = "", "", time.Time{}
 	w := roundTrip(t, want)
 	if !reflect.DeepEqual(&g, w) {
 		t.Errorf("run %s:\n got %+v\nwant %+v", want.RunID, &g, w)

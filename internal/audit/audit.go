@@ -1,0 +1,92 @@
+// Package audit writes the audit trail (README "Audit trail"): one record
+// per tool call attempt, appended to the store and logged as one
+// component=audit line, and the refusals of a rate limiter as records of
+// their own.
+package audit
+
+import (
+	"context"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/toolrouterd/toolrouterd/internal/access"
+	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
+)
+
+// Appender stores audit records (store.Tenancy).
+type Appender interface {
+	AppendAudit(ctx context.Context, recs []toolrouter.AuditRecord) error
+}
+
+// Trail writes audit records. A nil *Trail writes nothing.
+type Trail struct {
+	Store   Appender
+	Replica string
+	Log     zerolog.Logger
+	Now     func() time.Time
+}
+
+// Record stamps recs with the time (when unset) and the replica, appends
+// them to the store in one write, even when the caller went away, and
+// logs each.
+func (t *Trail) Record(ctx context.Context, recs ...toolrouter.AuditRecord) {
+	if t == nil || len(recs) == 0 {
+		return
+	}
+	now := time.Now
+	if t.Now != nil {
+		now = t.Now
+	}
+	at := now().UTC()
+	for i := range recs {
+		if recs[i].Time.IsZero() {
+			recs[i].Time = at
+		}
+		recs[i].Replica = t.Replica
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	err := t.Store.AppendAudit(sctx, recs)
+	cancel()
+	if err != nil {
+		t.Log.Error().Err(err).Str("component", "audit").Int("records", len(recs)).Msg("store audit records")
+	}
+	for i := range recs {
+		r := &recs[i]
+		e := t.Log.Info().Str("component", "audit").Time("at", r.Time).Str("client", r.Client).
+			Str("entry_point", r.EntryPoint).Str("plan_id", r.PlanID)
+		if r.Sequence != nil {
+			e = e.Int64("sequence", *r.Sequence)
+		}
+		e.Str("tool_call_id", r.ToolCallID).Str("tool_name", r.ToolName).Str("tool", r.Tool).
+			Str("arguments_sha256", r.ArgsSHA256).Str("outcome", r.Outcome).Str("error_category", r.ErrorCategory).
+			Float64("duration_ms", r.DurationMS).Str("replica", r.Replica).Msg("tool call")
+	}
+}
+
+// Taker is a rate limiter (access.Window, access.Shared).
+type Taker interface {
+	Take(ctx context.Context, c *access.Client, n int) (access.Verdict, error)
+}
+
+// Limiter is a rate limiter whose refusals are audited: n refused calls
+// are n rate_limited records of the entry point ctx names (the calls were
+// not read further, so they name no tool).
+type Limiter struct {
+	Taker
+	Trail *Trail
+}
+
+// Take implements Taker.
+func (l Limiter) Take(ctx context.Context, c *access.Client, n int) (access.Verdict, error) {
+	v, err := l.Taker.Take(ctx, c, n)
+	if err == nil && !v.Allowed {
+		recs := make([]toolrouter.AuditRecord, max(n, 1))
+		for i := range recs {
+			recs[i] = toolrouter.AuditRecord{Client: c.LabelName(), EntryPoint: toolrouter.EntryPoint(ctx),
+				Outcome: toolrouter.AuditRateLimited, ErrorCategory: "rate_limited"}
+		}
+		l.Trail.Record(ctx, recs...)
+	}
+	return v, err
+}

@@ -1,0 +1,70 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/toolrouterd/toolrouterd/internal/access"
+	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
+)
+
+// AuditLog reads the audit trail (store.Tenancy).
+type AuditLog interface {
+	ListAudit(ctx context.Context, f toolrouter.AuditFilter) ([]toolrouter.AuditRecord, error)
+}
+
+// handleAudit answers GET /audit (api/openapi.yaml, operation listAudit):
+// admin clients (and anyone on an open service) only, records newest first, a page of limit with a cursor
+// to the next (README "Audit trail").
+func handleAudit(log AuditLog) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if c := access.FromContext(r.Context()); c != nil && !c.Admin {
+			writeProblem(w, r, http.StatusForbidden, "", "GET /audit is for admin clients (admin: true in the registry's clients)")
+			return
+		}
+		q := r.URL.Query()
+		f := toolrouter.AuditFilter{Client: q.Get("client"), Tool: q.Get("tool"), Outcome: q.Get("outcome"), Limit: 100}
+		for _, p := range []struct {
+			name string
+			to   *time.Time
+		}{{"since", &f.Since}, {"until", &f.Until}} {
+			if v := q.Get(p.name); v != "" {
+				t, err := time.Parse(time.RFC3339Nano, v)
+				if err != nil {
+					writeError(w, r, toolrouter.Invalid(p.name, "%s: want an RFC 3339 time such as 2025-06-01T00:00:00Z, got %q", p.name, v))
+					return
+				}
+				*p.to = t
+			}
+		}
+		if v := q.Get("limit"); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 || n > 1000 {
+				writeError(w, r, toolrouter.Invalid("limit", "limit: must be an integer in 1..1000, got %q", v))
+				return
+			}
+			f.Limit = n
+		}
+		if v := q.Get("cursor"); v != "" {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil || n < 1 {
+				writeError(w, r, toolrouter.Invalid("cursor", "cursor: must be the next_cursor of a previous page, got %q", v))
+				return
+			}
+			f.Before = n
+		}
+		recs, err := log.ListAudit(r.Context(), f)
+		if err != nil {
+			writeError(w, r, toolrouter.StoreError(err))
+			return
+		}
+		var next *string
+		if len(recs) == f.Limit {
+			s := strconv.FormatInt(recs[len(recs)-1].ID, 10)
+			next = &s
+		}
+		encode(w, r, http.StatusOK, map[string]any{"records": recs, "next_cursor": next})
+	}
+}

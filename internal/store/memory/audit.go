@@ -1,0 +1,107 @@
+package memory
+
+import (
+	"context"
+	"time"
+
+	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
+)
+
+// auditLog is the in-memory audit trail and rate counters (store.Tenancy);
+// guarded by Store.mu.
+type auditLog struct {
+	recs   []toolrouter.AuditRecord // in id order
+	lastID int64
+	rates  map[string]rateCounter
+}
+
+// ListClientRuns implements store.Tenancy.
+func (m *Store) ListClientRuns(_ context.Context, client, planID string, limit int) ([]*toolrouter.Run, error) {
+	return m.listRuns(planID, func(r *memRun) bool { return r.client == client }, limit)
+}
+
+// AppendAudit implements store.Tenancy.
+func (m *Store) AppendAudit(_ context.Context, recs []toolrouter.AuditRecord) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for i := range recs {
+		m.audit.lastID++
+		recs[i].ID = m.audit.lastID
+		r := recs[i]
+		if r.Sequence != nil {
+			seq := *r.Sequence
+			r.Sequence = &seq
+		}
+		m.audit.recs = append(m.audit.recs, r)
+	}
+	return nil
+}
+
+// ListAudit implements store.Tenancy.
+func (m *Store) ListAudit(_ context.Context, f toolrouter.AuditFilter) ([]toolrouter.AuditRecord, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := []toolrouter.AuditRecord{}
+	for i := len(m.audit.recs) - 1; i >= 0 && (f.Limit <= 0 || len(out) < f.Limit); i-- {
+		r := m.audit.recs[i]
+		if f.Before > 0 && r.ID >= f.Before || f.Client != "" && r.Client != f.Client ||
+			f.Tool != "" && r.Tool != f.Tool && r.ToolName != f.Tool || f.Outcome != "" && r.Outcome != f.Outcome ||
+			!f.Since.IsZero() && r.Time.Before(f.Since) || !f.Until.IsZero() && !r.Time.Before(f.Until) {
+			continue
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// PurgeAudit implements store.Tenancy.
+func (m *Store) PurgeAudit(_ context.Context, before time.Time, limit int) (int, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	kept := m.audit.recs[:0]
+	n := 0
+	for _, r := range m.audit.recs {
+		if r.Time.Before(before) && n < limit {
+			n++
+			continue
+		}
+		kept = append(kept, r)
+	}
+	m.audit.recs = kept
+	return n, nil
+}
+
+// TakeRate implements store.Tenancy.
+func (m *Store) TakeRate(_ context.Context, client string, window time.Time, n, quota int) (int, bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.audit.rates == nil {
+		m.audit.rates = map[string]rateCounter{}
+	}
+	key := client + "\x1f" + window.UTC().Format(time.RFC3339Nano)
+	used := m.audit.rates[key].used
+	if used+n > quota {
+		return used, false, nil
+	}
+	m.audit.rates[key] = rateCounter{window, used + n}
+	return used + n, true, nil
+}
+
+type rateCounter struct {
+	window time.Time
+	used   int
+}
+
+// PurgeRates implements store.Tenancy.
+func (m *Store) PurgeRates(_ context.Context, before time.Time) (int, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := 0
+	for k, c := range m.audit.rates {
+		if c.window.Before(before) {
+			delete(m.audit.rates, k)
+			n++
+		}
+	}
+	return n, nil
+}

@@ -1,0 +1,143 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/toolrouterd/toolrouterd/internal/store/sqlstore"
+	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
+)
+
+// ListClientRuns implements store.Tenancy.
+func (s *Store) ListClientRuns(ctx context.Context, client, planID string, limit int) ([]*toolrouter.Run, error) {
+	if limit <= 0 {
+		limit = -1 // no limit
+	}
+	rows, err := s.db.QueryContext(ctx, `SELECT body, owner, heartbeat_at, client FROM runs WHERE client = ? AND plan_id = ?
+		ORDER BY created_at DESC, run_id DESC LIMIT ?`, client, planID, limit)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite list runs: %w", err)
+	}
+	defer rows.Close()
+	out := []*toolrouter.Run{}
+	for rows.Next() {
+		run, err := scanSQLiteRun(rows)
+		if err != nil {
+			return nil, fmt.Errorf("sqlite list runs: %w", err)
+		}
+		out = append(out, run)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite list runs: %w", err)
+	}
+	return out, nil
+}
+
+// AppendAudit implements store.Tenancy in one transaction.
+func (s *Store) AppendAudit(ctx context.Context, recs []toolrouter.AuditRecord) error {
+	if len(recs) == 0 {
+		return nil
+	}
+	insert := func(q interface {
+		QueryRowContext(context.Context, string, ...any) *sql.Row
+	}, r *toolrouter.AuditRecord) error {
+		args := append([]any{sqliteTimeOf(r.Time), r.Client, r.EntryPoint, r.PlanID, r.Sequence}, sqlstore.AuditValues(r)...)
+		return q.QueryRowContext(ctx, `INSERT INTO audit (`+sqlstore.AuditColumns[len("id, "):]+`)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`, args...).Scan(&r.ID)
+	}
+	var err error
+	if len(recs) == 1 { // one statement is its own transaction
+		err = insert(s.db, &recs[0])
+	} else {
+		err = s.tx(ctx, func(tx *sql.Tx) error {
+			for i := range recs {
+				if err := insert(tx, &recs[i]); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
+	if err != nil {
+		return fmt.Errorf("sqlite append audit: %w", err)
+	}
+	return nil
+}
+
+// ListAudit implements store.Tenancy.
+func (s *Store) ListAudit(ctx context.Context, f toolrouter.AuditFilter) ([]toolrouter.AuditRecord, error) {
+	q, args := sqlstore.AuditSelect(f, func(int) string { return "?" }, func(t time.Time) any { return sqliteTimeOf(t) })
+	rows, err := s.db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite list audit: %w", err)
+	}
+	defer rows.Close()
+	out := []toolrouter.AuditRecord{}
+	for rows.Next() {
+		var r toolrouter.AuditRecord
+		var at string
+		var seq sql.NullInt64
+		if err := rows.Scan(sqlstore.AuditDest(&r, &at, &seq)...); err != nil {
+			return nil, fmt.Errorf("sqlite list audit: %w", err)
+		}
+		if r.Time, err = parseSQLiteTime(at); err != nil {
+			return nil, err
+		}
+		if seq.Valid {
+			r.Sequence = &seq.Int64
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite list audit: %w", err)
+	}
+	return out, nil
+}
+
+// PurgeAudit implements store.Tenancy.
+func (s *Store) PurgeAudit(ctx context.Context, before time.Time, limit int) (int, error) {
+	res, err := s.db.ExecContext(ctx, `DELETE FROM audit WHERE id IN (SELECT id FROM audit WHERE at < ? ORDER BY at LIMIT ?)`,
+		sqliteTimeOf(before), limit)
+	if err != nil {
+		return 0, fmt.Errorf("sqlite purge audit: %w", err)
+	}
+	n, err := res.RowsAffected()
+	return int(n), err
+}
+
+// TakeRate implements store.Tenancy with one upsert: the counter grows
+// only while it stays within quota.
+func (s *Store) TakeRate(ctx context.Context, client string, window time.Time, n, quota int) (int, bool, error) {
+	var used int
+	if n > quota { // never taken: what is counted already
+		err := s.db.QueryRowContext(ctx, `SELECT coalesce(max(used), 0) FROM rate_counters WHERE client = ? AND window_start = ?`,
+			client, sqliteTimeOf(window)).Scan(&used)
+		return used, false, err
+	}
+	err := s.db.QueryRowContext(ctx, `INSERT INTO rate_counters (client, window_start, used) VALUES (?, ?, ?)
+		ON CONFLICT (client, window_start) DO UPDATE SET used = used + excluded.used
+		WHERE used + excluded.used <= ?
+		RETURNING used`, client, sqliteTimeOf(window), n, quota).Scan(&used)
+	if errors.Is(err, sql.ErrNoRows) { // over quota: nothing was written
+		err = s.db.QueryRowContext(ctx, `SELECT used FROM rate_counters WHERE client = ? AND window_start = ?`,
+			client, sqliteTimeOf(window)).Scan(&used)
+		return used, false, err
+	}
+	if err != nil {
+		return 0, false, fmt.Errorf("sqlite take rate: %w", err)
+	}
+	return used, true, nil
+}
+
+// PurgeRates implements store.Tenancy.
+func (s *Store) PurgeRates(ctx context.Context, before time.Time) (int, error) {
+	res, err := s.db.ExecContext(ctx, `DELETE FROM rate_counters WHERE window_start < ?`, sqliteTimeOf(before))
+	if err != nil {
+		return 0, fmt.Errorf("sqlite purge rate counters: %w", err)
+	}
+	n, err := res.RowsAffected()
+	return int(n), err
+}

@@ -1,0 +1,66 @@
+package sqlstore
+
+import (
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
+)
+
+// AuditColumns are the audit table's columns in AuditRecord order (id
+// first), for INSERT and SELECT.
+const AuditColumns = "id, at, client, entry_point, plan_id, sequence, tool_call_id, tool_name, tool, args_sha256, outcome, error_category, duration_ms, replica"
+
+// AuditSelect is the query of the records f selects, newest first: ph
+// writes the i-th placeholder (1-based), at converts a time to its column
+// value.
+func AuditSelect(f toolrouter.AuditFilter, ph func(int) string, at func(time.Time) any) (string, []any) {
+	var where []string
+	var args []any
+	add := func(cond string, v any) {
+		args = append(args, v)
+		where = append(where, strings.ReplaceAll(cond, "?", ph(len(args))))
+	}
+	if f.Before > 0 {
+		add("id < ?", f.Before)
+	}
+	if f.Client != "" {
+		add("client = ?", f.Client)
+	}
+	if f.Tool != "" {
+		args = append(args, f.Tool, f.Tool)
+		where = append(where, "(tool = "+ph(len(args)-1)+" OR tool_name = "+ph(len(args))+")")
+	}
+	if f.Outcome != "" {
+		add("outcome = ?", f.Outcome)
+	}
+	if !f.Since.IsZero() {
+		add("at >= ?", at(f.Since))
+	}
+	if !f.Until.IsZero() {
+		add("at < ?", at(f.Until))
+	}
+	q := "SELECT " + AuditColumns + " FROM audit"
+	if len(where) > 0 {
+		q += " WHERE " + strings.Join(where, " AND ")
+	}
+	q += " ORDER BY id DESC"
+	if f.Limit > 0 {
+		q += " LIMIT " + strconv.Itoa(f.Limit)
+	}
+	return q, args
+}
+
+// AuditDest returns the scan destinations of a record's columns but at
+// (scanned into at by the caller's type) and sequence.
+func AuditDest(r *toolrouter.AuditRecord, at, seq any) []any {
+	return []any{&r.ID, at, &r.Client, &r.EntryPoint, &r.PlanID, seq, &r.ToolCallID, &r.ToolName,
+		&r.Tool, &r.ArgsSHA256, &r.Outcome, &r.ErrorCategory, &r.DurationMS, &r.Replica}
+}
+
+// AuditValues are a record's column values but id, at and sequence, in
+// AuditColumns order after sequence.
+func AuditValues(r *toolrouter.AuditRecord) []any {
+	return []any{r.ToolCallID, r.ToolName, r.Tool, r.ArgsSHA256, r.Outcome, r.ErrorCategory, r.DurationMS, r.Replica}
+}

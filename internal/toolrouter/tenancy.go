@@ -1,0 +1,100 @@
+package toolrouter
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"time"
+)
+
+// ScopedKey is the store key of a plan, a stored route result or an
+// Idempotency-Key of a client (README "Clients", isolation): the client's
+// name and the key, so two clients using the same plan_id share neither
+// a sequence nor results. The caller of an open service ("") keeps the
+// bare key. The separator (U+001F) cannot appear in a client name.
+func ScopedKey(client, key string) string {
+	if client == "" {
+		return key
+	}
+	return client + "\x1f" + key
+}
+
+// Audit outcomes (README "Audit trail").
+const (
+	AuditSuccess     = "success"
+	AuditFailure     = "failure"
+	AuditDenied      = "denied"
+	AuditRateLimited = "rate_limited"
+)
+
+// Entry points of a tool call, as audit records name them.
+const (
+	EntryRoute      = "route"
+	EntryRouteBatch = "route_batch"
+	EntryRuns       = "runs"
+	EntryMCP        = "mcp"
+)
+
+// AuditRecord is one tool call attempt (README "Audit trail"): who, from
+// where, which tool, with which arguments' digest (never the arguments),
+// and how it ended. ID is the store's, set when it is appended.
+type AuditRecord struct {
+	ID            int64     `json:"id"`
+	Time          time.Time `json:"time"`
+	Client        string    `json:"client"`
+	EntryPoint    string    `json:"entry_point"`
+	PlanID        string    `json:"plan_id"`
+	Sequence      *int64    `json:"sequence"`
+	ToolCallID    string    `json:"tool_call_id"`
+	ToolName      string    `json:"tool_name"`
+	Tool          string    `json:"tool"`
+	ArgsSHA256    string    `json:"arguments_sha256"`
+	Outcome       string    `json:"outcome"`
+	ErrorCategory string    `json:"error_category"`
+	DurationMS    float64   `json:"duration_ms"`
+	Replica       string    `json:"replica"`
+}
+
+// AuditFilter selects audit records: every set field must match. Since
+// is inclusive and Until exclusive; Before (a record id from a previous
+// page's cursor, 0 for the first page) pages back in time.
+type AuditFilter struct {
+	Client  string
+	Tool    string // matches the canonical name or the name as sent
+	Outcome string
+	Since   time.Time
+	Until   time.Time
+	Before  int64
+	Limit   int
+}
+
+// ArgsDigest is the hex SHA-256 of the canonical JSON of arguments (keys
+// sorted, as encoding/json writes maps).
+func ArgsDigest(args map[string]any) string {
+	if args == nil {
+		args = map[string]any{}
+	}
+	b, err := json.Marshal(args)
+	if err != nil {
+		b = nil
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+type entryKey struct{}
+
+// WithEntryPoint returns ctx naming the entry point of the tool calls made
+// under it (EntryRoute, EntryRuns, …) for their audit records.
+func WithEntryPoint(ctx context.Context, entry string) context.Context {
+	return context.WithValue(ctx, entryKey{}, entry)
+}
+
+// EntryPoint is the entry point ctx names; EntryRoute when none.
+func EntryPoint(ctx context.Context) string {
+	if e, ok := ctx.Value(entryKey{}).(string); ok {
+		return e
+	}
+	return EntryRoute
+}
