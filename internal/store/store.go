@@ -71,6 +71,8 @@ type Store interface {
 	// before as interrupted and returns how many it marked.
 	InterruptStale(ctx context.Context, before time.Time) (int, error)
 
+	RunAdmin
+
 	// Ping reports whether the store is reachable.
 	Ping(ctx context.Context) error
 	Close() error

@@ -225,9 +225,9 @@ func (p *Store) SaveResult(ctx context.Context, res *toolrouter.Result) error {
 	if err != nil {
 		return fmt.Errorf("postgres save result: %w", err)
 	}
-	err = p.w.Add(ctx, writebehind.Write{SQL: `INSERT INTO route_results (tool_call_id, plan_id, body) VALUES ($1, $2, $3)
+	err = p.w.Add(ctx, writebehind.Write{SQL: `INSERT INTO route_results (tool_call_id, plan_id, body, created_at) VALUES ($1, $2, $3, COALESCE($4::timestamptz, now()))
 		ON CONFLICT (tool_call_id) DO UPDATE SET plan_id = excluded.plan_id, body = excluded.body`,
-		Args: []any{res.ToolCallID, res.PlanID, string(b)}})
+		Args: []any{res.ToolCallID, res.PlanID, string(b), p.keyNow()}})
 	if err != nil {
 		return fmt.Errorf("postgres save result: %w", err)
 	}
