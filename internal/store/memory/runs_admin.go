@@ -15,7 +15,9 @@ func (m *Store) Heartbeat(_ context.Context, runID string, at time.Time) (bool, 
 	if !ok || r.status != toolrouter.RunRunning {
 		return false, nil
 	}
-	r.heartbeat = at
+	c := *r // readers decode a memRun outside the lock: replace, never mutate
+	c.heartbeat = at
+	m.runs[runID] = &c
 	return r.cancel, nil
 }
 
@@ -23,7 +25,9 @@ func (m *Store) Heartbeat(_ context.Context, runID string, at time.Time) (bool, 
 func (m *Store) RequestCancel(ctx context.Context, runID string) (*toolrouter.Run, error) {
 	m.mu.Lock()
 	if r, ok := m.runs[runID]; ok && r.status == toolrouter.RunRunning {
-		r.cancel = true
+		c := *r
+		c.cancel = true
+		m.runs[runID] = &c
 	}
 	m.mu.Unlock()
 	return m.GetRun(ctx, runID)
