@@ -42,6 +42,7 @@ func routes(d Deps, doc *openapi3.T) (http.Handler, error) {
 		r.Post("/runs", handleStartRun(d.Runs))
 		r.Get("/runs", handleListRuns(d.Runs))
 		r.Get("/runs/{id}", handleGetRun(d.Runs))
+		r.Post("/runs/{id}/cancel", handleCancelRun(d.Runs))
 	})
 	if d.MCP != nil { // MCP streamable HTTP: authenticated, but not body-checked (the SDK reads the body and streams SSE)
 		r.With(authenticate(d.Auth, d.JWTIssuer), problemErrors).Handle("/mcp", d.MCP)

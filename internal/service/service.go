@@ -135,6 +135,8 @@ func New(ctx context.Context, o Options) (*Service, error) {
 		// The tool calls of one model turn are a batch too.
 		ToolConcurrency: o.Config.BatchConcurrency,
 		Limiter:         limiter,
+		MaxActive:       o.Config.MaxActiveRuns,
+		MaxRunBytes:     o.Config.MaxRunBytes,
 	}
 	s.MCP = mcpserver.New(mcpserver.Deps{
 		Router:       rt,
