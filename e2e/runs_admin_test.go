@@ -11,6 +11,7 @@ import (
 
 	_ "modernc.org/sqlite"
 
+	"github.com/toolrouterd/toolrouterd/internal/store/pgtest"
 	"github.com/toolrouterd/toolrouterd/internal/store/sqlite"
 )
 
@@ -146,5 +147,36 @@ func TestRetentionSweepDoesNotStallRoutes(t *testing.T) {
 	db.QueryRow(`SELECT count(*) FROM route_results WHERE plan_id = 'during-sweep'`).Scan(&fresh)
 	if fresh != 1 {
 		t.Fatalf("%d fresh results, want 1", fresh)
+	}
+}
+
+// TestStartsWhilePostgreSQLIsDown: toolrouterd started while its
+// PostgreSQL is unreachable listens, answers /readyz 503 and requests
+// that need the store 503 with Retry-After, retries in the background,
+// and serves routes once the database is reachable (issue 14 item 10).
+func TestStartsWhilePostgreSQLIsDown(t *testing.T) {
+	db := pgtest.Start(t)
+	upstream := strings.TrimPrefix(db, "postgres://")
+	upstream = upstream[strings.Index(upstream, "@")+1:]
+	upstream = upstream[:strings.IndexAny(upstream, "/?")]
+	px := newProxy(t, upstream)
+	px.cut() // down before the service starts
+	tools := startTools(t)
+	rt, _ := startRouter(t, exampleRegistry(t, tools.addr), "TOOLROUTER_STORE="+strings.Replace(db, upstream, px.addr, 1))
+	ready := func() int { return do(t, "GET", rt.URL()+"/readyz", nil).Status }
+	if s := ready(); s != 503 {
+		t.Fatalf("readyz %d with the database down at start, want 503", s)
+	}
+	route := func() response {
+		return do(t, "POST", rt.URL()+"/route", map[string]any{"plan_id": "p-down", "tool_call": map[string]any{"name": "test/echo", "arguments": map[string]any{"msg": "hi"}}})
+	}
+	if r := route(); r.Status != 503 || r.Header.Get("Retry-After") == "" {
+		t.Fatalf("route with the store down at start: %d %v %s", r.Status, r.Header, r.Body)
+	}
+	rt.waitOutput(t, "a retry log line", contains("retrying with backoff"))
+	px.restore()
+	waitStatus(t, ready, 200)
+	if r := route(); r.Status != 200 || r.JSON(t)["success"] != true {
+		t.Fatalf("route once the database is up: %d %s", r.Status, r.Body)
 	}
 }
