@@ -54,6 +54,8 @@ type Runs interface {
 	ListRuns(ctx context.Context, planID string, limit int) ([]*toolrouter.Run, error)
 	ListClientRuns(ctx context.Context, client, planID string, limit int) ([]*toolrouter.Run, error)
 	InterruptStale(ctx context.Context, before time.Time) (int, error)
+	Heartbeat(ctx context.Context, runID string, at time.Time) (cancelRequested bool, err error)
+	RequestCancel(ctx context.Context, runID string) (*toolrouter.Run, error)
 }
 
 // Tracer opens the spans of a run and of its loop iterations
@@ -88,8 +90,17 @@ type Runner struct {
 	Now      func() time.Time
 	Tracer   Tracer   // may be nil
 	Observer Observer // may be nil
+	// MaxActive bounds the runs one client executes at once in this
+	// process (default DefaultMaxActive); Start refuses more (429).
+	MaxActive int
+	// MaxRunBytes caps a run's stored document (default
+	// DefaultMaxRunBytes): beyond it outputs and the answer are truncated
+	// with a note.
+	MaxRunBytes int64
 
-	bg sync.WaitGroup // background runs
+	bg  sync.WaitGroup // background runs
+	mu  sync.Mutex     // guards act
+	act active
 }
 
 // Request is a POST /runs body.
@@ -116,6 +127,7 @@ type plan struct {
 	// allowed are the canonical names of the tools offered, when the
 	// request named them; nil means every registry tool.
 	allowed map[string]bool
+	client  string // counted against MaxActive
 }
 
 func (r *Runner) now() time.Time {
@@ -218,6 +230,11 @@ func (r *Runner) Start(ctx context.Context, req Request) (*Pending, error) {
 	if err != nil {
 		return nil, err
 	}
+	client, err := r.admit(ctx)
+	if err != nil {
+		return nil, err
+	}
+	p.client = client
 	actor := toolrouter.ActorContext{}
 	if req.Context != nil {
 		actor = *req.Context
@@ -240,6 +257,7 @@ func (r *Runner) Start(ctx context.Context, req Request) (*Pending, error) {
 		Client:      access.FromContext(ctx).LabelName(),
 	}
 	if err := r.Runs.SaveRun(ctx, run); err != nil {
+		r.track(run.RunID, client, nil)() // not admitted after all
 		return nil, toolrouter.StoreError(fmt.Errorf("save new run: %w", err))
 	}
 	return &Pending{Run: run, plan: p}, nil
@@ -325,12 +343,10 @@ func callKey(tc llm.ToolCall) string {
 	return tc.Name + "\x00" + string(b)
 }
 
-// heartbeat refreshes the run's heartbeat until stopped.
-func (r *Runner) heartbeat(ctx context.Context, run *toolrouter.Run, mu *sync.Mutex, log zerolog.Logger) (stop func()) {
-	every := r.Heartbeat
-	if every <= 0 {
-		every = 5 * time.Second
-	}
+// heartbeat refreshes the run's heartbeat (one column of the store) until
+// stopped, and cancels the run when its cancellation was requested.
+func (r *Runner) heartbeat(ctx context.Context, runID string, cancel context.CancelCauseFunc, log zerolog.Logger) (stop func()) {
+	every := r.every()
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -343,18 +359,20 @@ func (r *Runner) heartbeat(ctx context.Context, run *toolrouter.Run, mu *sync.Mu
 			case <-done:
 				return
 			case <-t.C:
-				mu.Lock()
-				run.HeartbeatAt = r.now()
-				sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), every)
-				if err := r.Runs.SaveRun(sctx, run); err != nil {
+				if err := r.beat(ctx, runID, cancel, every); err != nil {
 					log.Warn().Err(err).Msg("run heartbeat")
 				}
-				cancel()
-				mu.Unlock()
 			}
 		}
 	}()
 	return func() { close(done); wg.Wait() }
+}
+
+func (r *Runner) every() time.Duration {
+	if r.Heartbeat <= 0 {
+		return 5 * time.Second
+	}
+	return r.Heartbeat
 }
 
 // Get returns a run, first interrupting runs whose replica stopped
@@ -393,11 +411,7 @@ func (r *Runner) List(ctx context.Context, planID string, limit int) ([]*toolrou
 
 // reap marks as interrupted the running runs whose heartbeat expired.
 func (r *Runner) reap(ctx context.Context) {
-	every := r.Heartbeat
-	if every <= 0 {
-		every = 5 * time.Second
-	}
-	if n, err := r.Runs.InterruptStale(ctx, r.now().Add(-3*every)); err != nil {
+	if n, err := r.Runs.InterruptStale(ctx, r.now().Add(-3*r.every())); err != nil {
 		zerolog.Ctx(ctx).Warn().Err(err).Msg("interrupt stale runs")
 	} else if n > 0 {
 		zerolog.Ctx(ctx).Info().Int("runs", n).Msg("interrupted runs whose replica stopped")

@@ -63,6 +63,7 @@ type execution struct {
 	mu       sync.Mutex // guards run against the heartbeat
 	emitMu   sync.Mutex // events of concurrent tool calls come one at a time
 	emitTo   func(Event)
+	cancel   context.CancelCauseFunc // ends the run's context (POST /runs/{id}/cancel)
 	messages []llm.Message
 	lastCall string // the last tool call and how often in a row it came (repeat_limit)
 	repeats  int
@@ -96,8 +97,12 @@ func (r *Runner) Execute(ctx context.Context, pr *Pending, emit func(Event)) *to
 func (r *Runner) execute(ctx context.Context, pr *Pending, emit func(Event)) *toolrouter.Run {
 	x := &execution{r: r, run: pr.Run, p: pr.plan, emitTo: emit,
 		log: zerolog.Ctx(ctx).With().Str("run_id", pr.Run.RunID).Str("plan_id", pr.Run.Context.PlanID).Logger()}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	x.cancel = cancel
+	defer r.track(x.run.RunID, x.p.client, cancel)()
 	x.emit(EventRunStarted, x.run)
-	stopBeat := r.heartbeat(ctx, x.run, &x.mu, x.log)
+	stopBeat := r.heartbeat(ctx, x.run.RunID, cancel, x.log)
 	defer stopBeat()
 
 	if x.p.req.System != "" {
@@ -121,6 +126,11 @@ func (r *Runner) execute(ctx context.Context, pr *Pending, emit func(Event)) *to
 // turn is one iteration: ask the model, run the tools it asked for, answer
 // every call. It returns how the run ends, or nil to go on.
 func (x *execution) turn(ctx context.Context, iter int) *outcome {
+	// Before each model call: a cancel requested on another replica is
+	// seen now, not only at the next heartbeat.
+	if err := x.r.beat(ctx, x.run.RunID, x.cancel, x.r.every()); err != nil {
+		x.log.Warn().Err(err).Msg("run heartbeat")
+	}
 	if ctx.Err() != nil {
 		return cancelled(ctx)
 	}
@@ -146,7 +156,11 @@ func (x *execution) turn(ctx context.Context, iter int) *outcome {
 }
 
 func cancelled(ctx context.Context) *outcome {
-	return &outcome{status: toolrouter.RunFailed, err: "run cancelled: " + context.Cause(ctx).Error()}
+	status := toolrouter.RunFailed
+	if errors.Is(context.Cause(ctx), errCancelRequested) {
+		status = toolrouter.RunCancelled
+	}
+	return &outcome{status: status, err: "run cancelled: " + context.Cause(ctx).Error()}
 }
 
 // ask sends the conversation to the model and records its answer.
@@ -217,6 +231,11 @@ func (x *execution) save(ctx context.Context) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	x.run.HeartbeatAt = x.r.now()
+	limit := x.r.MaxRunBytes
+	if limit <= 0 {
+		limit = DefaultMaxRunBytes
+	}
+	capRun(x.run, limit)
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	if err := x.r.Runs.SaveRun(sctx, x.run); err != nil {

@@ -50,6 +50,15 @@ type Config struct {
 	// ApprovalTTL is how long a call held for an approver waits before it
 	// expires as denied (README "Approvals").
 	ApprovalTTL time.Duration `split_words:"true" default:"1h"`
+	// MaxActiveRuns bounds the runs one client executes at once (per
+	// process), MaxRunBytes a run's stored document (README "Runs: limits,
+	// cancellation and size").
+	MaxActiveRuns int   `split_words:"true" default:"64"`
+	MaxRunBytes   int64 `split_words:"true" default:"8388608"`
+	// ResultRetention and RunRetention are how long route results and
+	// finished runs are kept (README "Retention").
+	ResultRetention time.Duration `split_words:"true" default:"168h"`
+	RunRetention    time.Duration `split_words:"true" default:"168h"`
 	// JWT bearer tokens (README "JWT clients"): all of issuer, JWKS URL and
 	// audience, or none.
 	JWTIssuer       string `split_words:"true"`
@@ -187,6 +196,14 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("TOOLROUTER_RUN_HEARTBEAT: %s is below the minimum of 100ms", c.RunHeartbeat)
 	case c.ApprovalTTL < time.Second:
 		return fmt.Errorf("TOOLROUTER_APPROVAL_TTL: %s is below the minimum of 1s", c.ApprovalTTL)
+	case c.MaxActiveRuns < 1 || c.MaxActiveRuns > 100000:
+		return fmt.Errorf("TOOLROUTER_MAX_ACTIVE_RUNS: %d is outside 1..100000", c.MaxActiveRuns)
+	case c.MaxRunBytes < 64<<10 || c.MaxRunBytes > 1<<30:
+		return fmt.Errorf("TOOLROUTER_MAX_RUN_BYTES: %d is outside %d..%d", c.MaxRunBytes, 64<<10, 1<<30)
+	case c.ResultRetention < time.Minute:
+		return fmt.Errorf("TOOLROUTER_RESULT_RETENTION: %s is below the minimum of 1m", c.ResultRetention)
+	case c.RunRetention < time.Minute:
+		return fmt.Errorf("TOOLROUTER_RUN_RETENTION: %s is below the minimum of 1m", c.RunRetention)
 	case c.LogFormat != "json" && c.LogFormat != "console":
 		return fmt.Errorf("TOOLROUTER_LOG_FORMAT: %q is not json or console", c.LogFormat)
 	}

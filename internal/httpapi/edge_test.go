@@ -100,6 +100,10 @@ func (f *fakeRuns) List(ctx context.Context, planID string, limit int) ([]*toolr
 	return f.real.List(ctx, planID, limit)
 }
 
+func (f *fakeRuns) Cancel(ctx context.Context, id string) (*toolrouter.Run, bool, error) {
+	return f.real.Cancel(ctx, id)
+}
+
 // testRun is a run as Start would make it.
 func testRun() *toolrouter.Run {
 	return &toolrouter.Run{RunID: "run_1", Status: toolrouter.RunRunning, Provider: "fake", Model: "m",

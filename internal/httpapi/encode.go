@@ -182,6 +182,8 @@ func statusOf(code string) int {
 		return http.StatusUnprocessableEntity
 	case toolrouter.EUNAVAILABLE:
 		return http.StatusServiceUnavailable
+	case toolrouter.ETOOMANY:
+		return http.StatusTooManyRequests
 	}
 	return http.StatusInternalServerError
 }
@@ -208,6 +210,8 @@ func writeError(w http.ResponseWriter, r *http.Request, err error) {
 	case http.StatusServiceUnavailable:
 		limitedLog(r, zerolog.WarnLevel, "dependency unavailable").Str("error", clip(err.Error())).Msg("dependency unavailable")
 		w.Header().Set("Retry-After", "1")
+	case http.StatusTooManyRequests:
+		w.Header().Set("Retry-After", "5")
 	}
 	var field string
 	var e *toolrouter.Error

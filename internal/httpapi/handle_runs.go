@@ -16,6 +16,7 @@ type Runs interface {
 	Background(ctx context.Context, pr *agent.Pending)
 	Get(ctx context.Context, id string) (*toolrouter.Run, error)
 	List(ctx context.Context, planID string, limit int) ([]*toolrouter.Run, error)
+	Cancel(ctx context.Context, id string) (run *toolrouter.Run, running bool, err error)
 }
 
 func handleStartRun(runs Runs) http.HandlerFunc {
@@ -82,5 +83,23 @@ func handleListRuns(runs Runs) http.HandlerFunc {
 			list = []*toolrouter.Run{}
 		}
 		encode(w, r, http.StatusOK, map[string]any{"runs": list})
+	}
+}
+
+// handleCancelRun asks for a run to end cancelled (api/openapi.yaml,
+// cancelRun): 202 while it runs, 200 when it had already finished.
+func handleCancelRun(runs Runs) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		run, running, err := runs.Cancel(r.Context(), pathParam(r, "id"))
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		status := http.StatusOK
+		if running {
+			status = http.StatusAccepted
+			w.Header().Set("Location", "/runs/"+run.RunID)
+		}
+		encode(w, r, status, run)
 	}
 }

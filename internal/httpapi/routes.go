@@ -44,6 +44,7 @@ func routes(d Deps, doc *openapi3.T) (http.Handler, error) {
 		r.Post("/runs", handleStartRun(d.Runs))
 		r.Get("/runs", handleListRuns(d.Runs))
 		r.Get("/runs/{id}", handleGetRun(d.Runs))
+		r.Post("/runs/{id}/cancel", handleCancelRun(d.Runs))
 		r.Get("/audit", handleAudit(d.Audit))
 		if d.Approvals != nil {
 			r.Get("/results/{tool_call_id}", handleGetResult(d.Approvals))

@@ -73,7 +73,13 @@ func (r *Router) hold(ctx context.Context, rc *routeCall) *toolrouter.Result {
 	res.DurationMS = 0
 	if r.Results != nil {
 		// The pending result first: whoever sees the approval can read it.
-		if err := r.Results.SaveResult(ctx, res); err != nil {
+		// Committed now, not with the next group commit: an approver on
+		// another replica may decide at once, and settling reads it.
+		err := r.Results.SaveResult(ctx, res)
+		if f, ok := r.Results.(interface{ Flush(context.Context) error }); ok && err == nil {
+			err = f.Flush(ctx)
+		}
+		if err != nil {
 			res.Status, res.ApprovalID = "", ""
 			return r.finish(ctx, rc, toolrouter.Failure(toolrouter.CategoryResource, "approval could not be stored; retry later"), false)
 		}

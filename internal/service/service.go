@@ -70,7 +70,9 @@ func New(ctx context.Context, o Options) (*Service, error) {
 	if o.Getenv == nil {
 		return nil, errors.New("service: Options.Getenv is nil")
 	}
-	st, err := store.Open(ctx, o.Config.Store)
+	st, err := store.OpenStarting(ctx, o.Config.Store, func(attempt int, err error) {
+		o.Logger.Warn().Int("attempt", attempt).Str("error", err.Error()).Msg("store unreachable; retrying with backoff (not ready)")
+	})
 	if err != nil {
 		return nil, fmt.Errorf("TOOLROUTER_STORE: cannot open the %s store: %w", StoreKind(o.Config.Store), err)
 	}
@@ -141,6 +143,8 @@ func New(ctx context.Context, o Options) (*Service, error) {
 		// The tool calls of one model turn are a batch too.
 		ToolConcurrency: o.Config.BatchConcurrency,
 		Limiter:         limiter,
+		MaxActive:       o.Config.MaxActiveRuns,
+		MaxRunBytes:     o.Config.MaxRunBytes,
 	}
 	s.MCP = mcpserver.New(mcpserver.Deps{
 		Router:       rt,

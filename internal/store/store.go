@@ -88,6 +88,7 @@ type Store interface {
 	// with several replicas sweeping).
 	ExpireApprovals(ctx context.Context, now time.Time) ([]*toolrouter.Approval, error)
 	Tenancy
+	RunAdmin
 
 	// Ping reports whether the store is reachable.
 	Ping(ctx context.Context) error

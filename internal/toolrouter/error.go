@@ -18,6 +18,7 @@ const (
 	ECONFLICT      = "conflict"      // the request conflicts with current state (409)
 	EUNPROCESSABLE = "unprocessable" // well-formed but inconsistent (422)
 	EUNAVAILABLE   = "unavailable"   // a dependency is down (503)
+	ETOOMANY       = "too_many"      // a limit of the caller is reached; retry later (429)
 	EINTERNAL      = "internal"      // a bug or an unexpected failure (500)
 )
 

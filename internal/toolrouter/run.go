@@ -7,13 +7,15 @@ type RunStatus string
 
 // Run states. A run is running until it completes (the model answered),
 // terminates (a limit stopped it), fails (the provider or the service
-// failed) or is interrupted (its replica died).
+// failed), is interrupted (its replica died) or is cancelled (POST
+// /runs/{id}/cancel).
 const (
 	RunRunning     RunStatus = "running"
 	RunCompleted   RunStatus = "completed"
 	RunTerminated  RunStatus = "terminated"
 	RunFailed      RunStatus = "failed"
 	RunInterrupted RunStatus = "interrupted"
+	RunCancelled   RunStatus = "cancelled"
 )
 
 // Reasons a run terminated.

@@ -21,6 +21,7 @@ type Store struct {
 	Now       func() time.Time
 	next      map[string]int64
 	results   map[string][]byte
+	saved     map[string]time.Time // when each result was stored (retention)
 	keys      map[string]*memKey
 	runs      map[string]*memRun
 	approvals approvals
@@ -41,6 +42,7 @@ type memRun struct {
 	client    string
 	heartbeat time.Time
 	created   time.Time
+	cancel    bool // cancellation requested (runs_admin.go)
 }
 
 // New returns an empty in-memory store.
@@ -49,6 +51,7 @@ func New() *Store {
 		Now:     time.Now,
 		next:    make(map[string]int64),
 		results: make(map[string][]byte),
+		saved:   make(map[string]time.Time),
 		keys:    make(map[string]*memKey),
 		runs:    make(map[string]*memRun),
 	}
@@ -79,7 +82,9 @@ func (m *Store) SaveResult(_ context.Context, res *toolrouter.Result) error {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.results[toolrouter.ScopedKey(res.Client, res.ToolCallID)] = b
+	key := toolrouter.ScopedKey(res.Client, res.ToolCallID)
+	m.results[key] = b
+	m.saved[key] = m.Now()
 	return nil
 }
 
@@ -163,7 +168,7 @@ func (m *Store) SaveRun(_ context.Context, run *toolrouter.Run) error {
 		return nil // a heartbeat never brings an interrupted run back
 	}
 	m.runs[run.RunID] = &memRun{data: b, planID: run.Context.PlanID, status: run.Status,
-		owner: run.Owner, client: run.Client, heartbeat: run.HeartbeatAt, created: run.CreatedAt}
+		owner: run.Owner, client: run.Client, heartbeat: run.HeartbeatAt, created: run.CreatedAt, cancel: m.runs[run.RunID] != nil && m.runs[run.RunID].cancel}
 	return nil
 }
 

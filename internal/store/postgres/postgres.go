@@ -36,6 +36,8 @@ type Store struct {
 	// expiry; it is also the end time of interrupted runs (default
 	// time.Now). Set it before the store is used.
 	Now func() time.Time
+	// conn is set by OpenLazy: how far connecting got (lazy.go).
+	conn *connecting
 }
 
 const (
@@ -66,7 +68,10 @@ const (
 // pending migrations under an advisory lock. Behind a transaction-mode
 // pooler (PgBouncer) add default_query_exec_mode=exec to the URL: pgx
 // caches prepared statements per connection by default.
-func Open(ctx context.Context, url string) (*Store, error) {
+func Open(ctx context.Context, url string) (*Store, error) { return open(ctx, url, false) }
+
+// open is Open; lazy leaves the migrations to the caller (OpenLazy).
+func open(ctx context.Context, url string, lazy bool) (*Store, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		// pgx redacts the password from its parse errors.
@@ -86,9 +91,11 @@ func Open(ctx context.Context, url string) (*Store, error) {
 		return nil, fmt.Errorf("postgres store: %w", err)
 	}
 	p := &Store{pool: pool}
-	if err := p.migrate(ctx); err != nil {
-		pool.Close()
-		return nil, err
+	if !lazy {
+		if err := p.migrate(ctx); err != nil {
+			pool.Close()
+			return nil, err
+		}
 	}
 	// The group commit: results and key answers queued together go in one
 	// transaction, one round trip (README "Storage and durability").
@@ -225,9 +232,9 @@ func (p *Store) SaveResult(ctx context.Context, res *toolrouter.Result) error {
 	if err != nil {
 		return fmt.Errorf("postgres save result: %w", err)
 	}
-	err = p.w.Add(ctx, writebehind.Write{SQL: `INSERT INTO route_results (tool_call_id, plan_id, body) VALUES ($1, $2, $3)
+	err = p.w.Add(ctx, writebehind.Write{SQL: `INSERT INTO route_results (tool_call_id, plan_id, body, created_at) VALUES ($1, $2, $3, COALESCE($4::timestamptz, now()))
 		ON CONFLICT (tool_call_id) DO UPDATE SET plan_id = excluded.plan_id, body = excluded.body`,
-		Args: []any{toolrouter.ScopedKey(res.Client, res.ToolCallID), res.PlanID, string(b)}})
+		Args: []any{toolrouter.ScopedKey(res.Client, res.ToolCallID), res.PlanID, string(b), p.keyNow()}})
 	if err != nil {
 		return fmt.Errorf("postgres save result: %w", err)
 	}
@@ -471,10 +478,16 @@ func (p *Store) InterruptStale(ctx context.Context, before time.Time) (int, erro
 }
 
 // Ping implements store.Store.
-func (p *Store) Ping(ctx context.Context) error { return p.pool.Ping(ctx) }
+func (p *Store) Ping(ctx context.Context) error {
+	if err := p.conn.err(); err != nil {
+		return err
+	}
+	return p.pool.Ping(ctx)
+}
 
 // Close implements store.Store: it commits the queued writes first.
 func (p *Store) Close() error {
+	p.conn.stop()
 	p.w.Close()
 	p.pool.Close()
 	return nil

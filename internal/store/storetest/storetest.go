@@ -40,7 +40,7 @@ type Backend struct {
 // Run runs every test of the suite against b, each as a subtest with a
 // fresh database and clock.
 func Run(t *testing.T, b Backend) {
-	for _, tc := range []struct {
+	for _, tc := range append([]struct {
 		name string
 		f    func(t *testing.T, b Backend, open func() store.Store, clk *Clock)
 	}{
@@ -63,7 +63,7 @@ func Run(t *testing.T, b Backend) {
 		{"ClientsAreIsolated", clientsAreIsolated},
 		{"AuditAppendListPurge", auditAppendListPurge},
 		{"TakeRateIsSharedAndBounded", takeRateIsSharedAndBounded},
-	} {
+	}, runAdminTests...) {
 		t.Run(tc.name, func(t *testing.T) {
 			clk := NewClock(time.Now())
 			tc.f(t, b, b.Database(t, clk.Now), clk)

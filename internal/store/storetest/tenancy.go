@@ -32,6 +32,11 @@ func clientsAreIsolated(t *testing.T, b Backend, open func() store.Store, clk *C
 			t.Fatal(err)
 		}
 	}
+	// Results are group-committed: committed on ss[0] before another
+	// replica reads them.
+	if err := ss[0].Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
 	for _, r := range []*toolrouter.Result{ra, rb} {
 		got, err := ss[1].GetResult(ctx, toolrouter.ScopedKey(r.Client, "tc_same"))
 		if err != nil {

@@ -1,0 +1,69 @@
+package memory
+
+import (
+	"context"
+	"time"
+
+	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
+)
+
+// Heartbeat implements store.RunAdmin.
+func (m *Store) Heartbeat(_ context.Context, runID string, at time.Time) (bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r, ok := m.runs[runID]
+	if !ok || r.status != toolrouter.RunRunning {
+		return false, nil
+	}
+	c := *r // readers decode a memRun outside the lock: replace, never mutate
+	c.heartbeat = at
+	m.runs[runID] = &c
+	return r.cancel, nil
+}
+
+// RequestCancel implements store.RunAdmin.
+func (m *Store) RequestCancel(ctx context.Context, runID string) (*toolrouter.Run, error) {
+	m.mu.Lock()
+	if r, ok := m.runs[runID]; ok && r.status == toolrouter.RunRunning {
+		c := *r
+		c.cancel = true
+		m.runs[runID] = &c
+	}
+	m.mu.Unlock()
+	return m.GetRun(ctx, runID)
+}
+
+// DeleteResultsBefore implements store.RunAdmin.
+func (m *Store) DeleteResultsBefore(_ context.Context, before time.Time, limit int) (int, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := 0
+	for id, at := range m.saved {
+		if n == limit {
+			break
+		}
+		if at.Before(before) {
+			delete(m.saved, id)
+			delete(m.results, id)
+			n++
+		}
+	}
+	return n, nil
+}
+
+// DeleteRunsBefore implements store.RunAdmin.
+func (m *Store) DeleteRunsBefore(_ context.Context, before time.Time, limit int) (int, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := 0
+	for id, r := range m.runs {
+		if n == limit {
+			break
+		}
+		if r.status != toolrouter.RunRunning && r.heartbeat.Before(before) {
+			delete(m.runs, id)
+			n++
+		}
+	}
+	return n, nil
+}

@@ -1,0 +1,58 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
+)
+
+// Heartbeat implements store.RunAdmin: one column of one row.
+func (s *Store) Heartbeat(ctx context.Context, runID string, at time.Time) (bool, error) {
+	var cancel bool
+	err := s.db.QueryRowContext(ctx, `UPDATE runs SET heartbeat_at = ? WHERE run_id = ? AND status = 'running'
+		RETURNING cancel_requested`, sqliteTimeOf(at), runID).Scan(&cancel)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("sqlite heartbeat: %w", err)
+	}
+	return cancel, nil
+}
+
+// RequestCancel implements store.RunAdmin.
+func (s *Store) RequestCancel(ctx context.Context, runID string) (*toolrouter.Run, error) {
+	if _, err := s.db.ExecContext(ctx, `UPDATE runs SET cancel_requested = 1 WHERE run_id = ? AND status = 'running'`, runID); err != nil {
+		return nil, fmt.Errorf("sqlite cancel run: %w", err)
+	}
+	return s.GetRun(ctx, runID)
+}
+
+// DeleteResultsBefore implements store.RunAdmin: one short statement on the
+// created_at index, so routes wait for the write lock at most that long.
+func (s *Store) DeleteResultsBefore(ctx context.Context, before time.Time, limit int) (int, error) {
+	if err := s.w.Flush(ctx); err != nil {
+		return 0, fmt.Errorf("sqlite delete results: %w", err)
+	}
+	return s.deleteBatch(ctx, "delete results", `DELETE FROM route_results WHERE tool_call_id IN
+		(SELECT tool_call_id FROM route_results WHERE created_at < ? ORDER BY created_at LIMIT ?)`, before, limit)
+}
+
+// DeleteRunsBefore implements store.RunAdmin.
+func (s *Store) DeleteRunsBefore(ctx context.Context, before time.Time, limit int) (int, error) {
+	return s.deleteBatch(ctx, "delete runs", `DELETE FROM runs WHERE run_id IN
+		(SELECT run_id FROM runs WHERE status <> 'running' AND heartbeat_at < ? ORDER BY heartbeat_at LIMIT ?)`, before, limit)
+}
+
+func (s *Store) deleteBatch(ctx context.Context, what, query string, before time.Time, limit int) (int, error) {
+	r, err := s.db.ExecContext(ctx, query, sqliteTimeOf(before), limit)
+	if err != nil {
+		return 0, fmt.Errorf("sqlite %s: %w", what, err)
+	}
+	n, err := r.RowsAffected()
+	return int(n), err
+}
