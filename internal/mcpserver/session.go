@@ -1,0 +1,143 @@
+package mcpserver
+
+import (
+	"encoding/base64"
+	"net/http"
+	"strings"
+)
+
+// Sessions across replicas (README, "MCP behind a load balancer").
+//
+// The SDK keeps a session in the memory of the replica that answered its
+// initialize. So that a session client works whichever replica each of its
+// requests reaches, with no sticky routing and no shared session table:
+//
+//   - The Mcp-Session-Id a client gets is a self-describing token,
+//     "<id>.<client>": the SDK's random id of the session (base32) and the
+//     name of the client that opened it (base64url; just "<id>" on an open
+//     service). sessionWriter puts it on every response in place of the
+//     SDK's id.
+//   - A request with a token for a session this replica holds goes to that
+//     session (its GET stream, notifications and log level included). A
+//     token this replica does not hold is served by a stateless handler,
+//     exactly as its own replica would answer tools/list, tools/call and
+//     ping; GET (no stream to resume here) and DELETE answer 405, as the
+//     streamable HTTP transport allows.
+//   - A token is accepted only from the client it names; from any other
+//     client (or malformed) it is answered 404 "session not found", as for
+//     an unknown session, so a client cannot use another client's session.
+//   - The token is not signed: it grants nothing a client could not ask
+//     for anyway. Its only effect on routing is the default plan id,
+//     "mcp-" + the token, which any client may also choose with
+//     _meta.toolrouter/plan_id, and the client part must match the caller
+//     authenticated by its API key.
+//
+// Calls read the token from sessionHeader, which ServeHTTP sets on the
+// request (after removing any the client sent) for both handlers: the plan
+// of a session's calls is the same on every replica, so its sequence
+// (shared through the store) and tool_call_ids are too.
+
+// sessionHeader carries a verified session token from ServeHTTP to the
+// method handlers (mcp.RequestExtra.Header). Clients cannot set it.
+const sessionHeader = "X-Toolrouter-Mcp-Session"
+
+// sessionToken is the Mcp-Session-Id of session id for client (the
+// client's name, "" on an open service).
+func sessionToken(id, client string) string {
+	if client == "" {
+		return id
+	}
+	return id + "." + base64.RawURLEncoding.EncodeToString([]byte(client))
+}
+
+// parseSessionToken returns the SDK session id of tok, when tok is well
+// formed and names client.
+func parseSessionToken(tok, client string) (id string, ok bool) {
+	id, enc, hasClient := strings.Cut(tok, ".")
+	if id == "" || len(id) > 64 || strings.TrimLeft(id, "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567") != "" {
+		return "", false
+	}
+	name := ""
+	if hasClient {
+		b, err := base64.RawURLEncoding.DecodeString(enc)
+		if err != nil || len(b) == 0 {
+			return "", false
+		}
+		name = string(b)
+	}
+	return id, name == client
+}
+
+// sessionWriter replaces the SDK's session id by the session's token in
+// the Mcp-Session-Id header of a response.
+type sessionWriter struct {
+	http.ResponseWriter
+	client string
+	done   bool
+}
+
+func (s *sessionWriter) fix() {
+	if s.done {
+		return
+	}
+	s.done = true
+	if id := s.Header().Get(sessionIDHeader); id != "" {
+		s.Header().Set(sessionIDHeader, sessionToken(id, s.client))
+	}
+}
+
+func (s *sessionWriter) WriteHeader(status int) {
+	s.fix()
+	s.ResponseWriter.WriteHeader(status)
+}
+
+func (s *sessionWriter) Write(b []byte) (int, error) {
+	s.fix()
+	return s.ResponseWriter.Write(b)
+}
+
+// Flush flushes a streamed (SSE) answer.
+func (s *sessionWriter) Flush() {
+	s.fix()
+	http.NewResponseController(s.ResponseWriter).Flush() //nolint:errcheck // best effort, like http.Flusher
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (s *sessionWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+const sessionIDHeader = "Mcp-Session-Id"
+
+// hasSession reports whether this replica holds the SDK session id.
+func (h *Handler) hasSession(id string) bool {
+	for ss := range h.srv.Sessions() {
+		if ss.ID() == id {
+			return true
+		}
+	}
+	return false
+}
+
+// routeSession picks the handler of a request of the session era (not
+// 2026-07-28) and prepares the request for it: see the comment above. It
+// returns nil after answering a bad token itself.
+func (h *Handler) routeSession(w http.ResponseWriter, r *http.Request, client string) (http.ResponseWriter, *http.Request, http.Handler) {
+	r2 := r.Clone(r.Context()) // the headers change; the body is shared
+	r2.Header.Del(sessionHeader)
+	sw := &sessionWriter{ResponseWriter: w, client: client}
+	tok := r.Header.Get(sessionIDHeader)
+	if tok == "" {
+		return sw, r2, h.http
+	}
+	id, ok := parseSessionToken(tok, client)
+	if !ok {
+		writeProblem(w, http.StatusNotFound, "session not found")
+		return nil, nil, nil
+	}
+	r2.Header.Set(sessionHeader, tok)
+	if h.hasSession(id) {
+		r2.Header.Set(sessionIDHeader, id)
+		return sw, r2, h.http
+	}
+	r2.Header.Del(sessionIDHeader)
+	return sw, r2, h.shared
+}
