@@ -4,6 +4,8 @@
 #
 #   direct   bench/mcpload (Go SDK client, one session) -> bench/mcpecho tools/call echo
 #   router   bench/loadgen -> toolrouterd POST /route -> (one MCP session) -> bench/mcpecho
+#   stdio    bench/loadgen -> toolrouterd POST /route -> (stdin/stdout) -> bench/mcpecho -stdio,
+#            a child process toolrouterd starts (a stdio MCP server)
 #
 # each at a fixed rate (open loop) and at full speed (closed loop), after a
 # warmup. Run by `make bench-mcp` after `make build` (bin/toolrouterd).
@@ -71,6 +73,10 @@ mcp_servers:
     url: http://127.0.0.1:$MCP_PORT/mcp
     tools: [echo]
     timeout: 10s
+  - name: benchstdio
+    command: [$TMP/mcpecho, -stdio]
+    tools: [echo]
+    timeout: 10s
 YAML
 "$BIN/toolrouterd" check "$TMP/registry.yaml" >/dev/null
 
@@ -84,6 +90,7 @@ PIDS+=($!)
 wait_http toolrouterd "http://127.0.0.1:$ROUTER_PORT/healthz" "${PIDS[-1]}"
 
 printf '%s' '{"plan_id":"bench","tool_call":{"id":"call_1","type":"function","function":{"name":"bench/echo","arguments":"{\"msg\":\"hi\"}"}}}' >"$TMP/route.json"
+printf '%s' '{"plan_id":"bench-stdio","tool_call":{"id":"call_1","type":"function","function":{"name":"benchstdio/echo","arguments":"{\"msg\":\"hi\"}"}}}' >"$TMP/route-stdio.json"
 post() { curl -sf --max-time 5 -X POST -H 'Content-Type: application/json' --data-binary @"$2" "$1" || true; }
 # Sanity: the router reaches the MCP tool (discovery at start-up included).
 ok=""
@@ -99,10 +106,12 @@ if [[ -z $ok ]]; then
 	cat "$TMP/toolrouterd.log" >&2
 	exit 1
 fi
+[[ $(post "http://127.0.0.1:$ROUTER_PORT/route" "$TMP/route-stdio.json") == *'"success":true'*'"msg":"hi"'* ]] ||
+	die "toolrouterd /route did not reach the stdio MCP echo tool: $(post "http://127.0.0.1:$ROUTER_PORT/route" "$TMP/route-stdio.json")"
 "$TMP/mcpload" -url "http://127.0.0.1:$MCP_PORT/mcp" -duration 100ms -warmup 0 -concurrency 1 >/dev/null ||
 	die "mcpload could not call the MCP echo tool"
 
-TARGETS=(direct router)
+TARGETS=(direct router stdio)
 declare -A RES=()
 CORES=$(nproc 2>/dev/null || echo '?')
 log "machine: $CORES CPU cores; the load generator, toolrouterd and mcpecho all share them"
@@ -120,8 +129,10 @@ for mode in fixed full; do
 			RES[$t.$mode]=$("$TMP/mcpload" -name "$t-$mode" -url "http://127.0.0.1:$MCP_PORT/mcp" \
 				-tool echo -args '{"msg":"hi"}' -duration "$DURATION" -warmup "$WARMUP" "${args[@]}")
 		else
+			body=$TMP/route.json
+			[[ $t == stdio ]] && body=$TMP/route-stdio.json
 			RES[$t.$mode]=$("$TMP/loadgen" -name "$t-$mode" -url "http://127.0.0.1:$ROUTER_PORT/route" \
-				-body "$TMP/route.json" -header 'Content-Type: application/json' \
+				-body "$body" -header 'Content-Type: application/json' \
 				-duration "$DURATION" -warmup "$WARMUP" "${args[@]}")
 		fi
 		printf '%s\n' "${RES[$t.$mode]}"
@@ -133,6 +144,7 @@ echo
 echo "== toolrouterd MCP benchmark ($(date -u +%Y-%m-%dT%H:%M:%SZ), $CORES CPU cores) =="
 echo "direct: Go SDK client -> mcpecho tools/call echo (one session)"
 echo "router: POST /route (OpenAI tool call) -> toolrouterd -> one MCP session -> mcpecho"
+echo "stdio:  POST /route (OpenAI tool call) -> toolrouterd -> stdin/stdout -> mcpecho -stdio (child process)"
 echo "NOTE: everything shares the same $CORES cores; the router path has one more process."
 for mode in fixed full; do
 	echo
@@ -152,12 +164,14 @@ for mode in fixed full; do
 	done
 	echo
 	printf '%-22s %12s %10s %10s\n' "toolrouterd ratio" throughput p50 p99
-	rr=${RES[router.$mode]}
 	br=${RES[direct.$mode]}
-	printf '%-22s %12s %10s %10s\n' "router / direct" \
-		"$(ratio "$(field "$rr" rps)" "$(field "$br" rps)")" \
-		"$(ratio "$(field "$rr" p50_ms)" "$(field "$br" p50_ms)")" \
-		"$(ratio "$(field "$rr" p99_ms)" "$(field "$br" p99_ms)")"
+	for t in router stdio; do
+		rr=${RES[$t.$mode]}
+		printf '%-22s %12s %10s %10s\n' "$t / direct" \
+			"$(ratio "$(field "$rr" rps)" "$(field "$br" rps)")" \
+			"$(ratio "$(field "$rr" p50_ms)" "$(field "$br" p50_ms)")" \
+			"$(ratio "$(field "$rr" p99_ms)" "$(field "$br" p99_ms)")"
+	done
 done
 echo
 echo "throughput ratio < 1: toolrouterd serves fewer calls/s than calling the MCP server directly;"

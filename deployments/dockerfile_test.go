@@ -37,4 +37,17 @@ func TestDockerfile(t *testing.T) {
 	if !regexp.MustCompile(`(?m)^HEALTHCHECK .*CMD \["[^"]*toolrouterd", "healthcheck"\]`).MatchString(final) {
 		t.Errorf("want HEALTHCHECK … CMD [\"…/toolrouterd\", \"healthcheck\"] (exec form: no shell in the image)")
 	}
+
+	// The optional Node.js stage for stdio MCP servers from npm.
+	i := strings.Index(df, " AS with-node")
+	if i < 0 {
+		t.Fatal("Dockerfile lacks the with-node stage (Node.js for stdio MCP servers)")
+	}
+	node := df[i:]
+	node = node[:strings.Index(node, "\nFROM ")]
+	for _, want := range []string{"ARG MCP_NPM_PACKAGES", "USER node", `CMD ["/usr/local/bin/toolrouterd", "healthcheck"]`, "--target with-node"} {
+		if !strings.Contains(df[:i+len(node)], want) {
+			t.Errorf("with-node stage lacks %q", want)
+		}
+	}
 }

@@ -365,6 +365,11 @@ func TestServiceHPAAndPDB(t *testing.T) {
 		}
 	}
 
+	// No sticky routing: /mcp sessions work on every replica.
+	if s.Spec.SessionAffinity != corev1.ServiceAffinityNone {
+		t.Errorf("service sessionAffinity %q, want None (no sticky routing needed)", s.Spec.SessionAffinity)
+	}
+
 	// HPA → this Deployment, on CPU, never below its replicas.
 	h := m.hpa.Spec
 	ref := h.ScaleTargetRef

@@ -38,8 +38,8 @@ var (
 	fixtureErr  error
 )
 
-// startFixture builds (once) and starts cmd/mcpfixture.
-func startFixture(t *testing.T) *proc {
+// fixtureBin builds cmd/mcpfixture (once) and returns its path.
+func fixtureBin(t *testing.T) string {
 	t.Helper()
 	fixtureOnce.Do(func() {
 		out, err := exec.Command("go", "build", "-race", "-o", filepath.Join(binDir, "mcpfixture"), "../cmd/mcpfixture").CombinedOutput()
@@ -50,6 +50,13 @@ func startFixture(t *testing.T) *proc {
 	if fixtureErr != nil {
 		t.Fatal(fixtureErr)
 	}
+	return filepath.Join(binDir, "mcpfixture")
+}
+
+// startFixture builds (once) and starts cmd/mcpfixture.
+func startFixture(t *testing.T) *proc {
+	t.Helper()
+	fixtureBin(t)
 	p := start(t, "mcpfixture", []string{"MCPFIXTURE_ADDR=127.0.0.1:0"})
 	p.addr = p.waitOutput(t, "listening line", submatch(fixtureListening))
 	return p

@@ -3,7 +3,8 @@
 # everything is there:
 #   - gcc and the C library headers: the race detector (go test -race) needs cgo;
 #   - Node.js and npm, then the pinned MCP reference server
-#     (scripts/install-mcp-everything.sh) that e2e/mcp_test.go starts;
+#     (scripts/install-mcp-everything.sh) that e2e/mcp_test.go starts, and
+#     the stdio one (scripts/install-mcp-memory.sh) of e2e/mcpstdio_test.go;
 #   - the PostgreSQL server binaries (scripts/install-postgres.sh) that
 #     internal/store/pgtest starts a throwaway server from.
 # Debian/Ubuntu (apt-get), as root or through sudo.
@@ -36,3 +37,4 @@ if ((${#need[@]})); then
 fi
 bash install-postgres.sh
 bash install-mcp-everything.sh
+bash install-mcp-memory.sh

@@ -4,6 +4,7 @@
 // structuredContent (and as JSON text, as the spec recommends).
 //
 //	mcpecho -addr 127.0.0.1:9101     # endpoint http://127.0.0.1:9101/mcp
+//	mcpecho -stdio                   # a stdio server (stdin/stdout)
 package main
 
 import (
@@ -24,7 +25,17 @@ import (
 
 func main() {
 	addr := flag.String("addr", "127.0.0.1:9101", "loopback address to listen on")
+	stdio := flag.Bool("stdio", false, "serve MCP on stdin/stdout instead")
 	flag.Parse()
+	if *stdio {
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		if err := newServer().Run(ctx, &mcp.StdioTransport{}); err != nil && ctx.Err() == nil {
+			fmt.Fprintln(os.Stderr, "mcpecho:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	host, _, err := net.SplitHostPort(*addr)
 	if ip := net.ParseIP(host); err != nil || ip == nil || !ip.IsLoopback() {
 		fmt.Fprintln(os.Stderr, "mcpecho: -addr must be a loopback IP:PORT")

@@ -5,6 +5,12 @@
 // tools for toolrouterd's own pass-through and output-schema tests.
 //
 //	MCPFIXTURE_ADDR=127.0.0.1:3001 mcpfixture    # serves /mcp
+//	mcpfixture -stdio                             # serves stdin/stdout
+//
+// With -stdio it is a stdio MCP server (newline-delimited JSON-RPC on
+// stdin/stdout) that also has a tool "pid" answering its process id, so
+// tests of toolrouterd's stdio supervisor can kill it; it writes a line to
+// stderr when it starts, which toolrouterd logs.
 package main
 
 import (
@@ -13,6 +19,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -24,10 +31,43 @@ import (
 )
 
 func main() {
-	if err := run(os.Getenv("MCPFIXTURE_ADDR")); err != nil {
+	var err error
+	if len(os.Args) > 1 && os.Args[1] == "-stdio" {
+		err = runStdio()
+	} else {
+		err = run(os.Getenv("MCPFIXTURE_ADDR"))
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "mcpfixture:", err)
 		os.Exit(1)
 	}
+}
+
+func newServer() *mcp.Server {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "mcpfixture", Version: "1.0.0"}, &mcp.ServerOptions{
+		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}, Logging: &mcp.LoggingCapabilities{}},
+	})
+	addTools(srv)
+	return srv
+}
+
+// runStdio serves one session on stdin/stdout until stdin closes or a
+// signal arrives.
+func runStdio() error {
+	srv := newServer()
+	srv.AddTool(&mcp.Tool{Name: "pid", Description: "Returns the server's process id.", InputSchema: noArgs},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprint(os.Getpid())}},
+				StructuredContent: map[string]any{"pid": os.Getpid()}}, nil
+		})
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	fmt.Fprintf(os.Stderr, "mcpfixture serving on stdio (pid %d)\n", os.Getpid())
+	err := srv.Run(ctx, &mcp.StdioTransport{})
+	if ctx.Err() != nil || errors.Is(err, io.EOF) {
+		return nil
+	}
+	return err
 }
 
 func run(addr string) error {
@@ -38,10 +78,7 @@ func run(addr string) error {
 	if err != nil {
 		return err
 	}
-	srv := mcp.NewServer(&mcp.Implementation{Name: "mcpfixture", Version: "1.0.0"}, &mcp.ServerOptions{
-		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}, Logging: &mcp.LoggingCapabilities{}},
-	})
-	addTools(srv)
+	srv := newServer()
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })

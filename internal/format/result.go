@@ -15,6 +15,21 @@ import (
 // order of their JSON names (so that they marshal exactly as maps with
 // those keys would), slices and json.RawMessage.
 func ToolResult(call toolrouter.Call, success bool, output json.RawMessage, errMsg string) any {
+	return ToolResultContent(call, success, output, errMsg, nil)
+}
+
+// ToolResultContent is ToolResult for a call whose tool may have answered
+// with MCP content (mcpContent, an MCP backend's CallToolResult; nil for an
+// HTTP tool): a successful result holding media is answered in the
+// provider's own media blocks (multimodal.go).
+func ToolResultContent(call toolrouter.Call, success bool, output json.RawMessage, errMsg string, mcpContent json.RawMessage) any {
+	if success && call.Format != toolrouter.FormatUnknown {
+		if blocks := mediaBlocks(mcpContent, bytes.TrimSpace(output)); blocks != nil {
+			if r := mediaResult(call, blocks); r != nil {
+				return r
+			}
+		}
+	}
 	out := bytes.TrimSpace(output)
 	text := resultText(success, out, errMsg)
 	id := call.ProviderCallID

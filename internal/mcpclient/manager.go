@@ -17,7 +17,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"maps"
 	"net/http"
 	"slices"
 	"strconv"
@@ -56,6 +55,7 @@ const (
 // with New; it is safe for concurrent use.
 type Manager struct {
 	log        zerolog.Logger
+	rawLog     zerolog.Logger // without component, for stdio servers' stderr
 	base       http.RoundTripper
 	up         *prometheus.GaugeVec
 	reconnects *prometheus.CounterVec
@@ -88,8 +88,9 @@ type Manager struct {
 // (nil: not registered).
 func New(log zerolog.Logger, reg prometheus.Registerer) *Manager {
 	m := &Manager{
-		log:  log.With().Str("component", "mcpclient").Logger(),
-		base: outbound.NewTransport(), // shared by every server
+		log:    log.With().Str("component", "mcpclient").Logger(),
+		rawLog: log,
+		base:   outbound.NewTransport(), // shared by every server
 		up: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "toolrouter_mcp_server_up",
 			Help: "Whether toolrouterd has a live session with the MCP server (1) or not (0).",
@@ -145,8 +146,9 @@ func (m *Manager) changed() {
 }
 
 // Sync makes the Manager's servers those of the registry: it connects to
-// new servers, disconnects from removed ones, reconnects to servers whose
-// URL or headers changed, and rediscovers the tools of the others. It
+// new servers (starting stdio servers' processes), disconnects from
+// removed ones (stopping their processes), reconnects to servers whose
+// URL, headers, command, env or cwd changed, and rediscovers the tools of the others. It
 // waits a little (at most a few seconds, and never past ctx) for the first
 // connection or rediscovery of each server, so that the tools of servers
 // that answer are known when it returns; a server that is down or slow
@@ -174,7 +176,7 @@ func (m *Manager) Sync(ctx context.Context, servers []toolrouter.MCPServer) {
 		seen[cfg.Name] = true
 		if s := old[cfg.Name]; s != nil {
 			delete(old, cfg.Name)
-			if s.url == cfg.URL && maps.Equal(s.headers, cfg.Headers) && slices.Equal(s.roots, cfg.Roots) {
+			if s.sameConnection(cfg) {
 				s.reconfigure(cfg)
 				waits = append(waits, s.refresh())
 				next = append(next, s)

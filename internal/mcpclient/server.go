@@ -36,6 +36,10 @@ type server struct {
 	url     string
 	headers map[string]string
 	roots   []string // offered as MCP roots; fixed like url and headers
+	// command, env and dir start a stdio server (command set, url empty).
+	command []string
+	env     map[string]string
+	dir     string
 	client  *mcp.Client
 	http    *http.Client
 
@@ -77,6 +81,9 @@ func newServer(m *Manager, cfg toolrouter.MCPServer) *server {
 		url:     cfg.URL,
 		headers: maps.Clone(cfg.Headers),
 		roots:   slices.Clone(cfg.Roots),
+		command: slices.Clone(cfg.Command),
+		env:     maps.Clone(cfg.Env),
+		dir:     cfg.Dir,
 		ctx:     ctx,
 		cancel:  cancel,
 		done:    make(chan struct{}),
@@ -113,6 +120,13 @@ func newServer(m *Manager, cfg toolrouter.MCPServer) *server {
 		s.client.AddRoots(&mcp.Root{URI: uri}) //nolint:staticcheck // roots are deprecated in 2026-07-28, still served to older servers
 	}
 	return s
+}
+
+// sameConnection reports whether cfg connects to the server the way s
+// does (else a Sync replaces s).
+func (s *server) sameConnection(cfg toolrouter.MCPServer) bool {
+	return s.url == cfg.URL && maps.Equal(s.headers, cfg.Headers) && slices.Equal(s.roots, cfg.Roots) &&
+		slices.Equal(s.command, cfg.Command) && maps.Equal(s.env, cfg.Env) && s.dir == cfg.Dir
 }
 
 func (s *server) start() {
@@ -232,11 +246,12 @@ func (s *server) run() {
 			case <-t.C:
 			}
 		}
-		cs, raw, err := s.connect()
+		cs, raw, stop, err := s.connect()
 		if s.ctx.Err() != nil {
 			if cs != nil {
 				_ = cs.Close()
 			}
+			stop()
 			return
 		}
 		if !first {
@@ -247,6 +262,7 @@ func (s *server) run() {
 			s.m.reconnects.WithLabelValues(s.name, result).Inc()
 		}
 		if err != nil {
+			stop()
 			s.attemptFailed(err)
 			failures++
 			delay = s.m.backoff.Delay(failures)
@@ -256,26 +272,37 @@ func (s *server) run() {
 		began := time.Now()
 		err = s.serve(cs, gen)
 		_ = cs.Close()
+		stop()
 		if s.ctx.Err() != nil {
 			return
 		}
 		s.sessionEnded(gen, err)
-		// Reconnect at once, unless sessions keep dying young.
-		delay, failures = 0, 0
+		// Reconnect at once, unless sessions keep dying young (a stdio
+		// server that crashes at once): then back off, longer each time.
 		if time.Since(began) < time.Second {
-			delay, failures = s.m.backoff.Base, 1
+			failures++
+			delay = s.m.backoff.Delay(failures)
+		} else {
+			delay, failures = 0, 0
 		}
 	}
 }
 
-// connect opens a session and discovers the tools, within the server's
-// timeout.
-func (s *server) connect() (*mcp.ClientSession, []discovered, error) {
+// connect opens a session (starting the process of a stdio server) and
+// discovers the tools, within the server's timeout. stop, never nil,
+// stops the process once the session is over or could not be set up.
+func (s *server) connect() (cs *mcp.ClientSession, raw []discovered, stop func(), err error) {
 	ctx, cancel := context.WithTimeout(s.ctx, s.timeout())
 	defer cancel()
-	cs, err := s.client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: s.url, HTTPClient: s.http}, nil)
+	var t mcp.Transport = &mcp.StreamableClientTransport{Endpoint: s.url, HTTPClient: s.http}
+	stop = func() {}
+	if len(s.command) > 0 {
+		st := s.newStdioTransport()
+		t, stop = st, st.stop
+	}
+	cs, err = s.client.Connect(ctx, t, nil)
 	if err != nil {
-		return nil, nil, fmt.Errorf("connect: %w", err)
+		return nil, nil, stop, fmt.Errorf("connect: %w", err)
 	}
 	if ir := cs.InitializeResult(); ir != nil && ir.Capabilities != nil && ir.Capabilities.Logging != nil {
 		// Log messages of a call reach the /mcp caller that made it
@@ -284,12 +311,12 @@ func (s *server) connect() (*mcp.ClientSession, []discovered, error) {
 			s.m.log.Debug().Err(err).Str("mcp_server", s.name).Msg("MCP server refused logging/setLevel")
 		}
 	}
-	raw, err := s.list(ctx, cs)
+	raw, err = s.list(ctx, cs)
 	if err != nil {
 		_ = cs.Close()
-		return nil, nil, err
+		return nil, nil, stop, err
 	}
-	return cs, raw, nil
+	return cs, raw, stop, nil
 }
 
 func (s *server) timeout() time.Duration {
@@ -527,7 +554,8 @@ func (s *server) awaitSession(ctx context.Context, after uint64) (*mcp.ClientSes
 //   - the server no longer knows the session (it restarted, the session
 //     expired): a new session, and the call again (it never ran);
 //   - the connection lost mid-call: the call again on a new session if the
-//     tool is idempotent, else a failure (the tool may have run).
+//     tool is idempotent, else a failure (the tool may have run): resource
+//     for a stdio server (its process exited), else execution.
 func (s *server) call(ctx context.Context, req toolrouter.ExecRequest) toolrouter.Outcome {
 	t := req.Tool
 	timeout := t.Timeout
@@ -631,6 +659,13 @@ func (s *server) call(ctx context.Context, req toolrouter.ExecRequest) toolroute
 			continue
 		case never:
 			out := toolrouter.Failure(toolrouter.CategoryResource, "MCP server %s unavailable: %s", s.name, s.scrub(err))
+			out.Attempts = attempts
+			return out
+		}
+		if len(s.command) > 0 {
+			// A stdio server's connection only breaks when its process
+			// exits: the server is gone (the supervisor restarts it).
+			out := toolrouter.Failure(toolrouter.CategoryResource, "MCP server %s unavailable: its process exited during the call (%s)", s.name, s.scrub(err))
 			out.Attempts = attempts
 			return out
 		}

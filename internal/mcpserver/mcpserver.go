@@ -146,6 +146,9 @@ type Handler struct {
 	srv    *mcp.Server
 	http   *mcp.StreamableHTTPHandler // sessions: 2025-03-26 to 2025-11-25
 	modern *mcp.StreamableHTTPHandler // stateless: 2026-07-28
+	// shared serves, statelessly, the requests of sessions another
+	// replica opened (session.go).
+	shared *mcp.StreamableHTTPHandler
 
 	mu       sync.Mutex
 	last     []*toolrouter.Tool // the registry's tools at the last sync
@@ -218,12 +221,14 @@ func New(d Deps) *Handler {
 		MaxRequestBodyBytes:        d.MaxBodyBytes,
 		DisableLocalhostProtection: true,
 	})
-	h.modern = mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{
+	stateless := &mcp.StreamableHTTPOptions{
 		Logger:                     slogger,
 		Stateless:                  true,
 		MaxRequestBodyBytes:        d.MaxBodyBytes,
 		DisableLocalhostProtection: true,
-	})
+	}
+	h.modern = mcp.NewStreamableHTTPHandler(get, stateless)
+	h.shared = mcp.NewStreamableHTTPHandler(get, stateless)
 	h.Sync()
 	return h
 }
@@ -243,25 +248,31 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, http.StatusBadRequest, "reading the request body: "+err.Error())
 		return
 	}
-	next := h.http
-	if modern {
-		next = h.modern // stateless: no session to own or count
-	}
 	c := access.FromContext(r.Context())
-	if c == nil { // an open service
-		if !modern && r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "" && h.sessions() >= h.d.MaxSessions {
+	var next http.Handler = h.modern // stateless: no session to count
+	if !modern {
+		name := ""
+		if c != nil {
+			name = c.Name
+		}
+		// A new session is held to the cap: the client's own, or the
+		// service's on an open service.
+		if r.Method == http.MethodPost && r.Header.Get(sessionIDHeader) == "" &&
+			(c == nil && h.sessions() >= h.d.MaxSessions || c != nil && h.openSessions(c.Name) >= h.d.MaxSessions) {
 			w.Header().Set("Retry-After", "5")
 			writeProblem(w, http.StatusServiceUnavailable, "too many MCP sessions open; retry later")
 			return
 		}
-		next.ServeHTTP(w, r)
-		return
-	}
-	if !modern {
-		var ok bool
-		if w, ok = h.ownSession(w, r, c); !ok {
+		if w, r, next = h.routeSession(w, r, name); next == nil {
 			return
 		}
+	} else {
+		r = r.Clone(r.Context())
+		r.Header.Del(sessionHeader)
+	}
+	if c == nil { // an open service
+		next.ServeHTTP(w, r)
+		return
 	}
 	if r.Method == http.MethodPost && h.d.Limiter != nil && !c.Rate.IsZero() && !h.admit(w, r, c) {
 		return
@@ -551,9 +562,10 @@ func (h *Handler) intercept(next mcp.MethodHandler) mcp.MethodHandler {
 // call routes one tools/call.
 func (h *Handler) call(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	p := req.Params
+	// The session's token (session.go), the same on every replica.
 	sessionID := ""
-	if req.Session != nil {
-		sessionID = req.Session.ID()
+	if ex := req.GetExtra(); ex != nil && ex.Header != nil {
+		sessionID = ex.Header.Get(sessionHeader)
 	}
 	planID, err := h.d.PlanID(sessionID, p.Meta)
 	if err != nil {

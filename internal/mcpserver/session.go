@@ -1,53 +1,94 @@
 package mcpserver
 
 import (
+	"encoding/base64"
 	"net/http"
+	"strings"
 	"sync"
-
-	"github.com/toolrouterd/toolrouterd/internal/access"
 )
 
-// sessionOwners maps each open MCP session to the client that opened it
-// (README "Clients", isolation): another client's requests on it are
-// answered like an unknown session's, and each client has its own cap.
+// Sessions across replicas (README, "MCP behind a load balancer").
+//
+// The SDK keeps a session in the memory of the replica that answered its
+// initialize. So that a session client works whichever replica each of its
+// requests reaches, with no sticky routing and no shared session table:
+//
+//   - The Mcp-Session-Id a client gets is a self-describing token,
+//     "<id>.<client>": the SDK's random id of the session (base32) and the
+//     name of the client that opened it (base64url; just "<id>" on an open
+//     service). sessionWriter puts it on every response in place of the
+//     SDK's id.
+//   - A request with a token for a session this replica holds goes to that
+//     session (its GET stream, notifications and log level included). A
+//     token this replica does not hold is served by a stateless handler,
+//     exactly as its own replica would answer tools/list, tools/call and
+//     ping; GET (no stream to resume here) and DELETE answer 405, as the
+//     streamable HTTP transport allows.
+//   - A token is accepted only from the client it names; from any other
+//     client (or malformed) it is answered 404 "session not found", as for
+//     an unknown session, so a client cannot use another client's session.
+//   - Each client may hold MaxSessions sessions on a replica (sessionOwners
+//     counts them), so one client cannot lock the others out.
+//   - The token is not signed: it grants nothing a client could not ask
+//     for anyway. Its only effect on routing is the default plan id,
+//     "mcp-" + the token, which any client may also choose with
+//     _meta.toolrouter/plan_id, and the client part must match the caller
+//     authenticated by its API key.
+//
+// Calls read the token from sessionHeader, which ServeHTTP sets on the
+// request (after removing any the client sent) for both handlers: the plan
+// of a session's calls is the same on every replica, so its sequence
+// (shared through the store) and tool_call_ids are too.
+
+// sessionHeader carries a verified session token from ServeHTTP to the
+// method handlers (mcp.RequestExtra.Header). Clients cannot set it.
+const sessionHeader = "X-Toolrouter-Mcp-Session"
+
+// sessionToken is the Mcp-Session-Id of session id for client (the
+// client's name, "" on an open service).
+func sessionToken(id, client string) string {
+	if client == "" {
+		return id
+	}
+	return id + "." + base64.RawURLEncoding.EncodeToString([]byte(client))
+}
+
+// parseSessionToken returns the SDK session id of tok, when tok is well
+// formed and names client.
+func parseSessionToken(tok, client string) (id string, ok bool) {
+	id, enc, hasClient := strings.Cut(tok, ".")
+	if id == "" || len(id) > 64 || strings.TrimLeft(id, "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567") != "" {
+		return "", false
+	}
+	name := ""
+	if hasClient {
+		b, err := base64.RawURLEncoding.DecodeString(enc)
+		if err != nil || len(b) == 0 {
+			return "", false
+		}
+		name = string(b)
+	}
+	return id, name == client
+}
+
+// sessionOwners maps the sessions this replica holds to the client that
+// opened each, for the per-client cap.
 type sessionOwners struct {
 	mu    sync.Mutex
-	owner map[string]string // session id → client name
+	owner map[string]string // SDK session id → client name
 }
 
-// ownSession checks a request of client c against the session it names:
-// one of c's sessions passes; any other is answered 404, as the SDK
-// answers a session it does not know, and ok is false. A request opening
-// a session (POST without Mcp-Session-Id) is held to c's cap, and the
-// returned writer records the new session as c's before its id is sent.
-func (h *Handler) ownSession(w http.ResponseWriter, r *http.Request, c *access.Client) (_ http.ResponseWriter, ok bool) {
-	o := &h.owners
-	if id := r.Header.Get("Mcp-Session-Id"); id != "" {
-		o.mu.Lock()
-		owner, known := o.owner[id]
-		if known && r.Method == http.MethodDelete && owner == c.Name {
-			delete(o.owner, id) // the SDK closes it
-		}
-		o.mu.Unlock()
-		if !known || owner != c.Name {
-			http.Error(w, "session not found", http.StatusNotFound)
-			return w, false
-		}
-		return w, true
+func (o *sessionOwners) record(id, client string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.owner == nil {
+		o.owner = map[string]string{}
 	}
-	if r.Method != http.MethodPost {
-		return w, true // the SDK answers a GET or DELETE without a session
-	}
-	if h.openSessions(c.Name) >= h.d.MaxSessions {
-		w.Header().Set("Retry-After", "5")
-		http.Error(w, "too many MCP sessions open for this client; retry later", http.StatusServiceUnavailable)
-		return w, false
-	}
-	return &sessionRecorder{ResponseWriter: w, o: o, client: c.Name}, true
+	o.owner[id] = client
 }
 
-// openSessions counts the open sessions of a client, forgetting the
-// owners of sessions that ended (closed, or timed out).
+// openSessions counts the open sessions of a client on this replica,
+// forgetting the owners of sessions that ended (closed, or timed out).
 func (h *Handler) openSessions(client string) int {
 	open := map[string]bool{}
 	for ss := range h.srv.Sessions() {
@@ -68,46 +109,79 @@ func (h *Handler) openSessions(client string) int {
 	return n
 }
 
-// sessionRecorder records the session id of a response to its client
-// before the response's header is written.
-type sessionRecorder struct {
+// sessionWriter replaces the SDK's session id by the session's token in
+// the Mcp-Session-Id header of a response, recording a new session's owner
+// first.
+type sessionWriter struct {
 	http.ResponseWriter
-	o      *sessionOwners
+	owners *sessionOwners
 	client string
 	done   bool
 }
 
-func (s *sessionRecorder) record() {
+func (s *sessionWriter) fix() {
 	if s.done {
 		return
 	}
 	s.done = true
-	if id := s.Header().Get("Mcp-Session-Id"); id != "" {
-		s.o.mu.Lock()
-		if s.o.owner == nil {
-			s.o.owner = map[string]string{}
-		}
-		s.o.owner[id] = s.client
-		s.o.mu.Unlock()
+	if id := s.Header().Get(sessionIDHeader); id != "" {
+		s.owners.record(id, s.client)
+		s.Header().Set(sessionIDHeader, sessionToken(id, s.client))
 	}
 }
 
-func (s *sessionRecorder) WriteHeader(code int) {
-	s.record()
-	s.ResponseWriter.WriteHeader(code)
+func (s *sessionWriter) WriteHeader(status int) {
+	s.fix()
+	s.ResponseWriter.WriteHeader(status)
 }
 
-func (s *sessionRecorder) Write(b []byte) (int, error) {
-	s.record()
+func (s *sessionWriter) Write(b []byte) (int, error) {
+	s.fix()
 	return s.ResponseWriter.Write(b)
 }
 
-func (s *sessionRecorder) Flush() {
-	s.record()
-	if f, ok := s.ResponseWriter.(http.Flusher); ok {
-		f.Flush()
-	}
+// Flush flushes a streamed (SSE) answer.
+func (s *sessionWriter) Flush() {
+	s.fix()
+	http.NewResponseController(s.ResponseWriter).Flush() //nolint:errcheck // best effort, like http.Flusher
 }
 
-// Unwrap lets http.ResponseController reach the connection (deadlines).
-func (s *sessionRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+// Unwrap lets http.ResponseController reach the connection.
+func (s *sessionWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+const sessionIDHeader = "Mcp-Session-Id"
+
+// hasSession reports whether this replica holds the SDK session id.
+func (h *Handler) hasSession(id string) bool {
+	for ss := range h.srv.Sessions() {
+		if ss.ID() == id {
+			return true
+		}
+	}
+	return false
+}
+
+// routeSession picks the handler of a request of the session era (not
+// 2026-07-28) and prepares the request for it: see the comment above. It
+// returns nil after answering a bad token itself.
+func (h *Handler) routeSession(w http.ResponseWriter, r *http.Request, client string) (http.ResponseWriter, *http.Request, http.Handler) {
+	r2 := r.Clone(r.Context()) // the headers change; the body is shared
+	r2.Header.Del(sessionHeader)
+	sw := &sessionWriter{ResponseWriter: w, owners: &h.owners, client: client}
+	tok := r.Header.Get(sessionIDHeader)
+	if tok == "" {
+		return sw, r2, h.http
+	}
+	id, ok := parseSessionToken(tok, client)
+	if !ok {
+		writeProblem(w, http.StatusNotFound, "session not found")
+		return nil, nil, nil
+	}
+	r2.Header.Set(sessionHeader, tok)
+	if h.hasSession(id) {
+		r2.Header.Set(sessionIDHeader, id)
+		return sw, r2, h.http
+	}
+	r2.Header.Del(sessionIDHeader)
+	return sw, r2, h.shared
+}

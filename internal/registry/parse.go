@@ -571,7 +571,7 @@ func (p *parser) mcpServers(e entry) []toolrouter.MCPServer {
 			continue
 		}
 		w := where{prefix: fmt.Sprintf("mcp_servers[%d].", i)}
-		f := p.fields(n, w, "name", "url", "prefix", "tools", "headers", "timeout", "roots")
+		f := p.fields(n, w, "name", "url", "command", "env", "cwd", "prefix", "tools", "headers", "timeout", "roots")
 		s := toolrouter.MCPServer{Timeout: defaultTimeout}
 		if p.required(f["name"], n, w, "name") {
 			if name, ok := p.str(f["name"], w, "name"); ok {
@@ -586,10 +586,22 @@ func (p *parser) mcpServers(e entry) []toolrouter.MCPServer {
 				}
 			}
 		}
-		if p.required(f["url"], n, w, "url") {
+		switch {
+		case f["url"].val == nil && f["command"].val == nil:
+			p.addAt(n, w, "url", "required (or command, for a stdio server)")
+		case f["url"].val != nil && f["command"].val != nil:
+			p.addAt(f["command"].val, w, "command", "url and command exclude each other: a server is either remote (url) or a stdio process (command)")
+		case f["url"].val != nil:
 			if u, ok := p.endpoint(f["url"], w, "url"); ok {
 				s.URL = u
 			}
+			for _, k := range []string{"env", "cwd"} {
+				if f[k].val != nil {
+					p.addAt(f[k].val, w, k, "only for a stdio server (command)")
+				}
+			}
+		default:
+			s.Command, s.Env, s.Dir = p.stdio(f, w)
 		}
 		s.Prefix = s.Name + "/"
 		if prefix, ok := p.str(f["prefix"], w, "prefix"); ok {
@@ -630,4 +642,58 @@ func (p *parser) mcpServers(e entry) []toolrouter.MCPServer {
 		out = append(out, s)
 	}
 	return out
+}
+
+// stdio reads the command, env and cwd of a stdio MCP server. command is
+// a non-empty list of non-empty strings taken literally (no shell, no
+// expansion); env maps variable names to strings with ${VAR} expanded
+// like headers; cwd is a directory.
+func (p *parser) stdio(f map[string]entry, w where) (command []string, env map[string]string, dir string) {
+	items := p.list(f["command"], w, "command")
+	if c := f["command"].val; c != nil && c.Kind == yaml.SequenceNode && len(items) == 0 {
+		p.addAt(f["command"].val, w, "command", "must list the program and its arguments, e.g. [npx, -y, \"@modelcontextprotocol/server-memory\"]")
+	}
+	for j, it := range items {
+		d := deref(it)
+		if d == nil || d.Kind != yaml.ScalarNode || d.ShortTag() == "!!null" || (j == 0 && d.Value == "") || strings.ContainsRune(d.Value, 0) {
+			p.addAt(it, w, fmt.Sprintf("command[%d]", j), "must be a non-empty string")
+			continue
+		}
+		command = append(command, d.Value)
+	}
+	if e := f["env"]; e.val != nil {
+		if e.val.Kind != yaml.MappingNode {
+			p.addAt(e.val, w, "env", "must be a mapping of variable names to strings")
+		} else {
+			env = map[string]string{}
+			for _, kv := range p.pairs(e.val, w, "env.") {
+				name := kv.key.Value
+				ef := "env." + name
+				if !envName.MatchString(name) {
+					p.addAt(kv.key, w, ef, "invalid variable name")
+					continue
+				}
+				v := deref(kv.val)
+				if v == nil || v.Kind != yaml.ScalarNode || v.ShortTag() == "!!null" {
+					p.addAt(kv.val, w, ef, "must be a string")
+					continue
+				}
+				if val, ok := p.expand(v.Value, kv.val, w, ef); ok {
+					if strings.ContainsRune(val, 0) {
+						p.addAt(kv.val, w, ef, "must not contain NUL")
+						continue
+					}
+					env[name] = val
+				}
+			}
+		}
+	}
+	if d, ok := p.str(f["cwd"], w, "cwd"); ok {
+		if d == "" {
+			p.addAt(f["cwd"].val, w, "cwd", "must be a directory path")
+		} else {
+			dir = d
+		}
+	}
+	return command, env, dir
 }

@@ -373,3 +373,26 @@ func TestToolApproval(t *testing.T) {
 		t.Fatalf("approval = %v, %v; want true, false", tl[0].Approval, tl[1].Approval)
 	}
 }
+
+func TestStdioMCPServer(t *testing.T) {
+	src := `mcp_servers:
+  - name: memory
+    command: [npx, -y, "@modelcontextprotocol/server-memory"]
+    env:
+      MEMORY_FILE_PATH: ${DATA}/memory.json
+      LITERAL: $HOME
+    cwd: /srv
+`
+	r := parse(t, src, env("DATA", "/var/lib/tr", "HOME", "/root"))
+	got := r.MCPServers()
+	if len(got) != 1 {
+		t.Fatalf("servers = %+v", got)
+	}
+	s := got[0]
+	if s.URL != "" || !reflect.DeepEqual(s.Command, []string{"npx", "-y", "@modelcontextprotocol/server-memory"}) || s.Dir != "/srv" || s.Prefix != "memory/" {
+		t.Errorf("server = %+v", s)
+	}
+	if want := map[string]string{"MEMORY_FILE_PATH": "/var/lib/tr/memory.json", "LITERAL": "$HOME"}; !reflect.DeepEqual(s.Env, want) {
+		t.Errorf("env = %v, want %v", s.Env, want)
+	}
+}

@@ -333,7 +333,7 @@ func (r *Router) finish(ctx context.Context, rc *routeCall, out toolrouter.Outco
 		// answer under the stable id so the message still has one.
 		call.ProviderCallID = rc.id
 	}
-	res.ProviderResult = format.ToolResult(call, res.Success, out.Output, out.Err)
+	res.ProviderResult = format.ToolResultContent(call, res.Success, out.Output, out.Err, out.MCPResult)
 	if rc.emit != nil {
 		status := toolrouter.StatusComplete
 		if !answered {

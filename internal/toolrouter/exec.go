@@ -79,7 +79,15 @@ type Provider struct {
 // tools join the registry.
 type MCPServer struct {
 	Name string
-	URL  string
+	// URL is the streamable HTTP endpoint of a remote server; Command is
+	// set instead for a stdio server (exactly one of the two).
+	URL string
+	// Command is the argv of a stdio server that toolrouterd starts and
+	// supervises; Env adds variables to its environment (values already
+	// expanded) and Dir is its working directory ("" inherits ours).
+	Command []string
+	Env     map[string]string
+	Dir     string
 	// Prefix is prepended to the server's tool names to make canonical
 	// names.
 	Prefix string

@@ -1,0 +1,208 @@
+package e2e_test
+
+import (
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The MCP reference server @modelcontextprotocol/server-memory, a stdio
+// server installed by scripts/install-mcp-memory.sh (pinned version).
+
+// memoryBin finds the installed server's command, or skips the test
+// (fails it under CI=true) when Node.js or the package is missing.
+func memoryBin(t *testing.T) string {
+	t.Helper()
+	dir := os.Getenv("MCP_MEMORY_DIR")
+	if dir == "" {
+		cache := os.Getenv("XDG_CACHE_HOME")
+		if cache == "" {
+			home, _ := os.UserHomeDir()
+			cache = filepath.Join(home, ".cache")
+		}
+		dir = filepath.Join(cache, "toolrouterd", "mcp-memory")
+	}
+	bin := filepath.Join(dir, "node_modules", ".bin", "mcp-server-memory")
+	missing := ""
+	if _, err := exec.LookPath("node"); err != nil {
+		missing = "node is not on PATH"
+	} else if _, err := os.Stat(bin); err != nil {
+		missing = bin + " is missing"
+	}
+	if missing != "" {
+		msg := missing + ": run `bash scripts/install-mcp-memory.sh` (or set MCP_MEMORY_DIR)"
+		if os.Getenv("CI") == "true" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	return bin
+}
+
+// childPIDs lists the processes whose parent is pid (Linux /proc).
+func childPIDs(t *testing.T, pid int) []int {
+	t.Helper()
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Skipf("no /proc: %v", err)
+	}
+	var out []int
+	for _, e := range entries {
+		child, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid …; comm may hold spaces and parentheses.
+		rest := string(stat[strings.LastIndexByte(string(stat), ')')+1:])
+		f := strings.Fields(rest)
+		if len(f) > 1 && f[0] != "Z" && f[1] == strconv.Itoa(pid) {
+			out = append(out, child)
+		}
+	}
+	return out
+}
+
+// waitTools polls GET /schemas/openai until it exports every name in want,
+// and returns the canonical → alias map.
+func waitTools(t *testing.T, router *proc, want ...string) map[string]string {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		aliases := openAIAliases(t, router)
+		missing := ""
+		for _, w := range want {
+			if aliases[w] == "" {
+				missing = w
+			}
+		}
+		if missing == "" {
+			return aliases
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("tool %s not listed; have %v\n%s", missing, aliases, router.Output())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestMCPStdioServerMemory runs the npm reference server
+// @modelcontextprotocol/server-memory as a stdio backend of the real
+// binary: its tools on /schemas, calls on /route, a killed process
+// answered with resource and restarted, its stderr in the log, and the
+// process stopped with toolrouterd.
+func TestMCPStdioServerMemory(t *testing.T) {
+	bin := memoryBin(t)
+	data := t.TempDir()
+	cwd := filepath.Join(t.TempDir(), "cwd")
+	if err := os.Mkdir(cwd, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	router, _ := startRouter(t, fmt.Sprintf(`
+mcp_servers:
+  - name: memory
+    command: [%q]
+    env:
+      MEMORY_FILE_PATH: ${E2E_MEMORY_DATA}/memory.jsonl
+    cwd: %q
+    timeout: 20s
+`, bin, cwd), "E2E_MEMORY_DATA="+data)
+	aliases := waitTools(t, router, "memory/create_entities", "memory/read_graph")
+
+	// The schemas carry the server's own input schema.
+	r := do(t, http.MethodGet, router.URL()+"/schemas/anthropic", nil)
+	if !strings.Contains(string(r.Body), `"entityType"`) {
+		t.Errorf("anthropic schemas lack create_entities' input schema: %s", r.Body)
+	}
+
+	res := routeOpenAI(t, router, aliases["memory/create_entities"], map[string]any{
+		"entities": []any{map[string]any{"name": "Ada", "entityType": "person", "observations": []any{"wrote the first program"}}},
+	})
+	if res["success"] != true {
+		t.Fatalf("create_entities: %v", res)
+	}
+	readGraph := func() map[string]any {
+		return routeOpenAI(t, router, aliases["memory/read_graph"], map[string]any{})
+	}
+	if res := readGraph(); res["success"] != true || !strings.Contains(fmt.Sprint(res["output"]), "wrote the first program") {
+		t.Fatalf("read_graph: %v", res)
+	}
+	if _, err := os.Stat(filepath.Join(data, "memory.jsonl")); err != nil {
+		t.Errorf("env did not reach the server (MEMORY_FILE_PATH): %v", err)
+	}
+	if out := router.Output(); !strings.Contains(grepLines(out, "Knowledge Graph MCP Server running on stdio"), `"component":"mcp","server":"memory"`) {
+		t.Errorf("the server's stderr is not in the log as component=mcp server=memory:\n%s", grepLines(out, `"server":"memory"`))
+	}
+
+	// Kill the process; with its cwd gone it cannot start again, so calls
+	// fail with resource until the cwd is back and the supervisor restarts it.
+	kids := childPIDs(t, router.cmd.Process.Pid)
+	if len(kids) != 1 {
+		t.Fatalf("toolrouterd's children = %v, want the one server", kids)
+	}
+	if err := os.Rename(cwd, cwd+".away"); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(kids[0], syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		res := readGraph()
+		if res["success"] == false {
+			if res["error_category"] != "resource" || !strings.Contains(fmt.Sprint(res["error"]), "MCP server memory unavailable") {
+				t.Fatalf("while down: %v, want a resource failure", res)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("calls still succeed after the process was killed: %v", res)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := os.Rename(cwd+".away", cwd); err != nil {
+		t.Fatal(err)
+	}
+	deadline = time.Now().Add(40 * time.Second) // the restart backoff grew while the cwd was away
+	for {
+		res := readGraph()
+		if res["success"] == true {
+			if !strings.Contains(fmt.Sprint(res["output"]), "wrote the first program") {
+				t.Errorf("after the restart read_graph = %v", res)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the server was not restarted: %v\n%s", res, grepLines(router.Output(), "memory"))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	kids = childPIDs(t, router.cmd.Process.Pid)
+	if len(kids) != 1 {
+		t.Fatalf("children after the restart = %v", kids)
+	}
+
+	// Stopped with toolrouterd.
+	http.DefaultClient.CloseIdleConnections()
+	if err := router.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-router.done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("toolrouterd did not stop")
+	}
+	if err := syscall.Kill(kids[0], 0); err == nil {
+		t.Errorf("the server process %d outlived toolrouterd", kids[0])
+	}
+}

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Installs the MCP reference server @modelcontextprotocol/server-memory,
+# pinned, that e2e/mcpstdio_test.go runs as a stdio backend. Needs
+# Node.js and npm. Idempotent: does nothing when the pinned version is
+# already installed.
+#
+#   bash scripts/install-mcp-memory.sh [DIR]
+#
+# DIR defaults to $MCP_MEMORY_DIR, else
+# ${XDG_CACHE_HOME:-$HOME/.cache}/toolrouterd/mcp-memory (where the test
+# looks by default). The server's command is then
+# DIR/node_modules/.bin/mcp-server-memory.
+set -euo pipefail
+
+version=2026.8.31
+pkg=@modelcontextprotocol/server-memory
+dir=${1:-${MCP_MEMORY_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/toolrouterd/mcp-memory}}
+bin=$dir/node_modules/.bin/mcp-server-memory
+manifest=$dir/node_modules/$pkg/package.json
+
+installed_version() {
+	[[ -x $bin && -f $manifest ]] || return 1
+	node -p 'require(process.argv[1]).version' "$manifest" 2>/dev/null
+}
+
+if [[ $(installed_version || true) == "$version" ]]; then
+	echo "install-mcp-memory: $pkg@$version already installed in $dir"
+	exit 0
+fi
+for tool in node npm; do
+	if ! command -v "$tool" >/dev/null; then
+		echo "install-mcp-memory: $tool is not on PATH: install Node.js (20 or later) and npm" >&2
+		exit 1
+	fi
+done
+
+mkdir -p "$dir"
+echo "install-mcp-memory: npm install $pkg@$version into $dir"
+npm install --prefix "$dir" --no-audit --no-fund --save-exact --loglevel=error "$pkg@$version"
+
+if [[ $(installed_version || true) != "$version" ]]; then
+	echo "install-mcp-memory: npm install left no $bin at version $version" >&2
+	exit 1
+fi
+echo "install-mcp-memory: installed $bin"
