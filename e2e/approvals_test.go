@@ -202,7 +202,8 @@ func TestApprovals(t *testing.T) {
 				if len(tool.received()) != before {
 					t.Error("a denied call ran")
 				}
-				r := do(t, "GET", b+"/results/"+res["tool_call_id"].(string), nil, asReviewer...)
+				// An approver reads another client's call by naming it (tc_ ids are per client).
+				r := do(t, "GET", b+"/results/"+res["tool_call_id"].(string)+"?client=agent", nil, asReviewer...)
 				if r.JSON(t)["error"] != "denied by reviewer: not eligible" {
 					t.Errorf("stored denial: %s", r.Body)
 				}

@@ -164,6 +164,16 @@ func (r *Router) ExpireDue(ctx context.Context) (int, error) {
 // gets — never anything the approver sent.
 func (r *Router) settle(ctx context.Context, a *toolrouter.Approval) (*toolrouter.Result, error) {
 	ctx = context.WithoutCancel(ctx) // a decided call completes even if its decider leaves
+	res, err := r.settleCall(ctx, a)
+	// Committed before the decision is answered: the caller may read the
+	// result on another replica at once.
+	if f, ok := r.Results.(interface{ Flush(context.Context) error }); ok && err == nil {
+		err = f.Flush(ctx)
+	}
+	return res, err
+}
+
+func (r *Router) settleCall(ctx context.Context, a *toolrouter.Approval) (*toolrouter.Result, error) {
 	pending, err := r.Approvals.GetResult(ctx, toolrouter.ScopedKey(a.Client, a.ToolCallID))
 	if err != nil {
 		return nil, fmt.Errorf("approval %s: pending result: %w", a.ID, err)
@@ -171,6 +181,7 @@ func (r *Router) settle(ctx context.Context, a *toolrouter.Approval) (*toolroute
 	rc := routeCall{now: r.now(), id: a.ToolCallID, r: &routed{res: *pending}}
 	rc.start = rc.now()
 	res := &rc.r.res
+	res.Client = a.Client // not stored in the result's JSON: the final result is kept where the pending one was
 	res.Status = toolrouter.ResultComplete
 	res.Error, res.ErrorCategory, res.Output, res.ProviderResult = nil, nil, nil, nil
 	rc.call = toolrouter.Call{ToolName: res.ToolName, Format: res.ProviderFormat, HasProviderCallID: res.ProviderCallID != nil}
