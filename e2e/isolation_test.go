@@ -199,7 +199,14 @@ clients:
 			}
 			t.Fatalf("statuses across replicas: %v, want [200 200 200 429]", statuses)
 		}
-		r := do(t, "GET", reps[0].URL()+"/audit?outcome=rate_limited", nil, "Authorization", "Bearer auditor-key")
+		// The refusal was on reps[1]: written behind there, seen here
+		// within milliseconds (README "Audit trail").
+		var r response
+		waitFor(t, "the rate_limited record on the other replica", func() bool {
+			r = do(t, "GET", reps[0].URL()+"/audit?outcome=rate_limited", nil, "Authorization", "Bearer auditor-key")
+			recs, _ := r.JSON(t)["records"].([]any)
+			return len(recs) > 0
+		})
 		recs, _ := r.JSON(t)["records"].([]any)
 		if len(recs) != 1 || recs[0].(map[string]any)["client"] != "alice" {
 			t.Errorf("rate_limited records: %s", r.Body)

@@ -31,7 +31,20 @@ type Trail struct {
 // them to the store in one write, even when the caller went away, and
 // logs each.
 func (t *Trail) Record(ctx context.Context, recs ...toolrouter.AuditRecord) {
+	t.RecordWith(ctx, nil, recs...)
+}
+
+// RecordWith is Record with save, when not nil, storing the records
+// instead of the trail's own write: the caller's, which writes them in the
+// same transaction as the call's result (README "Audit trail") and reports
+// its own failure.
+func (t *Trail) RecordWith(ctx context.Context, save func(context.Context, []toolrouter.AuditRecord) error, recs ...toolrouter.AuditRecord) {
 	if t == nil || len(recs) == 0 {
+		if save != nil {
+			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+			_ = save(sctx, nil)
+			cancel()
+		}
 		return
 	}
 	now := time.Now
@@ -46,11 +59,12 @@ func (t *Trail) Record(ctx context.Context, recs ...toolrouter.AuditRecord) {
 		recs[i].Replica = t.Replica
 	}
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	err := t.Store.AppendAudit(sctx, recs)
-	cancel()
-	if err != nil {
+	if save != nil {
+		_ = save(sctx, recs)
+	} else if err := t.Store.AppendAudit(sctx, recs); err != nil {
 		t.Log.Error().Err(err).Str("component", "audit").Int("records", len(recs)).Msg("store audit records")
 	}
+	cancel()
 	for i := range recs {
 		r := &recs[i]
 		e := t.Log.Info().Str("component", "audit").Time("at", r.Time).Str("client", r.Client).

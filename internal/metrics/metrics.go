@@ -152,6 +152,27 @@ func New() *Metrics {
 	return m
 }
 
+// StoreOps exports toolrouter_store_errors_total of each operation from 0,
+// so that rate() sees the first error.
+func (m *Metrics) StoreOps(ops ...string) {
+	for _, op := range ops {
+		m.storeErrors.WithLabelValues(op)
+	}
+}
+
+// StoreError counts one failed store call of operation op.
+func (m *Metrics) StoreError(op string) { m.storeErrors.WithLabelValues(op).Inc() }
+
+// StoreUp sets toolrouter_store_up: whether the store answered the last
+// readiness check.
+func (m *Metrics) StoreUp(up bool) {
+	if up {
+		m.storeUp.Set(1)
+	} else {
+		m.storeUp.Set(0)
+	}
+}
+
 // Handler serves the metrics in the Prometheus text format, or in
 // OpenMetrics (with the tool-call exemplars) to a scraper that asks for it.
 func (m *Metrics) Handler() http.Handler {

@@ -45,14 +45,16 @@ type Tracer interface {
 	ToolCall(ctx context.Context, planID string, seq int64, id string) (context.Context, func(*toolrouter.Result))
 }
 
-// Results keeps route results by tool_call_id.
+// Results keeps route results by tool_call_id, each with the audit records
+// of its call in the same transaction.
 type Results interface {
-	SaveResult(ctx context.Context, res *toolrouter.Result) error
+	SaveResult(ctx context.Context, res *toolrouter.Result, audit ...toolrouter.AuditRecord) error
 }
 
-// Auditor writes the audit record of each tool call attempt (audit.Trail).
+// Auditor writes the audit record of each tool call attempt (audit.Trail);
+// save, when not nil, stores the records with the call's result.
 type Auditor interface {
-	Record(ctx context.Context, recs ...toolrouter.AuditRecord)
+	RecordWith(ctx context.Context, save func(context.Context, []toolrouter.AuditRecord) error, recs ...toolrouter.AuditRecord)
 }
 
 // Router routes tool calls. Its fields are set once at construction.
@@ -356,16 +358,25 @@ func (r *Router) finish(ctx context.Context, rc *routeCall, out toolrouter.Outco
 		}
 		r.Observer.ToolCall(ctx, access.FromContext(ctx).LabelName(), name, outcome, elapsed)
 	}
+	var save func(context.Context, []toolrouter.AuditRecord) error
 	if r.Results != nil {
-		// The tool ran: keep its result even if the caller went away.
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		if err := r.Results.SaveResult(sctx, res); err != nil {
-			zerolog.Ctx(ctx).Error().Err(err).Str("tool_call_id", rc.id).Msg("store route result")
+		// The tool ran: keep its result, with its audit record in the same
+		// transaction (README "Audit trail"), even if the caller went away
+		// (the Auditor's ctx outlives it).
+		save = func(sctx context.Context, recs []toolrouter.AuditRecord) error {
+			err := r.Results.SaveResult(sctx, res, recs...)
+			if err != nil {
+				zerolog.Ctx(ctx).Error().Err(err).Str("tool_call_id", rc.id).Int("audit_records", len(recs)).Msg("store route result")
+			}
+			return err
 		}
-		cancel()
 	}
 	if r.Audit != nil {
-		r.Audit.Record(ctx, auditRecord(ctx, rc, res))
+		r.Audit.RecordWith(ctx, save, auditRecord(ctx, rc, res))
+	} else if save != nil {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		_ = save(sctx, nil)
+		cancel()
 	}
 	return res
 }

@@ -89,7 +89,7 @@ func New(ctx context.Context, o Options) (*Service, error) {
 		exec:     remote.New(remote.Options{Wrap: tel.Transport}),
 		adapters: NewAdapters(o.Getenv, tel),
 	}
-	st = s.metrics.Store(st)
+	st = countStore(st, s.metrics)
 	s.Store = st
 	var jwt *access.JWTVerifier
 	if o.Config.JWT() {

@@ -28,12 +28,14 @@ type Store interface {
 	// batch) and returns the first, in one atomic statement.
 	NextSequences(ctx context.Context, planID string, n int64) (first int64, err error)
 
-	// SaveResult stores a route result under its tool_call_id. The SQL
-	// stores write it behind (group commit): it is committed within
-	// milliseconds, with the results of other routes, or by Flush or
-	// Close; a crash loses what was not yet committed (README "Storage
-	// and durability").
-	SaveResult(ctx context.Context, res *toolrouter.Result) error
+	// SaveResult stores a route result under its tool_call_id, and the
+	// audit records of its call in the same transaction (README "Audit
+	// trail"). The SQL stores write it behind (group commit): it is
+	// committed within milliseconds, with the results of other routes, or
+	// by Flush or Close; a crash loses what was not yet committed, the
+	// result and its audit records together (README "Storage and
+	// durability").
+	SaveResult(ctx context.Context, res *toolrouter.Result, audit ...toolrouter.AuditRecord) error
 	// Flush waits until every write queued before it is committed.
 	Flush(ctx context.Context) error
 	// GetResult returns a stored route result (ENOTFOUND when unknown) by
@@ -127,7 +129,8 @@ type Tenancy interface {
 	// ListClientRuns returns the runs of a plan started by client, newest
 	// first, at most limit.
 	ListClientRuns(ctx context.Context, client, planID string, limit int) ([]*toolrouter.Run, error)
-	// AppendAudit appends audit records in one write and sets their IDs.
+	// AppendAudit appends audit records in one write, written behind like
+	// SaveResult's (visible after Flush; ListAudit flushes first).
 	AppendAudit(ctx context.Context, recs []toolrouter.AuditRecord) error
 	// ListAudit returns the records f selects, newest (highest id) first.
 	ListAudit(ctx context.Context, f toolrouter.AuditFilter) ([]toolrouter.AuditRecord, error)

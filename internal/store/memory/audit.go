@@ -24,17 +24,21 @@ func (m *Store) ListClientRuns(_ context.Context, client, planID string, limit i
 func (m *Store) AppendAudit(_ context.Context, recs []toolrouter.AuditRecord) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	for i := range recs {
+	m.appendAudit(recs)
+	return nil
+}
+
+// appendAudit appends copies of recs; m.mu is held.
+func (m *Store) appendAudit(recs []toolrouter.AuditRecord) {
+	for _, r := range recs {
 		m.audit.lastID++
-		recs[i].ID = m.audit.lastID
-		r := recs[i]
+		r.ID = m.audit.lastID
 		if r.Sequence != nil {
 			seq := *r.Sequence
 			r.Sequence = &seq
 		}
 		m.audit.recs = append(m.audit.recs, r)
 	}
-	return nil
 }
 
 // ListAudit implements store.Tenancy.

@@ -74,8 +74,9 @@ func (m *Store) NextSequences(_ context.Context, planID string, n int64) (int64,
 	return first, nil
 }
 
-// SaveResult implements store.Store.
-func (m *Store) SaveResult(_ context.Context, res *toolrouter.Result) error {
+// SaveResult implements store.Store: the result and its audit records
+// under one lock.
+func (m *Store) SaveResult(_ context.Context, res *toolrouter.Result, audit ...toolrouter.AuditRecord) error {
 	b, err := json.Marshal(res)
 	if err != nil {
 		return err
@@ -85,6 +86,7 @@ func (m *Store) SaveResult(_ context.Context, res *toolrouter.Result) error {
 	key := toolrouter.ScopedKey(res.Client, res.ToolCallID)
 	m.results[key] = b
 	m.saved[key] = m.Now()
+	m.appendAudit(audit)
 	return nil
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/toolrouterd/toolrouterd/internal/store/sqlstore"
+	"github.com/toolrouterd/toolrouterd/internal/store/writebehind"
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
 
@@ -31,27 +32,36 @@ func (p *Store) ListClientRuns(ctx context.Context, client, planID string, limit
 	return runs, nil
 }
 
-// AppendAudit implements store.Tenancy: one batch, one round trip.
+// AppendAudit implements store.Tenancy: the records are queued for the
+// group commit as one write.
 func (p *Store) AppendAudit(ctx context.Context, recs []toolrouter.AuditRecord) error {
 	if len(recs) == 0 {
 		return nil
 	}
-	b := &pgx.Batch{}
-	for i := range recs {
-		r := &recs[i]
-		args := append([]any{r.Time, r.Client, r.EntryPoint, r.PlanID, r.Sequence}, sqlstore.AuditValues(r)...)
-		b.Queue(`INSERT INTO audit (`+sqlstore.AuditColumns[len("id, "):]+`)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) RETURNING id`, args...).
-			QueryRow(func(row pgx.Row) error { return row.Scan(&r.ID) })
-	}
-	if err := p.pool.SendBatch(ctx, b).Close(); err != nil {
+	if err := p.w.Add(ctx, auditWrites(recs)...); err != nil {
 		return fmt.Errorf("postgres append audit: %w", err)
 	}
 	return nil
 }
 
-// ListAudit implements store.Tenancy.
+// auditWrites are the statements that insert recs.
+func auditWrites(recs []toolrouter.AuditRecord) []writebehind.Write {
+	ws := make([]writebehind.Write, len(recs))
+	for i := range recs {
+		r := &recs[i]
+		ws[i] = writebehind.Write{SQL: `INSERT INTO audit (` + sqlstore.AuditColumns[len("id, "):] + `)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
+			Args: append([]any{r.Time, r.Client, r.EntryPoint, r.PlanID, sqlstore.AuditSequence(r)}, sqlstore.AuditValues(r)...)}
+	}
+	return ws
+}
+
+// ListAudit implements store.Tenancy; it sees the records this store
+// queued (it flushes them first).
 func (p *Store) ListAudit(ctx context.Context, f toolrouter.AuditFilter) ([]toolrouter.AuditRecord, error) {
+	if err := p.w.Flush(ctx); err != nil {
+		return nil, fmt.Errorf("postgres list audit: %w", err)
+	}
 	q, args := sqlstore.AuditSelect(f, func(i int) string { return "$" + strconv.Itoa(i) }, func(t time.Time) any { return t })
 	rows, _ := p.pool.Query(ctx, q, args...)
 	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (toolrouter.AuditRecord, error) {

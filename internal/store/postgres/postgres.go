@@ -225,16 +225,22 @@ func (p *Store) NextSequences(ctx context.Context, planID string, n int64) (int6
 	return first, nil
 }
 
-// SaveResult implements store.Store: the result is queued for the group
-// commit (waiting only while the queue is full).
-func (p *Store) SaveResult(ctx context.Context, res *toolrouter.Result) error {
+// SaveResult implements store.Store: the result and its audit records
+// are queued for the group commit as one write (waiting only while the
+// queue is full).
+func (p *Store) SaveResult(ctx context.Context, res *toolrouter.Result, audit ...toolrouter.AuditRecord) error {
 	b, err := json.Marshal(res)
 	if err != nil {
 		return fmt.Errorf("postgres save result: %w", err)
 	}
-	err = p.w.Add(ctx, writebehind.Write{SQL: `INSERT INTO route_results (tool_call_id, plan_id, body, created_at) VALUES ($1, $2, $3, COALESCE($4::timestamptz, now()))
+	save := writebehind.Write{SQL: `INSERT INTO route_results (tool_call_id, plan_id, body, created_at) VALUES ($1, $2, $3, COALESCE($4::timestamptz, now()))
 		ON CONFLICT (tool_call_id) DO UPDATE SET plan_id = excluded.plan_id, body = excluded.body`,
-		Args: []any{toolrouter.ScopedKey(res.Client, res.ToolCallID), res.PlanID, string(b), p.keyNow()}})
+		Args: []any{toolrouter.ScopedKey(res.Client, res.ToolCallID), res.PlanID, string(b), p.keyNow()}}
+	if len(audit) == 0 {
+		err = p.w.Add(ctx, save)
+	} else {
+		err = p.w.Add(ctx, append([]writebehind.Write{save}, auditWrites(audit)...)...)
+	}
 	if err != nil {
 		return fmt.Errorf("postgres save result: %w", err)
 	}

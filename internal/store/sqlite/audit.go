@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/toolrouterd/toolrouterd/internal/store/sqlstore"
+	"github.com/toolrouterd/toolrouterd/internal/store/writebehind"
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
 
@@ -36,39 +37,36 @@ func (s *Store) ListClientRuns(ctx context.Context, client, planID string, limit
 	return out, nil
 }
 
-// AppendAudit implements store.Tenancy in one transaction.
+// AppendAudit implements store.Tenancy: the records are queued for the
+// group commit as one write.
 func (s *Store) AppendAudit(ctx context.Context, recs []toolrouter.AuditRecord) error {
 	if len(recs) == 0 {
 		return nil
 	}
-	insert := func(q interface {
-		QueryRowContext(context.Context, string, ...any) *sql.Row
-	}, r *toolrouter.AuditRecord) error {
-		args := append([]any{sqliteTimeOf(r.Time), r.Client, r.EntryPoint, r.PlanID, r.Sequence}, sqlstore.AuditValues(r)...)
-		return q.QueryRowContext(ctx, `INSERT INTO audit (`+sqlstore.AuditColumns[len("id, "):]+`)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`, args...).Scan(&r.ID)
-	}
-	var err error
-	if len(recs) == 1 { // one statement is its own transaction
-		err = insert(s.db, &recs[0])
-	} else {
-		err = s.tx(ctx, func(tx *sql.Tx) error {
-			for i := range recs {
-				if err := insert(tx, &recs[i]); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-	}
-	if err != nil {
+	if err := s.w.Add(ctx, auditWrites(recs)...); err != nil {
 		return fmt.Errorf("sqlite append audit: %w", err)
 	}
 	return nil
 }
 
-// ListAudit implements store.Tenancy.
+// auditWrites are the statements that insert recs.
+func auditWrites(recs []toolrouter.AuditRecord) []writebehind.Write {
+	ws := make([]writebehind.Write, len(recs))
+	for i := range recs {
+		r := &recs[i]
+		ws[i] = writebehind.Write{SQL: `INSERT INTO audit (` + sqlstore.AuditColumns[len("id, "):] + `)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			Args: append([]any{sqliteTimeOf(r.Time), r.Client, r.EntryPoint, r.PlanID, sqlstore.AuditSequence(r)}, sqlstore.AuditValues(r)...)}
+	}
+	return ws
+}
+
+// ListAudit implements store.Tenancy; it sees the records this store
+// queued (it flushes them first).
 func (s *Store) ListAudit(ctx context.Context, f toolrouter.AuditFilter) ([]toolrouter.AuditRecord, error) {
+	if err := s.w.Flush(ctx); err != nil {
+		return nil, fmt.Errorf("sqlite list audit: %w", err)
+	}
 	q, args := sqlstore.AuditSelect(f, func(int) string { return "?" }, func(t time.Time) any { return sqliteTimeOf(t) })
 	rows, err := s.db.QueryContext(ctx, q, args...)
 	if err != nil {

@@ -82,17 +82,20 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		db.Close()
 		return nil, err
 	}
-	s.w = writebehind.New(func(ctx context.Context, ws []writebehind.Write) error {
-		return s.tx(ctx, func(tx *sql.Tx) error {
-			for _, w := range ws {
-				if _, err := tx.ExecContext(ctx, w.SQL, w.Args...); err != nil {
-					return fmt.Errorf("sqlite group commit: %w", err)
-				}
-			}
-			return nil
-		})
-	}, writeQueue, writeBatch)
+	s.w = writebehind.New(s.commit, writeQueue, writeBatch)
 	return s, nil
+}
+
+// commit is the group commit: ws in one transaction.
+func (s *Store) commit(ctx context.Context, ws []writebehind.Write) error {
+	return s.tx(ctx, func(tx *sql.Tx) error {
+		for _, w := range ws {
+			if _, err := tx.ExecContext(ctx, w.SQL, w.Args...); err != nil {
+				return fmt.Errorf("sqlite group commit: %w", err)
+			}
+		}
+		return nil
+	})
 }
 
 // migrate applies the embedded migrations not yet recorded in
@@ -140,17 +143,23 @@ func (s *Store) NextSequence(ctx context.Context, planID string) (int64, error) 
 	return s.NextSequences(ctx, planID, 1)
 }
 
-// SaveResult implements store.Store: the result is queued for the group
-// commit (waiting only while the queue is full).
-func (s *Store) SaveResult(ctx context.Context, res *toolrouter.Result) error {
+// SaveResult implements store.Store: the result and its audit records
+// are queued for the group commit as one write (waiting only while the
+// queue is full).
+func (s *Store) SaveResult(ctx context.Context, res *toolrouter.Result, audit ...toolrouter.AuditRecord) error {
 	b, err := json.Marshal(res)
 	if err != nil {
 		return fmt.Errorf("sqlite save result: %w", err)
 	}
-	err = s.w.Add(ctx, writebehind.Write{SQL: `INSERT INTO route_results (tool_call_id, plan_id, body, created_at)
+	save := writebehind.Write{SQL: `INSERT INTO route_results (tool_call_id, plan_id, body, created_at)
 		VALUES (?, ?, ?, ?)
 		ON CONFLICT (tool_call_id) DO UPDATE SET plan_id = excluded.plan_id, body = excluded.body`,
-		Args: []any{toolrouter.ScopedKey(res.Client, res.ToolCallID), res.PlanID, string(b), sqliteTimeOf(s.Now())}})
+		Args: []any{toolrouter.ScopedKey(res.Client, res.ToolCallID), res.PlanID, string(b), sqliteTimeOf(s.Now())}}
+	if len(audit) == 0 {
+		err = s.w.Add(ctx, save)
+	} else {
+		err = s.w.Add(ctx, append([]writebehind.Write{save}, auditWrites(audit)...)...)
+	}
 	if err != nil {
 		return fmt.Errorf("sqlite save result: %w", err)
 	}

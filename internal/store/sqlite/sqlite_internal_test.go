@@ -2,10 +2,15 @@ package sqlite
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/toolrouterd/toolrouterd/internal/store/sqlstore"
+	"github.com/toolrouterd/toolrouterd/internal/store/writebehind"
+	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
 
 // TestMigrationsAreRecorded checks schema_migrations lists every embedded
@@ -47,5 +52,49 @@ func TestCrashSkipsAheadNeverRepeats(t *testing.T) {
 	defer s2.Close()
 	if n, err := s2.NextSequence(ctx, "p"); err != nil || n != seqBlock {
 		t.Errorf("after a crash: %d, %v; want %d (the reserved block skipped)", n, err, seqBlock)
+	}
+}
+
+// A route's result and its audit record are one write of the group
+// commit: a commit that fails (a crash under the writer) loses both or
+// neither, even when each commit takes a single write.
+func TestFailedCommitLosesResultAndAuditTogether(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, filepath.Join(t.TempDir(), "crash.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	s.w.Close()
+	commits := 0
+	s.w = writebehind.New(func(ctx context.Context, ws []writebehind.Write) error {
+		commits++
+		if commits%2 == 0 {
+			return errors.New("crash")
+		}
+		return s.commit(ctx, ws)
+	}, 100, 1)
+	for i := range 10 {
+		seq := int64(i)
+		id := fmt.Sprintf("tc_%d", i)
+		res := &toolrouter.Result{ToolCallID: id, PlanID: "p", Sequence: seq, ToolName: "t", Success: true}
+		rec := toolrouter.AuditRecord{Time: time.Now(), EntryPoint: toolrouter.EntryRoute, PlanID: "p", Sequence: &seq,
+			ToolCallID: id, ToolName: "t", Tool: "t", Outcome: toolrouter.AuditSuccess}
+		if err := s.SaveResult(ctx, res, rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_ = s.w.Flush(ctx) // its own commit: the error of an even one, or none
+	var results, audits, alone int
+	if err := s.db.QueryRow(`SELECT
+		(SELECT count(*) FROM route_results),
+		(SELECT count(*) FROM audit),
+		(SELECT count(*) FROM route_results r WHERE NOT EXISTS (SELECT 1 FROM audit a WHERE a.tool_call_id = r.tool_call_id))
+		+ (SELECT count(*) FROM audit a WHERE NOT EXISTS (SELECT 1 FROM route_results r WHERE r.tool_call_id = a.tool_call_id))`).
+		Scan(&results, &audits, &alone); err != nil {
+		t.Fatal(err)
+	}
+	if results != 5 || audits != 5 || alone != 0 {
+		t.Fatalf("%d results, %d audit records, %d without the other; want 5, 5 (every other commit lost), 0", results, audits, alone)
 	}
 }

@@ -64,3 +64,12 @@ func AuditDest(r *toolrouter.AuditRecord, at, seq any) []any {
 func AuditValues(r *toolrouter.AuditRecord) []any {
 	return []any{r.ToolCallID, r.ToolName, r.Tool, r.ArgsSHA256, r.Outcome, r.ErrorCategory, r.DurationMS, r.Replica}
 }
+
+// AuditSequence is a record's sequence column value (nil: NULL), read now:
+// a queued write must not see later changes to the record.
+func AuditSequence(r *toolrouter.AuditRecord) any {
+	if r.Sequence == nil {
+		return nil
+	}
+	return *r.Sequence
+}

@@ -62,6 +62,7 @@ func Run(t *testing.T, b Backend) {
 		{"ApprovalsExpireOnce", approvalsExpireOnce},
 		{"ClientsAreIsolated", clientsAreIsolated},
 		{"AuditAppendListPurge", auditAppendListPurge},
+		{"ResultAndItsAuditRecordAreWrittenTogether", resultAndItsAuditRecordAreWrittenTogether},
 		{"TakeRateIsSharedAndBounded", takeRateIsSharedAndBounded},
 	}, runAdminTests...) {
 		t.Run(tc.name, func(t *testing.T) {

@@ -109,13 +109,13 @@ func auditAppendListPurge(t *testing.T, b Backend, open func() store.Store, clk 
 	if err := ss[0].AppendAudit(ctx, recs[:5]); err != nil {
 		t.Fatal(err)
 	}
-	if err := ss[1].AppendAudit(ctx, recs[5:]); err != nil {
+	// Written behind: committed on ss[0] before ss[1] writes (ss[1]'s
+	// ListAudit flushes its own).
+	if err := ss[0].Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
-	for i := 1; i < len(recs); i++ {
-		if recs[i].ID <= recs[i-1].ID {
-			t.Fatalf("ids not increasing: %d then %d", recs[i-1].ID, recs[i].ID)
-		}
+	if err := ss[1].AppendAudit(ctx, recs[5:]); err != nil {
+		t.Fatal(err)
 	}
 	all, err := ss[1].ListAudit(ctx, toolrouter.AuditFilter{})
 	if err != nil {
@@ -123,6 +123,12 @@ func auditAppendListPurge(t *testing.T, b Backend, open func() store.Store, clk 
 	}
 	if len(all) != 10 {
 		t.Fatalf("%d records, want 10", len(all))
+	}
+	for i := range all { // the store numbers them, in the order written
+		recs[9-i].ID = all[i].ID
+		if i > 0 && all[i].ID >= all[i-1].ID {
+			t.Fatalf("ids not decreasing, newest first: %d then %d", all[i-1].ID, all[i].ID)
+		}
 	}
 	for i, got := range all {
 		want := recs[9-i]
@@ -227,5 +233,53 @@ func takeRateIsSharedAndBounded(t *testing.T, b Backend, open func() store.Store
 	}
 	if used, _, err := ss[2].TakeRate(ctx, "alice", w, 0, 10); err != nil || used != 0 {
 		t.Errorf("purged window: used %d, %v; want 0", used, err)
+	}
+}
+
+// resultAndItsAuditRecordAreWrittenTogether: SaveResult stores the call's
+// audit record with its result (README "Audit trail"), and an audit record
+// without a result on its own; after Flush another replica sees them all.
+func resultAndItsAuditRecordAreWrittenTogether(t *testing.T, b Backend, open func() store.Store, clk *Clock) {
+	ctx := context.Background()
+	ss := replicas(open, 2)
+	at := time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
+	res := sampleResult("tc_audited")
+	res.Client = "alice"
+	rec := auditRecord(at, "alice", "billing/refund", toolrouter.AuditFailure, res.Sequence)
+	rec.ToolCallID, rec.ErrorCategory = res.ToolCallID, "execution"
+	limited := auditRecord(at.Add(time.Second), "alice", "", toolrouter.AuditRateLimited, 0)
+	limited.Sequence, limited.ToolCallID, limited.ToolName = nil, "", ""
+	if err := ss[0].SaveResult(ctx, res, rec); err != nil {
+		t.Fatal(err)
+	}
+	if err := ss[0].AppendAudit(ctx, []toolrouter.AuditRecord{limited}); err != nil {
+		t.Fatal(err)
+	}
+	if err := ss[0].Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ss[1].GetResult(ctx, toolrouter.ScopedKey("alice", "tc_audited"))
+	if err != nil {
+		t.Fatalf("result after Flush: %v", err)
+	}
+	if got.ToolCallID != res.ToolCallID || got.Sequence != res.Sequence {
+		t.Errorf("result %s/%d, want %s/%d", got.ToolCallID, got.Sequence, res.ToolCallID, res.Sequence)
+	}
+	recs, err := ss[1].ListAudit(ctx, toolrouter.AuditFilter{Client: "alice"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 2 {
+		t.Fatalf("%d audit records after Flush, want 2: %+v", len(recs), recs)
+	}
+	for i, want := range []toolrouter.AuditRecord{limited, rec} { // newest first
+		g := recs[i]
+		if !sameInstant(g.Time, want.Time) {
+			t.Errorf("record %d: time %v, want %v", i, g.Time, want.Time)
+		}
+		g.ID, g.Time = 0, want.Time
+		if !reflect.DeepEqual(g, want) {
+			t.Errorf("record %d:\n got %+v\nwant %+v", i, g, want)
+		}
 	}
 }

@@ -27,9 +27,24 @@ type Commit func(ctx context.Context, ws []Write) error
 // ErrClosed is returned for writes queued after Close.
 var ErrClosed = errors.New("writebehind: store closed")
 
+// item is what one Add queues: its statements are committed in the same
+// transaction, never split between two commits (a route's result and its
+// audit record: both or neither).
 type item struct {
-	w    Write
+	w    Write      // the first statement (SQL "": a Flush marker)
+	more []Write    // the others
 	done chan error // nil: nobody waits for this write
+}
+
+func newItem(ws []Write, done chan error) item {
+	it := item{done: done}
+	if len(ws) > 0 {
+		it.w = ws[0]
+	}
+	if len(ws) > 1 {
+		it.more = append([]Write(nil), ws[1:]...) // a copy: the caller's slice stays on its stack
+	}
+	return it
 }
 
 // Writer is the group commit of one store.
@@ -47,24 +62,27 @@ type Writer struct {
 }
 
 // New starts the writer of a store: queue holds at most queue writes
-// waiting for a commit, and one commit takes at most maxBatch of them.
+// waiting for a commit, and one commit takes at most maxBatch of them (with
+// all their statements).
 func New(commit Commit, queue, maxBatch int) *Writer {
 	w := &Writer{commit: commit, q: make(chan item, max(queue, 1)), maxBatch: max(maxBatch, 1), stopped: make(chan struct{})}
 	go w.loop()
 	return w
 }
 
-// Add queues a write and returns without waiting for its commit; it waits
-// only while the queue is full (or until ctx ends).
-func (w *Writer) Add(ctx context.Context, wr Write) error {
-	return w.add(ctx, item{w: wr})
+// Add queues the statements of one write, committed together in one
+// transaction, and returns without waiting for their commit; it waits only
+// while the queue is full (or until ctx ends).
+func (w *Writer) Add(ctx context.Context, ws ...Write) error {
+	return w.add(ctx, newItem(ws, nil))
 }
 
-// AddWait queues a write and waits until it is committed (together with
-// every write queued before it), returning the commit's error.
-func (w *Writer) AddWait(ctx context.Context, wr Write) error {
+// AddWait queues the statements of one write like Add and waits until they
+// are committed (together with every write queued before them), returning
+// the commit's error.
+func (w *Writer) AddWait(ctx context.Context, ws ...Write) error {
 	done := make(chan error, 1)
-	if err := w.add(ctx, item{w: wr, done: done}); err != nil {
+	if err := w.add(ctx, newItem(ws, done)); err != nil {
 		return err
 	}
 	select {
@@ -79,7 +97,7 @@ func (w *Writer) AddWait(ctx context.Context, wr Write) error {
 // is that of the commit that would have held it (the last one), not of
 // earlier ones.
 func (w *Writer) Flush(ctx context.Context) error {
-	return w.AddWait(ctx, Write{})
+	return w.AddWait(ctx)
 }
 
 func (w *Writer) add(ctx context.Context, it item) error {
@@ -130,6 +148,7 @@ func (w *Writer) loop() {
 		for _, it := range batch {
 			if it.w.SQL != "" { // a Flush marker writes nothing
 				ws = append(ws, it.w)
+				ws = append(ws, it.more...)
 			}
 		}
 		var err error

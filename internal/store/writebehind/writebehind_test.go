@@ -3,6 +3,7 @@ package writebehind_test
 import (
 	"context"
 	"errors"
+	"reflect"
 	"sync"
 	"testing"
 
@@ -84,4 +85,37 @@ func TestBackpressureAndErrors(t *testing.T) {
 		t.Fatalf("AddWait: %v, want the commit's error", err)
 	}
 	w.Close()
+}
+
+// The statements of one Add are committed together, even when a commit
+// takes a single write (maxBatch 1): never one without the others.
+func TestStatementsOfOneWriteStayTogether(t *testing.T) {
+	var mu sync.Mutex
+	var commits [][]string
+	w := writebehind.New(func(_ context.Context, ws []writebehind.Write) error {
+		mu.Lock()
+		defer mu.Unlock()
+		var g []string
+		for _, x := range ws {
+			g = append(g, x.SQL)
+		}
+		commits = append(commits, g)
+		return nil
+	}, 100, 1)
+	ctx := context.Background()
+	for _, s := range []string{"a", "b", "c"} {
+		if err := w.Add(ctx, writebehind.Write{SQL: s + "1"}, writebehind.Write{SQL: s + "2"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.AddWait(ctx, writebehind.Write{SQL: "d1"}); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	mu.Lock()
+	defer mu.Unlock()
+	want := [][]string{{"a1", "a2"}, {"b1", "b2"}, {"c1", "c2"}, {"d1"}}
+	if !reflect.DeepEqual(commits, want) {
+		t.Fatalf("commits %v, want %v", commits, want)
+	}
 }

@@ -1,4 +1,4 @@
-package metrics
+package service
 
 import (
 	"context"
@@ -9,23 +9,31 @@ import (
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
 
-// Store wraps st so that its failures count in
+// StoreMetrics counts store failures and readiness (metrics.Metrics).
+type StoreMetrics interface {
+	StoreOps(ops ...string)
+	StoreError(op string)
+	StoreUp(up bool)
+}
+
+// storeOps are the operations countedStore counts failures of.
+var storeOps = []string{"ping", "next_sequence", "save_result", "claim_key", "complete_key", "save_run", "get_run", "list_runs", "purge_keys"}
+
+// countStore wraps st so that its failures count in
 // toolrouter_store_errors_total{operation} and its Ping (the readiness
 // check) sets toolrouter_store_up. Application answers (not found, a reused
 // key) and cancellations are not failures.
 //
 // Store calls get no spans: they are many and small, and the SDK's samplers
 // cannot tell a debug trace from another cheaply.
-func (m *Metrics) Store(st store.Store) store.Store {
-	for _, op := range []string{"ping", "next_sequence", "save_result", "claim_key", "complete_key", "save_run", "get_run", "list_runs", "purge_keys"} {
-		m.storeErrors.WithLabelValues(op) // exported from 0, so that rate() sees the first error
-	}
+func countStore(st store.Store, m StoreMetrics) store.Store {
+	m.StoreOps(storeOps...)
 	return &countedStore{Store: st, m: m}
 }
 
 type countedStore struct {
 	store.Store
-	m *Metrics
+	m StoreMetrics
 }
 
 func (s *countedStore) count(op string, err error) {
@@ -33,17 +41,13 @@ func (s *countedStore) count(op string, err error) {
 	if err == nil || errors.As(err, &e) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) && op != "ping" {
 		return
 	}
-	s.m.storeErrors.WithLabelValues(op).Inc()
+	s.m.StoreError(op)
 }
 
 func (s *countedStore) Ping(ctx context.Context) error {
 	err := s.Store.Ping(ctx)
 	s.count("ping", err)
-	if err != nil {
-		s.m.storeUp.Set(0)
-	} else {
-		s.m.storeUp.Set(1)
-	}
+	s.m.StoreUp(err == nil)
 	return err
 }
 
@@ -59,8 +63,8 @@ func (s *countedStore) NextSequences(ctx context.Context, planID string, n int64
 	return first, err
 }
 
-func (s *countedStore) SaveResult(ctx context.Context, res *toolrouter.Result) error {
-	err := s.Store.SaveResult(ctx, res)
+func (s *countedStore) SaveResult(ctx context.Context, res *toolrouter.Result, audit ...toolrouter.AuditRecord) error {
+	err := s.Store.SaveResult(ctx, res, audit...)
 	s.count("save_result", err)
 	return err
 }
