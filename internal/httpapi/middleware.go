@@ -284,11 +284,10 @@ func writeDeadline(timeout time.Duration) func(http.Handler) http.Handler {
 				next.ServeHTTP(w, r)
 				return
 			}
-			rc := http.NewResponseController(w)
 			// A deadline left by the previous response on this connection
 			// must not cut this one.
-			_ = rc.SetWriteDeadline(time.Time{})
-			next.ServeHTTP(&deadlineWriter{ResponseWriter: w, rc: rc, timeout: timeout}, r)
+			setWriteDeadline(w, time.Time{})
+			next.ServeHTTP(&deadlineWriter{ResponseWriter: w, timeout: timeout}, r)
 		})
 	}
 }
@@ -313,7 +312,6 @@ func oneCall(*http.Request) int { return 1 }
 // deadlineWriter sets the write deadline at the first byte of the response.
 type deadlineWriter struct {
 	http.ResponseWriter
-	rc      *http.ResponseController
 	timeout time.Duration
 	started bool
 }
@@ -321,7 +319,7 @@ type deadlineWriter struct {
 func (w *deadlineWriter) start() {
 	if !w.started {
 		w.started = true
-		_ = w.rc.SetWriteDeadline(time.Now().Add(w.timeout))
+		setWriteDeadline(w.ResponseWriter, time.Now().Add(w.timeout))
 	}
 }
 
@@ -339,3 +337,35 @@ func (w *deadlineWriter) Write(b []byte) (int, error) {
 
 // Unwrap lets http.ResponseController reach Flush and deadlines (SSE).
 func (w *deadlineWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// setReadDeadline and setWriteDeadline do what http.ResponseController's
+// methods do (unwrapping w until a writer has the method), without
+// allocating the controller on every request; a writer without deadlines
+// (a test recorder) is left alone, as the controller's error was ignored.
+func setReadDeadline(w http.ResponseWriter, t time.Time) {
+	for {
+		switch x := w.(type) {
+		case interface{ SetReadDeadline(time.Time) error }:
+			_ = x.SetReadDeadline(t)
+			return
+		case interface{ Unwrap() http.ResponseWriter }:
+			w = x.Unwrap()
+		default:
+			return
+		}
+	}
+}
+
+func setWriteDeadline(w http.ResponseWriter, t time.Time) {
+	for {
+		switch x := w.(type) {
+		case interface{ SetWriteDeadline(time.Time) error }:
+			_ = x.SetWriteDeadline(t)
+			return
+		case interface{ Unwrap() http.ResponseWriter }:
+			w = x.Unwrap()
+		default:
+			return
+		}
+	}
+}
