@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -129,8 +128,6 @@ func unescapeParam(r *http.Request, v string) string {
 	return v
 }
 
-type bodyKey struct{}
-
 // checkedBody is a request body the checker read and decoded.
 type checkedBody struct {
 	raw []byte
@@ -139,20 +136,18 @@ type checkedBody struct {
 
 // body returns the request body decoded by the checker.
 func body(r *http.Request) map[string]any {
-	b, _ := r.Context().Value(bodyKey{}).(*checkedBody)
-	if b == nil {
-		return nil
+	if st := stateOf(r); st != nil && st.body != nil {
+		return st.body.obj
 	}
-	return b.obj
+	return nil
 }
 
 // rawBody returns the request body bytes the checker read.
 func rawBody(r *http.Request) []byte {
-	b, _ := r.Context().Value(bodyKey{}).(*checkedBody)
-	if b == nil {
-		return nil
+	if st := stateOf(r); st != nil && st.body != nil {
+		return st.body.raw
 	}
-	return b.raw
+	return nil
 }
 
 func (c *requestChecker) middleware(next http.Handler) http.Handler {
@@ -238,7 +233,13 @@ func (c *requestChecker) middleware(next http.Handler) http.Handler {
 			writeProblem(w, r, http.StatusBadRequest, field, detail)
 			return
 		}
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), bodyKey{}, &checkedBody{raw: raw, obj: obj})))
+		if st := stateOf(r); st != nil {
+			st.cb = checkedBody{raw: raw, obj: obj}
+			st.body = &st.cb
+			next.ServeHTTP(w, r)
+			return
+		}
+		writeError(w, r, errors.New("request checker: no request state (requestID must come first)"))
 	})
 }
 

@@ -173,7 +173,7 @@ func truncate(s string, n int) string {
 // jsonContentType reports whether a reply's Content-Type allows JSON:
 // absent, application/json or any +json type (RFC 6839).
 func jsonContentType(ct string) bool {
-	if ct == "" {
+	if ct == "" || strings.EqualFold(ct, "application/json") { // the common cases, without parsing
 		return true
 	}
 	mt, _, err := mime.ParseMediaType(ct)
