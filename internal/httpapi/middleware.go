@@ -289,9 +289,11 @@ func writeDeadline(timeout time.Duration) func(http.Handler) http.Handler {
 			// A deadline left by the previous response on this connection
 			// must not cut this one.
 			setWriteDeadline(w, time.Time{})
-			dw := &deadlineWriter{}
+			var dw *deadlineWriter
 			if st := stateOf(r); st != nil {
 				dw = &st.dw // one allocation less per request
+			} else {
+				dw = new(deadlineWriter)
 			}
 			*dw = deadlineWriter{ResponseWriter: w, timeout: timeout}
 			next.ServeHTTP(dw, r)

@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -65,6 +66,34 @@ type Router struct {
 	// does not fit fails as resource. 0 means no cap.
 	MaxBatchOutput int64
 	Now            func() time.Time
+
+	save atomic.Pointer[saveContext] // see saveCtx
+}
+
+// saveTimeout bounds how long a route waits to hand its result to Results
+// (the stores queue it, and wait only while their queue is full).
+const saveTimeout = 10 * time.Second
+
+// saveContext is a context shared by the result saves of one second.
+type saveContext struct {
+	ctx    context.Context
+	cancel context.CancelFunc // not called: the context ends at its deadline, after its last save
+	until  time.Time          // when the next second's context is made
+}
+
+// saveCtx is the context of a result save: not cancelled with the request
+// (the tool ran: its result is kept even if the caller went away), with a
+// deadline between saveTimeout and saveTimeout+1s away. The context is
+// shared by the saves of one second, sparing each route a timer and a
+// context of its own (the stores read no values from it).
+func (r *Router) saveCtx() context.Context {
+	now := time.Now()
+	if s := r.save.Load(); s != nil && now.Before(s.until) {
+		return s.ctx
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), saveTimeout+time.Second)
+	r.save.Store(&saveContext{ctx: ctx, cancel: cancel, until: now.Add(time.Second)})
+	return ctx
 }
 
 // Route routes one tool call payload (a decoded JSON value) for a plan.
@@ -329,11 +358,9 @@ func (r *Router) finish(ctx context.Context, rc *routeCall, out toolrouter.Outco
 	}
 	if r.Results != nil {
 		// The tool ran: keep its result even if the caller went away.
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		if err := r.Results.SaveResult(sctx, res); err != nil {
+		if err := r.Results.SaveResult(r.saveCtx(), res); err != nil {
 			zerolog.Ctx(ctx).Error().Err(err).Str("tool_call_id", rc.id).Msg("store route result")
 		}
-		cancel()
 	}
 	return res
 }
