@@ -20,7 +20,6 @@ import (
 	"github.com/getkin/kin-openapi/routers"
 	"github.com/go-chi/chi/v5"
 
-	"github.com/toolrouterd/toolrouterd/internal/format"
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
 
@@ -214,8 +213,8 @@ func (c *requestChecker) middleware(next http.Handler) http.Handler {
 			writeProblem(w, r, http.StatusBadRequest, "body", "body: could not be read: "+err.Error())
 			return
 		}
-		v, err := format.DecodeJSON(raw) // json.Unmarshal's value and errors, fewer allocations
-		if err != nil {
+		var v any
+		if err := json.Unmarshal(raw, &v); err != nil {
 			writeProblem(w, r, http.StatusBadRequest, "body", "body: "+jsonErrorText(err, raw))
 			return
 		}

@@ -1,13 +1,13 @@
 package httpapi
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
 	"github.com/getkin/kin-openapi/openapi3"
 
 	"github.com/toolrouterd/toolrouterd/api"
-	"github.com/toolrouterd/toolrouterd/internal/format"
 )
 
 // fastValid says "valid" only where the spec's schema does, and says it for
@@ -64,8 +64,8 @@ func TestFastValidAgreesWithTheSpec(t *testing.T) {
 			t.Fatalf("no schema or fast check for %s", op)
 		}
 		for _, c := range cases {
-			v, err := format.DecodeJSON([]byte(c.body))
-			if err != nil {
+			var v any
+			if err := json.Unmarshal([]byte(c.body), &v); err != nil {
 				t.Fatal(err)
 			}
 			obj := v.(map[string]any)
