@@ -7,7 +7,7 @@ ADDR    ?= 127.0.0.1:8080
 TOOLS_ADDR ?= 127.0.0.1:9001
 STORE   ?= sqlite://toolrouter.db
 
-.PHONY: all build run test deps vet bench bench-go bench-load bench-store bench-mcp fmt clean
+.PHONY: all build run test deps vet bench bench-go bench-load bench-store bench-mcp bench-compare fmt clean
 
 all: build
 
@@ -38,7 +38,7 @@ vet:
 
 # Benchmarks (not part of `make test`): Go benchmarks of the hot path, then
 # a load run against the real binary, a direct tool and nginx.
-bench: bench-go bench-load bench-store bench-mcp
+bench: bench-go bench-load bench-store bench-mcp bench-compare
 
 bench-go:
 	$(GO) test -run='^$$' -bench=. -benchmem -count=1 ./internal/format/ ./internal/router/ ./internal/remote/ ./internal/httpapi/
@@ -49,6 +49,12 @@ bench-load: build
 # toolrouterd → MCP echo tool against calling the MCP server directly.
 bench-mcp: build
 	bash bench/mcp.sh
+
+# The side-by-side table of issue 10: direct, nginx, toolrouterd on each
+# store, MCP direct and through toolrouterd; pinned, interleaved rounds,
+# server CPU per call; then a 60 s soak (RSS and goroutines).
+bench-compare: build
+	bash bench/compare.sh
 
 # Routes per second per store: PostgreSQL (3 replicas), SQLite, memory.
 bench-store:

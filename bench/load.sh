@@ -63,75 +63,13 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-# ---------------------------------------------------------------------------
-# nginx: use the one on PATH, else install it from Debian packages.
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-NGINX=""
-find_nginx() {
-	NGINX=$(command -v nginx || true)
-	[[ -z $NGINX && -x /usr/sbin/nginx ]] && NGINX=/usr/sbin/nginx
-	[[ -n $NGINX ]]
-}
-
-install_nginx() {
-	if [[ -n ${BENCH_NO_INSTALL:-} ]]; then
-		log "BENCH_NO_INSTALL is set: not installing nginx"
-		return 1
-	fi
-	if ! command -v apt-get >/dev/null || ! command -v apt-cache >/dev/null; then
-		log "no apt-get on this machine: cannot install nginx"
-		return 1
-	fi
-	local sudo=""
-	if [[ $(id -u) != 0 ]]; then
-		if command -v sudo >/dev/null && sudo -n true 2>/dev/null; then
-			sudo="sudo -n"
-		else
-			log "not root and no password-less sudo: cannot install nginx"
-			return 1
-		fi
-	fi
-	log "nginx not found: installing it from Debian packages (apt-get update && apt-get install)"
-	$sudo apt-get update -qq >&2 || { log "apt-get update failed"; return 1; }
-	local pkg=""
-	for p in nginx-light nginx; do
-		# (no `| grep -q`: with pipefail, grep closing the pipe early fails it)
-		if [[ $(apt-cache policy "$p" 2>/dev/null) =~ Candidate:\ [0-9] ]]; then
-			pkg=$p
-			break
-		fi
-	done
-	[[ -n $pkg ]] || { log "neither nginx-light nor nginx is available from apt"; return 1; }
-	# Keep the package's maintainer scripts from starting a system nginx on
-	# port 80 (policy-rc.d 101 = "action not allowed"), unless a policy is
-	# already in place.
-	local policy=/usr/sbin/policy-rc.d made_policy=""
-	if [[ ! -e $policy ]]; then
-		if printf '#!/bin/sh\nexit 101\n' | $sudo tee "$policy" >/dev/null && $sudo chmod 755 "$policy"; then
-			made_policy=1
-		fi
-	fi
-	local rc=0
-	DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "$pkg" >&2 || rc=$?
-	[[ -n $made_policy ]] && $sudo rm -f "$policy"
-	if [[ $rc != 0 ]]; then
-		log "apt-get install $pkg failed (exit $rc)"
-		return 1
-	fi
-	log "installed $pkg"
-}
-
-if ! find_nginx; then
-	if ! install_nginx || ! find_nginx; then
-		log "SKIPPING the nginx baseline: nginx is not available (see above)"
-		NGINX=""
-	fi
-fi
+ensure_nginx
 
 # ---------------------------------------------------------------------------
 # Ports, processes.
 
-source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 command -v curl >/dev/null || die "curl is needed to wait for the servers"
 
 free_port TOOL_PORT
@@ -186,49 +124,7 @@ PIDS+=($!)
 wait_http traced "http://127.0.0.1:$TRACED_PORT/healthz" "${PIDS[-1]}"
 
 if [[ -n $NGINX ]]; then
-	mkdir -p "$TMP/nginx"
-	cat >"$TMP/nginx.conf" <<EOF
-worker_processes 1;
-daemon off;
-pid $TMP/nginx.pid;
-error_log $TMP/nginx.log warn;
-
-events {
-    worker_connections 4096;
-}
-
-http {
-    access_log off;
-    client_body_temp_path $TMP/nginx/client_body;
-    proxy_temp_path $TMP/nginx/proxy;
-    fastcgi_temp_path $TMP/nginx/fastcgi;
-    uwsgi_temp_path $TMP/nginx/uwsgi;
-    scgi_temp_path $TMP/nginx/scgi;
-
-    upstream tool {
-        server 127.0.0.1:$TOOL_PORT;
-        keepalive 64;
-    }
-
-    server {
-        listen 127.0.0.1:$NGINX_PORT;
-        location / {
-            proxy_pass http://tool;
-            proxy_http_version 1.1;
-            proxy_set_header Connection "";
-        }
-    }
-}
-EOF
-	if ! "$NGINX" -t -q -e "$TMP/nginx.log" -c "$TMP/nginx.conf" -p "$TMP/nginx" 2>"$TMP/nginx-test.log"; then
-		log "SKIPPING the nginx baseline: nginx rejected its configuration:"
-		cat "$TMP/nginx-test.log" >&2
-		NGINX=""
-	else
-		"$NGINX" -e "$TMP/nginx.log" -c "$TMP/nginx.conf" -p "$TMP/nginx" >>"$TMP/nginx.log" 2>&1 &
-		PIDS+=($!)
-		wait_http nginx "http://127.0.0.1:$NGINX_PORT/healthz" "${PIDS[-1]}"
-	fi
+	start_nginx "$NGINX_PORT" "$TOOL_PORT"
 fi
 
 # ---------------------------------------------------------------------------

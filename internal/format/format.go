@@ -125,9 +125,6 @@ func decodeArgs(v any) (map[string]any, error) {
 		if s == "" {
 			return map[string]any{}, nil
 		}
-		if obj, ok := decodeObject(s); ok {
-			return obj, nil
-		}
 		var out any
 		if err := json.Unmarshal([]byte(s), &out); err != nil {
 			return nil, invalid("parse error: arguments are not valid JSON: %v", err)

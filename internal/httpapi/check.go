@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,13 +13,13 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/getkin/kin-openapi/routers"
 	"github.com/go-chi/chi/v5"
 
-	"github.com/toolrouterd/toolrouterd/internal/format"
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
 
@@ -36,22 +35,26 @@ import (
 // /runs/a%2Fb on the escaped path, kin-openapi's on the decoded one), and
 // a request chi routed must never find "no operation".
 type requestChecker struct {
-	ops         map[string]*routers.Route // "METHOD /pattern" → operation
+	ops         map[string]*routers.Route              // "METHOD /pattern" → operation
+	params      map[*routers.Route]openapi3.Parameters // each operation's parameters, path item's included
 	maxBody     int64
 	bodyTimeout time.Duration
 }
 
 func newRequestChecker(doc *openapi3.T, maxBody int64, bodyTimeout time.Duration) (*requestChecker, error) {
 	ops := make(map[string]*routers.Route)
+	params := make(map[*routers.Route]openapi3.Parameters)
 	for path, item := range doc.Paths.Map() {
 		for method, op := range item.Operations() {
-			ops[method+" "+path] = &routers.Route{Spec: doc, Path: path, PathItem: item, Method: method, Operation: op}
+			rt := &routers.Route{Spec: doc, Path: path, PathItem: item, Method: method, Operation: op}
+			ops[method+" "+path] = rt
+			params[rt] = append(append(openapi3.Parameters(nil), item.Parameters...), op.Parameters...)
 		}
 	}
 	if len(ops) == 0 {
 		return nil, errors.New("OpenAPI spec has no operations")
 	}
-	return &requestChecker{ops: ops, maxBody: maxBody, bodyTimeout: bodyTimeout}, nil
+	return &requestChecker{ops: ops, params: params, maxBody: maxBody, bodyTimeout: bodyTimeout}, nil
 }
 
 // operation returns the spec's operation for the route chi matched (HEAD
@@ -70,11 +73,42 @@ func (c *requestChecker) operation(r *http.Request) (*routers.Route, map[string]
 	if !ok {
 		return nil, nil, fmt.Errorf("no operation %s %s", method, pattern)
 	}
+	if len(rc.URLParams.Keys) == 0 {
+		return route, nil, nil
+	}
 	params := make(map[string]string, len(rc.URLParams.Keys))
 	for i, k := range rc.URLParams.Keys {
 		params[k] = unescapeParam(r, rc.URLParams.Values[i])
 	}
 	return route, params, nil
+}
+
+// paramsToCheck reports whether kin-openapi's parameter check could say
+// anything about r: the operation declares a required parameter, or one
+// that r carries. Otherwise (POST /route without Idempotency-Key) the check
+// is skipped, as it could only pass: security is not checked there
+// (NoopAuthenticationFunc; authenticate does it) and undeclared query
+// parameters are not refused.
+func (c *requestChecker) paramsToCheck(r *http.Request, route *routers.Route) bool {
+	for _, ref := range c.params[route] {
+		p := ref.Value
+		if p == nil || p.Required {
+			return true
+		}
+		switch p.In {
+		case openapi3.ParameterInHeader:
+			if _, ok := r.Header[http.CanonicalHeaderKey(p.Name)]; ok {
+				return true
+			}
+		case openapi3.ParameterInQuery:
+			if r.URL.RawQuery != "" {
+				return true
+			}
+		default: // path (always required), cookie
+			return true
+		}
+	}
+	return false
 }
 
 // pathParam returns a path parameter, unescaped (chi matches on the escaped
@@ -93,8 +127,6 @@ func unescapeParam(r *http.Request, v string) string {
 	return v
 }
 
-type bodyKey struct{}
-
 // checkedBody is a request body the checker read and decoded.
 type checkedBody struct {
 	raw []byte
@@ -103,20 +135,18 @@ type checkedBody struct {
 
 // body returns the request body decoded by the checker.
 func body(r *http.Request) map[string]any {
-	b, _ := r.Context().Value(bodyKey{}).(*checkedBody)
-	if b == nil {
-		return nil
+	if st := stateOf(r); st != nil && st.body != nil {
+		return st.body.obj
 	}
-	return b.obj
+	return nil
 }
 
 // rawBody returns the request body bytes the checker read.
 func rawBody(r *http.Request) []byte {
-	b, _ := r.Context().Value(bodyKey{}).(*checkedBody)
-	if b == nil {
-		return nil
+	if st := stateOf(r); st != nil && st.body != nil {
+		return st.body.raw
 	}
-	return b.raw
+	return nil
 }
 
 func (c *requestChecker) middleware(next http.Handler) http.Handler {
@@ -128,31 +158,33 @@ func (c *requestChecker) middleware(next http.Handler) http.Handler {
 			writeError(w, r, fmt.Errorf("OpenAPI spec lacks a route the server has: %w", err))
 			return
 		}
-		// Parameters and headers only: the body is read once, bounded,
-		// below (kin-openapi's security check would read it unbounded).
-		head := r.Clone(r.Context())
-		head.Body = http.NoBody
-		in := &openapi3filter.RequestValidationInput{
-			Request:    head,
-			PathParams: params,
-			Route:      route,
-			Options: &openapi3filter.Options{
-				ExcludeRequestBody: true,
-				MultiError:         true,
-				AuthenticationFunc: openapi3filter.NoopAuthenticationFunc,
-			},
-		}
-		if err := openapi3filter.ValidateRequest(r.Context(), in); err != nil {
-			field, detail := describe(err)
-			writeProblem(w, r, http.StatusBadRequest, field, detail)
-			return
+		if c.paramsToCheck(r, route) {
+			// Parameters and headers only: the body is read once, bounded,
+			// below (kin-openapi's security check would read it unbounded).
+			head := r.Clone(r.Context())
+			head.Body = http.NoBody
+			in := &openapi3filter.RequestValidationInput{
+				Request:    head,
+				PathParams: params,
+				Route:      route,
+				Options: &openapi3filter.Options{
+					ExcludeRequestBody: true,
+					MultiError:         true,
+					AuthenticationFunc: openapi3filter.NoopAuthenticationFunc,
+				},
+			}
+			if err := openapi3filter.ValidateRequest(r.Context(), in); err != nil {
+				field, detail := describe(err)
+				writeProblem(w, r, http.StatusBadRequest, field, detail)
+				return
+			}
 		}
 		rb := route.Operation.RequestBody
 		if rb == nil || rb.Value == nil {
 			next.ServeHTTP(w, r)
 			return
 		}
-		if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+		if !isJSON(r.Header.Get("Content-Type")) {
 			writeProblem(w, r, http.StatusUnsupportedMediaType, "Content-Type", "Content-Type: must be application/json")
 			return
 		}
@@ -164,10 +196,9 @@ func (c *requestChecker) middleware(next http.Handler) http.Handler {
 		// A body must arrive in bodyReadTimeout: a client trickling it
 		// would otherwise hold its connection and goroutine for ever (the
 		// server has no ReadTimeout, which would cut streams short).
-		rc := http.NewResponseController(w)
-		_ = rc.SetReadDeadline(time.Now().Add(c.bodyTimeout))
-		raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, c.maxBody))
-		_ = rc.SetReadDeadline(time.Time{})
+		setReadDeadline(w, time.Now().Add(c.bodyTimeout))
+		raw, err := c.readBody(w, r)
+		setReadDeadline(w, time.Time{})
 		if err != nil {
 			var mbe *http.MaxBytesError
 			if errors.As(err, &mbe) {
@@ -182,8 +213,8 @@ func (c *requestChecker) middleware(next http.Handler) http.Handler {
 			writeProblem(w, r, http.StatusBadRequest, "body", "body: could not be read: "+err.Error())
 			return
 		}
-		v, err := format.DecodeJSON(raw) // json.Unmarshal's value and errors, fewer allocations
-		if err != nil {
+		var v any
+		if err := json.Unmarshal(raw, &v); err != nil {
 			writeProblem(w, r, http.StatusBadRequest, "body", "body: "+jsonErrorText(err, raw))
 			return
 		}
@@ -193,13 +224,123 @@ func (c *requestChecker) middleware(next http.Handler) http.Handler {
 			return
 		}
 		schema := rb.Value.Content.Get("application/json").Schema.Value
-		if err := schema.VisitJSON(obj, openapi3.MultiErrors(), openapi3.VisitAsRequest()); err != nil {
+		if fast := fastValid[route.Operation.OperationID]; fast != nil && fast(obj) {
+			// Plainly valid: kin-openapi would pass it too. Anything else
+			// is left to kin-openapi, for its messages.
+		} else if err := schema.VisitJSON(obj, openapi3.MultiErrors(), openapi3.VisitAsRequest()); err != nil {
 			field, detail := describe(err)
 			writeProblem(w, r, http.StatusBadRequest, field, detail)
 			return
 		}
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), bodyKey{}, &checkedBody{raw: raw, obj: obj})))
+		if st := stateOf(r); st != nil {
+			st.cb = checkedBody{raw: raw, obj: obj}
+			st.body = &st.cb
+			next.ServeHTTP(w, r)
+			return
+		}
+		writeError(w, r, errors.New("request checker: no request state (requestID must come first)"))
 	})
+}
+
+// fastValid holds, by operationId, checks of the hot operations' request
+// bodies that say "valid" only where their schema in api/openapi.yaml
+// (RouteRequest, BatchRequest) does, and otherwise send the body on to
+// kin-openapi for the problem's wording. They spare the generic schema walk
+// its allocations on every route (issue 10).
+var fastValid = map[string]func(map[string]any) bool{
+	"route": func(b map[string]any) bool {
+		for k, v := range b {
+			switch k {
+			case "plan_id":
+				if !planIDValid(v) {
+					return false
+				}
+			case "tool_call":
+				if _, ok := v.(map[string]any); !ok {
+					return false
+				}
+			case "provider_metadata":
+				if _, ok := v.(map[string]any); !ok {
+					return false
+				}
+			default:
+				return false
+			}
+		}
+		_, ok := b["tool_call"]
+		return ok && b["plan_id"] != nil
+	},
+	"routeBatch": func(b map[string]any) bool {
+		for k, v := range b {
+			switch k {
+			case "plan_id":
+				if !planIDValid(v) {
+					return false
+				}
+			case "tool_calls":
+				calls, ok := v.([]any)
+				if !ok || len(calls) > maxBatchCalls {
+					return false
+				}
+				for _, c := range calls {
+					if _, ok := c.(map[string]any); !ok {
+						return false
+					}
+				}
+			case "message": // any value but null (kin-openapi: not nullable)
+				if v == nil {
+					return false
+				}
+			case "provider_metadata":
+				if _, ok := v.(map[string]any); !ok {
+					return false
+				}
+			default:
+				return false
+			}
+		}
+		return b["plan_id"] != nil
+	},
+}
+
+// planIDValid is the schema of plan_id: a string of 1 to 256 characters
+// without control characters.
+func planIDValid(v any) bool {
+	s, ok := v.(string)
+	if !ok || s == "" || utf8.RuneCountInString(s) > 256 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x20 || s[i] == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+// isJSON reports whether a Content-Type is application/json (with or
+// without parameters).
+func isJSON(ct string) bool {
+	if strings.EqualFold(ct, "application/json") { // the common case, without parsing
+		return true
+	}
+	mt, _, err := mime.ParseMediaType(ct)
+	return err == nil && mt == "application/json"
+}
+
+// readBody reads r's body, at most maxBody bytes (a longer body is a
+// *http.MaxBytesError). A body of declared length within the limit is read
+// into a buffer of its size (net/http's reader ends it there).
+func (c *requestChecker) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	if n := r.ContentLength; n >= 0 && n <= c.maxBody && n <= 1<<20 {
+		raw := make([]byte, n)
+		_, err := io.ReadFull(r.Body, raw)
+		if err == io.EOF || err == io.ErrUnexpectedEOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return raw, err
+	}
+	return io.ReadAll(http.MaxBytesReader(w, r.Body, c.maxBody))
 }
 
 // describe turns a kin-openapi validation error into the field it is about

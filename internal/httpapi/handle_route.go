@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 	"sort"
 	"strings"
@@ -16,16 +15,18 @@ import (
 // BatchRequest: tool_calls maxItems, and the calls of a message).
 const maxBatchCalls = 1024
 
-// decodeValid decodes the body the request checker read (and checked
-// against the spec) into a T, once, and validates it: problems are a 400
-// naming the fields. Unlike decode, unknown fields pass (a tool call keeps
-// its provider's extra keys) and each problem's text names its own field.
-func decodeValid[T validator](r *http.Request) (T, error) {
+// decodeValid takes a T from the body the request checker decoded and
+// checked against the spec (so no second JSON decoding), and validates it:
+// problems are a 400 naming the fields. Each problem's text names its own
+// field.
+func decodeValid[T any, P interface {
+	*T
+	validator
+	from(map[string]any)
+}](r *http.Request) (T, error) {
 	var v T
-	if err := json.Unmarshal(rawBody(r), &v); err != nil {
-		return v, toolrouter.Invalid("body", "body: %v", err)
-	}
-	problems := v.Valid(r.Context())
+	P(&v).from(body(r))
+	problems := P(&v).Valid(r.Context())
 	if len(problems) == 0 {
 		return v, nil
 	}
@@ -43,14 +44,8 @@ func decodeValid[T validator](r *http.Request) (T, error) {
 
 // payload is a JSON value of a request kept as decoded (map[string]any,
 // []any, string, float64, bool, nil): tool calls and messages in any
-// provider's shape. It decodes with format.DecodeJSON, which gives
-// json.Unmarshal's value with far fewer allocations.
+// provider's shape.
 type payload struct{ v any }
-
-func (p *payload) UnmarshalJSON(b []byte) (err error) {
-	p.v, err = format.DecodeJSON(b)
-	return err
-}
 
 // routeRequest is the body of POST /route.
 type routeRequest struct {
@@ -59,17 +54,32 @@ type routeRequest struct {
 	ProviderMetadata map[string]any `json:"provider_metadata"`
 }
 
+// from takes the fields of the checked body (api/openapi.yaml,
+// RouteRequest: the types are checked, unknown keys refused).
+func (q *routeRequest) from(b map[string]any) {
+	q.PlanID, _ = b["plan_id"].(string)
+	q.ToolCall.v = b["tool_call"]
+	q.ProviderMetadata, _ = b["provider_metadata"].(map[string]any)
+}
+
 // Valid checks what the spec cannot say: a whole assistant turn is not one
 // tool call, and answering it as a parse failure would burn a sequence.
-func (q routeRequest) Valid(context.Context) map[string]string {
-	p := map[string]string{}
+// It allocates nothing for a valid request.
+func (q *routeRequest) Valid(context.Context) map[string]string {
+	var p map[string]string
+	add := func(k, v string) {
+		if p == nil {
+			p = map[string]string{}
+		}
+		p[k] = v
+	}
 	if q.PlanID == "" {
-		p["plan_id"] = "plan_id: must be a non-empty string"
+		add("plan_id", "plan_id: must be a non-empty string")
 	}
 	if _, ok := q.ToolCall.v.(map[string]any); !ok {
-		p["tool_call"] = "tool_call: payload must be a dict (JSON object), got " + toolrouter.JSONKind(q.ToolCall.v)
+		add("tool_call", "tool_call: payload must be a dict (JSON object), got "+toolrouter.JSONKind(q.ToolCall.v))
 	} else if format.IsTurn(q.ToolCall.v) {
-		p["tool_call"] = `tool_call: this is a whole assistant message (or provider response), not one tool call: send it as "message" to POST /route/batch, which routes each of its tool calls and answers with the messages to append`
+		add("tool_call", `tool_call: this is a whole assistant message (or provider response), not one tool call: send it as "message" to POST /route/batch, which routes each of its tool calls and answers with the messages to append`)
 	}
 	return p
 }
@@ -83,7 +93,21 @@ type batchRequest struct {
 	ProviderMetadata map[string]any `json:"provider_metadata"`
 }
 
-func (q batchRequest) Valid(context.Context) map[string]string {
+// from takes the fields of the checked body (api/openapi.yaml,
+// BatchRequest); a null is as good as absent.
+func (q *batchRequest) from(b map[string]any) {
+	q.PlanID, _ = b["plan_id"].(string)
+	if calls, ok := b["tool_calls"].([]any); ok {
+		q.ToolCalls = make([]payload, len(calls))
+		for i, c := range calls {
+			q.ToolCalls[i].v = c
+		}
+	}
+	q.Message.v = b["message"]
+	q.ProviderMetadata, _ = b["provider_metadata"].(map[string]any)
+}
+
+func (q *batchRequest) Valid(context.Context) map[string]string {
 	p := map[string]string{}
 	if q.PlanID == "" {
 		p["plan_id"] = "plan_id: must be a non-empty string"

@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"context"
 	"net/http"
 	"strconv"
 	"sync"
@@ -107,18 +106,12 @@ func (l *logLimiter) event(log *zerolog.Logger, level zerolog.Level, kind string
 	return e
 }
 
-type limiterKey struct{}
-
 // limitedLog starts a rate-limited log event of kind for the request (see
 // logLimiter); without a limiter in the context it is not limited.
 func limitedLog(r *http.Request, level zerolog.Level, kind string) *zerolog.Event {
 	log := zerolog.Ctx(r.Context())
-	if l, ok := r.Context().Value(limiterKey{}).(*logLimiter); ok {
-		return l.event(log, level, kind)
+	if st := stateOf(r); st != nil && st.lim != nil {
+		return st.lim.event(log, level, kind)
 	}
 	return log.WithLevel(level)
-}
-
-func withLimiter(ctx context.Context, l *logLimiter) context.Context {
-	return context.WithValue(ctx, limiterKey{}, l)
 }

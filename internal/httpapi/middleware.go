@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -20,8 +21,9 @@ import (
 )
 
 // requestID takes the request id from X-Request-Id (or makes one), echoes it
-// in the response and attaches a logger carrying it to the context.
-func requestID(base zerolog.Logger) func(http.Handler) http.Handler {
+// in the response and attaches to the context a logger carrying it and the
+// request's state (limiter of log lines, see reqState).
+func requestID(base zerolog.Logger, lim *logLimiter) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			id := r.Header.Get("X-Request-Id")
@@ -30,7 +32,8 @@ func requestID(base zerolog.Logger) func(http.Handler) http.Handler {
 			}
 			w.Header().Set("X-Request-Id", id)
 			l := base.With().Str("request_id", id).Logger()
-			next.ServeHTTP(w, r.WithContext(l.WithContext(r.Context())))
+			ctx := context.WithValue(l.WithContext(r.Context()), stateKey{}, &reqState{lim: lim})
+			next.ServeHTTP(w, r.WithContext(ctx))
 		})
 	}
 }
@@ -57,7 +60,6 @@ func accessLog(m Metrics, lim *logLimiter) func(http.Handler) http.Handler {
 			start := time.Now()
 			ww := middleware.NewWrapResponseWriter(w, r.ProtoMajor)
 			m.InFlight(1)
-			r = r.WithContext(withLimiter(r.Context(), lim))
 			defer func() {
 				m.InFlight(-1)
 				d := time.Since(start)
@@ -294,11 +296,17 @@ func writeDeadline(timeout time.Duration) func(http.Handler) http.Handler {
 				next.ServeHTTP(w, r)
 				return
 			}
-			rc := http.NewResponseController(w)
 			// A deadline left by the previous response on this connection
 			// must not cut this one.
-			_ = rc.SetWriteDeadline(time.Time{})
-			next.ServeHTTP(&deadlineWriter{ResponseWriter: w, rc: rc, timeout: timeout}, r)
+			setWriteDeadline(w, time.Time{})
+			var dw *deadlineWriter
+			if st := stateOf(r); st != nil {
+				dw = &st.dw // one allocation less per request
+			} else {
+				dw = new(deadlineWriter)
+			}
+			*dw = deadlineWriter{ResponseWriter: w, timeout: timeout}
+			next.ServeHTTP(dw, r)
 		})
 	}
 }
@@ -323,7 +331,6 @@ func oneCall(*http.Request) int { return 1 }
 // deadlineWriter sets the write deadline at the first byte of the response.
 type deadlineWriter struct {
 	http.ResponseWriter
-	rc      *http.ResponseController
 	timeout time.Duration
 	started bool
 }
@@ -331,7 +338,7 @@ type deadlineWriter struct {
 func (w *deadlineWriter) start() {
 	if !w.started {
 		w.started = true
-		_ = w.rc.SetWriteDeadline(time.Now().Add(w.timeout))
+		setWriteDeadline(w.ResponseWriter, time.Now().Add(w.timeout))
 	}
 }
 
@@ -349,3 +356,54 @@ func (w *deadlineWriter) Write(b []byte) (int, error) {
 
 // Unwrap lets http.ResponseController reach Flush and deadlines (SSE).
 func (w *deadlineWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// setReadDeadline and setWriteDeadline do what http.ResponseController's
+// methods do (unwrapping w until a writer has the method), without
+// allocating the controller on every request; a writer without deadlines
+// (a test recorder) is left alone, as the controller's error was ignored.
+func setReadDeadline(w http.ResponseWriter, t time.Time) {
+	for {
+		switch x := w.(type) {
+		case interface{ SetReadDeadline(time.Time) error }:
+			_ = x.SetReadDeadline(t)
+			return
+		case interface{ Unwrap() http.ResponseWriter }:
+			w = x.Unwrap()
+		default:
+			return
+		}
+	}
+}
+
+func setWriteDeadline(w http.ResponseWriter, t time.Time) {
+	for {
+		switch x := w.(type) {
+		case interface{ SetWriteDeadline(time.Time) error }:
+			_ = x.SetWriteDeadline(t)
+			return
+		case interface{ Unwrap() http.ResponseWriter }:
+			w = x.Unwrap()
+		default:
+			return
+		}
+	}
+}
+
+// reqState is what the middleware of one request keep for it, allocated
+// once (by requestID) and reached through one context value, rather than a
+// context value and a request copy for each (issue 10: allocations).
+type reqState struct {
+	lim  *logLimiter    // limits log lines (limitedLog)
+	dw   deadlineWriter // writeDeadline's writer
+	body *checkedBody   // the body the request checker read; nil before
+	cb   checkedBody    // storage for body
+}
+
+type stateKey struct{}
+
+// stateOf returns r's state, nil when requestID did not run (tests that
+// call a handler alone).
+func stateOf(r *http.Request) *reqState {
+	st, _ := r.Context().Value(stateKey{}).(*reqState)
+	return st
+}

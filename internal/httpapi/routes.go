@@ -20,7 +20,8 @@ func routes(d Deps, doc *openapi3.T) (http.Handler, error) {
 	r.Use(expectContinue(d.MaxBodyBytes, d.BodyReadTimeout)) // first: it needs net/http's own ResponseWriter
 	// GetHead answers HEAD on every GET route (load balancers and uptime
 	// checkers send HEAD /healthz); net/http drops the body.
-	r.Use(requestID(d.Logger), tracing(d.Tracer), accessLog(d.Metrics, newLogLimiter(d.Now)), writeDeadline(d.WriteTimeout), recoverer, checkOrigin(d.AllowedOrigins), rejectEmptySegments, middleware.GetHead)
+	lim := newLogLimiter(d.Now)
+	r.Use(requestID(d.Logger, lim), tracing(d.Tracer), accessLog(d.Metrics, lim), writeDeadline(d.WriteTimeout), recoverer, checkOrigin(d.AllowedOrigins), rejectEmptySegments, middleware.GetHead)
 	r.NotFound(handleNotFound(r))
 	public := map[string]bool{"/healthz": true, "/readyz": true, "/metrics": true, "/openapi.yaml": true,
 		"/.well-known/oauth-protected-resource": true, "/.well-known/oauth-protected-resource/mcp": true}

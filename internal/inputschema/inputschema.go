@@ -9,6 +9,7 @@ package inputschema
 import (
 	"errors"
 	"fmt"
+	"math"
 	"math/big"
 	"slices"
 	"strconv"
@@ -57,7 +58,158 @@ func Compile(schema map[string]any) (validate func(map[string]any) error, proble
 	if err != nil {
 		return nil, compileProblems(err)
 	}
-	return argsValidator(compiled), nil
+	validate = argsValidator(compiled)
+	if plain := plainCheck(schema); plain != nil {
+		full := validate
+		validate = func(args map[string]any) error {
+			if plain(args) {
+				return nil
+			}
+			return full(args)
+		}
+	}
+	return validate, nil
+}
+
+// plainCheck returns a check that says "valid" only for arguments the
+// schema accepts, without the validator's allocations, for the schemas
+// most tools have: types, properties, required, additionalProperties and
+// annotations. It returns nil for a schema using anything else; where the
+// check says no, the full validator decides (and words the failure).
+func plainCheck(schema any) func(any) bool {
+	m, ok := schema.(map[string]any)
+	if !ok {
+		if b, ok := schema.(bool); ok {
+			return func(any) bool { return b }
+		}
+		return nil
+	}
+	var checks []func(any) bool
+	var props map[string]func(any) bool
+	var required []string
+	extra := func(any) bool { return true }
+	for k, v := range m {
+		switch k {
+		case "description", "title", "default", "examples", "$comment":
+		case "$schema": // draft-04 and older count 1.0 apart from 1
+			if d, _ := v.(string); strings.Contains(d, "draft-04") || strings.Contains(d, "draft-03") {
+				return nil
+			}
+		case "type":
+			is := typeCheck(v)
+			if is == nil {
+				return nil
+			}
+			checks = append(checks, is)
+		case "properties":
+			ps, ok := v.(map[string]any)
+			if !ok {
+				return nil
+			}
+			props = make(map[string]func(any) bool, len(ps))
+			for name, sub := range ps {
+				if props[name] = plainCheck(sub); props[name] == nil {
+					return nil
+				}
+			}
+		case "required":
+			rs, ok := v.([]any)
+			if !ok {
+				return nil
+			}
+			for _, r := range rs {
+				name, ok := r.(string)
+				if !ok {
+					return nil
+				}
+				required = append(required, name)
+			}
+		case "additionalProperties":
+			if extra = plainCheck(v); extra == nil {
+				return nil
+			}
+		default:
+			return nil
+		}
+	}
+	return func(x any) bool {
+		for _, c := range checks {
+			if !c(x) {
+				return false
+			}
+		}
+		obj, ok := x.(map[string]any)
+		if !ok { // the object keywords do not apply
+			return true
+		}
+		for _, r := range required {
+			if _, ok := obj[r]; !ok {
+				return false
+			}
+		}
+		for k, v := range obj {
+			if c, ok := props[k]; ok {
+				if !c(v) {
+					return false
+				}
+			} else if !extra(v) {
+				return false
+			}
+		}
+		return true
+	}
+}
+
+// typeCheck is the check of a "type" keyword (a name or a list of names).
+func typeCheck(v any) func(any) bool {
+	var names []string
+	switch t := v.(type) {
+	case string:
+		names = []string{t}
+	case []any:
+		for _, n := range t {
+			s, ok := n.(string)
+			if !ok {
+				return nil
+			}
+			names = append(names, s)
+		}
+	default:
+		return nil
+	}
+	for _, n := range names {
+		switch n {
+		case "object", "array", "string", "number", "integer", "boolean", "null":
+		default:
+			return nil
+		}
+	}
+	return func(x any) bool {
+		for _, n := range names {
+			if isType(x, n) {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+func isType(x any, name string) bool {
+	switch v := x.(type) {
+	case map[string]any:
+		return name == "object"
+	case []any:
+		return name == "array"
+	case string:
+		return name == "string"
+	case bool:
+		return name == "boolean"
+	case nil:
+		return name == "null"
+	case float64:
+		return name == "number" || name == "integer" && v == math.Trunc(v) && !math.IsInf(v, 0)
+	}
+	return false // json.Number and other types: left to the validator
 }
 
 // Validator is Compile with the problems as one error, "invalid JSON

@@ -11,6 +11,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -73,7 +74,6 @@ type Options struct {
 // answers) is done by roundTrip.
 type Client struct {
 	rt             http.RoundTripper
-	targets        targetCache
 	maxReplyBytes  int64
 	defaultTimeout time.Duration
 }
@@ -170,12 +170,11 @@ func (c *Client) Call(ctx context.Context, req toolrouter.ExecRequest) toolroute
 // another attempt; wait is the reply's Retry-After, or -1 when it gave none.
 func (c *Client) attempt(ctx, callCtx context.Context, timeout time.Duration, req toolrouter.ExecRequest, body []byte) (out toolrouter.Outcome, retry bool, wait time.Duration) {
 	wait = -1
-	tgt, err := c.targets.get(req.Tool.Endpoint)
+	hreq, err := http.NewRequestWithContext(callCtx, http.MethodPost, req.Tool.Endpoint, bytes.NewReader(body))
 	if err != nil {
 		return toolrouter.Failure(toolrouter.CategoryExecution, "invalid tool endpoint: %v", innerURLError(err)), false, wait
 	}
-	hreq := tgt.request(callCtx, body)
-	setHeaders(hreq, req, tgt.basicAuth)
+	setHeaders(hreq, req, basicAuth(hreq.URL))
 
 	resp, err := c.roundTrip(hreq)
 	if err != nil {
@@ -287,6 +286,16 @@ func setHeaders(hreq *http.Request, req toolrouter.ExecRequest, basicAuth string
 		set("Authorization", basicAuth)
 	}
 	hreq.Header = h
+}
+
+// basicAuth is the Authorization value of an endpoint's userinfo
+// ("Basic …"), "" when it has none.
+func basicAuth(u *url.URL) string {
+	if u.User == nil {
+		return ""
+	}
+	password, _ := u.User.Password()
+	return "Basic " + base64.StdEncoding.EncodeToString([]byte(u.User.Username()+":"+password))
 }
 
 // roundTrip sends hreq through the transport and does what http.Client

@@ -39,7 +39,9 @@ var chunkPool = sync.Pool{New: func() any {
 // longer body, read no further than limit+1 bytes (not at all when the
 // declared contentLength already exceeds limit). Bodies of unknown length
 // are read in pooled chunks and copied once into an exactly sized slice, so
-// memory stays proportional to the reply, never to what the tool sends.
+// memory stays proportional to the reply, never to what the tool sends
+// (a growing buffer would allocate several times a large reply:
+// TestCallHugeReplyKeepsMemoryBounded).
 //
 // reserve, when not nil, is asked for every chunk of a body of unknown
 // length before the next is read; when it refuses, readReply stops with
@@ -109,17 +111,7 @@ var errNoBudget = errors.New("output budget exhausted")
 // closeBody discards a bounded rest of the body, so that the connection can
 // go back to the idle pool, and closes it.
 func closeBody(body io.ReadCloser) {
-	// As io.CopyN(io.Discard, body, drainLimit), without its allocations.
-	bp := chunkPool.Get().(*[]byte)
-	buf := *bp
-	for n := 0; n < drainLimit; {
-		m, err := body.Read(buf[:min(len(buf), drainLimit-n)])
-		n += m
-		if err != nil {
-			break
-		}
-	}
-	chunkPool.Put(bp)
+	_, _ = io.CopyN(io.Discard, body, drainLimit)
 	_ = body.Close()
 }
 
@@ -173,7 +165,7 @@ func truncate(s string, n int) string {
 // jsonContentType reports whether a reply's Content-Type allows JSON:
 // absent, application/json or any +json type (RFC 6839).
 func jsonContentType(ct string) bool {
-	if ct == "" {
+	if ct == "" || strings.EqualFold(ct, "application/json") { // the common cases, without parsing
 		return true
 	}
 	mt, _, err := mime.ParseMediaType(ct)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -294,5 +295,46 @@ func TestRouteDispatchesByBackend(t *testing.T) {
 	res := route("s/echo")
 	if res.Success || *res.ErrorCategory != toolrouter.CategoryResource || *res.Error != "MCP server s unavailable: MCP is not enabled" {
 		t.Errorf("MCP tool without MCP: %+v", res)
+	}
+}
+
+// countingSeq counts the store round trips of sequence allocation.
+type countingSeq struct {
+	router.Sequencer
+	one, block atomic.Int64
+}
+
+func (s *countingSeq) NextSequence(ctx context.Context, plan string) (int64, error) {
+	s.one.Add(1)
+	return s.Sequencer.NextSequence(ctx, plan)
+}
+
+func (s *countingSeq) NextSequences(ctx context.Context, plan string, n int64) (int64, error) {
+	s.block.Add(1)
+	return s.Sequencer.NextSequences(ctx, plan, n)
+}
+
+// A batch allocates its sequences in one store round trip, whatever its
+// size (issue 10); its results go to Results, which queue them.
+func TestBatchTakesOneSequenceBlock(t *testing.T) {
+	exec := &stubExec{out: toolrouter.Outcome{Output: json.RawMessage(`{}`), Status: 200, Attempts: 1, Answered: true}}
+	rt := newTestRouter(t, exec, nil)
+	seq := &countingSeq{Sequencer: memory.New()}
+	rt.Seq = seq
+	payloads := make([]any, 16)
+	for i := range payloads {
+		payloads[i] = decodeJSON(t, `{"function":{"name":"test/echo","arguments":"{}"}}`)
+	}
+	res, err := rt.Batch(context.Background(), "p", payloads, nil)
+	if err != nil || len(res) != 16 {
+		t.Fatalf("%v %v", res, err)
+	}
+	if seq.block.Load() != 1 || seq.one.Load() != 0 {
+		t.Errorf("sequence round trips: %d blocks, %d single; want 1 block", seq.block.Load(), seq.one.Load())
+	}
+	for i, r := range res {
+		if r.Sequence != int64(i) {
+			t.Errorf("result %d has sequence %d", i, r.Sequence)
+		}
 	}
 }

@@ -1,0 +1,341 @@
+#!/usr/bin/env bash
+# Side-by-side benchmark (issue 10; see bench/README.md): the same echo tool
+# reached
+#
+#   direct           loadgen -> exampletools POST /echo
+#   nginx            loadgen -> nginx (keep-alive reverse proxy) -> exampletools
+#   router-memory    loadgen -> toolrouterd POST /route (memory://) -> exampletools
+#   router-sqlite    ... the default store, sqlite://
+#   router-postgres  ... postgres:// (a throwaway local server; skipped without PostgreSQL)
+#   mcp-direct       mcpload (Go SDK, one session) -> mcpecho tools/call echo
+#   mcp-router       loadgen -> toolrouterd POST /route (default store) -> one MCP session -> mcpecho
+#
+# at full speed (closed loop), in interleaved rounds (every target once per
+# round), each figure the median of the rounds with its spread (min-max).
+# Servers (toolrouterd, nginx, the tools, PostgreSQL) are pinned to one core
+# and the load generators to another (taskset), so that they do not compete;
+# each server's CPU per routed call comes from /proc/PID/stat (utime+stime)
+# before and after its measured run. Then a soak: BENCH_SOAK at a fixed rate
+# on toolrouterd with the default store, printing its RSS and goroutines at
+# start and end (they should stay flat).
+#
+# Knobs (environment):
+#   BENCH_ROUNDS=3          interleaved rounds
+#   BENCH_DURATION=5s       measured duration of every run
+#   BENCH_WARMUP=1s         unmeasured warmup before every run
+#   BENCH_CONCURRENCY=32    loadgen workers
+#   BENCH_SOAK=60s          soak duration (0 skips it)
+#   BENCH_SOAK_RATE=500     soak requests/s
+#   BENCH_SERVER_CPU=0      core of the servers
+#   BENCH_LOAD_CPU=1        core of the load generators
+#   BENCH_NO_INSTALL=1      never install nginx
+#   BENCH_BIN=bin           directory holding toolrouterd and exampletools
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+
+ROUNDS=${BENCH_ROUNDS:-3}
+DURATION=${BENCH_DURATION:-5s}
+WARMUP=${BENCH_WARMUP:-1s}
+CONCURRENCY=${BENCH_CONCURRENCY:-32}
+SOAK=${BENCH_SOAK:-60s}
+SOAK_RATE=${BENCH_SOAK_RATE:-500}
+SERVER_CPU=${BENCH_SERVER_CPU:-0}
+LOAD_CPU=${BENCH_LOAD_CPU:-1}
+BIN=${BENCH_BIN:-bin}
+
+log() { printf 'bench-compare: %s\n' "$*" >&2; }
+die() { log "error: $*"; exit 1; }
+
+for b in "$BIN/toolrouterd" "$BIN/exampletools"; do
+	[[ -x $b ]] || die "$b is missing: run \`make build\` first"
+done
+command -v go >/dev/null || die "go is not on PATH"
+command -v curl >/dev/null || die "curl is needed to wait for the servers"
+
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/toolrouterd-compare.XXXXXX")
+chmod 755 "$TMP" # nginx workers and PostgreSQL may run as another user
+PIDS=()
+PG_PID=""
+cleanup() {
+	local pid
+	for pid in "${PIDS[@]}"; do
+		kill "$pid" 2>/dev/null || true
+	done
+	for pid in "${PIDS[@]}"; do
+		wait "$pid" 2>/dev/null || true
+	done
+	[[ -s $TMP/nginx.pid ]] && kill "$(cat "$TMP/nginx.pid")" 2>/dev/null || true
+	[[ -n $PG_PID ]] && kill -INT "$PG_PID" 2>/dev/null || true
+	[[ -n $PG_PID ]] && while kill -0 "$PG_PID" 2>/dev/null; do sleep 0.1; done
+	rm -rf "$TMP"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+# Pinning: servers on SERVER_CPU, load generators on LOAD_CPU.
+CORES=$(nproc 2>/dev/null || echo 1)
+SRV=() LOAD=()
+if command -v taskset >/dev/null && ((CORES >= 2)); then
+	SRV=(taskset -c "$SERVER_CPU")
+	LOAD=(taskset -c "$LOAD_CPU")
+	PINNING="servers on CPU $SERVER_CPU, load generators on CPU $LOAD_CPU (taskset)"
+else
+	PINNING="NOT pinned (taskset missing or fewer than 2 cores): figures are less comparable"
+fi
+TICK=$(getconf CLK_TCK)
+
+# cpu_ticks PID...: utime+stime of the processes (every thread), in ticks.
+cpu_ticks() {
+	local sum=0 pid stat
+	for pid in "$@"; do
+		stat=$(cat "/proc/$pid/stat" 2>/dev/null) || continue
+		stat=${stat##*) } # after the command name, which may hold spaces
+		read -r -a f <<<"$stat"
+		sum=$((sum + f[11] + f[12])) # fields 14 and 15 of stat(5)
+	done
+	echo "$sum"
+}
+
+# tree PID: PID and its children (nginx's master and worker).
+tree() { echo "$1" $(pgrep -P "$1" 2>/dev/null || true); }
+
+ensure_nginx
+
+log "building bench/loadgen, bench/mcpload, bench/mcpecho"
+go build -o "$TMP/loadgen" ./bench/loadgen
+go build -o "$TMP/mcpload" ./bench/mcpload
+go build -o "$TMP/mcpecho" ./bench/mcpecho
+
+free_port TOOL_PORT
+free_port NGINX_PORT
+free_port MCP_PORT
+"${SRV[@]}" "$BIN/exampletools" -addr "127.0.0.1:$TOOL_PORT" >"$TMP/exampletools.log" 2>&1 &
+PIDS+=($!)
+TOOL_PID=$!
+wait_http exampletools "http://127.0.0.1:$TOOL_PORT/healthz" "$TOOL_PID"
+"${SRV[@]}" "$TMP/mcpecho" -addr "127.0.0.1:$MCP_PORT" >"$TMP/mcpecho.log" 2>&1 &
+PIDS+=($!)
+MCP_PID=$!
+wait_http mcpecho "http://127.0.0.1:$MCP_PORT/healthz" "$MCP_PID"
+NGINX_PID=""
+if [[ -n $NGINX ]]; then
+	start_nginx "$NGINX_PORT" "$TOOL_PORT" "${SRV[@]}"
+	[[ -n $NGINX ]] && NGINX_PID=${PIDS[-1]}
+fi
+
+# A throwaway PostgreSQL (shipped settings, fsync on) when it is installed,
+# run by an unprivileged user as the server requires.
+PG_URL=""
+PG_BIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1 || true)
+if [[ -n $PG_BIN && -x $PG_BIN/initdb ]]; then
+	free_port PG_PORT
+	mkdir -p "$TMP/pg/sock"
+	PG_USER=$(id -un)
+	as_pg=()
+	if [[ $(id -u) == 0 ]]; then
+		PG_USER=nobody
+		id postgres >/dev/null 2>&1 && PG_USER=postgres
+		chown -R "$PG_USER" "$TMP/pg"
+		as_pg=(su "$PG_USER" -s /bin/sh -c)
+	fi
+	pg() { if ((${#as_pg[@]})); then "${as_pg[@]}" "$*"; else sh -c "$*"; fi; }
+	if pg "$PG_BIN/initdb -D $TMP/pg/data --username=postgres --auth=trust --encoding=UTF8 --locale=C" >"$TMP/pg/initdb.log" 2>&1; then
+		pg "exec ${SRV[*]} $PG_BIN/postgres -D $TMP/pg/data -p $PG_PORT -k $TMP/pg/sock -c listen_addresses=127.0.0.1 -c max_connections=200" >"$TMP/pg/postgres.log" 2>&1 &
+		for i in $(seq 1 100); do
+			PG_PID=$(head -1 "$TMP/pg/data/postmaster.pid" 2>/dev/null || true)
+			if [[ -n $PG_PID ]] && pg "$PG_BIN/pg_isready -q -h 127.0.0.1 -p $PG_PORT"; then
+				PG_URL="postgres://postgres@127.0.0.1:$PG_PORT/postgres?sslmode=disable"
+				break
+			fi
+			sleep 0.1
+		done
+		if [[ -z $PG_URL ]]; then
+			log "SKIPPING router-postgres: PostgreSQL did not start; its log:"
+			cat "$TMP/pg/postgres.log" >&2
+		fi
+	else
+		log "SKIPPING PostgreSQL: initdb failed:"
+		cat "$TMP/pg/initdb.log" >&2
+	fi
+else
+	log "SKIPPING router-postgres: no PostgreSQL server (bash scripts/install-postgres.sh installs it)"
+fi
+
+cat >"$TMP/registry.yaml" <<EOF
+tools:
+  - name: test/echo
+    description: Echo tool (benchmark)
+    endpoint: http://127.0.0.1:$TOOL_PORT/echo
+    kind: tool
+    input_schema:
+      type: object
+      properties: {msg: {type: string}}
+    timeout: 10s
+mcp_servers:
+  - name: bench
+    url: http://127.0.0.1:$MCP_PORT/mcp
+    tools: [echo]
+    timeout: 10s
+EOF
+"$BIN/toolrouterd" check "$TMP/registry.yaml" >/dev/null
+
+declare -A PORT=() PID=()
+# router NAME STORE: a toolrouterd on STORE, pinned with the servers.
+router() {
+	free_port "PORT_$1"
+	local port_var="PORT_$1"
+	PORT[$1]=${!port_var}
+	env TOOLROUTER_ADDR="127.0.0.1:${PORT[$1]}" \
+		TOOLROUTER_REGISTRY="$TMP/registry.yaml" \
+		TOOLROUTER_STORE="$2" \
+		TOOLROUTER_LOG_LEVEL=warn \
+		TOOLROUTER_API_KEYS= \
+		"${SRV[@]}" "$BIN/toolrouterd" >"$TMP/router-$1.log" 2>&1 &
+	PIDS+=($!)
+	PID[$1]=$!
+	wait_http "router-$1" "http://127.0.0.1:${PORT[$1]}/healthz" "${PID[$1]}"
+}
+router memory memory://
+router sqlite "sqlite://$TMP/bench.db"
+[[ -n $PG_URL ]] && router postgres "$PG_URL"
+
+printf '%s' '{"msg":"hi"}' >"$TMP/echo.json"
+printf '%s' '{"plan_id":"bench","tool_call":{"id":"call_1","type":"function","function":{"name":"test/echo","arguments":"{\"msg\":\"hi\"}"}}}' >"$TMP/route.json"
+printf '%s' '{"plan_id":"bench-mcp","tool_call":{"id":"call_1","type":"function","function":{"name":"bench/echo","arguments":"{\"msg\":\"hi\"}"}}}' >"$TMP/mcp.json"
+
+TARGETS=(direct)
+[[ -n $NGINX ]] && TARGETS+=(nginx)
+TARGETS+=(router-memory router-sqlite)
+[[ -n $PG_URL ]] && TARGETS+=(router-postgres)
+TARGETS+=(mcp-direct mcp-router)
+
+declare -A URL=(
+	[direct]="http://127.0.0.1:$TOOL_PORT/echo" [nginx]="http://127.0.0.1:$NGINX_PORT/echo"
+	[router-memory]="http://127.0.0.1:${PORT[memory]}/route" [router-sqlite]="http://127.0.0.1:${PORT[sqlite]}/route"
+	[router-postgres]="http://127.0.0.1:${PORT[postgres]:-0}/route" [mcp-router]="http://127.0.0.1:${PORT[sqlite]}/route"
+)
+declare -A BODY=(
+	[direct]="$TMP/echo.json" [nginx]="$TMP/echo.json" [router-memory]="$TMP/route.json"
+	[router-sqlite]="$TMP/route.json" [router-postgres]="$TMP/route.json" [mcp-router]="$TMP/mcp.json"
+)
+# The server whose CPU each target is charged: the one in front (the echo
+# tool's own CPU is the same for every HTTP target).
+declare -A CPU_OF=(
+	[direct]="$TOOL_PID" [nginx]="${NGINX_PID:-}" [router-memory]="${PID[memory]}" [router-sqlite]="${PID[sqlite]}"
+	[router-postgres]="${PID[postgres]:-}" [mcp-direct]="$MCP_PID" [mcp-router]="${PID[sqlite]}"
+)
+
+# Sanity: every target answers before anything is measured.
+post() { curl -sf --max-time 5 -X POST -H 'Content-Type: application/json' --data-binary @"$2" "$1" || true; }
+for t in "${TARGETS[@]}"; do
+	[[ $t == mcp-direct ]] && continue
+	want='"msg":"hi"'
+	[[ $t == router-* || $t == mcp-router ]] && want='"success":true'
+	ok=""
+	for i in $(seq 1 50); do # the MCP tool joins once discovered
+		[[ $(post "${URL[$t]}" "${BODY[$t]}") == *$want* ]] && ok=1 && break
+		sleep 0.1
+	done
+	[[ -n $ok ]] || die "$t did not answer as expected: $(post "${URL[$t]}" "${BODY[$t]}")"
+done
+
+# run T MODE-ARGS...: one measured run of target T: prints its JSON line
+# with "cpu_us_per_call" (the server's CPU per completed call) added.
+run() {
+	local t=$1 out pids before after
+	shift
+	local gen=("${LOAD[@]}" "$TMP/mcpload" -url "http://127.0.0.1:$MCP_PORT/mcp" -tool echo -args '{"msg":"hi"}')
+	[[ $t != mcp-direct ]] && gen=("${LOAD[@]}" "$TMP/loadgen" -url "${URL[$t]}" -body "${BODY[$t]}" -header 'Content-Type: application/json')
+	"${gen[@]}" -name "$t-warmup" -duration "$WARMUP" -warmup 0 "$@" >/dev/null
+	pids=$(tree "${CPU_OF[$t]}")
+	before=$(cpu_ticks $pids)
+	out=$("${gen[@]}" -name "$t" -duration "$DURATION" -warmup 0 "$@")
+	after=$(cpu_ticks $pids)
+	awk -v o="$out" -v d=$((after - before)) -v tick="$TICK" -v n="$(field "$out" requests)" 'BEGIN {
+		sub(/}$/, "", o); printf "%s,\"cpu_us_per_call\":%.1f}\n", o, (n > 0 ? d / tick * 1e6 / n : 0) }'
+}
+
+# stats V...: median, min and max.
+stats() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2; printf "%s %s %s\n", m, v[1], v[NR] }'; }
+
+log "machine: $CORES CPU cores; $PINNING"
+log "runs: ${#TARGETS[@]} targets x $ROUNDS interleaved rounds, full speed ($CONCURRENCY workers), $DURATION each after a $WARMUP warmup"
+declare -A RPS=() CPU=()
+bad=0
+for round in $(seq 1 "$ROUNDS"); do
+	for t in "${TARGETS[@]}"; do
+		log "round $round/$ROUNDS: $t"
+		r=$(run "$t" -rate 0 -concurrency "$CONCURRENCY")
+		printf '%s\n' "$r"
+		if [[ $(field "$r" errors) != 0 || $(field "$r" non2xx) != 0 ]]; then
+			log "error: $t had errors or failed calls: $r"
+			bad=1
+		fi
+		RPS[$t]+="$(field "$r" rps) "
+		CPU[$t]+="$(field "$r" cpu_us_per_call) "
+	done
+done
+
+echo
+echo "== toolrouterd side by side ($(date -u +%Y-%m-%dT%H:%M:%SZ), $CORES CPU cores) =="
+echo "$PINNING; full speed, $CONCURRENCY workers, $DURATION per run,"
+echo "median of $ROUNDS interleaved rounds [min-max]. cpu/call: CPU time of the server in front"
+echo "(the tool itself for direct targets) per completed call, from /proc/PID/stat; PostgreSQL's"
+echo "own CPU is not in router-postgres's figure."
+printf '\n%-16s %20s %22s %12s %12s\n' target 'rps [spread]' 'cpu us/call [spread]' 'rps/base' 'cpu/base'
+declare -A MED=() MEDCPU=()
+for t in "${TARGETS[@]}"; do
+	read -r MED[$t] lo hi <<<"$(stats ${RPS[$t]})"
+	rps="$(printf '%.0f [%.0f-%.0f]' "${MED[$t]}" "$lo" "$hi")"
+	read -r MEDCPU[$t] clo chi <<<"$(stats ${CPU[$t]})"
+	cpu="$(printf '%.1f [%.1f-%.1f]' "${MEDCPU[$t]}" "$clo" "$chi")"
+	base=""
+	case $t in
+	router-*) [[ -n $NGINX ]] && base=nginx ;;
+	mcp-router) base=mcp-direct ;;
+	esac
+	if [[ -n $base ]]; then
+		printf '%-16s %20s %22s %12s %12s\n' "$t" "$rps" "$cpu" "$(ratio "${MED[$t]}" "${MED[$base]}")x" "$(ratio "${MEDCPU[$t]}" "${MEDCPU[$base]}")x"
+	else
+		printf '%-16s %20s %22s %12s %12s\n' "$t" "$rps" "$cpu" - -
+	fi
+done
+echo
+echo "rps/base, cpu/base: router-* against nginx (issue 10 aims: rps >= 0.6x, cpu <= 2x on the"
+echo "default store, router-sqlite); mcp-router against mcp-direct (aim: rps >= 0.5x)."
+[[ -z $NGINX ]] && echo "(nginx baseline skipped: nginx was not available; see the messages above)"
+
+# ---------------------------------------------------------------------------
+# Soak: a fixed rate on the default store; RSS and goroutines should be flat.
+
+if [[ $SOAK != 0 && $SOAK != 0s ]]; then
+	p=${PID[sqlite]}
+	probe() {
+		local rss gor
+		rss=$(awk '/^VmRSS:/ { printf "%.1f MiB", $2 / 1024 }' "/proc/$p/status")
+		gor=$(curl -sf --max-time 5 "http://127.0.0.1:${PORT[sqlite]}/metrics" | awk '/^go_goroutines / { print $2 }')
+		echo "rss $rss, goroutines $gor"
+	}
+	log "soak: $SOAK at $SOAK_RATE req/s on router-sqlite"
+	"${LOAD[@]}" "$TMP/loadgen" -url "${URL[router-sqlite]}" -body "$TMP/route.json" -header 'Content-Type: application/json' \
+		-name soak-warmup -rate "$SOAK_RATE" -concurrency 64 -duration 2s -warmup 0 >/dev/null
+	start=$(probe)
+	r=$("${LOAD[@]}" "$TMP/loadgen" -url "${URL[router-sqlite]}" -body "$TMP/route.json" -header 'Content-Type: application/json' \
+		-name soak -rate "$SOAK_RATE" -concurrency 64 -duration "$SOAK" -warmup 0)
+	end=$(probe)
+	printf '%s\n' "$r"
+	echo
+	echo "-- soak: $SOAK at $SOAK_RATE req/s, router-sqlite (default store) --"
+	echo "start: $start"
+	echo "end:   $end"
+	echo "requests $(field "$r" requests), errors $(field "$r" errors), non2xx $(field "$r" non2xx), p99 $(field "$r" p99_ms) ms"
+	if [[ $(field "$r" errors) != 0 || $(field "$r" non2xx) != 0 ]]; then
+		log "error: the soak had errors or non-2xx answers"
+		bad=1
+	fi
+fi
+exit $bad
