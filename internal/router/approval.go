@@ -164,6 +164,24 @@ func (r *Router) ExpireDue(ctx context.Context) (int, error) {
 // gets — never anything the approver sent.
 func (r *Router) settle(ctx context.Context, a *toolrouter.Approval) (*toolrouter.Result, error) {
 	ctx = context.WithoutCancel(ctx) // a decided call completes even if its decider leaves
+	res, err := r.settleCall(ctx, a)
+	if err != nil {
+		return res, err
+	}
+	// Committed, not only queued here: its caller, or the run that waits
+	// for it, may read it on another replica at once.
+	if f, ok := r.Results.(interface{ Flush(context.Context) error }); ok {
+		if err := f.Flush(ctx); err != nil {
+			zerolog.Ctx(ctx).Warn().Err(err).Str("approval_id", a.ID).Msg("commit a decided result")
+		}
+	}
+	if a.RunID != "" && r.Settled != nil {
+		r.Settled(ctx, a)
+	}
+	return res, nil
+}
+
+func (r *Router) settleCall(ctx context.Context, a *toolrouter.Approval) (*toolrouter.Result, error) {
 	pending, err := r.Approvals.GetResult(ctx, toolrouter.ScopedKey(a.Client, a.ToolCallID))
 	if err != nil {
 		return nil, fmt.Errorf("approval %s: pending result: %w", a.ID, err)
@@ -171,6 +189,7 @@ func (r *Router) settle(ctx context.Context, a *toolrouter.Approval) (*toolroute
 	rc := routeCall{now: r.now(), id: a.ToolCallID, r: &routed{res: *pending}}
 	rc.start = rc.now()
 	res := &rc.r.res
+	res.Client = a.Client // the stored result does not keep its owner: stored again under its key
 	res.Status = toolrouter.ResultComplete
 	res.Error, res.ErrorCategory, res.Output, res.ProviderResult = nil, nil, nil, nil
 	rc.call = toolrouter.Call{ToolName: res.ToolName, Format: res.ProviderFormat, HasProviderCallID: res.ProviderCallID != nil}
