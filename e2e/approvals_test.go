@@ -336,39 +336,3 @@ func TestApprovals(t *testing.T) {
 		})
 	}
 }
-
-// TestApprovalInRunIsTold: until runs pause (issue 12, item 4), a
-// model's call of a tool needing approval is held with the run's id and
-// the model gets a tool error saying it awaits approval; the other calls
-// of the turn run.
-func TestApprovalInRunIsTold(t *testing.T) {
-	tool := newBodyTool(t)
-	fake := startFakeLLM(t, "openai")
-	reg := strings.Replace(approvalRegistry(tool.srv.URL), "clients:", fmt.Sprintf(`providers:
-  - {name: fake, kind: openai, base_url: %s, model: fake-model}
-default_provider: fake
-clients:`, fake.baseURL), 1)
-	rt, _ := startRouter(t, reg)
-	fake.script(t,
-		map[string]any{"tool_calls": []any{
-			toolCall("billing/refund", map[string]any{"amount": 1, "to": "acct-1"}),
-			toolCall("kb/search", map[string]any{"q": "x"}),
-		}},
-		map[string]any{"text": "I asked for approval."})
-	resp := do(t, "POST", rt.URL()+"/runs", map[string]any{"prompt": "refund"}, asAgent...)
-	run := decodeRun(t, resp)
-	if resp.Status != 200 || len(run.ToolCalls) != 2 {
-		t.Fatalf("%d %s", resp.Status, resp.Body)
-	}
-	held, ran := run.ToolCalls[0], run.ToolCalls[1]
-	if held.Success || held.Error == nil || !strings.HasPrefix(*held.Error, "awaiting approval") || !ran.Success {
-		t.Fatalf("tool calls: %s", resp.Body)
-	}
-	list := do(t, "GET", rt.URL()+"/approvals?run_id="+run.RunID, nil, asReviewer...).JSON(t)["approvals"].([]any)
-	if len(list) != 1 || list[0].(map[string]any)["tool_call_id"] != held.ToolCallID {
-		t.Fatalf("approvals of the run: %v", list)
-	}
-	if got := tool.received(); len(got) != 1 || !strings.Contains(got[0], `"q":"x"`) {
-		t.Errorf("tool received %q", got)
-	}
-}

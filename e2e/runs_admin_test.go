@@ -65,11 +65,11 @@ func TestRunCancelAndActiveLimitAcrossReplicas(t *testing.T) {
 }
 
 // waitRun polls GET /runs/{id} until ok, with a deadline.
-func waitRun(t *testing.T, p *proc, id string, ok func(runResult) bool) runResult {
+func waitRun(t *testing.T, p *proc, id string, ok func(runResult) bool, header ...string) runResult {
 	t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
 	for {
-		r := decodeRun(t, do(t, "GET", p.URL()+"/runs/"+id, nil))
+		r := decodeRun(t, do(t, "GET", p.URL()+"/runs/"+id, nil, header...))
 		if ok(r) {
 			return r
 		}

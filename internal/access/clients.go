@@ -14,6 +14,7 @@ import (
 type Clients struct {
 	keys      []keyed // every client with a key, compared in constant time
 	bySubject map[string]*Client
+	byName    map[string]*Client
 	names     []string
 	// Warnings are problems that do not stop the service, for the log.
 	Warnings []string
@@ -29,7 +30,7 @@ type keyed struct {
 // every tool and no admin rights. A registry client with the same key as
 // an API key wins (one key is one client), with a warning.
 func NewClients(apiKeys []string, reg []registry.Client) *Clients {
-	cs := &Clients{bySubject: map[string]*Client{}}
+	cs := &Clients{bySubject: map[string]*Client{}, byName: map[string]*Client{}}
 	taken := map[[sha256.Size]byte]string{}
 	for _, rc := range reg {
 		c := &Client{
@@ -37,6 +38,7 @@ func NewClients(apiKeys []string, reg []registry.Client) *Clients {
 			tools: NewScope(rc.Tools), approval: NewScope(rc.Approval),
 		}
 		cs.names = append(cs.names, c.Name)
+		cs.byName[c.Name] = c
 		if rc.KeySHA256 != nil {
 			var d [sha256.Size]byte
 			copy(d[:], rc.KeySHA256)
@@ -57,6 +59,7 @@ func NewClients(apiKeys []string, reg []registry.Client) *Clients {
 		taken[d] = name
 		c := &Client{Name: name, tools: NewScope([]string{"*"})}
 		cs.names = append(cs.names, name)
+		cs.byName[name] = c
 		cs.keys = append(cs.keys, keyed{d, c})
 	}
 	return cs
@@ -85,3 +88,7 @@ func (cs *Clients) ByKey(key string) *Client {
 
 // BySubject finds the client of a JWT subject.
 func (cs *Clients) BySubject(sub string) *Client { return cs.bySubject[sub] }
+
+// ByName finds a client by its name (nil when there is none): a paused
+// run resumes as the client that started it.
+func (cs *Clients) ByName(name string) *Client { return cs.byName[name] }

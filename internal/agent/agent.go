@@ -56,6 +56,12 @@ type Runs interface {
 	InterruptStale(ctx context.Context, before time.Time) (int, error)
 	Heartbeat(ctx context.Context, runID string, at time.Time) (cancelRequested bool, err error)
 	RequestCancel(ctx context.Context, runID string) (*toolrouter.Run, error)
+	// TransitionRun replaces a run whose stored status is from, once
+	// (store.RunAdmin): how one replica claims a paused run.
+	TransitionRun(ctx context.Context, run *toolrouter.Run, from toolrouter.RunStatus) (bool, error)
+	// GetResult reads a call's current result by its scoped key: a
+	// paused run's held calls, once decided.
+	GetResult(ctx context.Context, key string) (*toolrouter.Result, error)
 }
 
 // Tracer opens the spans of a run and of its loop iterations
@@ -97,6 +103,10 @@ type Runner struct {
 	// DefaultMaxRunBytes): beyond it outputs and the answer are truncated
 	// with a note.
 	MaxRunBytes int64
+	// Client finds a client by name (access.Clients.ByName): a paused run
+	// resumes as the client that started it. Nil: runs of a named client
+	// cannot resume.
+	Client func(name string) *access.Client
 
 	bg  sync.WaitGroup // background runs
 	mu  sync.Mutex     // guards act
@@ -383,6 +393,11 @@ func (r *Runner) Get(ctx context.Context, id string) (*toolrouter.Run, error) {
 	if err == nil && !sees(access.FromContext(ctx), run) {
 		// Another client's run is a run that does not exist (README "Clients").
 		return nil, toolrouter.Errorf(toolrouter.ENOTFOUND, "run %q not found", id)
+	}
+	if err == nil && run.Status == toolrouter.RunAwaitingApproval {
+		// Its approvals may be decided while the replica that decided the
+		// last one stopped before resuming it: whoever reads it, resumes it.
+		r.ResumeLater(ctx, id)
 	}
 	return run, toolrouter.StoreError(err)
 }

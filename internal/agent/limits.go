@@ -74,8 +74,24 @@ func (r *Runner) track(runID, client string, cancel context.CancelCauseFunc) (un
 // returned as it is). A run the client in ctx may not see is ENOTFOUND.
 func (r *Runner) Cancel(ctx context.Context, id string) (*toolrouter.Run, bool, error) {
 	run, err := r.Get(ctx, id)
+	if err == nil && run.Status == toolrouter.RunAwaitingApproval {
+		// Nothing executes a paused run: it ends cancelled now, unless a
+		// replica resumed it meanwhile (then it is cancelled as running).
+		stop, now := errCancelRequested.Error(), r.now()
+		paused := *run
+		paused.Status, paused.Error, paused.FinishedAt = toolrouter.RunCancelled, &stop, &now
+		paused.PendingApprovals, paused.Resume = nil, nil
+		ok, err := r.Runs.TransitionRun(ctx, &paused, toolrouter.RunAwaitingApproval)
+		if err != nil {
+			return nil, false, toolrouter.StoreError(err)
+		}
+		if ok {
+			return &paused, false, nil
+		}
+		run, err = r.Runs.GetRun(ctx, id)
+	}
 	if err != nil || run.Status != toolrouter.RunRunning {
-		return run, false, err
+		return run, false, toolrouter.StoreError(err)
 	}
 	run, err = r.Runs.RequestCancel(ctx, id)
 	if err != nil {

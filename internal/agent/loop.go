@@ -35,6 +35,10 @@ const (
 	EventToolCallStarted  EventType = "tool_call_started"
 	EventToolCallFinished EventType = "tool_call_finished"
 	EventRunFinished      EventType = "run_finished"
+	// EventAwaitingApproval ends the events of a run that paused for
+	// approvals (data: the run, with its pending_approvals); the run goes
+	// on, on whichever replica, once they are decided.
+	EventAwaitingApproval EventType = "awaiting_approval"
 )
 
 // ModelTurn is the data of a model_turn event: what the model answered,
@@ -81,41 +85,60 @@ type outcome struct {
 // nil) receives the run's events in order. Cancelling ctx ends the run as
 // failed ("run cancelled"), with every record kept.
 func (r *Runner) Execute(ctx context.Context, pr *Pending, emit func(Event)) *toolrouter.Run {
+	x := r.newExecution(ctx, pr.Run, pr.plan, emit)
+	x.emit(EventRunStarted, x.run)
+	if x.p.req.System != "" {
+		x.messages = append(x.messages, llm.Message{Role: llm.RoleSystem, Content: x.p.req.System})
+	}
+	x.messages = append(x.messages, llm.Message{Role: llm.RoleUser, Content: x.p.req.Prompt})
+	return r.drive(ctx, x, 1, nil)
+}
+
+func (r *Runner) newExecution(ctx context.Context, run *toolrouter.Run, p *plan, emit func(Event)) *execution {
+	return &execution{r: r, run: run, p: p, emitTo: emit,
+		log: zerolog.Ctx(ctx).With().Str("run_id", run.RunID).Str("plan_id", run.Context.PlanID).Logger()}
+}
+
+// drive executes x from iteration first to its end (or its pause) while
+// heartbeating, traced and counted; before, when set, runs first and may
+// end the run.
+func (r *Runner) drive(ctx context.Context, x *execution, first int, before func(ctx context.Context) *outcome) *toolrouter.Run {
 	ctx = toolrouter.WithEntryPoint(ctx, toolrouter.EntryRuns)
 	endRun := func(*toolrouter.Run) {}
 	if r.Tracer != nil {
-		ctx, endRun = r.Tracer.Run(ctx, pr.Run)
+		ctx, endRun = r.Tracer.Run(ctx, x.run)
 	}
-	run := r.execute(ctx, pr, emit)
+	run := r.execute(ctx, x, first, before)
 	endRun(run)
-	if r.Observer != nil {
+	if r.Observer != nil && run.Status != toolrouter.RunAwaitingApproval {
 		r.Observer.RunFinished(string(run.Status))
 	}
 	return run
 }
 
-func (r *Runner) execute(ctx context.Context, pr *Pending, emit func(Event)) *toolrouter.Run {
-	x := &execution{r: r, run: pr.Run, p: pr.plan, emitTo: emit,
-		log: zerolog.Ctx(ctx).With().Str("run_id", pr.Run.RunID).Str("plan_id", pr.Run.Context.PlanID).Logger()}
+func (r *Runner) execute(ctx context.Context, x *execution, first int, before func(ctx context.Context) *outcome) *toolrouter.Run {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	x.cancel = cancel
 	defer r.track(x.run.RunID, x.p.client, cancel)()
-	x.emit(EventRunStarted, x.run)
 	stopBeat := r.heartbeat(ctx, x.run.RunID, cancel, x.log)
 	defer stopBeat()
 
-	if x.p.req.System != "" {
-		x.messages = append(x.messages, llm.Message{Role: llm.RoleSystem, Content: x.p.req.System})
+	if before != nil {
+		if end := before(ctx); end != nil {
+			return x.finish(ctx, *end)
+		}
 	}
-	x.messages = append(x.messages, llm.Message{Role: llm.RoleUser, Content: x.p.req.Prompt})
-	for iter := 1; iter <= x.p.maxIter; iter++ {
+	for iter := first; iter <= x.p.maxIter; iter++ {
 		ictx, endIter := ctx, func() {}
 		if r.Tracer != nil {
 			ictx, endIter = r.Tracer.Iteration(ctx, iter)
 		}
 		end := x.turn(ictx, iter)
 		endIter()
+		if end != nil && end.status == toolrouter.RunAwaitingApproval {
+			return x.run // paused: stored, and nothing here holds it any more
+		}
 		if end != nil {
 			return x.finish(ctx, *end)
 		}
@@ -150,6 +173,9 @@ func (x *execution) turn(ctx context.Context, iter int) *outcome {
 	}
 	x.messages = append(x.messages, llm.Message{Role: llm.RoleAssistant, Content: resp.Content, ToolCalls: resp.ToolCalls})
 	records := x.callTools(ctx, iter, resp.ToolCalls)
+	if held(records) {
+		return x.pause(ctx, iter, resp.ToolCalls, records)
+	}
 	x.answer(resp.ToolCalls, records)
 	x.save(ctx)
 	return x.checkRepeats(ctx, resp.ToolCalls)
@@ -192,6 +218,11 @@ func (x *execution) answer(calls []llm.ToolCall, records []toolrouter.ToolCallRe
 	x.mu.Lock()
 	x.run.ToolCalls = append(x.run.ToolCalls, records...)
 	x.mu.Unlock()
+	x.reply(calls, records)
+}
+
+// reply answers every call id of a turn with its record, in call order.
+func (x *execution) reply(calls []llm.ToolCall, records []toolrouter.ToolCallRecord) {
 	for i, tc := range calls {
 		rec := records[i]
 		res := llm.ToolResult{Success: rec.Success}
@@ -314,24 +345,30 @@ func (x *execution) callTool(ctx context.Context, iter int, tc llm.ToolCall, met
 		failed("route failed: "+toolrouter.ErrorMessage(err), toolrouter.CategoryExecution)
 		x.log.Error().Err(err).Str("tool", tc.Name).Msg("route tool call")
 	} else {
-		rec.ToolCallID = res.ToolCallID
-		if res.ToolName != "" {
-			rec.ToolName = res.ToolName
-		}
-		rec.Inputs = res.Arguments
-		rec.Success = res.Success
-		if len(res.Output) > 0 {
-			rec.Output = json.RawMessage(res.Output)
-		}
-		rec.Error, rec.ErrorCategory = res.Error, res.ErrorCategory
-		rec.DurationMS = res.DurationMS
-		if res.Status == toolrouter.ResultAwaitingApproval {
-			// Until runs pause for approvals (issue 12, item 4), the model
-			// is told plainly that the action has not happened.
-			failed(fmt.Sprintf("awaiting approval: the call was not run; an approver must approve %s (POST /approvals/%s); its result will be at GET /results/%s",
-				res.ApprovalID, res.ApprovalID, res.ToolCallID), toolrouter.CategoryPermission)
-		}
+		// A call held for approval (res.Status awaiting_approval) pauses
+		// the run once the turn's other calls are done (pause.go).
+		record(&rec, res)
 	}
 	x.emit(EventToolCallFinished, rec)
 	return rec
+}
+
+// record fills rec from the router's result of its call.
+func record(rec *toolrouter.ToolCallRecord, res *toolrouter.Result) {
+	rec.ToolCallID = res.ToolCallID
+	if res.ToolName != "" {
+		rec.ToolName = res.ToolName
+	}
+	rec.Inputs = res.Arguments
+	rec.Success = res.Success
+	rec.Output = nil
+	if len(res.Output) > 0 {
+		rec.Output = json.RawMessage(res.Output)
+	}
+	rec.Error, rec.ErrorCategory = res.Error, res.ErrorCategory
+	rec.DurationMS = res.DurationMS
+	rec.ApprovalID, rec.Status = res.ApprovalID, ""
+	if res.Status == toolrouter.ResultAwaitingApproval {
+		rec.Status = toolrouter.ResultAwaitingApproval
+	}
 }

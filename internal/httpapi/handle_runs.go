@@ -47,6 +47,12 @@ func handleStartRun(runs Runs) http.HandlerFunc {
 		default:
 			// A client that hangs up cancels the run: r.Context() ends.
 			run := runs.Execute(r.Context(), pr, nil)
+			if run.Status == toolrouter.RunAwaitingApproval {
+				// Paused for approvals: not an hour on this connection.
+				w.Header().Set("Location", "/runs/"+run.RunID)
+				encode(w, r, http.StatusAccepted, run)
+				return
+			}
 			encode(w, r, http.StatusOK, run)
 		}
 	}

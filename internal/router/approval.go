@@ -165,12 +165,20 @@ func (r *Router) ExpireDue(ctx context.Context) (int, error) {
 func (r *Router) settle(ctx context.Context, a *toolrouter.Approval) (*toolrouter.Result, error) {
 	ctx = context.WithoutCancel(ctx) // a decided call completes even if its decider leaves
 	res, err := r.settleCall(ctx, a)
-	// Committed before the decision is answered: the caller may read the
-	// result on another replica at once.
-	if f, ok := r.Results.(interface{ Flush(context.Context) error }); ok && err == nil {
-		err = f.Flush(ctx)
+	if err != nil {
+		return res, err
 	}
-	return res, err
+	// Committed, not only queued here: its caller, or the run that waits
+	// for it, may read it on another replica at once.
+	if f, ok := r.Results.(interface{ Flush(context.Context) error }); ok {
+		if err := f.Flush(ctx); err != nil {
+			zerolog.Ctx(ctx).Warn().Err(err).Str("approval_id", a.ID).Msg("commit a decided result")
+		}
+	}
+	if a.RunID != "" && r.Settled != nil {
+		r.Settled(ctx, a)
+	}
+	return res, nil
 }
 
 func (r *Router) settleCall(ctx context.Context, a *toolrouter.Approval) (*toolrouter.Result, error) {
@@ -181,7 +189,7 @@ func (r *Router) settleCall(ctx context.Context, a *toolrouter.Approval) (*toolr
 	rc := routeCall{now: r.now(), id: a.ToolCallID, r: &routed{res: *pending}}
 	rc.start = rc.now()
 	res := &rc.r.res
-	res.Client = a.Client // not stored in the result's JSON: the final result is kept where the pending one was
+	res.Client = a.Client // the stored result does not keep its owner: stored again under its key
 	res.Status = toolrouter.ResultComplete
 	res.Error, res.ErrorCategory, res.Output, res.ProviderResult = nil, nil, nil, nil
 	rc.call = toolrouter.Call{ToolName: res.ToolName, Format: res.ProviderFormat, HasProviderCallID: res.ProviderCallID != nil}

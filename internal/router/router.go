@@ -78,7 +78,11 @@ type Router struct {
 	// ApprovalTTL is how long a call waits before it expires
 	// (TOOLROUTER_APPROVAL_TTL, default 1h).
 	ApprovalTTL time.Duration
-	Now         func() time.Time
+	// Settled, when set, hears of every decided (or expired) approval of a
+	// /runs run once its final result is stored and committed: the run
+	// resumes (agent.Runner.ResumeLater).
+	Settled func(ctx context.Context, a *toolrouter.Approval)
+	Now     func() time.Time
 }
 
 // Route routes one tool call payload (a decoded JSON value) for a plan.

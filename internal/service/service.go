@@ -26,6 +26,7 @@ import (
 	"github.com/toolrouterd/toolrouterd/internal/router"
 	"github.com/toolrouterd/toolrouterd/internal/store"
 	"github.com/toolrouterd/toolrouterd/internal/telemetry"
+	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
 
 // Options are what a Service is built from.
@@ -145,7 +146,10 @@ func New(ctx context.Context, o Options) (*Service, error) {
 		Limiter:         limiter,
 		MaxActive:       o.Config.MaxActiveRuns,
 		MaxRunBytes:     o.Config.MaxRunBytes,
+		Client:          func(name string) *access.Client { return authn.Clients().ByName(name) },
 	}
+	// A decided approval of a paused run resumes it (README "Approvals").
+	rt.Settled = func(ctx context.Context, a *toolrouter.Approval) { s.Runner.ResumeLater(ctx, a.RunID) }
 	s.MCP = mcpserver.New(mcpserver.Deps{
 		Router:       rt,
 		Tools:        func() mcpserver.Tools { return s.holder.Current() },

@@ -20,10 +20,15 @@ type RunAdmin interface {
 	// the request at its next Heartbeat) and returns the run as stored. A
 	// finished run is returned unchanged; an unknown one is ENOTFOUND.
 	RequestCancel(ctx context.Context, runID string) (*toolrouter.Run, error)
+	// TransitionRun replaces a run whose stored status is from with run,
+	// in one conditional update, and reports whether it did: of replicas
+	// racing to resume a paused run (from awaiting_approval to running),
+	// or to cancel it, exactly one wins.
+	TransitionRun(ctx context.Context, run *toolrouter.Run, from toolrouter.RunStatus) (bool, error)
 	// DeleteResultsBefore deletes at most limit route results stored
 	// before before, and returns how many it deleted.
 	DeleteResultsBefore(ctx context.Context, before time.Time, limit int) (int, error)
 	// DeleteRunsBefore deletes at most limit finished runs last written
-	// before before (running runs are kept), and returns how many.
+	// before before (running and paused runs are kept), and returns how many.
 	DeleteRunsBefore(ctx context.Context, before time.Time, limit int) (int, error)
 }

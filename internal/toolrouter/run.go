@@ -1,6 +1,9 @@
 package toolrouter
 
-import "time"
+import (
+	"encoding/json"
+	"time"
+)
 
 // RunStatus is the state of a /runs run.
 type RunStatus string
@@ -8,14 +11,16 @@ type RunStatus string
 // Run states. A run is running until it completes (the model answered),
 // terminates (a limit stopped it), fails (the provider or the service
 // failed), is interrupted (its replica died) or is cancelled (POST
-// /runs/{id}/cancel).
+// /runs/{id}/cancel). A run awaiting approval is paused: no replica
+// executes it until its turn's held calls are decided (README "Approvals").
 const (
-	RunRunning     RunStatus = "running"
-	RunCompleted   RunStatus = "completed"
-	RunTerminated  RunStatus = "terminated"
-	RunFailed      RunStatus = "failed"
-	RunInterrupted RunStatus = "interrupted"
-	RunCancelled   RunStatus = "cancelled"
+	RunRunning          RunStatus = "running"
+	RunAwaitingApproval RunStatus = "awaiting_approval"
+	RunCompleted        RunStatus = "completed"
+	RunTerminated       RunStatus = "terminated"
+	RunFailed           RunStatus = "failed"
+	RunInterrupted      RunStatus = "interrupted"
+	RunCancelled        RunStatus = "cancelled"
 )
 
 // Reasons a run terminated.
@@ -47,6 +52,17 @@ type ToolCallRecord struct {
 	ErrorCategory  *ErrorCategory `json:"error_category"`
 	DurationMS     float64        `json:"duration_ms"`
 	Iteration      int            `json:"iteration"`
+	// ApprovalID is the approval the call waited for, if it did; Status
+	// is "awaiting_approval" until it is decided.
+	ApprovalID string `json:"approval_id,omitempty"`
+	Status     string `json:"status,omitempty"`
+}
+
+// PendingApproval is a held call a paused run waits for.
+type PendingApproval struct {
+	ApprovalID string `json:"approval_id"`
+	ToolCallID string `json:"tool_call_id"`
+	ToolName   string `json:"tool_name"`
 }
 
 // Usage is the token usage a provider reported, summed over a run.
@@ -73,6 +89,12 @@ type Run struct {
 	Prompt            string           `json:"prompt"`
 	CreatedAt         time.Time        `json:"created_at"`
 	FinishedAt        *time.Time       `json:"finished_at"`
+	// PendingApprovals are the calls a run awaiting approval waits for.
+	PendingApprovals []PendingApproval `json:"pending_approvals,omitempty"`
+
+	// Resume is the loop's state of a paused run, opaque here (the agent
+	// writes and reads it); stored with the run, never shown.
+	Resume json.RawMessage `json:"-"`
 
 	// Owner is the replica running the run and HeartbeatAt when it last
 	// said so; a running run whose heartbeat expired is interrupted.
@@ -81,4 +103,25 @@ type Run struct {
 	// Client is the client that started the run ("" on an open service);
 	// only it and admin clients see the run (README "Clients").
 	Client string `json:"-"`
+}
+
+// storedRun is how a store keeps a run: its JSON plus the resume state.
+type storedRun struct {
+	*Run
+	Resume json.RawMessage `json:"resume,omitempty"`
+}
+
+// EncodeStored is the JSON a store keeps for run (with Resume).
+func EncodeStored(run *Run) ([]byte, error) {
+	return json.Marshal(storedRun{Run: run, Resume: run.Resume})
+}
+
+// DecodeStored reads what EncodeStored wrote.
+func DecodeStored(b []byte) (*Run, error) {
+	s := storedRun{Run: &Run{}}
+	if err := json.Unmarshal(b, &s); err != nil {
+		return nil, err
+	}
+	s.Run.Resume = s.Resume
+	return s.Run, nil
 }

@@ -160,7 +160,7 @@ func (m *Store) ReleaseKey(_ context.Context, key string) error {
 
 // SaveRun implements store.Store.
 func (m *Store) SaveRun(_ context.Context, run *toolrouter.Run) error {
-	b, err := json.Marshal(run)
+	b, err := toolrouter.EncodeStored(run)
 	if err != nil {
 		return err
 	}
@@ -186,12 +186,12 @@ func (m *Store) GetRun(_ context.Context, id string) (*toolrouter.Run, error) {
 }
 
 func (r *memRun) decode() (*toolrouter.Run, error) {
-	var run toolrouter.Run
-	if err := json.Unmarshal(r.data, &run); err != nil {
+	run, err := toolrouter.DecodeStored(r.data)
+	if err != nil {
 		return nil, err
 	}
 	run.Owner, run.Client, run.HeartbeatAt = r.owner, r.client, r.heartbeat
-	return &run, nil
+	return run, nil
 }
 
 // ListRuns implements store.Store.

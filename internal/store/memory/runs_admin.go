@@ -60,10 +60,28 @@ func (m *Store) DeleteRunsBefore(_ context.Context, before time.Time, limit int)
 		if n == limit {
 			break
 		}
-		if r.status != toolrouter.RunRunning && r.heartbeat.Before(before) {
+		if r.status != toolrouter.RunRunning && r.status != toolrouter.RunAwaitingApproval && r.heartbeat.Before(before) {
 			delete(m.runs, id)
 			n++
 		}
 	}
 	return n, nil
+}
+
+// TransitionRun implements store.RunAdmin.
+func (m *Store) TransitionRun(_ context.Context, run *toolrouter.Run, from toolrouter.RunStatus) (bool, error) {
+	b, err := toolrouter.EncodeStored(run)
+	if err != nil {
+		return false, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r, ok := m.runs[run.RunID]
+	if !ok || r.status != from {
+		return false, nil
+	}
+	c := *r
+	c.data, c.status, c.owner, c.heartbeat, c.cancel = b, run.Status, run.Owner, run.HeartbeatAt, false
+	m.runs[run.RunID] = &c
+	return true, nil
 }

@@ -379,7 +379,7 @@ func (p *Store) PurgeExpiredKeys(ctx context.Context) (int, error) {
 
 // SaveRun implements store.Store.
 func (p *Store) SaveRun(ctx context.Context, run *toolrouter.Run) error {
-	b, err := json.Marshal(run)
+	b, err := toolrouter.EncodeStored(run)
 	if err != nil {
 		return fmt.Errorf("postgres save run: %w", err)
 	}

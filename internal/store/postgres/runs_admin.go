@@ -50,9 +50,23 @@ func (p *Store) DeleteResultsBefore(ctx context.Context, before time.Time, limit
 // DeleteRunsBefore implements store.RunAdmin.
 func (p *Store) DeleteRunsBefore(ctx context.Context, before time.Time, limit int) (int, error) {
 	tag, err := p.pool.Exec(ctx, `DELETE FROM runs WHERE run_id IN
-		(SELECT run_id FROM runs WHERE status <> 'running' AND heartbeat_at < $1 ORDER BY heartbeat_at LIMIT $2 FOR UPDATE SKIP LOCKED)`, before, limit)
+		(SELECT run_id FROM runs WHERE status NOT IN ('running', 'awaiting_approval') AND heartbeat_at < $1 ORDER BY heartbeat_at LIMIT $2 FOR UPDATE SKIP LOCKED)`, before, limit)
 	if err != nil {
 		return 0, fmt.Errorf("postgres delete runs: %w", err)
 	}
 	return int(tag.RowsAffected()), nil
+}
+
+// TransitionRun implements store.RunAdmin: one conditional UPDATE.
+func (p *Store) TransitionRun(ctx context.Context, run *toolrouter.Run, from toolrouter.RunStatus) (bool, error) {
+	b, err := toolrouter.EncodeStored(run)
+	if err != nil {
+		return false, fmt.Errorf("postgres transition run: %w", err)
+	}
+	tag, err := p.pool.Exec(ctx, `UPDATE runs SET status = $2, owner = $3, heartbeat_at = $4, body = $5, cancel_requested = false
+		WHERE run_id = $1 AND status = $6`, run.RunID, string(run.Status), run.Owner, run.HeartbeatAt, string(b), string(from))
+	if err != nil {
+		return false, fmt.Errorf("postgres transition run: %w", err)
+	}
+	return tag.RowsAffected() == 1, nil
 }

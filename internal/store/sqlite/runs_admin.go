@@ -45,7 +45,7 @@ func (s *Store) DeleteResultsBefore(ctx context.Context, before time.Time, limit
 // DeleteRunsBefore implements store.RunAdmin.
 func (s *Store) DeleteRunsBefore(ctx context.Context, before time.Time, limit int) (int, error) {
 	return s.deleteBatch(ctx, "delete runs", `DELETE FROM runs WHERE run_id IN
-		(SELECT run_id FROM runs WHERE status <> 'running' AND heartbeat_at < ? ORDER BY heartbeat_at LIMIT ?)`, before, limit)
+		(SELECT run_id FROM runs WHERE status NOT IN ('running', 'awaiting_approval') AND heartbeat_at < ? ORDER BY heartbeat_at LIMIT ?)`, before, limit)
 }
 
 func (s *Store) deleteBatch(ctx context.Context, what, query string, before time.Time, limit int) (int, error) {
@@ -55,4 +55,19 @@ func (s *Store) deleteBatch(ctx context.Context, what, query string, before time
 	}
 	n, err := r.RowsAffected()
 	return int(n), err
+}
+
+// TransitionRun implements store.RunAdmin: one conditional UPDATE.
+func (s *Store) TransitionRun(ctx context.Context, run *toolrouter.Run, from toolrouter.RunStatus) (bool, error) {
+	b, err := toolrouter.EncodeStored(run)
+	if err != nil {
+		return false, fmt.Errorf("sqlite transition run: %w", err)
+	}
+	r, err := s.db.ExecContext(ctx, `UPDATE runs SET status = ?, owner = ?, heartbeat_at = ?, body = ?, cancel_requested = 0
+		WHERE run_id = ? AND status = ?`, string(run.Status), run.Owner, sqliteTimeOf(run.HeartbeatAt), string(b), run.RunID, string(from))
+	if err != nil {
+		return false, fmt.Errorf("sqlite transition run: %w", err)
+	}
+	n, err := r.RowsAffected()
+	return n == 1, err
 }

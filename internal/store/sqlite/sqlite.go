@@ -282,7 +282,7 @@ func (s *Store) PurgeExpiredKeys(ctx context.Context) (int, error) {
 
 // SaveRun implements store.Store.
 func (s *Store) SaveRun(ctx context.Context, run *toolrouter.Run) error {
-	b, err := json.Marshal(run)
+	b, err := toolrouter.EncodeStored(run)
 	if err != nil {
 		return fmt.Errorf("sqlite save run: %w", err)
 	}

@@ -1,7 +1,6 @@
 package sqlstore
 
 import (
-	"encoding/json"
 	"time"
 
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
@@ -18,10 +17,10 @@ func KeyResponse(response []byte) any {
 
 // DecodeRun builds a Run from its stored body and columns.
 func DecodeRun(body []byte, owner, client string, heartbeat time.Time) (*toolrouter.Run, error) {
-	var run toolrouter.Run
-	if err := json.Unmarshal(body, &run); err != nil {
+	run, err := toolrouter.DecodeStored(body)
+	if err != nil {
 		return nil, err
 	}
 	run.Owner, run.Client, run.HeartbeatAt = owner, client, heartbeat
-	return &run, nil
+	return run, nil
 }

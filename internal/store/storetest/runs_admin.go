@@ -19,6 +19,47 @@ var runAdminTests = []struct {
 	{"HeartbeatTouchesOnlyTheHeartbeat", heartbeatTouchesOnlyTheHeartbeat},
 	{"CancelIsSeenByTheReplicaRunningTheRun", cancelIsSeenByTheReplicaRunningTheRun},
 	{"RetentionDeletesExpiredResultsAndFinishedRunsInBatches", retentionDeletesInBatches},
+	{"PausedRunIsResumedOnceAndKeepsItsState", pausedRunIsResumedOnce},
+}
+
+// pausedRunIsResumedOnce: a run stored awaiting approval keeps its resume
+// state, survives retention, and of two replicas claiming it (two store
+// handles) exactly one wins.
+func pausedRunIsResumedOnce(t *testing.T, b Backend, open func() store.Store, clk *Clock) {
+	ctx := context.Background()
+	s1, s2 := open(), open()
+	run := runningRun("run_paused", clk.Now())
+	run.Status, run.Resume = toolrouter.RunAwaitingApproval, []byte(`{"iteration":1}`)
+	run.PendingApprovals = []toolrouter.PendingApproval{{ApprovalID: "ap_1", ToolCallID: "tc_1", ToolName: "billing/refund"}}
+	if err := s1.SaveRun(ctx, run); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s1.DeleteRunsBefore(ctx, clk.Now().Add(time.Hour), 10); err != nil || n != 0 {
+		t.Fatalf("retention deleted %d paused runs (%v)", n, err)
+	}
+	got, err := s2.GetRun(ctx, run.RunID)
+	if err != nil || got.Status != toolrouter.RunAwaitingApproval || string(got.Resume) != `{"iteration":1}` || len(got.PendingApprovals) != 1 {
+		t.Fatalf("paused run read back: %v %+v", err, got)
+	}
+	wins := 0
+	for i, s := range []store.Store{s1, s2} {
+		claim := *got
+		claim.Status, claim.Owner, claim.Resume, claim.PendingApprovals = toolrouter.RunRunning, fmt.Sprintf("replica-%d", i), nil, nil
+		ok, err := s.TransitionRun(ctx, &claim, toolrouter.RunAwaitingApproval)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok {
+			wins++
+		}
+	}
+	if wins != 1 {
+		t.Fatalf("%d replicas resumed the paused run, want 1", wins)
+	}
+	got, err = s1.GetRun(ctx, run.RunID)
+	if err != nil || got.Status != toolrouter.RunRunning || got.Owner != "replica-0" || got.Resume != nil {
+		t.Fatalf("resumed run: %v %+v", err, got)
+	}
 }
 
 func runningRun(id string, at time.Time) *toolrouter.Run {
