@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -314,7 +315,12 @@ func TestTracesMCP(t *testing.T) {
 	if rpc.Kind != tracepb.Span_SPAN_KIND_CLIENT {
 		t.Errorf("tools/call span kind %v", rpc.Kind)
 	}
-	wantAttrs(t, rpc, map[string]string{"mcp.method.name": "tools/call", "gen_ai.tool.name": "echo", "mcp.session.id": "*", "jsonrpc.request.id": "*"})
+	msURL, _ := url.Parse(ms.URL)
+	wantAttrs(t, rpc, map[string]string{"mcp.method.name": "tools/call", "gen_ai.tool.name": "echo", "mcp.session.id": "*", "jsonrpc.request.id": "*",
+		"server.address": msURL.Hostname(), "server.port": msURL.Port(), "mcp.protocol.version": "*"})
+	if v := rpc.Attrs["mcp.protocol.version"]; len(v) != len("2025-11-25") {
+		t.Errorf("mcp.protocol.version = %q, want a dated version", v)
+	}
 	mu.Lock()
 	last := metas[len(metas)-1]
 	mu.Unlock()
