@@ -89,7 +89,7 @@ func New(ctx context.Context, o Options) (*Service, error) {
 		exec:     remote.New(remote.Options{Wrap: tel.Transport}),
 		adapters: NewAdapters(o.Getenv, tel),
 	}
-	st = countStore(st, s.metrics)
+	st = countStore(st, s.metrics, tel.Store(dbSystem(o.Config.Store)))
 	s.Store = st
 	var jwt *access.JWTVerifier
 	if o.Config.JWT() {
@@ -258,6 +258,14 @@ func (s *Service) ExpireApprovals(ctx context.Context, every time.Duration) {
 			}
 		}
 	}
+}
+
+// dbSystem is the db.system.name of the store a URL names.
+func dbSystem(url string) string {
+	if k := StoreKind(url); k != "postgres" {
+		return k
+	}
+	return "postgresql"
 }
 
 // StoreKind is the scheme of a store URL, for logs (never its password).
