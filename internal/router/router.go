@@ -14,6 +14,7 @@ import (
 
 	"github.com/toolrouterd/toolrouterd/internal/access"
 	"github.com/toolrouterd/toolrouterd/internal/format"
+	"github.com/toolrouterd/toolrouterd/internal/lograte"
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
 
@@ -78,7 +79,10 @@ type Router struct {
 	// ApprovalTTL is how long a call waits before it expires
 	// (TOOLROUTER_APPROVAL_TTL, default 1h).
 	ApprovalTTL time.Duration
-	Now         func() time.Time
+	// LogLimit rate-limits the errors of a failing store (a flood of
+	// failed saves is a few lines with a count); nil: not limited.
+	LogLimit *lograte.Limiter
+	Now      func() time.Time
 }
 
 // Route routes one tool call payload (a decoded JSON value) for a plan.
@@ -366,7 +370,7 @@ func (r *Router) finish(ctx context.Context, rc *routeCall, out toolrouter.Outco
 		save = func(sctx context.Context, recs []toolrouter.AuditRecord) error {
 			err := r.Results.SaveResult(sctx, res, recs...)
 			if err != nil {
-				zerolog.Ctx(ctx).Error().Err(err).Str("tool_call_id", rc.id).Int("audit_records", len(recs)).Msg("store route result")
+				r.LogLimit.Event(zerolog.Ctx(ctx), zerolog.ErrorLevel, "store route result").Err(err).Str("tool_call_id", rc.id).Int("audit_records", len(recs)).Msg("store route result")
 			}
 			return err
 		}

@@ -18,6 +18,7 @@ import (
 	"github.com/toolrouterd/toolrouterd/internal/audit"
 	"github.com/toolrouterd/toolrouterd/internal/config"
 	"github.com/toolrouterd/toolrouterd/internal/httpapi"
+	"github.com/toolrouterd/toolrouterd/internal/lograte"
 	"github.com/toolrouterd/toolrouterd/internal/mcpclient"
 	"github.com/toolrouterd/toolrouterd/internal/mcpserver"
 	"github.com/toolrouterd/toolrouterd/internal/metrics"
@@ -105,7 +106,9 @@ func New(ctx context.Context, o Options) (*Service, error) {
 	if authn.Open() {
 		o.Logger.Warn().Msg("TOOLROUTER_API_KEYS is empty and the registry has no clients: requests are not authenticated")
 	}
-	trail := &audit.Trail{Store: st, Replica: o.Owner, Log: o.Logger}
+	// One limiter for the warnings of a failing store (issue 14 item 9).
+	logLimit := lograte.New(nil)
+	trail := &audit.Trail{Store: st, Replica: o.Owner, Log: o.Logger, Limit: logLimit}
 	limiter := audit.Limiter{Taker: s.newLimiter(st), Trail: trail}
 
 	s.mcp = mcpclient.New(o.Logger, s.metrics.Registerer())
@@ -125,6 +128,7 @@ func New(ctx context.Context, o Options) (*Service, error) {
 		Observer:         s.metrics,
 		Tracer:           tel,
 		Audit:            trail,
+		LogLimit:         logLimit,
 		BatchConcurrency: o.Config.BatchConcurrency,
 		MaxBatchOutput:   o.Config.MaxBatchOutputBytes,
 		Approvals:        st,
