@@ -40,8 +40,11 @@ vet:
 # a load run against the real binary, a direct tool and nginx.
 bench: bench-go bench-load bench-store bench-mcp bench-compare
 
+# BenchmarkRouteTracing (httpapi) is tracing's cost: nil, off (the
+# default), on; TestTracingOffCostsNoAllocations, exact only without -race,
+# checks that off adds no allocation.
 bench-go:
-	$(GO) test -run='^$$' -bench=. -benchmem -count=1 ./internal/format/ ./internal/router/ ./internal/remote/ ./internal/httpapi/
+	$(GO) test -run='^TestTracingOffCostsNoAllocations$$' -bench=. -benchmem -count=1 ./internal/format/ ./internal/router/ ./internal/remote/ ./internal/httpapi/
 
 bench-load: build
 	bash bench/load.sh

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -50,28 +51,33 @@ func startCollector(t *testing.T) *collector {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
-		c.mu.Lock()
-		for _, rs := range req.ResourceSpans {
-			service := attrs(rs.Resource.GetAttributes())["service.name"]
-			for _, ss := range rs.ScopeSpans {
-				for _, s := range ss.Spans {
-					sp := span{Name: s.Name, TraceID: hex.EncodeToString(s.TraceId), SpanID: hex.EncodeToString(s.SpanId),
-						Parent: hex.EncodeToString(s.ParentSpanId), Kind: s.Kind, Attrs: attrs(s.Attributes),
-						Error: s.Status.GetCode() == tracepb.Status_STATUS_CODE_ERROR, Service: service}
-					for _, l := range s.Links {
-						sp.Links = append(sp.Links, hex.EncodeToString(l.SpanId))
-					}
-					c.spans = append(c.spans, sp)
-				}
-			}
-		}
-		c.mu.Unlock()
+		c.add(&req)
 		out, _ := proto.Marshal(&coltracepb.ExportTraceServiceResponse{})
 		w.Header().Set("Content-Type", "application/x-protobuf")
 		w.Write(out)
 	}))
 	t.Cleanup(c.srv.Close)
 	return c
+}
+
+// add keeps the spans of an export request.
+func (c *collector) add(req *coltracepb.ExportTraceServiceRequest) {
+	c.mu.Lock()
+	for _, rs := range req.ResourceSpans {
+		service := attrs(rs.Resource.GetAttributes())["service.name"]
+		for _, ss := range rs.ScopeSpans {
+			for _, s := range ss.Spans {
+				sp := span{Name: s.Name, TraceID: hex.EncodeToString(s.TraceId), SpanID: hex.EncodeToString(s.SpanId),
+					Parent: hex.EncodeToString(s.ParentSpanId), Kind: s.Kind, Attrs: attrs(s.Attributes),
+					Error: s.Status.GetCode() == tracepb.Status_STATUS_CODE_ERROR, Service: service}
+				for _, l := range s.Links {
+					sp.Links = append(sp.Links, hex.EncodeToString(l.SpanId))
+				}
+				c.spans = append(c.spans, sp)
+			}
+		}
+	}
+	c.mu.Unlock()
 }
 
 func attrs(kvs []*commonpb.KeyValue) map[string]string {
@@ -314,7 +320,12 @@ func TestTracesMCP(t *testing.T) {
 	if rpc.Kind != tracepb.Span_SPAN_KIND_CLIENT {
 		t.Errorf("tools/call span kind %v", rpc.Kind)
 	}
-	wantAttrs(t, rpc, map[string]string{"mcp.method.name": "tools/call", "gen_ai.tool.name": "echo", "mcp.session.id": "*", "jsonrpc.request.id": "*"})
+	msURL, _ := url.Parse(ms.URL)
+	wantAttrs(t, rpc, map[string]string{"mcp.method.name": "tools/call", "gen_ai.tool.name": "echo", "mcp.session.id": "*", "jsonrpc.request.id": "*",
+		"server.address": msURL.Hostname(), "server.port": msURL.Port(), "mcp.protocol.version": "*"})
+	if v := rpc.Attrs["mcp.protocol.version"]; len(v) != len("2025-11-25") {
+		t.Errorf("mcp.protocol.version = %q, want a dated version", v)
+	}
 	mu.Lock()
 	last := metas[len(metas)-1]
 	mu.Unlock()

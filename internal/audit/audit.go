@@ -11,6 +11,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/toolrouterd/toolrouterd/internal/access"
+	"github.com/toolrouterd/toolrouterd/internal/lograte"
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
 
@@ -25,6 +26,8 @@ type Trail struct {
 	Replica string
 	Log     zerolog.Logger
 	Now     func() time.Time
+	// Limit rate-limits the errors of a failing store; nil: not limited.
+	Limit *lograte.Limiter
 }
 
 // Record stamps recs with the time (when unset) and the replica, appends
@@ -62,7 +65,7 @@ func (t *Trail) RecordWith(ctx context.Context, save func(context.Context, []too
 	if save != nil {
 		_ = save(sctx, recs)
 	} else if err := t.Store.AppendAudit(sctx, recs); err != nil {
-		t.Log.Error().Err(err).Str("component", "audit").Int("records", len(recs)).Msg("store audit records")
+		t.Limit.Event(&t.Log, zerolog.ErrorLevel, "store audit records").Err(err).Str("component", "audit").Int("records", len(recs)).Msg("store audit records")
 	}
 	cancel()
 	for i := range recs {

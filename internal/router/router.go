@@ -14,6 +14,7 @@ import (
 
 	"github.com/toolrouterd/toolrouterd/internal/access"
 	"github.com/toolrouterd/toolrouterd/internal/format"
+	"github.com/toolrouterd/toolrouterd/internal/lograte"
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
 
@@ -82,7 +83,10 @@ type Router struct {
 	// /runs run once its final result is stored and committed: the run
 	// resumes (agent.Runner.ResumeLater).
 	Settled func(ctx context.Context, a *toolrouter.Approval)
-	Now     func() time.Time
+	// LogLimit rate-limits the errors of a failing store (a flood of
+	// failed saves is a few lines with a count); nil: not limited.
+	LogLimit *lograte.Limiter
+	Now      func() time.Time
 }
 
 // Route routes one tool call payload (a decoded JSON value) for a plan.
@@ -370,7 +374,7 @@ func (r *Router) finish(ctx context.Context, rc *routeCall, out toolrouter.Outco
 		save = func(sctx context.Context, recs []toolrouter.AuditRecord) error {
 			err := r.Results.SaveResult(sctx, res, recs...)
 			if err != nil {
-				zerolog.Ctx(ctx).Error().Err(err).Str("tool_call_id", rc.id).Int("audit_records", len(recs)).Msg("store route result")
+				r.LogLimit.Event(zerolog.Ctx(ctx), zerolog.ErrorLevel, "store route result").Err(err).Str("tool_call_id", rc.id).Int("audit_records", len(recs)).Msg("store route result")
 			}
 			return err
 		}

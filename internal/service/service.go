@@ -18,6 +18,7 @@ import (
 	"github.com/toolrouterd/toolrouterd/internal/audit"
 	"github.com/toolrouterd/toolrouterd/internal/config"
 	"github.com/toolrouterd/toolrouterd/internal/httpapi"
+	"github.com/toolrouterd/toolrouterd/internal/lograte"
 	"github.com/toolrouterd/toolrouterd/internal/mcpclient"
 	"github.com/toolrouterd/toolrouterd/internal/mcpserver"
 	"github.com/toolrouterd/toolrouterd/internal/metrics"
@@ -90,7 +91,7 @@ func New(ctx context.Context, o Options) (*Service, error) {
 		exec:     remote.New(remote.Options{Wrap: tel.Transport}),
 		adapters: NewAdapters(o.Getenv, tel),
 	}
-	st = countStore(st, s.metrics)
+	st = countStore(st, s.metrics, tel.Store(dbSystem(o.Config.Store)))
 	s.Store = st
 	var jwt *access.JWTVerifier
 	if o.Config.JWT() {
@@ -106,7 +107,9 @@ func New(ctx context.Context, o Options) (*Service, error) {
 	if authn.Open() {
 		o.Logger.Warn().Msg("TOOLROUTER_API_KEYS is empty and the registry has no clients: requests are not authenticated")
 	}
-	trail := &audit.Trail{Store: st, Replica: o.Owner, Log: o.Logger}
+	// One limiter for the warnings of a failing store (issue 14 item 9).
+	logLimit := lograte.New(nil)
+	trail := &audit.Trail{Store: st, Replica: o.Owner, Log: o.Logger, Limit: logLimit}
 	limiter := audit.Limiter{Taker: s.newLimiter(st), Trail: trail}
 
 	s.mcp = mcpclient.New(o.Logger, s.metrics.Registerer())
@@ -126,6 +129,7 @@ func New(ctx context.Context, o Options) (*Service, error) {
 		Observer:         s.metrics,
 		Tracer:           tel,
 		Audit:            trail,
+		LogLimit:         logLimit,
 		BatchConcurrency: o.Config.BatchConcurrency,
 		MaxBatchOutput:   o.Config.MaxBatchOutputBytes,
 		Approvals:        st,
@@ -262,6 +266,14 @@ func (s *Service) ExpireApprovals(ctx context.Context, every time.Duration) {
 			}
 		}
 	}
+}
+
+// dbSystem is the db.system.name of the store a URL names.
+func dbSystem(url string) string {
+	if k := StoreKind(url); k != "postgres" {
+		return k
+	}
+	return "postgresql"
 }
 
 // StoreKind is the scheme of a store URL, for logs (never its password).

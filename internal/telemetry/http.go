@@ -67,18 +67,17 @@ type transport struct {
 
 func (tr *transport) RoundTrip(r *http.Request) (*http.Response, error) {
 	attrs := []attribute.KeyValue{
-		attribute.String("http.request.method", r.Method),
 		attribute.String("server.address", r.URL.Hostname()),
-		attribute.String("url.full", redacted(r)),
 	}
 	if p := r.URL.Port(); p != "" {
 		if n, err := strconv.Atoi(p); err == nil {
 			attrs = append(attrs, attribute.Int("server.port", n))
 		}
 	}
+	recordRPC(r, attrs)
+	attrs = append(attrs, attribute.String("http.request.method", r.Method), attribute.String("url.full", redacted(r)))
 	ctx, span := tr.t.tracer.Start(r.Context(), r.Method, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
 	defer span.End()
-	recordRPCID(r)
 	r2 := r.Clone(ctx) // a RoundTripper must not modify the request it is given
 	tr.t.prop.Inject(ctx, propagation.HeaderCarrier(r2.Header))
 	resp, err := tr.base.RoundTrip(r2)

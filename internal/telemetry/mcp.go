@@ -15,7 +15,8 @@ import (
 
 // MCPClient is the sending middleware of toolrouterd's MCP clients: each
 // tools/call is a CLIENT span "tools/call {tool}" (mcp.method.name,
-// gen_ai.tool.name, mcp.session.id, jsonrpc.request.id) whose context
+// gen_ai.tool.name, mcp.session.id, mcp.protocol.version, and for servers
+// over HTTP jsonrpc.request.id, server.address and server.port) whose context
 // travels in params._meta (traceparent, tracestate), as the MCP conventions
 // say. Other methods pass untouched. Nil with tracing off.
 func (t *Telemetry) MCPClient() mcp.Middleware {
@@ -35,6 +36,9 @@ func (t *Telemetry) MCPClient() mcp.Middleware {
 			}
 			if s := req.GetSession(); s != nil && s.ID() != "" {
 				attrs = append(attrs, attribute.String("mcp.session.id", s.ID()))
+			}
+			if cs, ok := req.GetSession().(*mcp.ClientSession); ok && cs.InitializeResult() != nil {
+				attrs = append(attrs, attribute.String("mcp.protocol.version", cs.InitializeResult().ProtocolVersion))
 			}
 			ctx, span := t.tracer.Start(ctx, method+" "+p.Name, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
 			defer span.End()
@@ -122,11 +126,16 @@ func endMCP(span trace.Span, res mcp.Result, err error) {
 // transport under it can record the JSON-RPC id of the request it carries.
 type rpcSpanKey struct{}
 
-// recordRPCID sets jsonrpc.request.id on the MCP client span of ctx from
-// the JSON-RPC request body of an HTTP request sent under it.
-func recordRPCID(r *http.Request) {
+// recordRPC sets server.address and server.port (the MCP server's, as the
+// MCP conventions ask of the client span) and jsonrpc.request.id on the MCP
+// client span of ctx from an HTTP request sent under it.
+func recordRPC(r *http.Request, server []attribute.KeyValue) {
 	span, ok := r.Context().Value(rpcSpanKey{}).(trace.Span)
-	if !ok || r.GetBody == nil {
+	if !ok {
+		return
+	}
+	span.SetAttributes(server...)
+	if r.GetBody == nil {
 		return
 	}
 	rc, err := r.GetBody() // a copy: the request's own body is left unread

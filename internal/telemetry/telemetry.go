@@ -39,11 +39,13 @@ type Telemetry struct {
 	tracer  trace.Tracer
 	prop    propagation.TextMapPropagator
 	content bool // TOOLROUTER_TRACE_CONTENT: arguments and results on spans
+	store   bool // TOOLROUTER_TRACE_STORE: a span per store call
 }
 
 // Setup reads the tracing configuration: OTEL_TRACES_EXPORTER (none, the
 // default, or otlp), OTEL_EXPORTER_OTLP_PROTOCOL or _TRACES_PROTOCOL
-// (http/protobuf, the default, or grpc) and TOOLROUTER_TRACE_CONTENT. The
+// (http/protobuf, the default, or grpc), TOOLROUTER_TRACE_CONTENT and
+// TOOLROUTER_TRACE_STORE. The
 // exporters read their endpoint, headers and timeouts
 // (OTEL_EXPORTER_OTLP_*), the SDK its sampler (OTEL_TRACES_SAMPLER, _ARG)
 // and batching (OTEL_BSP_*), and the resource OTEL_SERVICE_NAME (default
@@ -51,12 +53,14 @@ type Telemetry struct {
 // Errors name the variable at fault.
 func Setup(ctx context.Context, getenv func(string) string) (*Telemetry, error) {
 	t := &Telemetry{}
-	if v := getenv("TOOLROUTER_TRACE_CONTENT"); v != "" {
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			return nil, fmt.Errorf("TOOLROUTER_TRACE_CONTENT: want true or false, got %q", v)
+	for name, dst := range map[string]*bool{"TOOLROUTER_TRACE_CONTENT": &t.content, "TOOLROUTER_TRACE_STORE": &t.store} {
+		if v := getenv(name); v != "" {
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				return nil, fmt.Errorf("%s: want true or false, got %q", name, v)
+			}
+			*dst = b
 		}
-		t.content = b
 	}
 	switch e := strings.TrimSpace(getenv("OTEL_TRACES_EXPORTER")); e {
 	case "", "none":
@@ -94,10 +98,23 @@ func Setup(ctx context.Context, getenv func(string) string) (*Telemetry, error) 
 		return nil, fmt.Errorf("OTEL_RESOURCE_ATTRIBUTES: %w", err)
 	}
 	// The sampler comes from OTEL_TRACES_SAMPLER (default parentbased_always_on).
-	t.tp = sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
-	t.tracer = t.tp.Tracer(instrumentation)
-	t.prop = propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})
+	t.start(sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res)))
 	return t, nil
+}
+
+// Exporting is tracing on, every trace sampled, the spans batched to exp
+// as Setup's are to the OTLP exporter; store spans too when store is set.
+// Benchmarks and tests use it with an exporter of their own.
+func Exporting(exp sdktrace.SpanExporter, store bool) *Telemetry {
+	t := &Telemetry{store: store}
+	t.start(sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithSampler(sdktrace.AlwaysSample())))
+	return t
+}
+
+func (t *Telemetry) start(tp *sdktrace.TracerProvider) {
+	t.tp = tp
+	t.tracer = tp.Tracer(instrumentation)
+	t.prop = propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})
 }
 
 // Enabled says whether spans are recorded and exported.

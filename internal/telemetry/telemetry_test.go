@@ -17,6 +17,7 @@ func TestSetupErrorsNameTheVariable(t *testing.T) {
 		"OTEL_TRACES_EXPORTER":        "zipkin",
 		"OTEL_EXPORTER_OTLP_PROTOCOL": "http/json",
 		"TOOLROUTER_TRACE_CONTENT":    "maybe",
+		"TOOLROUTER_TRACE_STORE":      "sometimes",
 	} {
 		m := map[string]string{"OTEL_TRACES_EXPORTER": "otlp", v: val}
 		if _, err := telemetry.Setup(context.Background(), env(m)); err == nil || !strings.HasPrefix(err.Error(), v+":") {
