@@ -30,7 +30,17 @@ var conformanceScenarios = map[string][]string{
 		"tools-call-error", "tools-call-with-progress", "json-schema-2020-12", "dns-rebinding-protection"},
 	"2026-07-28": {"tools-list", "tools-call-simple-text", "tools-call-image", "tools-call-audio",
 		"tools-call-embedded-resource", "tools-call-mixed-content", "tools-call-error",
-		"tools-call-with-progress", "json-schema-2020-12", "caching", "http-header-validation", "dns-rebinding-protection"},
+		"tools-call-with-progress", "json-schema-2020-12", "caching", "http-header-validation", "dns-rebinding-protection",
+		// Multi round-trip requests, relayed to the fixture's tools
+		// (input-required-result-non-tool-request needs prompts, which
+		// toolrouterd does not serve).
+		"input-required-result-basic-elicitation", "input-required-result-basic-sampling",
+		"input-required-result-basic-list-roots", "input-required-result-request-state",
+		"input-required-result-multiple-input-requests", "input-required-result-multi-round",
+		"input-required-result-missing-input-response", "input-required-result-result-type",
+		"input-required-result-unsupported-methods", "input-required-result-tampered-state",
+		"input-required-result-capability-check", "input-required-result-ignore-extra-params",
+		"input-required-result-validate-input"},
 }
 
 var (

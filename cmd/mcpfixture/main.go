@@ -1,8 +1,10 @@
-// Command mcpfixture is an MCP server (streamable HTTP, sessions, official
-// Go SDK) for tests: it serves the fixture tools the MCP conformance suite
+// Command mcpfixture is an MCP server (streamable HTTP, official Go SDK:
+// sessions up to protocol 2025-11-25, stateless from 2026-07-28) for tests: it serves the fixture tools the MCP conformance suite
 // (@modelcontextprotocol/conformance) calls, so that the suite can run
 // against toolrouterd's /mcp fronting it (e2e/mcpconformance_test.go), plus
-// tools for toolrouterd's own pass-through and output-schema tests.
+// tools for toolrouterd's own pass-through and output-schema tests. Its
+// multi round-trip tools (mrtr.go) answer input_required under protocol
+// 2026-07-28 until the retry carries the input they asked for.
 //
 //	MCPFIXTURE_ADDR=127.0.0.1:3001 mcpfixture    # serves /mcp
 //	mcpfixture -stdio                             # serves stdin/stdout
@@ -80,7 +82,18 @@ func run(addr string) error {
 	}
 	srv := newServer()
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	get := func(*http.Request) *mcp.Server { return srv }
+	sessions := mcp.NewStreamableHTTPHandler(get, nil)
+	// The SDK serves protocol 2026-07-28 only statelessly: a request that
+	// says it speaks it goes to a stateless handler, as on a current server.
+	stateless := mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{Stateless: true})
+	mux.HandleFunc("/mcp", func(w http.ResponseWriter, r *http.Request) {
+		if v := r.Header.Get("Mcp-Protocol-Version"); v >= "2026-07-28" {
+			stateless.ServeHTTP(w, r)
+			return
+		}
+		sessions.ServeHTTP(w, r)
+	})
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
@@ -195,6 +208,8 @@ func addTools(srv *mcp.Server) {
 	}`), func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "called with " + string(req.Params.Arguments)}}}, nil
 	})
+
+	addMRTRTools(add)
 
 	// toolrouterd's own tests: every block type, structuredContent and
 	// _meta, to be passed through unchanged.

@@ -126,6 +126,12 @@ func outcome(t *toolrouter.Tool, res *mcp.CallToolResult) toolrouter.Outcome {
 	if res == nil {
 		return toolrouter.Outcome{Output: json.RawMessage("null"), Answered: true}
 	}
+	if res.NeedsInput() {
+		// Only an /mcp caller can answer it (mcpserver relays the result);
+		// for everyone else the call failed (README, "MCP").
+		return toolrouter.Outcome{Err: needsInputMessage(res), Category: toolrouter.CategoryExecution,
+			Answered: true, MCPResult: encodeResult(res)}
+	}
 	text, hasText := textOf(res.Content)
 	if res.IsError {
 		msg := strings.TrimSpace(text)
@@ -174,6 +180,32 @@ func outcome(t *toolrouter.Tool, res *mcp.CallToolResult) toolrouter.Outcome {
 		out.Output = raw
 	}
 	return out
+}
+
+// needsInputMessage is the failure of a call the backend answered with an
+// input_required result (multi round-trip requests, protocol 2026-07-28),
+// naming the input it asks for.
+func needsInputMessage(res *mcp.CallToolResult) string {
+	var kinds []string
+	for _, ir := range res.InputRequests {
+		k := "input"
+		switch ir.(type) {
+		case *mcp.ElicitParams:
+			k = "elicitation"
+		case *mcp.CreateMessageParams, *mcp.CreateMessageWithToolsParams:
+			k = "sampling"
+		case *mcp.ListRootsParams:
+			k = "roots"
+		}
+		if !slices.Contains(kinds, k) {
+			kinds = append(kinds, k)
+		}
+	}
+	if len(kinds) == 0 {
+		return "the MCP server asks to retry the call later (input_required without input requests); call it over /mcp"
+	}
+	slices.Sort(kinds)
+	return "the tool asks for input (" + strings.Join(kinds, ", ") + "); call it over /mcp with protocol 2026-07-28"
 }
 
 // encodeResult is res as JSON (every field the SDK decoded); nil if it

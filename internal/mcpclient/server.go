@@ -112,6 +112,10 @@ func newServer(m *Manager, cfg toolrouter.MCPServer) *server {
 		// Progress notifications are forwarded by the transport (see
 		// serverTransport.event): no ProgressNotificationHandler.
 		KeepAlive: keepAlive,
+		// An input_required result is not answered here but relayed to
+		// the /mcp caller, whose retry comes back as a new call (README,
+		// "MCP", multi round-trip requests).
+		MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
 	})
 	if m.Trace != nil {
 		s.client.AddSendingMiddleware(m.Trace)
@@ -586,6 +590,11 @@ func (s *server) call(ctx context.Context, req toolrouter.ExecRequest) toolroute
 		}
 		params.Meta[metaLogLevel] = "debug"
 	}
+	if relay != nil {
+		if err := retryParams(params, relay); err != nil {
+			return toolrouter.Failure(toolrouter.CategoryParse, "%v", err)
+		}
+	}
 	retries := 0
 	if t.Idempotent {
 		retries = t.Retries
@@ -612,6 +621,11 @@ func (s *server) call(ctx context.Context, req toolrouter.ExecRequest) toolroute
 			return out
 		}
 		attempts++
+		if relay != nil && relay.ClientCapabilities != nil && modern(cs) {
+			// The caller's capabilities, not toolrouterd's: the backend
+			// asks for the input the caller can give.
+			params.Meta[mcp.MetaKeyClientCapabilities] = relay.ClientCapabilities
+		}
 		res, err := cs.CallTool(callCtx, params)
 		if err == nil {
 			out := outcome(t, res)
@@ -673,6 +687,31 @@ func (s *server) call(ctx context.Context, req toolrouter.ExecRequest) toolroute
 		out.Attempts = attempts
 		return out
 	}
+}
+
+// retryParams puts what the relay carries for the backend into a call's
+// params: the caller's inputResponses and the backend's requestState.
+func retryParams(params *mcp.CallToolParams, relay *toolrouter.Relay) error {
+	if params.Meta == nil {
+		params.Meta = mcp.Meta{}
+	}
+	params.RequestState = relay.RequestState
+	if len(relay.InputResponses) == 0 {
+		return nil
+	}
+	var responses mcp.InputResponseMap
+	if err := json.Unmarshal(relay.InputResponses, &responses); err != nil {
+		return fmt.Errorf("inputResponses: %w", err)
+	}
+	params.InputResponses = responses
+	return nil
+}
+
+// modern reports whether cs speaks protocol 2026-07-28 or later, whose
+// requests carry the client's capabilities in their _meta.
+func modern(cs *mcp.ClientSession) bool {
+	ir := cs.InitializeResult()
+	return ir != nil && ir.ProtocolVersion >= "2026-07-28"
 }
 
 // metaLogLevel is the _meta key of a request's log level (protocol

@@ -585,7 +585,26 @@ func (h *Handler) call(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Call
 		"method":  "tools/call",
 		"params":  map[string]any{"name": p.Name, "arguments": args},
 	}
-	res, err := h.d.Router.Route(toolrouter.WithRelay(ctx, relay(ctx, req)), planID, payload, nil)
+	modern := modernSession(req.Session)
+	clientName := ""
+	if c := access.FromContext(ctx); c != nil {
+		clientName = c.Name
+	}
+	rl := relay(ctx, req)
+	if modern {
+		rl.ClientCapabilities = clientCapabilities(p.Meta)
+	}
+	if p.RequestState != "" {
+		if rl.RequestState, err = unwrapState(p.RequestState, p.Name, clientName); err != nil {
+			return nil, err
+		}
+	}
+	if p.InputResponses != nil {
+		if rl.InputResponses, err = json.Marshal(p.InputResponses); err != nil {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "inputResponses: " + err.Error()}
+		}
+	}
+	res, err := h.d.Router.Route(toolrouter.WithRelay(ctx, rl), planID, payload, nil)
 	if err != nil {
 		if toolrouter.ErrorCode(err) == toolrouter.EINVALID {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: toolrouter.ErrorMessage(err)}
@@ -593,7 +612,20 @@ func (h *Handler) call(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Call
 		h.d.Logger.Error().Err(err).Str("plan_id", planID).Str("tool", p.Name).Msg("route MCP tools/call")
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error"}
 	}
-	return withResultType(result(res), modernSession(req.Session)), nil
+	out := result(res)
+	if out.NeedsInput() {
+		if modern {
+			// Relayed as the backend sent it, with a requestState that
+			// brings the retry back to it (mrtr.go).
+			out.RequestState = wrapState(p.Name, clientName, out.RequestState)
+			return out, nil
+		}
+		// An older client cannot answer it: the call failed.
+		failed := *res
+		failed.MCPResult = nil
+		out = result(&failed)
+	}
+	return withResultType(out, modern), nil
 }
 
 // modernSession reports whether ss serves protocol 2026-07-28 or later (a
@@ -638,7 +670,7 @@ func withResultType(res *mcp.CallToolResult, modern bool) *mcp.CallToolResult {
 func relay(ctx context.Context, req *mcp.CallToolRequest) *toolrouter.Relay {
 	ss := req.Session
 	if ss == nil {
-		return nil
+		return &toolrouter.Relay{}
 	}
 	r := &toolrouter.Relay{
 		Log: func(level, logger string, data json.RawMessage) {
@@ -677,6 +709,9 @@ func result(res *toolrouter.Result) *mcp.CallToolResult {
 	out.Meta[MetaPlanID] = res.PlanID
 	if res.ToolName != "" {
 		out.Meta[MetaToolName] = res.ToolName
+	}
+	if out.NeedsInput() {
+		return out // the backend's input_required result, for call to relay
 	}
 	if res.Status == toolrouter.ResultAwaitingApproval {
 		// README "Approvals", /mcp: an error result the model and the

@@ -9,12 +9,25 @@ import (
 // that the caller can pass it on: the /mcp endpoint forwards an MCP
 // backend's notifications/progress and notifications/message to the MCP
 // client that made the call (README, "MCP"). Either func may be nil.
+//
+// It also carries what an /mcp caller on protocol 2026-07-28 sends along
+// for the backend (README, "MCP", multi round-trip requests); each is
+// empty when the caller sent none.
 type Relay struct {
 	// Progress receives a progress notification (total 0: unknown).
 	Progress func(progress, total float64, message string)
 	// Log receives a log message: its level, logger ("" when none) and
 	// data as the backend sent them.
 	Log func(level, logger string, data json.RawMessage)
+	// ClientCapabilities are the caller's _meta clientCapabilities, which
+	// tell a backend what input (elicitation, sampling, roots) it may ask
+	// the caller for.
+	ClientCapabilities json.RawMessage
+	// InputResponses and RequestState retry a call the backend answered
+	// with an input_required result: the caller's answers to its
+	// inputRequests, and the backend's own requestState.
+	InputResponses json.RawMessage
+	RequestState   string
 }
 
 type relayKey struct{}
