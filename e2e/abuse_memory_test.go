@@ -178,7 +178,10 @@ func TestAbuseBigOutputsUnderMemoryLimit(t *testing.T) {
 	}))
 	defer tool.Close()
 	rt := startPlain(t, fmt.Sprintf("tools:\n  - {name: big, endpoint: %s}\n", tool.URL),
-		"GOMEMLIMIT=256MiB", "TOOLROUTER_MAX_BATCH_OUTPUT_BYTES=33554432", "TOOLROUTER_BATCH_CONCURRENCY=16", "TOOLROUTER_LOG_LEVEL=info")
+		"GOMEMLIMIT=256MiB", "TOOLROUTER_MAX_BATCH_OUTPUT_BYTES=33554432",
+		// Not about the write deadline: a race-built client decoding 4 × 32 MB
+		// on a loaded machine may take longer than the default 30s to read.
+		"TOOLROUTER_WRITE_TIMEOUT=10m", "TOOLROUTER_BATCH_CONCURRENCY=16", "TOOLROUTER_LOG_LEVEL=info")
 	idle := rss(t, rt.cmd.Process.Pid)
 
 	const batches, calls = 4, 16
