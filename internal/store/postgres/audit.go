@@ -52,7 +52,7 @@ func auditWrites(recs []toolrouter.AuditRecord) []writebehind.Write {
 	ws := make([]writebehind.Write, len(recs))
 	for i := range recs {
 		r := &recs[i]
-		ws[i] = writebehind.Write{SQL: insertAuditSQL, Row: true,
+		ws[i] = writebehind.Write{SQL: insertAuditSQL,
 			Args: append([]any{r.Time, r.Client, r.EntryPoint, r.PlanID, sqlstore.AuditSequence(r)}, sqlstore.AuditValues(r)...)}
 	}
 	return ws

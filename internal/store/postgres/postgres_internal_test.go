@@ -89,9 +89,8 @@ func TestMigrationsAreRecorded(t *testing.T) {
 	}
 }
 
-// One group commit of many results and audit records inserts them in
-// multi-row statements of every chunk size; a result saved twice in the
-// group (which one statement could not update twice) keeps its last body.
+// One group commit of many results and audit records inserts them all;
+// a result saved twice in the group keeps its last body.
 func TestGroupCommitMultiRow(t *testing.T) {
 	ctx := context.Background()
 	p, err := Open(ctx, pgtest.Start(t))
@@ -104,11 +103,11 @@ func TestGroupCommitMultiRow(t *testing.T) {
 	for i := range n {
 		seq := int64(i)
 		id := fmt.Sprintf("tc_%d", i)
-		ws = append(ws, writebehind.Write{SQL: saveResultSQL, Row: true, Key: id, Args: []any{id, "p", `{"first":true}`, nil}})
+		ws = append(ws, writebehind.Write{SQL: saveResultSQL, Args: []any{id, "p", `{"first":true}`, nil}})
 		ws = append(ws, auditWrites([]toolrouter.AuditRecord{{Time: time.Now(), EntryPoint: toolrouter.EntryRoute, PlanID: "p",
 			Sequence: &seq, ToolCallID: id, ToolName: "t", Tool: "t", Outcome: toolrouter.AuditSuccess}})...)
 	}
-	ws = append(ws, writebehind.Write{SQL: saveResultSQL, Row: true, Key: "tc_7", Args: []any{"tc_7", "p", `{"tool_call_id":"tc_7"}`, nil}})
+	ws = append(ws, writebehind.Write{SQL: saveResultSQL, Args: []any{"tc_7", "p", `{"tool_call_id":"tc_7"}`, nil}})
 	if err := p.commit(ctx, ws); err != nil {
 		t.Fatal(err)
 	}
