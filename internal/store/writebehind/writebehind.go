@@ -25,8 +25,8 @@ type Write struct {
 	Row bool
 	// Key, on a Row, names the row it writes: of the rows of one SQL with
 	// the same Key in a group, only the last is inserted, as an upsert
-	// applied in order would leave it (PostgreSQL refuses to update one
-	// row twice in one statement).
+	// applied in order would leave it (one multi-row upsert must not
+	// update a row twice: PostgreSQL refuses it).
 	Key string
 }
 
