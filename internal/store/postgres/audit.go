@@ -44,13 +44,15 @@ func (p *Store) AppendAudit(ctx context.Context, recs []toolrouter.AuditRecord) 
 	return nil
 }
 
+var insertAuditSQL = `INSERT INTO audit (` + sqlstore.AuditColumns[len("id, "):] + `)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`
+
 // auditWrites are the statements that insert recs.
 func auditWrites(recs []toolrouter.AuditRecord) []writebehind.Write {
 	ws := make([]writebehind.Write, len(recs))
 	for i := range recs {
 		r := &recs[i]
-		ws[i] = writebehind.Write{SQL: `INSERT INTO audit (` + sqlstore.AuditColumns[len("id, "):] + `)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
+		ws[i] = writebehind.Write{SQL: insertAuditSQL,
 			Args: append([]any{r.Time, r.Client, r.EntryPoint, r.PlanID, sqlstore.AuditSequence(r)}, sqlstore.AuditValues(r)...)}
 	}
 	return ws

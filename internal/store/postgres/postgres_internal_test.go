@@ -2,12 +2,15 @@ package postgres
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"testing"
 	"time"
 
 	"github.com/toolrouterd/toolrouterd/internal/store/pgtest"
 	"github.com/toolrouterd/toolrouterd/internal/store/sqlstore"
+	"github.com/toolrouterd/toolrouterd/internal/store/writebehind"
+	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
 
 func TestConnStringSets(t *testing.T) {
@@ -83,5 +86,39 @@ func TestMigrationsAreRecorded(t *testing.T) {
 	var n, max int
 	if err := p.pool.QueryRow(ctx, `SELECT count(*), max(version) FROM schema_migrations`).Scan(&n, &max); err != nil || n != want || max != last {
 		t.Errorf("postgres schema_migrations: %d rows, max %d, %v; want %d, max %d", n, max, err, want, last)
+	}
+}
+
+// One group commit of many results and audit records inserts them all;
+// a result saved twice in the group keeps its last body.
+func TestGroupCommitMultiRow(t *testing.T) {
+	ctx := context.Background()
+	p, err := Open(ctx, pgtest.Start(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	const n = 64 + 16 + 4 + 3
+	var ws []writebehind.Write
+	for i := range n {
+		seq := int64(i)
+		id := fmt.Sprintf("tc_%d", i)
+		ws = append(ws, writebehind.Write{SQL: saveResultSQL, Args: []any{id, "p", `{"first":true}`, nil}})
+		ws = append(ws, auditWrites([]toolrouter.AuditRecord{{Time: time.Now(), EntryPoint: toolrouter.EntryRoute, PlanID: "p",
+			Sequence: &seq, ToolCallID: id, ToolName: "t", Tool: "t", Outcome: toolrouter.AuditSuccess}})...)
+	}
+	ws = append(ws, writebehind.Write{SQL: saveResultSQL, Args: []any{"tc_7", "p", `{"tool_call_id":"tc_7"}`, nil}})
+	if err := p.commit(ctx, ws); err != nil {
+		t.Fatal(err)
+	}
+	var results, audits int
+	if err := p.pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM route_results), (SELECT count(*) FROM audit)`).Scan(&results, &audits); err != nil {
+		t.Fatal(err)
+	}
+	if results != n || audits != n {
+		t.Errorf("%d results, %d audit records; want %d of each", results, audits, n)
+	}
+	if res, err := p.GetResult(ctx, "tc_7"); err != nil || res.ToolCallID != "tc_7" {
+		t.Errorf("tc_7 saved twice: %+v, %v; want the last body", res, err)
 	}
 }

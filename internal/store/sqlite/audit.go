@@ -49,13 +49,15 @@ func (s *Store) AppendAudit(ctx context.Context, recs []toolrouter.AuditRecord) 
 	return nil
 }
 
+var insertAuditSQL = `INSERT INTO audit (` + sqlstore.AuditColumns[len("id, "):] + `)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+
 // auditWrites are the statements that insert recs.
 func auditWrites(recs []toolrouter.AuditRecord) []writebehind.Write {
 	ws := make([]writebehind.Write, len(recs))
 	for i := range recs {
 		r := &recs[i]
-		ws[i] = writebehind.Write{SQL: `INSERT INTO audit (` + sqlstore.AuditColumns[len("id, "):] + `)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		ws[i] = writebehind.Write{SQL: insertAuditSQL, Row: true,
 			Args: append([]any{sqliteTimeOf(r.Time), r.Client, r.EntryPoint, r.PlanID, sqlstore.AuditSequence(r)}, sqlstore.AuditValues(r)...)}
 	}
 	return ws

@@ -39,9 +39,18 @@ type Store struct {
 	db  *sql.DB
 	w   *writebehind.Writer
 	seq sequences
+	// stmts are the group commit's statements, prepared once.
+	stmts map[stmtKey]*sql.Stmt
 	// Now is the clock of key expiry and of the end of interrupted runs;
 	// a test may set it before the store is used.
 	Now func() time.Time
+}
+
+// stmtKey is a statement of the group commit: a write's SQL, its VALUES
+// repeated n times.
+type stmtKey struct {
+	sql string
+	n   int
 }
 
 // sqliteTime is how SQLite columns hold instants: UTC, fixed width, with
@@ -71,6 +80,9 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	q.Add("_pragma", "journal_mode(WAL)")
 	q.Add("_pragma", "synchronous(FULL)")
 	q.Add("_pragma", "foreign_keys(ON)")
+	// The statement journal of a multi-row INSERT (the group commit's) in
+	// memory, not in a temporary file written page by page.
+	q.Add("_pragma", "temp_store(MEMORY)")
 	q.Set("_txlock", "immediate")
 	dsn := "file:" + path + "?" + q.Encode()
 	db, err := sql.Open("sqlite", dsn)
@@ -86,16 +98,55 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	return s, nil
 }
 
-// commit is the group commit: ws in one transaction.
+// commit is the group commit: ws in one transaction. The rows of each
+// one-row INSERT go in multi-row statements (writebehind.Group), and
+// every statement is prepared once per connection: parsing each write
+// again, and one statement per row, were most of the commit's CPU.
 func (s *Store) commit(ctx context.Context, ws []writebehind.Write) error {
+	rows, others := writebehind.Group(ws)
 	return s.tx(ctx, func(tx *sql.Tx) error {
-		for _, w := range ws {
-			if _, err := tx.ExecContext(ctx, w.SQL, w.Args...); err != nil {
-				return fmt.Errorf("sqlite group commit: %w", err)
+		var args []any
+		for _, r := range rows {
+			for left := r.Args; len(left) > 0; {
+				n := sqlstore.RowChunk(len(left))
+				args = args[:0]
+				for _, a := range left[:n] {
+					args = append(args, a...)
+				}
+				if err := s.exec(ctx, tx, r.SQL, n, args); err != nil {
+					return err
+				}
+				left = left[n:]
+			}
+		}
+		for _, w := range others {
+			if err := s.exec(ctx, tx, w.SQL, 1, w.Args); err != nil {
+				return err
 			}
 		}
 		return nil
 	})
+}
+
+// exec runs q, its VALUES tuple repeated n times, in tx, prepared once
+// (only the group commit's goroutine calls it).
+func (s *Store) exec(ctx context.Context, tx *sql.Tx, q string, n int, args []any) error {
+	k := stmtKey{q, n}
+	st := s.stmts[k]
+	if st == nil {
+		var err error
+		if st, err = s.db.PrepareContext(ctx, sqlstore.MultiRow(q, n)); err != nil {
+			return fmt.Errorf("sqlite group commit: %w", err)
+		}
+		if s.stmts == nil {
+			s.stmts = make(map[stmtKey]*sql.Stmt)
+		}
+		s.stmts[k] = st
+	}
+	if _, err := tx.StmtContext(ctx, st).ExecContext(ctx, args...); err != nil {
+		return fmt.Errorf("sqlite group commit: %w", err)
+	}
+	return nil
 }
 
 // migrate applies the embedded migrations not yet recorded in
@@ -143,6 +194,10 @@ func (s *Store) NextSequence(ctx context.Context, planID string) (int64, error) 
 	return s.NextSequences(ctx, planID, 1)
 }
 
+const saveResultSQL = `INSERT INTO route_results (tool_call_id, plan_id, body, created_at)
+	VALUES (?, ?, ?, ?)
+	ON CONFLICT (tool_call_id) DO UPDATE SET plan_id = excluded.plan_id, body = excluded.body`
+
 // SaveResult implements store.Store: the result and its audit records
 // are queued for the group commit as one write (waiting only while the
 // queue is full).
@@ -151,10 +206,9 @@ func (s *Store) SaveResult(ctx context.Context, res *toolrouter.Result, audit ..
 	if err != nil {
 		return fmt.Errorf("sqlite save result: %w", err)
 	}
-	save := writebehind.Write{SQL: `INSERT INTO route_results (tool_call_id, plan_id, body, created_at)
-		VALUES (?, ?, ?, ?)
-		ON CONFLICT (tool_call_id) DO UPDATE SET plan_id = excluded.plan_id, body = excluded.body`,
-		Args: []any{toolrouter.ScopedKey(res.Client, res.ToolCallID), res.PlanID, string(b), sqliteTimeOf(s.Now())}}
+	key := toolrouter.ScopedKey(res.Client, res.ToolCallID)
+	save := writebehind.Write{SQL: saveResultSQL, Row: true, Key: key,
+		Args: []any{key, res.PlanID, string(b), sqliteTimeOf(s.Now())}}
 	if len(audit) == 0 {
 		err = s.w.Add(ctx, save)
 	} else {

@@ -98,3 +98,38 @@ func TestFailedCommitLosesResultAndAuditTogether(t *testing.T) {
 		t.Fatalf("%d results, %d audit records, %d without the other; want 5, 5 (every other commit lost), 0", results, audits, alone)
 	}
 }
+
+// One group commit of many results and audit records inserts them in
+// multi-row statements of every chunk size; a result saved twice in the
+// group keeps its last body.
+func TestGroupCommitMultiRow(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, filepath.Join(t.TempDir(), "multi.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	const n = 64 + 16 + 4 + 3
+	var ws []writebehind.Write
+	for i := range n {
+		seq := int64(i)
+		id := fmt.Sprintf("tc_%d", i)
+		ws = append(ws, writebehind.Write{SQL: saveResultSQL, Row: true, Key: id, Args: []any{id, "p", `{"first":true}`, sqliteTimeOf(time.Now())}})
+		ws = append(ws, auditWrites([]toolrouter.AuditRecord{{Time: time.Now(), EntryPoint: toolrouter.EntryRoute, PlanID: "p",
+			Sequence: &seq, ToolCallID: id, ToolName: "t", Tool: "t", Outcome: toolrouter.AuditSuccess}})...)
+	}
+	ws = append(ws, writebehind.Write{SQL: saveResultSQL, Row: true, Key: "tc_7", Args: []any{"tc_7", "p", `{"tool_call_id":"tc_7"}`, sqliteTimeOf(time.Now())}})
+	if err := s.commit(ctx, ws); err != nil {
+		t.Fatal(err)
+	}
+	var results, audits int
+	if err := s.db.QueryRow(`SELECT (SELECT count(*) FROM route_results), (SELECT count(*) FROM audit)`).Scan(&results, &audits); err != nil {
+		t.Fatal(err)
+	}
+	if results != n || audits != n {
+		t.Errorf("%d results, %d audit records; want %d of each", results, audits, n)
+	}
+	if res, err := s.GetResult(ctx, "tc_7"); err != nil || res.ToolCallID != "tc_7" {
+		t.Errorf("tc_7 saved twice: %+v, %v; want the last body", res, err)
+	}
+}

@@ -19,6 +19,58 @@ import (
 type Write struct {
 	SQL  string
 	Args []any
+	// Row marks SQL as an INSERT of one row (one VALUES tuple): the group
+	// commit may insert the rows of every write of that SQL in one
+	// statement (see Group).
+	Row bool
+	// Key, on a Row, names the row it writes: of the rows of one SQL with
+	// the same Key in a group, only the last is inserted, as an upsert
+	// applied in order would leave it (one multi-row upsert must not
+	// update a row twice: PostgreSQL refuses it).
+	Key string
+}
+
+// Rows are the rows of one Row statement in a group, in queue order.
+type Rows struct {
+	SQL  string
+	Args [][]any
+}
+
+// Group splits the writes of one commit into the rows of each Row
+// statement (statements in order of first appearance, rows in queue
+// order, a Key's earlier rows dropped) and the other writes, in order.
+// Inserting the rows before the other writes is safe in one transaction
+// as long as no other write of the group reads what they insert: the
+// other writes are updates of rows written before the group (an
+// Idempotency-Key's answer).
+func Group(ws []Write) (rows []Rows, others []Write) {
+	var last map[[2]string]int // SQL and Key: index in ws of its last row
+	for i, w := range ws {
+		if w.Row && w.Key != "" {
+			if last == nil {
+				last = make(map[[2]string]int)
+			}
+			last[[2]string{w.SQL, w.Key}] = i
+		}
+	}
+	for i, w := range ws {
+		if !w.Row {
+			others = append(others, w)
+			continue
+		}
+		if w.Key != "" && last[[2]string{w.SQL, w.Key}] != i {
+			continue
+		}
+		j := 0
+		for j < len(rows) && rows[j].SQL != w.SQL {
+			j++
+		}
+		if j == len(rows) {
+			rows = append(rows, Rows{SQL: w.SQL})
+		}
+		rows[j].Args = append(rows[j].Args, w.Args)
+	}
+	return rows, others
 }
 
 // Commit writes a group of statements in one transaction, in order.

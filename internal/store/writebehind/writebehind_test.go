@@ -119,3 +119,25 @@ func TestStatementsOfOneWriteStayTogether(t *testing.T) {
 		t.Fatalf("commits %v, want %v", commits, want)
 	}
 }
+
+// Group puts the rows of each Row statement together in queue order,
+// keeps only the last row of a Key, and leaves the other writes in order.
+func TestGroup(t *testing.T) {
+	ws := []writebehind.Write{
+		{SQL: "r", Row: true, Key: "k1", Args: []any{1}},
+		{SQL: "a", Row: true, Args: []any{2}},
+		{SQL: "u", Args: []any{3}},
+		{SQL: "r", Row: true, Key: "k2", Args: []any{4}},
+		{SQL: "a", Row: true, Args: []any{5}},
+		{SQL: "r", Row: true, Key: "k1", Args: []any{6}},
+		{SQL: "u", Args: []any{7}},
+	}
+	rows, others := writebehind.Group(ws)
+	want := []writebehind.Rows{{SQL: "a", Args: [][]any{{2}, {5}}}, {SQL: "r", Args: [][]any{{4}, {6}}}}
+	if !reflect.DeepEqual(rows, want) {
+		t.Errorf("rows %v, want %v", rows, want)
+	}
+	if len(others) != 2 || others[0].Args[0] != 3 || others[1].Args[0] != 7 {
+		t.Errorf("others %v, want u(3), u(7)", others)
+	}
+}
