@@ -32,7 +32,10 @@ func browser(t *testing.T) context.Context {
 		t.Fatalf("start chromium: %v", err)
 	}
 	msgs := chromedp.Console(ctx)
+	done := make(chan struct{})
+	t.Cleanup(func() { cancel(); <-done }) // runs first: no t.Errorf after t ends
 	go func() {
+		defer close(done)
 		for m, err := range msgs {
 			if err != nil {
 				return
