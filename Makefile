@@ -29,7 +29,8 @@ test: deps vet
 	$(GO) test -race -count=1 -timeout 12m ./...
 
 # What the tests need besides Go (gcc for -race, PostgreSQL, Node.js and the
-# MCP reference server), installed when missing; silent when all is there.
+# MCP reference server, Chromium for the console test), installed when
+# missing; silent when all is there.
 deps:
 	@bash scripts/install-test-deps.sh
 

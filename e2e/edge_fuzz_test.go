@@ -799,7 +799,7 @@ func TestEdgeAuth(t *testing.T) {
 		{"Authorization", "k1"}, {"Authorization", "Bearer k1,k2"}, {"Authorization", "Bearer " + strings.Repeat("k", 5000)}}
 	for path, item := range doc.Paths.Map() {
 		for method, op := range item.Operations() {
-			target := strings.NewReplacer("{provider}", "openai", "{id}", "run_x").Replace(path)
+			target := strings.NewReplacer("{provider}", "openai", "{id}", "run_x", "{file}", "app.js").Replace(path)
 			// Other operations the spec marks unauthenticated (the RFC 9728
 			// metadata, 404 while JWT is off) need no key either.
 			unauthenticated := op.Security != nil && len(*op.Security) == 0

@@ -6,7 +6,9 @@
 #     (scripts/install-mcp-everything.sh) that e2e/mcp_test.go starts, and
 #     the stdio one (scripts/install-mcp-memory.sh) of e2e/mcpstdio_test.go;
 #   - the PostgreSQL server binaries (scripts/install-postgres.sh) that
-#     internal/store/pgtest starts a throwaway server from.
+#     internal/store/pgtest starts a throwaway server from;
+#   - Chromium (/usr/bin/chromium), the headless browser e2e/console_test.go
+#     drives the console with.
 # Debian/Ubuntu (apt-get), as root or through sudo.
 #
 #   bash scripts/install-test-deps.sh
@@ -18,6 +20,7 @@ command -v gcc >/dev/null || need+=(gcc)
 [[ -e /usr/include/stdlib.h ]] || need+=(libc6-dev)
 command -v node >/dev/null || need+=(nodejs)
 command -v npm >/dev/null || need+=(npm)
+[[ -x /usr/bin/chromium ]] || need+=(chromium)
 if ((${#need[@]})); then
 	if ! command -v apt-get >/dev/null; then
 		echo "install-test-deps: missing ${need[*]} and no apt-get here: install them yourself" >&2

@@ -7,6 +7,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
 
+	"github.com/toolrouterd/toolrouterd/internal/console"
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
 
@@ -25,6 +26,9 @@ func routes(d Deps, doc *openapi3.T) (http.Handler, error) {
 	r.NotFound(handleNotFound(r))
 	public := map[string]bool{"/healthz": true, "/readyz": true, "/metrics": true, "/openapi.yaml": true,
 		"/.well-known/oauth-protected-resource": true, "/.well-known/oauth-protected-resource/mcp": true}
+	for _, p := range console.Paths() {
+		public[p] = true
+	}
 	r.MethodNotAllowed(handleMethodNotAllowed(r, public, authenticate(d.Auth, d.JWTIssuer)))
 
 	// Unauthenticated operations endpoints.
@@ -35,6 +39,12 @@ func routes(d Deps, doc *openapi3.T) (http.Handler, error) {
 	// RFC 9728 protected resource metadata (404 unless JWT is on).
 	r.Get("/.well-known/oauth-protected-resource", handleResourceMetadata(d.JWTIssuer, ""))
 	r.Get("/.well-known/oauth-protected-resource/mcp", handleResourceMetadata(d.JWTIssuer, "/mcp"))
+	// The console (README "Console"): static files holding no data; the
+	// page calls the API below with the key its user enters.
+	ui := console.Handler(handleNotFound(r))
+	r.Get("/ui", ui.ServeHTTP)
+	r.Get("/ui/", ui.ServeHTTP)
+	r.Get("/ui/{file}", ui.ServeHTTP)
 
 	r.Group(func(r chi.Router) {
 		r.Use(authenticate(d.Auth, d.JWTIssuer), check.middleware)

@@ -1,0 +1,234 @@
+// The toolrouterd console (README "Console"): plain DOM over the JSON API
+// (api/openapi.yaml). Data only ever enters the page as text (textContent),
+// never as markup.
+"use strict";
+
+const KEY = "toolrouterd.key";
+const REFRESH_MS = 3000;
+const $ = (id) => document.getElementById(id);
+
+// el builds an element: attrs (class, data-*, on* handlers, others as
+// attributes) and children (nodes, or strings as text).
+function el(tag, attrs, ...children) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v == null) continue;
+    if (k === "class") e.className = v;
+    else if (k.startsWith("on")) e.addEventListener(k.slice(2), v);
+    else e.setAttribute(k, v);
+  }
+  for (const c of children.flat(Infinity)) if (c != null) e.append(c instanceof Node ? c : String(c));
+  return e;
+}
+
+const json = (v) => el("pre", { class: "json" }, JSON.stringify(v, null, 2));
+const when = (s) => (s ? new Date(s).toLocaleString() : "—");
+const badge = (status) => el("span", { class: "badge " + status }, status.replace(/_/g, " "));
+const fields = (pairs) => el("dl", null, pairs.filter(([, v]) => v != null && v !== "").map(([k, v]) => [el("dt", null, k), el("dd", null, v)]));
+
+function show(id, text) {
+  $(id).textContent = text || "";
+  $(id).hidden = !text;
+}
+
+// api calls the JSON API with the key of this tab; problems become errors
+// carrying their detail.
+async function api(method, path, body) {
+  const headers = { Accept: "application/json" };
+  const key = sessionStorage.getItem(KEY);
+  if (key) headers.Authorization = "Bearer " + key;
+  if (body !== undefined) headers["Content-Type"] = "application/json";
+  const resp = await fetch(path, { method, headers, cache: "no-store", body: body === undefined ? undefined : JSON.stringify(body) });
+  const data = await resp.json().catch(() => null);
+  if (resp.status === 401) {
+    signOut();
+    throw new Error("The key was refused: " + ((data && data.detail) || "401"));
+  }
+  if (!resp.ok) throw new Error((data && (data.detail || data.title)) || `${resp.status} ${resp.statusText}`);
+  return data;
+}
+
+// guarded runs f, showing its error (or clearing the last one).
+async function guarded(f) {
+  try {
+    await f();
+    show("error", "");
+  } catch (e) {
+    show("error", e.message);
+  }
+}
+
+// --- approvals inbox
+
+function approvalCard(a) {
+  const reason = el("input", { type: "text", class: "reason", placeholder: "reason (optional)", "aria-label": "reason", size: 30 });
+  const decide = (decision) => async (ev) => {
+    ev.preventDefault();
+    card.querySelectorAll("button").forEach((b) => (b.disabled = true));
+    await guarded(async () => {
+      const d = await api("POST", "/approvals/" + encodeURIComponent(a.approval_id), { decision, reason: reason.value });
+      const r = d.result || {};
+      show("notice", `${d.approval.status} ${a.tool_name} (${a.approval_id}): ` +
+        (r.success ? "the call succeeded" : "the call failed: " + (r.error || r.status)));
+    });
+    await loadApprovals();
+  };
+  const card = el("article", { class: "card approval", "data-approval-id": a.approval_id, "data-status": a.status },
+    el("h3", null, el("span", { class: "tool" }, a.tool_name), " ", badge(a.status)),
+    fields([["client", a.client || "(open service)"], ["plan", a.plan_id], ["sequence", String(a.sequence)],
+      ["run", a.run_id ? el("a", { href: "#run/" + encodeURIComponent(a.run_id) }, a.run_id) : null],
+      ["tool call", a.tool_call_id], ["created", when(a.created_at)], ["expires", when(a.expires_at)],
+      ["decided", a.decided_at ? `${when(a.decided_at)} by ${a.decided_by}${a.reason ? ": " + a.reason : ""}` : null],
+      ["sha-256", el("code", null, a.arguments_sha256)]]),
+    el("div", { class: "label" }, "arguments"), json(a.arguments));
+  if (a.status === "pending") {
+    card.append(el("div", { class: "decide" }, reason,
+      el("button", { type: "button", class: "approve", onclick: decide("approve") }, "Approve"),
+      el("button", { type: "button", class: "deny", onclick: decide("deny") }, "Deny")));
+  }
+  return card;
+}
+
+// loadApprovals refreshes the list in place: cards already shown stay (a
+// reason being typed survives the refresh), new ones are inserted in order.
+// Loads run one after the other, so a refresh never races another.
+let approvalsQueue = Promise.resolve();
+function loadApprovals() {
+  return (approvalsQueue = approvalsQueue.then(() => guarded(async () => {
+    const status = $("ap-status").value;
+    const { approvals } = await api("GET", "/approvals?status=" + encodeURIComponent(status));
+    const list = $("ap-list");
+    const keep = new Set(approvals.map((a) => a.approval_id + "/" + a.status));
+    for (const c of [...list.children]) if (!keep.has(c.dataset.approvalId + "/" + c.dataset.status)) c.remove();
+    let prev = null;
+    for (const a of approvals) {
+      let card = [...list.children].find((c) => c.dataset.approvalId === a.approval_id);
+      if (!card) card = approvalCard(a);
+      if ((prev ? prev.nextSibling : list.firstChild) !== card) list.insertBefore(card, prev ? prev.nextSibling : list.firstChild);
+      prev = card;
+    }
+    if (!approvals.length) list.replaceChildren(el("p", { class: "empty" }, `No ${status} approvals.`));
+    $("ap-updated").textContent = "updated " + new Date().toLocaleTimeString();
+  })));
+}
+
+// --- runs
+
+async function listRuns(plan) {
+  await guarded(async () => {
+    const { runs } = await api("GET", "/runs?plan_id=" + encodeURIComponent(plan));
+    $("runs-list").replaceChildren(runs.length ? el("table", { class: "runs" },
+      el("thead", null, el("tr", null, ["run", "status", "created", "turns", "model", "prompt"].map((h) => el("th", null, h)))),
+      el("tbody", null, runs.map((r) => el("tr", null,
+        el("td", null, el("a", { href: "#run/" + encodeURIComponent(r.run_id) }, r.run_id)), el("td", null, badge(r.status)),
+        el("td", null, when(r.created_at)), el("td", null, String(r.iterations)), el("td", null, `${r.provider}/${r.model}`),
+        el("td", { class: "prompt" }, (r.prompt || "").slice(0, 80))))))
+      : el("p", { class: "empty" }, `No runs in plan ${plan}.`));
+  });
+}
+
+function toolStep(tc, approvals) {
+  const waiting = tc.status === "awaiting_approval";
+  const outcome = waiting ? "awaiting approval" : tc.success ? "success" : `${tc.error_category || "error"}: ${tc.error || ""}`;
+  const a = tc.approval_id && approvals[tc.approval_id];
+  return el("li", { class: "step call " + (waiting ? "wait" : tc.success ? "ok" : "fail"), "data-step": "tool" },
+    el("div", { class: "what" }, "Tool call ", el("span", { class: "tool" }, tc.tool_name),
+      waiting ? "" : el("span", { class: "dur" }, ` ${Math.round(tc.duration_ms * 10) / 10} ms`), " — ", outcome),
+    tc.approval_id ? el("div", { class: "approval-note", "data-step": "approval" }, "approval ", tc.approval_id, ": ",
+      a ? (a.status === "pending" ? "pending" : `${a.status}${a.decided_by ? " by " + a.decided_by : ""}${a.reason ? " (" + a.reason + ")" : ""}`) : "—") : null,
+    el("details", null, el("summary", null, "inputs and output"), json(tc.inputs), json(tc.output)));
+}
+
+let openRun = null; // the run whose timeline is shown, refreshed while it is not finished
+
+async function loadRun(id) {
+  openRun = id;
+  await guarded(async () => {
+    const run = await api("GET", "/runs/" + encodeURIComponent(id));
+    const approvals = {};
+    await Promise.all(run.tool_calls.filter((tc) => tc.approval_id).map(async (tc) => {
+      approvals[tc.approval_id] = await api("GET", "/approvals/" + encodeURIComponent(tc.approval_id)).catch(() => null);
+    }));
+    const turns = Math.max(run.iterations, ...run.tool_calls.map((tc) => tc.iteration));
+    const steps = [el("li", { class: "step prompt", "data-step": "prompt" }, el("div", { class: "what" }, "Prompt"), el("pre", null, run.prompt || ""))];
+    for (let i = 1; i <= turns; i++) {
+      const calls = run.tool_calls.filter((tc) => tc.iteration === i);
+      steps.push(el("li", { class: "step turn", "data-step": "model-turn" }, el("div", { class: "what" }, `Model turn ${i}`,
+        calls.length ? ` — asked for ${calls.length} tool call${calls.length > 1 ? "s" : ""}` : " — answered")));
+      for (const tc of calls) steps.push(toolStep(tc, approvals));
+    }
+    const done = run.status !== "running" && run.status !== "awaiting_approval";
+    steps.push(el("li", { class: "step final " + run.status, "data-step": "final" }, el("div", { class: "what" }, done ? "Finished: " : "Now: ", badge(run.status),
+      run.terminated_reason ? ` (${run.terminated_reason})` : "", run.finished_at ? " at " + when(run.finished_at) : ""),
+      run.error ? el("p", { class: "error" }, run.error) : null, run.content ? el("pre", { class: "content" }, run.content) : null,
+      (run.pending_approvals || []).length ? el("p", null, "waiting for ", el("a", { href: "#approvals" }, `${run.pending_approvals.length} approval(s)`)) : null));
+    $("timeline").replaceChildren(el("article", { class: "card run", "data-run-id": run.run_id, "data-status": run.status },
+      el("h3", null, "Run ", el("code", null, run.run_id), " ", badge(run.status)),
+      fields([["plan", run.context && run.context.plan_id], ["model", `${run.provider}/${run.model}`], ["created", when(run.created_at)],
+        ["tokens", run.usage ? String(run.usage.total_tokens) : null]]),
+      el("ol", { class: "timeline" }, steps)));
+  });
+}
+
+// --- tools
+
+async function loadTools() {
+  await guarded(async () => {
+    const provider = $("provider").value;
+    const { tools } = await api("GET", "/schemas/" + encodeURIComponent(provider));
+    $("tools-list").replaceChildren(...(tools.length ? tools.map((t) => el("article", { class: "card tool-def", "data-tool": t.name },
+      el("h3", null, el("span", { class: "tool" }, t.name), " ", el("span", { class: "badge" }, t.tool_type),
+        t.exported_name && t.exported_name !== t.name ? el("span", { class: "hint" }, ` exported as ${t.exported_name}`) : null,
+        t.validation_mode ? el("span", { class: "hint" }, ` mode ${t.validation_mode}`) : null),
+      json(t.definition))) : [el("p", { class: "empty" }, "No tools.")]));
+  });
+}
+
+// --- navigation: #approvals, #runs, #run/ID, #tools
+
+function route() {
+  const signedIn = sessionStorage.getItem(KEY) !== null;
+  $("signin").hidden = signedIn;
+  $("nav").hidden = $("signout").hidden = !signedIn;
+  const [view, arg] = (location.hash.slice(1) || "approvals").split("/");
+  const name = view === "run" ? "runs" : view;
+  for (const s of document.querySelectorAll("section.view")) s.hidden = !signedIn || s.id !== name;
+  for (const a of document.querySelectorAll("nav a")) a.classList.toggle("current", a.dataset.view === name);
+  if (!signedIn) return;
+  if (name === "approvals") loadApprovals();
+  if (name === "tools") loadTools();
+  if (view === "run" && arg) {
+    $("run-id").value = decodeURIComponent(arg);
+    loadRun(decodeURIComponent(arg));
+  }
+}
+
+function signOut() {
+  sessionStorage.removeItem(KEY);
+  openRun = null;
+  for (const id of ["ap-list", "runs-list", "timeline", "tools-list"]) $(id).replaceChildren();
+  show("notice", "");
+  route();
+}
+
+document.addEventListener("DOMContentLoaded", () => {
+  $("signin-form").addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    sessionStorage.setItem(KEY, $("key").value.trim());
+    $("key").value = "";
+    route();
+  });
+  $("signout").addEventListener("click", signOut);
+  $("ap-status").addEventListener("change", () => { $("ap-list").replaceChildren(); loadApprovals(); });
+  $("provider").addEventListener("change", loadTools);
+  $("plan-form").addEventListener("submit", (ev) => { ev.preventDefault(); listRuns($("plan").value.trim()); });
+  $("run-form").addEventListener("submit", (ev) => { ev.preventDefault(); location.hash = "#run/" + encodeURIComponent($("run-id").value.trim()); });
+  window.addEventListener("hashchange", route);
+  setInterval(() => {
+    if (document.hidden || sessionStorage.getItem(KEY) === null) return;
+    if (!$("approvals").hidden) loadApprovals();
+    const card = document.querySelector("#timeline .run");
+    if (!$("runs").hidden && openRun && card && ["running", "awaiting_approval"].includes(card.dataset.status)) loadRun(openRun);
+  }, REFRESH_MS);
+  route();
+});
