@@ -82,7 +82,11 @@ type Router struct {
 	// /runs run once its final result is stored and committed: the run
 	// resumes (agent.Runner.ResumeLater).
 	Settled func(ctx context.Context, a *toolrouter.Approval)
-	Now     func() time.Time
+	// Client finds a client by name (access.Clients.ByName): an approved
+	// call runs only while its client exists and may call the tool. Nil:
+	// no named client's approved call runs.
+	Client func(name string) *access.Client
+	Now    func() time.Time
 }
 
 // Route routes one tool call payload (a decoded JSON value) for a plan.
