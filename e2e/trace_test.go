@@ -2,6 +2,7 @@ package e2e_test
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"io"
@@ -315,6 +316,14 @@ func TestTracesMCP(t *testing.T) {
 		t.Errorf("tools/call span kind %v", rpc.Kind)
 	}
 	wantAttrs(t, rpc, map[string]string{"mcp.method.name": "tools/call", "gen_ai.tool.name": "echo", "mcp.session.id": "*", "jsonrpc.request.id": "*"})
+	// Session ids are credentials: spans carry their digest only.
+	digests := map[string]bool{}
+	for ss := range srv.Sessions() {
+		digests[sessionDigest(ss.ID())] = true
+	}
+	if !digests[rpc.Attrs["mcp.session.id"]] {
+		t.Errorf("client span mcp.session.id %q is not the digest of the backend session's id", rpc.Attrs["mcp.session.id"])
+	}
 	mu.Lock()
 	last := metas[len(metas)-1]
 	mu.Unlock()
@@ -343,7 +352,8 @@ func TestTracesMCP(t *testing.T) {
 	if in.Kind != tracepb.Span_SPAN_KIND_SERVER || in.Parent != callerSpan {
 		t.Errorf("/mcp server span: %+v", in)
 	}
-	wantAttrs(t, in, map[string]string{"mcp.method.name": "tools/call", "mcp.session.id": "*"})
+	sdkID, _, _ := strings.Cut(cs.ID(), ".") // the token names the client after a dot (none here: open)
+	wantAttrs(t, in, map[string]string{"mcp.method.name": "tools/call", "mcp.session.id": sessionDigest(sdkID)})
 	childOf(t, one(t, spans, "execute_tool plain_echo"), in)
 }
 
@@ -390,4 +400,11 @@ func TestTracesRun(t *testing.T) {
 	if strings.Count(string(raw), "00-"+trace+"-") != 2 {
 		t.Errorf("the provider did not get the trace in traceparent twice: %s", raw)
 	}
+}
+
+// sessionDigest is what a span may say of an MCP session id: 24 hex digits
+// of its SHA-256.
+func sessionDigest(id string) string {
+	sum := sha256.Sum256([]byte(id))
+	return hex.EncodeToString(sum[:12])
 }
