@@ -2,6 +2,7 @@ package e2e_test
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"io"
@@ -326,6 +327,14 @@ func TestTracesMCP(t *testing.T) {
 	if v := rpc.Attrs["mcp.protocol.version"]; len(v) != len("2025-11-25") {
 		t.Errorf("mcp.protocol.version = %q, want a dated version", v)
 	}
+	// Session ids are credentials: spans carry their digest only.
+	digests := map[string]bool{}
+	for ss := range srv.Sessions() {
+		digests[sessionDigest(ss.ID())] = true
+	}
+	if !digests[rpc.Attrs["mcp.session.id"]] {
+		t.Errorf("client span mcp.session.id %q is not the digest of the backend session's id", rpc.Attrs["mcp.session.id"])
+	}
 	mu.Lock()
 	last := metas[len(metas)-1]
 	mu.Unlock()
@@ -354,7 +363,8 @@ func TestTracesMCP(t *testing.T) {
 	if in.Kind != tracepb.Span_SPAN_KIND_SERVER || in.Parent != callerSpan {
 		t.Errorf("/mcp server span: %+v", in)
 	}
-	wantAttrs(t, in, map[string]string{"mcp.method.name": "tools/call", "mcp.session.id": "*"})
+	sdkID, _, _ := strings.Cut(cs.ID(), ".") // the token names the client after a dot (none here: open)
+	wantAttrs(t, in, map[string]string{"mcp.method.name": "tools/call", "mcp.session.id": sessionDigest(sdkID)})
 	childOf(t, one(t, spans, "execute_tool plain_echo"), in)
 }
 
@@ -401,4 +411,11 @@ func TestTracesRun(t *testing.T) {
 	if strings.Count(string(raw), "00-"+trace+"-") != 2 {
 		t.Errorf("the provider did not get the trace in traceparent twice: %s", raw)
 	}
+}
+
+// sessionDigest is what a span may say of an MCP session id: 24 hex digits
+// of its SHA-256.
+func sessionDigest(id string) string {
+	sum := sha256.Sum256([]byte(id))
+	return hex.EncodeToString(sum[:12])
 }

@@ -13,9 +13,14 @@ import (
 // loopback address must name a loopback Host, and a request with an Origin
 // header (a browser's) must come from an allowed origin. Allowed are the
 // operator's TOOLROUTER_ALLOWED_ORIGINS ("*" allows any), loopback origins
-// on a loopback connection, and the request's own origin elsewhere.
-// Anything else is 403 problem+json naming the header.
-func checkOrigin(allowed []string) func(http.Handler) http.Handler {
+// on a loopback connection, and the request's own origin elsewhere —
+// except on an open service (no keys, no clients, no JWT; open reports it)
+// without an allowed list, where an origin must also be an IP literal or a
+// loopback name: a rebinding page controls both its origin's name and the
+// Host it sends, and nothing else stops it there (with credentials, the
+// browser does not attach the key). Anything else is 403 problem+json
+// naming the header.
+func checkOrigin(allowed []string, open func() bool) func(http.Handler) http.Handler {
 	anyOrigin := slices.Contains(allowed, "*")
 	listedHost := func(host string) bool {
 		for _, o := range allowed {
@@ -38,6 +43,9 @@ func checkOrigin(allowed []string) func(http.Handler) http.Handler {
 			if origin := r.Header.Get("Origin"); origin != "" && !anyOrigin && !originAllowed(origin, r.Host, local, allowed) {
 				writeProblem(w, r, http.StatusForbidden, "Origin", "Origin "+quote(origin)+" is not allowed (set TOOLROUTER_ALLOWED_ORIGINS to allow it)")
 				return
+			} else if origin != "" && !local && len(allowed) == 0 && !ipOrLoopback(origin) && open() {
+				writeProblem(w, r, http.StatusForbidden, "Origin", "Origin "+quote(origin)+" is not allowed: this service takes requests without credentials, so a browser may call it only from a loopback or IP address origin (set TOOLROUTER_ALLOWED_ORIGINS to allow it)")
+				return
 			}
 			next.ServeHTTP(w, r)
 		})
@@ -56,6 +64,16 @@ func originAllowed(origin, host string, local bool, allowed []string) bool {
 		return isLoopback(u.Host)
 	}
 	return strings.EqualFold(u.Host, host)
+}
+
+// ipOrLoopback reports whether an origin's host is an IP literal or a
+// loopback name, which DNS rebinding cannot point elsewhere.
+func ipOrLoopback(origin string) bool {
+	u, err := url.Parse(origin)
+	if err != nil {
+		return false
+	}
+	return isLoopback(u.Host) || net.ParseIP(strings.Trim(u.Hostname(), "[]")) != nil
 }
 
 // isLoopback reports whether a host or host:port names the loopback
@@ -78,4 +96,11 @@ func quote(s string) string {
 		s = s[:200] + "…"
 	}
 	return `"` + s + `"`
+}
+
+// openService reports whether the service takes requests without
+// credentials: no authenticator, or one that says so (access.Authenticator).
+func openService(a Authenticator) func() bool {
+	o, ok := a.(interface{ Open() bool })
+	return func() bool { return a == nil || ok && o.Open() }
 }

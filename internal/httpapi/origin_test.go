@@ -8,7 +8,9 @@ import (
 	"net/http/httptest"
 	"testing"
 
+	"github.com/toolrouterd/toolrouterd/internal/access"
 	"github.com/toolrouterd/toolrouterd/internal/httpapi"
+	"github.com/toolrouterd/toolrouterd/internal/registry"
 )
 
 // TestOriginAndHost: on a loopback listener only loopback Hosts and
@@ -62,17 +64,31 @@ func TestOriginAndHost(t *testing.T) {
 		})
 	}
 
-	// Elsewhere than on loopback, a browser may call only its own origin.
-	s := newServer(t)
-	for origin, want := range map[string]int{"https://api.example": http.StatusOK, "https://evil.example": http.StatusForbidden} {
+	// Elsewhere than on loopback, a browser may call only its own origin;
+	// on an open service only by IP address, as a rebinding page names
+	// its own host (and sends it as Host).
+	keyed := newServer(t, func(d *httpapi.Deps) { d.Auth = access.NewAuthenticator([]string{"k1"}, registry.Empty, nil) })
+	open := newServer(t)
+	for _, tc := range []struct {
+		s            *server
+		host, origin string
+		want         int
+	}{
+		{keyed, "api.example", "https://api.example", http.StatusOK},
+		{keyed, "api.example", "https://evil.example", http.StatusForbidden},
+		{open, "api.example", "https://api.example", http.StatusForbidden},
+		{open, "10.0.0.5:8080", "http://10.0.0.5:8080", http.StatusOK},
+		{open, "api.example", "https://evil.example", http.StatusForbidden},
+	} {
 		req := httptest.NewRequest(http.MethodGet, "/schemas/openai", nil)
-		req.Host = "api.example"
-		req.Header.Set("Origin", origin)
+		req.Host = tc.host
+		req.Header.Set("Origin", tc.origin)
+		req.Header.Set("Authorization", "Bearer k1")
 		req = req.WithContext(contextWithLocalAddr(req, &net.TCPAddr{IP: net.IPv4(10, 0, 0, 5), Port: 8080}))
 		w := httptest.NewRecorder()
-		s.h.ServeHTTP(w, req)
-		if w.Code != want {
-			t.Errorf("non-loopback, Origin %s: %d, want %d", origin, w.Code, want)
+		tc.s.h.ServeHTTP(w, req)
+		if w.Code != tc.want {
+			t.Errorf("non-loopback, open %v, Origin %s: %d %s, want %d", tc.s == open, tc.origin, w.Code, w.Body, tc.want)
 		}
 	}
 }

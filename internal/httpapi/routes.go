@@ -22,7 +22,7 @@ func routes(d Deps, doc *openapi3.T) (http.Handler, error) {
 	// GetHead answers HEAD on every GET route (load balancers and uptime
 	// checkers send HEAD /healthz); net/http drops the body.
 	lim := newLogLimiter(d.Now)
-	r.Use(requestID(d.Logger, lim), tracing(d.Tracer), accessLog(d.Metrics, lim), writeDeadline(d.WriteTimeout), recoverer, checkOrigin(d.AllowedOrigins), rejectEmptySegments, middleware.GetHead)
+	r.Use(requestID(d.Logger, lim), tracing(d.Tracer), accessLog(d.Metrics, lim), writeDeadline(d.WriteTimeout), recoverer, checkOrigin(d.AllowedOrigins, openService(d.Auth)), rejectEmptySegments, middleware.GetHead)
 	r.NotFound(handleNotFound(r))
 	public := map[string]bool{"/healthz": true, "/readyz": true, "/metrics": true, "/openapi.yaml": true,
 		"/.well-known/oauth-protected-resource": true, "/.well-known/oauth-protected-resource/mcp": true}

@@ -194,7 +194,10 @@ func New(d Deps) *Handler {
 	slogger := slog.New(quieter{zerolog.NewSlogHandler(d.Logger)})
 	h := &Handler{d: d}
 	h.withClient = auth.RequireBearerToken(func(ctx context.Context, _ string, r *http.Request) (*auth.TokenInfo, error) {
-		return &auth.TokenInfo{Extra: map[string]any{clientExtra: access.FromContext(r.Context())}}, nil
+		c := access.FromContext(r.Context())
+		// UserID binds a session to its client in the SDK too.
+		return &auth.TokenInfo{UserID: c.LabelName(), Extra: map[string]any{
+			clientExtra: c, prepaidExtra: r.Context().Value(prepaidKey{})}}, nil
 	}, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})
 	h.srv = mcp.NewServer(&mcp.Implementation{Name: "toolrouterd", Version: d.Version}, &mcp.ServerOptions{
 		Logger: slogger,
@@ -274,17 +277,24 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		next.ServeHTTP(w, r)
 		return
 	}
-	if r.Method == http.MethodPost && h.d.Limiter != nil && !c.Rate.IsZero() && !h.admit(w, r, c) {
-		return
+	if r.Method == http.MethodPost && h.d.Limiter != nil && !c.Rate.IsZero() {
+		prepaid := new(atomic.Int64)
+		if !h.admit(w, r, c, prepaid) {
+			return
+		}
+		r = r.WithContext(context.WithValue(r.Context(), prepaidKey{}, prepaid))
 	}
 	h.withClient(next).ServeHTTP(w, r)
 }
 
 // admit counts the tools/call requests of a POST body against the
-// client's rate limit. Over it, it answers HTTP 429 with Retry-After, the
-// RateLimit fields and a JSON-RPC error for each message, and returns
-// false; otherwise the body is put back for the SDK to read.
-func (h *Handler) admit(w http.ResponseWriter, r *http.Request, c *access.Client) bool {
+// client's rate limit, decoding the body as the SDK does (exact-case keys,
+// batches), and adds them to prepaid. Over the limit, it answers HTTP 429
+// with Retry-After, the RateLimit fields and a JSON-RPC error for each
+// message, and returns false; otherwise the body is put back for the SDK
+// to read. intercept counts, where the SDK dispatches them, any call
+// admit did not.
+func (h *Handler) admit(w http.ResponseWriter, r *http.Request, c *access.Client, prepaid *atomic.Int64) bool {
 	limit := h.d.MaxBodyBytes
 	if limit <= 0 {
 		limit = 4 << 20
@@ -297,22 +307,10 @@ func (h *Handler) admit(w http.ResponseWriter, r *http.Request, c *access.Client
 	if err != nil || int64(len(body)) > limit {
 		return true // the SDK answers a body it cannot read
 	}
-	type message struct {
-		ID     json.RawMessage `json:"id,omitempty"`
-		Method string          `json:"method"`
-	}
-	var msgs []message
-	if t := bytes.TrimSpace(body); len(t) > 0 && t[0] == '[' {
-		_ = json.Unmarshal(t, &msgs)
-	} else {
-		var m message
-		if json.Unmarshal(t, &m) == nil {
-			msgs = []message{m}
-		}
-	}
+	msgs := decodeMessages(body)
 	calls := 0
 	for _, m := range msgs {
-		if m.Method == "tools/call" {
+		if m, ok := m.(*jsonrpc.Request); ok && m.Method == "tools/call" && m.IsCall() {
 			calls++
 		}
 	}
@@ -321,6 +319,7 @@ func (h *Handler) admit(w http.ResponseWriter, r *http.Request, c *access.Client
 	}
 	v, err := h.d.Limiter.Take(r.Context(), c, calls)
 	if err == nil && v.Allowed {
+		prepaid.Add(int64(calls))
 		return true
 	}
 	msg := "rate limiter unavailable; retry later"
@@ -334,8 +333,8 @@ func (h *Handler) admit(w http.ResponseWriter, r *http.Request, c *access.Client
 	}
 	var out []any
 	for _, m := range msgs {
-		if len(m.ID) > 0 {
-			out = append(out, map[string]any{"jsonrpc": "2.0", "id": m.ID,
+		if m, ok := m.(*jsonrpc.Request); ok && m.IsCall() {
+			out = append(out, map[string]any{"jsonrpc": "2.0", "id": m.ID.Raw(),
 				"error": map[string]any{"code": codeRateLimited, "message": msg}})
 		}
 	}
@@ -347,6 +346,54 @@ func (h *Handler) admit(w http.ResponseWriter, r *http.Request, c *access.Client
 		_ = json.NewEncoder(w).Encode(out)
 	}
 	return false
+}
+
+// decodeMessages decodes a POST body as the SDK's streamable transport
+// does: a batch array of messages, else one message, each with the SDK's
+// own decoder (keys matched exactly). A body it cannot decode is nil: the
+// SDK refuses it too.
+func decodeMessages(body []byte) []jsonrpc.Message {
+	var batch []json.RawMessage
+	if json.Unmarshal(body, &batch) != nil {
+		batch = []json.RawMessage{body}
+	}
+	msgs := make([]jsonrpc.Message, 0, len(batch))
+	for _, raw := range batch {
+		if m, err := jsonrpc.DecodeMessage(raw); err == nil {
+			msgs = append(msgs, m)
+		}
+	}
+	return msgs
+}
+
+// prepaidKey is the request context key, and TokenInfo.Extra key, of the
+// *atomic.Int64 counting the tools/call of a request that admit already
+// took from the client's rate limit.
+type prepaidKey struct{}
+
+const prepaidExtra = "toolrouter/prepaid"
+
+// takeCall counts one tools/call of c against its rate limit where the
+// SDK dispatches it: from what admit took for the request, else from the
+// limiter. Over the limit it is the JSON-RPC rate-limit error.
+func (h *Handler) takeCall(ctx context.Context, c *access.Client, req mcp.Request) error {
+	if c == nil || h.d.Limiter == nil || c.Rate.IsZero() {
+		return nil
+	}
+	if ex := req.GetExtra(); ex != nil && ex.TokenInfo != nil {
+		if p, _ := ex.TokenInfo.Extra[prepaidExtra].(*atomic.Int64); p != nil && p.Add(-1) >= 0 {
+			return nil
+		}
+	}
+	v, err := h.d.Limiter.Take(ctx, c, 1)
+	switch {
+	case err != nil:
+		h.d.Logger.Error().Err(err).Msg("rate limiter")
+		return &jsonrpc.Error{Code: codeRateLimited, Message: "rate limiter unavailable; retry later"}
+	case !v.Allowed:
+		return &jsonrpc.Error{Code: codeRateLimited, Message: v.Message(c.Name)}
+	}
+	return nil
 }
 
 // codeRateLimited is the JSON-RPC error code of a tools/call refused by
@@ -550,6 +597,9 @@ func (h *Handler) intercept(next mcp.MethodHandler) mcp.MethodHandler {
 			return res, err
 		case "tools/call":
 			if r, ok := req.(*mcp.CallToolRequest); ok {
+				if err := h.takeCall(ctx, c, req); err != nil {
+					return nil, err
+				}
 				h.inflight.Add(1)
 				defer h.inflight.Add(-1)
 				return h.call(access.NewContext(ctx, c), r)

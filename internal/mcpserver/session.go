@@ -24,9 +24,12 @@ import (
 //     exactly as its own replica would answer tools/list, tools/call and
 //     ping; GET (no stream to resume here) and DELETE answer 405, as the
 //     streamable HTTP transport allows.
-//   - A token is accepted only from the client it names; from any other
-//     client (or malformed) it is answered 404 "session not found", as for
-//     an unknown session, so a client cannot use another client's session.
+//   - A token is accepted only from the client it names, and a session
+//     this replica holds only from the client that opened it; from any
+//     other client (or malformed) it is answered 404 "session not found",
+//     as for an unknown session, so a client cannot use another client's
+//     session (not even by re-suffixing its id with its own name). A
+//     replica that does not hold the session has no state of it to give.
 //   - Each client may hold MaxSessions sessions on a replica (sessionOwners
 //     counts them), so one client cannot lock the others out.
 //   - The token is not signed: it grants nothing a client could not ask
@@ -85,6 +88,14 @@ func (o *sessionOwners) record(id, client string) {
 		o.owner = map[string]string{}
 	}
 	o.owner[id] = client
+}
+
+// owns reports whether client opened the session id held on this replica.
+func (o *sessionOwners) owns(id, client string) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	owner, ok := o.owner[id]
+	return ok && owner == client
 }
 
 // openSessions counts the open sessions of a client on this replica,
@@ -179,6 +190,12 @@ func (h *Handler) routeSession(w http.ResponseWriter, r *http.Request, client st
 	}
 	r2.Header.Set(sessionHeader, tok)
 	if h.hasSession(id) {
+		// The token's client part is the caller's own by now; the session
+		// must be too, or a client could re-suffix another's session id.
+		if !h.owners.owns(id, client) {
+			writeProblem(w, http.StatusNotFound, "session not found")
+			return nil, nil, nil
+		}
 		r2.Header.Set(sessionIDHeader, id)
 		return sw, r2, h.http
 	}

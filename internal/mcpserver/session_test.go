@@ -2,6 +2,8 @@ package mcpserver_test
 
 import (
 	"context"
+	"encoding/base64"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -144,5 +146,47 @@ func TestSessionBoundToItsClient(t *testing.T) {
 				t.Errorf("%s: alice's session used by %q: %d, want 404", host, as, resp.StatusCode)
 			}
 		}
+	}
+}
+
+// TestSessionNotTakenByResuffixing: mallory takes alice's session id and
+// puts her own name in its client part: the replica that holds the session
+// answers 404 to every method, and alice's session lives on.
+func TestSessionNotTakenByResuffixing(t *testing.T) {
+	hosts := replicas(t, 1)
+	owner := &roundRobin{replicas: hosts, hits: map[string]int{}, client: "alice"}
+	c := mcp.NewClient(&mcp.Implementation{Name: "owner", Version: "1"}, nil)
+	cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{
+		Endpoint: "http://lb/mcp", HTTPClient: &http.Client{Transport: owner}, DisableStandaloneSSE: true,
+	}, legacy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	id, _, _ := strings.Cut(cs.ID(), ".")
+	stolen := id + "." + base64.RawURLEncoding.EncodeToString([]byte("mallory"))
+	for _, method := range []string{http.MethodPost, http.MethodGet, http.MethodDelete} {
+		var body io.Reader
+		if method == http.MethodPost {
+			body = strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`)
+		}
+		req, _ := http.NewRequest(method, "http://"+hosts[0]+"/mcp", body)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Session-Id", stolen)
+		req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+		req.Header.Set("Authorization", "Bearer k")
+		req.Header.Set("X-Test-Client", "mallory")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusNotFound {
+			t.Errorf("%s with alice's re-suffixed session id: %d, want 404", method, resp.StatusCode)
+		}
+	}
+	if err := cs.Ping(context.Background(), nil); err != nil {
+		t.Errorf("alice's session after the attempts: %v", err)
 	}
 }

@@ -117,6 +117,17 @@ func (r *Router) Decide(ctx context.Context, id string, approve bool, reason str
 	if r.Approvals == nil {
 		return nil, nil, toolrouter.Errorf(toolrouter.ENOTFOUND, "approval %q not found", id)
 	}
+	// Four eyes: a client's held calls are decided by someone else,
+	// unless the decider is an admin (or the service is open).
+	if !c.IsAdmin() {
+		a, err := r.Approvals.GetApproval(ctx, id)
+		if err != nil {
+			return nil, nil, err
+		}
+		if a.Client == c.Name {
+			return nil, nil, toolrouter.Errorf(toolrouter.EFORBIDDEN, "client %q may not decide approvals of its own calls: another approver or an admin must (four-eyes principle)", c.Name)
+		}
+	}
 	by := c.LabelName()
 	if by == "" {
 		by = "anonymous"
@@ -221,6 +232,17 @@ func (r *Router) settleCall(ctx context.Context, a *toolrouter.Approval) (*toolr
 	if !ok {
 		return r.finish(ctx, &rc, toolrouter.Failure(toolrouter.CategoryNotFound, "Tool '%s' not found", a.ToolName), false), nil
 	}
+	// The client as it is now: a reload may have narrowed its scope or
+	// removed it since the call was held.
+	if a.Client != "" {
+		var c *access.Client
+		if r.Client != nil {
+			c = r.Client(a.Client)
+		}
+		if c == nil || !c.Allows(a.ToolName) {
+			return r.finish(ctx, &rc, toolrouter.Failure(toolrouter.CategoryPermission, "the client may no longer call %s", a.ToolName), false), nil
+		}
+	}
 	out := r.exec(ctx, toolrouter.ExecRequest{Tool: tool, Args: args, PlanID: a.PlanID, ToolCallID: a.ToolCallID})
 	return r.finish(ctx, &rc, out, out.Answered), nil
 }
@@ -275,8 +297,9 @@ func (r *Router) ListApprovals(ctx context.Context, f toolrouter.ApprovalFilter)
 
 // Result returns the current result of a tool call (awaiting_approval,
 // then final) to whoever may see it: the client that made the call, an
-// approver or an admin; for a call that never waited, any client whose
-// scope holds its tool. Anyone else gets ENOTFOUND, as for an unknown id.
+// approver (of a call that waited for approval) or an admin; for a call
+// that never waited, the client that made it while its scope holds its
+// tool. Anyone else gets ENOTFOUND, as for an unknown id.
 //
 // tc_ ids are per client (each client's plans are its own): owner names the
 // client whose call it is, "" for the caller's own; only approvers and
@@ -298,7 +321,8 @@ func (r *Router) Result(ctx context.Context, toolCallID, owner string) (*toolrou
 		return nil, err
 	}
 	if res.ApprovalID == "" {
-		if c.IsAdmin() || c.Allows(res.ToolName) {
+		// Approvers read another client's results only through an approval.
+		if c.IsAdmin() || owner == c.LabelName() && c.Allows(res.ToolName) {
 			return res, nil
 		}
 		return nil, notFound

@@ -86,7 +86,11 @@ type Router struct {
 	// LogLimit rate-limits the errors of a failing store (a flood of
 	// failed saves is a few lines with a count); nil: not limited.
 	LogLimit *lograte.Limiter
-	Now      func() time.Time
+	// Client finds a client by name (access.Clients.ByName): an approved
+	// call runs only while its client exists and may call the tool. Nil:
+	// no named client's approved call runs.
+	Client func(name string) *access.Client
+	Now    func() time.Time
 }
 
 // Route routes one tool call payload (a decoded JSON value) for a plan.

@@ -134,6 +134,7 @@ func New(ctx context.Context, o Options) (*Service, error) {
 		MaxBatchOutput:   o.Config.MaxBatchOutputBytes,
 		Approvals:        st,
 		ApprovalTTL:      o.Config.ApprovalTTL,
+		Client:           func(name string) *access.Client { return authn.Clients().ByName(name) },
 	}
 	s.router = rt
 	s.Runner = &agent.Runner{

@@ -2,6 +2,8 @@ package telemetry
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"io"
 	"maps"
@@ -15,8 +17,9 @@ import (
 
 // MCPClient is the sending middleware of toolrouterd's MCP clients: each
 // tools/call is a CLIENT span "tools/call {tool}" (mcp.method.name,
-// gen_ai.tool.name, mcp.session.id, mcp.protocol.version, and for servers
-// over HTTP jsonrpc.request.id, server.address and server.port) whose context
+// gen_ai.tool.name, mcp.session.id as sessionDigest, mcp.protocol.version,
+// and for servers over HTTP jsonrpc.request.id, server.address and
+// server.port) whose context
 // travels in params._meta (traceparent, tracestate), as the MCP conventions
 // say. Other methods pass untouched. Nil with tracing off.
 func (t *Telemetry) MCPClient() mcp.Middleware {
@@ -35,7 +38,7 @@ func (t *Telemetry) MCPClient() mcp.Middleware {
 				attribute.String("gen_ai.operation.name", "execute_tool"),
 			}
 			if s := req.GetSession(); s != nil && s.ID() != "" {
-				attrs = append(attrs, attribute.String("mcp.session.id", s.ID()))
+				attrs = append(attrs, attribute.String("mcp.session.id", sessionDigest(s.ID())))
 			}
 			if cs, ok := req.GetSession().(*mcp.ClientSession); ok && cs.InitializeResult() != nil {
 				attrs = append(attrs, attribute.String("mcp.protocol.version", cs.InitializeResult().ProtocolVersion))
@@ -84,7 +87,7 @@ func (t *Telemetry) MCPServer() mcp.Middleware {
 				attribute.String("gen_ai.operation.name", "execute_tool"),
 			}
 			if s := req.GetSession(); s != nil && s.ID() != "" {
-				attrs = append(attrs, attribute.String("mcp.session.id", s.ID()))
+				attrs = append(attrs, attribute.String("mcp.session.id", sessionDigest(s.ID())))
 			}
 			opts := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer)}
 			parent := ctx
@@ -109,6 +112,15 @@ func (t *Telemetry) MCPServer() mcp.Middleware {
 			return res, err
 		}
 	}
+}
+
+// sessionDigest is what spans say of an MCP session id: 24 hex digits of
+// its SHA-256, as in the plan ids of /mcp sessions
+// (mcpserver.SessionPlanID). A session id is a credential (README
+// "Clients") and never leaves the process.
+func sessionDigest(id string) string {
+	sum := sha256.Sum256([]byte(id))
+	return hex.EncodeToString(sum[:12])
 }
 
 // endMCP records a JSON-RPC error, or a tool result with isError, on span.
