@@ -125,9 +125,11 @@ func decodeArgs(v any) (map[string]any, error) {
 		if s == "" {
 			return map[string]any{}, nil
 		}
-		var out any
-		if err := json.Unmarshal([]byte(s), &out); err != nil {
-			return nil, invalid("parse error: arguments are not valid JSON: %v", err)
+		out, ok := toolrouter.DecodeJSON(s)
+		if !ok { // invalid, or beyond DecodeJSON: encoding/json's value or error
+			if err := json.Unmarshal([]byte(s), &out); err != nil {
+				return nil, invalid("parse error: arguments are not valid JSON: %v", err)
+			}
 		}
 		if out == nil { // the text "null"
 			return map[string]any{}, nil
