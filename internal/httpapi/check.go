@@ -215,10 +215,12 @@ func (c *requestChecker) middleware(next http.Handler) http.Handler {
 		}
 		v, ok := toolrouter.DecodeJSON(string(raw))
 		if !ok { // invalid, or beyond DecodeJSON: encoding/json's value or error
-			if err := json.Unmarshal(raw, &v); err != nil {
+			var jv any // not v, which would then always be on the heap
+			if err := json.Unmarshal(raw, &jv); err != nil {
 				writeProblem(w, r, http.StatusBadRequest, "body", "body: "+jsonErrorText(err, raw))
 				return
 			}
+			v = jv
 		}
 		obj, ok := v.(map[string]any)
 		if !ok {
