@@ -125,9 +125,13 @@ func decodeArgs(v any) (map[string]any, error) {
 		if s == "" {
 			return map[string]any{}, nil
 		}
-		var out any
-		if err := json.Unmarshal([]byte(s), &out); err != nil {
-			return nil, invalid("parse error: arguments are not valid JSON: %v", err)
+		out, ok := toolrouter.DecodeJSON(s)
+		if !ok { // invalid, or beyond DecodeJSON: encoding/json's value or error
+			var jv any // not out, which would then always be on the heap
+			if err := json.Unmarshal([]byte(s), &jv); err != nil {
+				return nil, invalid("parse error: arguments are not valid JSON: %v", err)
+			}
+			out = jv
 		}
 		if out == nil { // the text "null"
 			return map[string]any{}, nil

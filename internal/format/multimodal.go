@@ -1,6 +1,7 @@
 package format
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -37,6 +38,26 @@ type resourceBlock struct {
 	Blob     string `json:"blob"`
 }
 
+// mayHaveContent reports whether the JSON object src may have a key that
+// encoding/json takes as "content" (in any case, or escaped), so that an
+// output without one is not decoded for nothing (issue 10).
+func mayHaveContent(src []byte) bool {
+	if bytes.IndexByte(src, '\\') >= 0 {
+		return true
+	}
+	for i := 0; i+len("content") <= len(src); i++ {
+		j := bytes.IndexAny(src[i:], "cC")
+		if j < 0 {
+			return false
+		}
+		i += j
+		if i+len("content") <= len(src) && bytes.EqualFold(src[i:i+len("content")], []byte("content")) {
+			return true
+		}
+	}
+	return false
+}
+
 // mediaBlocks returns the content blocks of an MCP result (mcpResult) or
 // of an output of the same shape, when they hold media (an image, audio,
 // or an embedded binary resource); nil otherwise, so results without media
@@ -49,7 +70,7 @@ func mediaBlocks(mcpResult, output json.RawMessage) []block {
 	var res struct {
 		Content []json.RawMessage `json:"content"`
 	}
-	if len(src) == 0 || src[0] != '{' || json.Unmarshal(src, &res) != nil || len(res.Content) == 0 {
+	if len(src) == 0 || src[0] != '{' || !mayHaveContent(src) || json.Unmarshal(src, &res) != nil || len(res.Content) == 0 {
 		return nil
 	}
 	blocks := make([]block, 0, len(res.Content))

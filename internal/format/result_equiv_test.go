@@ -91,3 +91,17 @@ func TestToolResultMarshalsAsMaps(t *testing.T) {
 	}
 	t.Logf("%d results compared", n)
 }
+
+// TestMayHaveContent: the filter before mediaBlocks' decoding must say
+// yes to every key encoding/json would take as "content".
+func TestMayHaveContent(t *testing.T) {
+	for s, want := range map[string]bool{
+		`{"content":[]}`: true, `{"CONTENT":[]}`: true, `{"Content":1}`: true, `{"\u0063ontent":[]}`: true,
+		`{"a":"\n"}`: true, `{"msg":"hi"}`: false, `{"conten":1}`: false, `{"c":"c"}`: false, `{}`: false,
+		`{"x":"contents"}`: true, `{"cc":"ccontent"}`: true,
+	} {
+		if got := mayHaveContent([]byte(s)); got != want {
+			t.Errorf("mayHaveContent(%s) = %v, want %v", s, got, want)
+		}
+	}
+}

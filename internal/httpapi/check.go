@@ -213,10 +213,14 @@ func (c *requestChecker) middleware(next http.Handler) http.Handler {
 			writeProblem(w, r, http.StatusBadRequest, "body", "body: could not be read: "+err.Error())
 			return
 		}
-		var v any
-		if err := json.Unmarshal(raw, &v); err != nil {
-			writeProblem(w, r, http.StatusBadRequest, "body", "body: "+jsonErrorText(err, raw))
-			return
+		v, ok := toolrouter.DecodeJSON(string(raw))
+		if !ok { // invalid, or beyond DecodeJSON: encoding/json's value or error
+			var jv any // not v, which would then always be on the heap
+			if err := json.Unmarshal(raw, &jv); err != nil {
+				writeProblem(w, r, http.StatusBadRequest, "body", "body: "+jsonErrorText(err, raw))
+				return
+			}
+			v = jv
 		}
 		obj, ok := v.(map[string]any)
 		if !ok {

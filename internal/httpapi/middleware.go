@@ -208,6 +208,12 @@ func resourceURL(r *http.Request, path string) string {
 func entryPoint(e string) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if toolrouter.EntryPoint(r.Context()) == e {
+				// Already so (EntryRoute is the default): spare POST
+				// /route a context and a request copy (issue 10).
+				next.ServeHTTP(w, r)
+				return
+			}
 			next.ServeHTTP(w, r.WithContext(toolrouter.WithEntryPoint(r.Context(), e)))
 		})
 	}

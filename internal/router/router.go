@@ -375,10 +375,11 @@ func (r *Router) finish(ctx context.Context, rc *routeCall, out toolrouter.Outco
 		// The tool ran: keep its result, with its audit record in the same
 		// transaction (README "Audit trail"), even if the caller went away
 		// (the Auditor's ctx outlives it).
+		id := rc.id // not rc, which would then always be on the heap
 		save = func(sctx context.Context, recs []toolrouter.AuditRecord) error {
 			err := r.Results.SaveResult(sctx, res, recs...)
 			if err != nil {
-				r.LogLimit.Event(zerolog.Ctx(ctx), zerolog.ErrorLevel, "store route result").Err(err).Str("tool_call_id", rc.id).Int("audit_records", len(recs)).Msg("store route result")
+				r.LogLimit.Event(zerolog.Ctx(ctx), zerolog.ErrorLevel, "store route result").Err(err).Str("tool_call_id", id).Int("audit_records", len(recs)).Msg("store route result")
 			}
 			return err
 		}
