@@ -13,6 +13,17 @@ set -euo pipefail
 : "${ADDR:?}" "${TOOLS_ADDR:?}" "${STORE:?}" "${BIN:=bin}"
 pidfile="$BIN/toolrouterd.pid"
 
+# examples/registry.yaml sends its tools to 127.0.0.1:9001; with another
+# TOOLS_ADDR toolrouterd reads a copy pointing there ($BIN/registry.yaml,
+# the file to edit before a SIGHUP).
+registry=examples/registry.yaml
+if [[ $TOOLS_ADDR != 127.0.0.1:9001 ]]; then
+	mkdir -p "$BIN"
+	sed "s#http://127\.0\.0\.1:9001/#http://$TOOLS_ADDR/#" "$registry" >"$BIN/registry.yaml"
+	registry=$BIN/registry.yaml
+	echo "make run: TOOLS_ADDR is $TOOLS_ADDR: serving $registry, a copy of examples/registry.yaml with that address"
+fi
+
 # in_use HOST:PORT succeeds when something accepts connections there.
 in_use() {
 	local host=${1%:*} port=${1##*:}
@@ -21,8 +32,8 @@ in_use() {
 }
 
 if in_use "$TOOLS_ADDR"; then
-	echo "make run: TOOLS_ADDR $TOOLS_ADDR is already in use (another make run?); examples/registry.yaml" \
-		"sends its tools there. Stop what listens on it (ss -ltnp 'sport = :${TOOLS_ADDR##*:}')." >&2
+	echo "make run: TOOLS_ADDR $TOOLS_ADDR is already in use (another make run?);" \
+		"stop what listens on it (ss -ltnp 'sport = :${TOOLS_ADDR##*:}') or pick another: make run TOOLS_ADDR=127.0.0.1:9002" >&2
 	exit 1
 fi
 if in_use "$ADDR"; then
@@ -59,7 +70,7 @@ for ((i = 0; ; i++)); do
 	sleep 0.1
 done
 
-TOOLROUTER_ADDR=$ADDR TOOLROUTER_REGISTRY=examples/registry.yaml TOOLROUTER_STORE=$STORE \
+TOOLROUTER_ADDR=$ADDR TOOLROUTER_REGISTRY=$registry TOOLROUTER_STORE=$STORE \
 	TOOLROUTER_LOG_FORMAT=${TOOLROUTER_LOG_FORMAT:-console} "$BIN/toolrouterd" &
 service=$!
 echo "$service" >"$pidfile"
