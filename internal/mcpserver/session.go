@@ -34,7 +34,8 @@ import (
 //     counts them), so one client cannot lock the others out.
 //   - The token is not signed: it grants nothing a client could not ask
 //     for anyway. Its only effect on routing is the default plan id,
-//     "mcp-" + the token, which any client may also choose with
+//     SessionPlanID(token) ("mcp-" + a digest of the token, so the token
+//     itself never reaches a tool or a log), which any client may also choose with
 //     _meta.toolrouter/plan_id, and the client part must match the caller
 //     authenticated by its API key.
 //
