@@ -73,6 +73,7 @@ type Router struct {
 	// together (TOOLROUTER_MAX_BATCH_OUTPUT_BYTES); a call whose output
 	// does not fit fails as resource. 0 means no cap.
 	MaxBatchOutput int64
+	saves          toolrouter.Saves // the contexts of result saves
 	// Approvals holds the calls that wait for an approver (README
 	// "Approvals"); nil: no call waits.
 	Approvals Approvals
@@ -387,9 +388,7 @@ func (r *Router) finish(ctx context.Context, rc *routeCall, out toolrouter.Outco
 	if r.Audit != nil {
 		r.Audit.RecordWith(ctx, save, auditRecord(ctx, rc, res))
 	} else if save != nil {
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		_ = save(sctx, nil)
-		cancel()
+		_ = save(r.saves.Context(ctx), nil)
 	}
 	return res
 }
