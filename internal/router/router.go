@@ -371,6 +371,9 @@ func (r *Router) finish(ctx context.Context, rc *routeCall, out toolrouter.Outco
 		}
 		r.Observer.ToolCall(ctx, access.FromContext(ctx).LabelName(), name, outcome, elapsed)
 	}
+	// Final: encoded once, for the store and the answer (nil on failure:
+	// each then encodes it, and reports the error, as before).
+	res.JSON, _ = json.Marshal(res)
 	var save func(context.Context, []toolrouter.AuditRecord) error
 	if r.Results != nil {
 		// The tool ran: keep its result, with its audit record in the same
