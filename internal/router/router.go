@@ -190,6 +190,11 @@ func checkPayload(planID string, payload any) error {
 	return nil
 }
 
+// noMetadata is the provider_metadata ({}) of calls sent without one. It is
+// only read, like the map of a call that has one, which every result of its
+// batch shares.
+var noMetadata = map[string]any{}
+
 // routed is a result with room for what its pointer fields point to, so
 // that a route allocates them together.
 type routed struct {
@@ -230,7 +235,7 @@ func (r *Router) route(ctx context.Context, planID string, seq int64, payload an
 	res.Sequence = seq
 	res.ProviderMetadata = meta
 	if res.ProviderMetadata == nil {
-		res.ProviderMetadata = map[string]any{}
+		res.ProviderMetadata = noMetadata
 	}
 
 	var err error
