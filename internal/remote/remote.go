@@ -181,7 +181,14 @@ func (c *Client) attempt(ctx, callCtx context.Context, timeout time.Duration, re
 		out, retry = transportFailure(ctx, callCtx, timeout, err)
 		return out, retry, wait
 	}
-	defer closeBody(resp.Body)
+	read := false // the whole body of a declared length was read: nothing to discard
+	defer func() {
+		if read {
+			_ = resp.Body.Close()
+		} else {
+			closeBody(resp.Body)
+		}
+	}()
 
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		out = statusFailure(resp)
@@ -218,6 +225,7 @@ func (c *Client) attempt(ctx, callCtx context.Context, timeout time.Duration, re
 		}
 	}
 	data, tooLarge, err := readReply(resp.Body, resp.ContentLength, c.maxReplyBytes, reserve)
+	read = err == nil && !tooLarge && resp.ContentLength >= 0
 	switch {
 	case errors.Is(err, errNoBudget):
 		out = budget.Exceeded(seen)
