@@ -24,7 +24,7 @@ import (
 // json.Encoder.Encode(v). A *toolrouter.Result the router already encoded
 // (its JSON) is written as it is, followed by Encode's newline.
 func encode(w http.ResponseWriter, r *http.Request, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
+	w.Header()["Content-Type"] = jsonContentType // as Header.Set, without a slice per response
 	w.WriteHeader(status)
 	var err error
 	if m, ok := v.(map[string]any); ok {
@@ -42,6 +42,11 @@ func encode(w http.ResponseWriter, r *http.Request, status int, v any) {
 }
 
 var newline = []byte{'\n'} // only read
+
+// jsonContentType is the Content-Type header's values of a JSON answer;
+// only read (net/http and the middleware replace a header's values, never
+// write into them).
+var jsonContentType = []string{"application/json"}
 
 // list is a list whose elements are made as they are encoded (see
 // handleSchemas), so that not even the values of a large answer are held
