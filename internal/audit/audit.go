@@ -28,6 +28,7 @@ type Trail struct {
 	Now     func() time.Time
 	// Limit rate-limits the errors of a failing store; nil: not limited.
 	Limit *lograte.Limiter
+	saves toolrouter.Saves // the contexts of saves, which outlive their callers
 }
 
 // Record stamps recs with the time (when unset) and the replica, appends
@@ -44,7 +45,7 @@ func (t *Trail) Record(ctx context.Context, recs ...toolrouter.AuditRecord) {
 func (t *Trail) RecordWith(ctx context.Context, save func(context.Context, []toolrouter.AuditRecord) error, recs ...toolrouter.AuditRecord) {
 	if t == nil || len(recs) == 0 {
 		if save != nil {
-			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), toolrouter.SaveTimeout)
 			_ = save(sctx, nil)
 			cancel()
 		}
@@ -61,13 +62,12 @@ func (t *Trail) RecordWith(ctx context.Context, save func(context.Context, []too
 		}
 		recs[i].Replica = t.Replica
 	}
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	sctx := t.saves.Context(ctx)
 	if save != nil {
 		_ = save(sctx, recs)
 	} else if err := t.Store.AppendAudit(sctx, recs); err != nil {
 		t.Limit.Event(&t.Log, zerolog.ErrorLevel, "store audit records").Err(err).Str("component", "audit").Int("records", len(recs)).Msg("store audit records")
 	}
-	cancel()
 	for i := range recs {
 		r := &recs[i]
 		e := t.Log.Info().Str("component", "audit").Time("at", r.Time).Str("client", r.Client).

@@ -67,10 +67,15 @@ func mediaBlocks(mcpResult, output json.RawMessage) []block {
 	if len(src) == 0 {
 		src = output
 	}
+	if len(src) == 0 || src[0] != '{' || !mayHaveContent(src) {
+		return nil
+	}
+	// Declared after the checks above: it escapes to the heap, which an
+	// output without a content key need not pay for.
 	var res struct {
 		Content []json.RawMessage `json:"content"`
 	}
-	if len(src) == 0 || src[0] != '{' || !mayHaveContent(src) || json.Unmarshal(src, &res) != nil || len(res.Content) == 0 {
+	if json.Unmarshal(src, &res) != nil || len(res.Content) == 0 {
 		return nil
 	}
 	blocks := make([]block, 0, len(res.Content))

@@ -21,13 +21,18 @@ import (
 // shape of every list answer: {"results": […]}, {"tools": […]}) is encoded
 // as it is written, one list element at a time, so that a large answer is
 // never built whole in memory (issue 14, item 4); the bytes are those of
-// json.Encoder.Encode(v).
+// json.Encoder.Encode(v). A *toolrouter.Result the router already encoded
+// (its JSON) is written as it is, followed by Encode's newline.
 func encode(w http.ResponseWriter, r *http.Request, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
+	w.Header()["Content-Type"] = jsonContentType // as Header.Set, without a slice per response
 	w.WriteHeader(status)
 	var err error
 	if m, ok := v.(map[string]any); ok {
 		err = encodeObject(w, m)
+	} else if res, ok := v.(*toolrouter.Result); ok && res.JSON != nil {
+		if _, err = w.Write(res.JSON); err == nil {
+			_, err = w.Write(newline)
+		}
 	} else {
 		err = json.NewEncoder(w).Encode(v)
 	}
@@ -35,6 +40,13 @@ func encode(w http.ResponseWriter, r *http.Request, status int, v any) {
 		limitedLog(r, zerolog.WarnLevel, "write response").Str("error", clip(err.Error())).Msg("write response")
 	}
 }
+
+var newline = []byte{'\n'} // only read
+
+// jsonContentType is the Content-Type header's values of a JSON answer;
+// only read (net/http and the middleware replace a header's values, never
+// write into them).
+var jsonContentType = []string{"application/json"}
 
 // list is a list whose elements are made as they are encoded (see
 // handleSchemas), so that not even the values of a large answer are held

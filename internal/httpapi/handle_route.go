@@ -15,20 +15,13 @@ import (
 // BatchRequest: tool_calls maxItems, and the calls of a message).
 const maxBatchCalls = 1024
 
-// decodeValid takes a T from the body the request checker decoded and
-// checked against the spec (so no second JSON decoding), and validates it:
-// problems are a 400 naming the fields. Each problem's text names its own
-// field.
-func decodeValid[T any, P interface {
-	*T
-	validator
-	from(map[string]any)
-}](r *http.Request) (T, error) {
-	var v T
-	P(&v).from(body(r))
-	problems := P(&v).Valid(r.Context())
+// invalid is the 400 of the problems a request body's Valid found (each
+// problem's text names its own field), nil when there are none. The body
+// itself is taken from the one the request checker decoded and checked
+// against the spec (so no second JSON decoding), by its from method.
+func invalid(problems map[string]string) error {
 	if len(problems) == 0 {
-		return v, nil
+		return nil
 	}
 	fields := make([]string, 0, len(problems))
 	for f := range problems {
@@ -39,7 +32,7 @@ func decodeValid[T any, P interface {
 	for i, f := range fields {
 		details[i] = problems[f]
 	}
-	return v, toolrouter.Invalid(fields[0], "%s", strings.Join(details, "; "))
+	return toolrouter.Invalid(fields[0], "%s", strings.Join(details, "; "))
 }
 
 // payload is a JSON value of a request kept as decoded (map[string]any,
@@ -135,8 +128,9 @@ type batchResponse struct {
 
 func handleRoute(rt Router, ap Approvals) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		req, err := decodeValid[routeRequest](r)
-		if err != nil {
+		var req routeRequest // not through a generic helper, which would put it on the heap
+		req.from(body(r))
+		if err := invalid(req.Valid(r.Context())); err != nil {
 			writeError(w, r, err)
 			return
 		}
@@ -219,7 +213,9 @@ func streamRoute(w http.ResponseWriter, r *http.Request, rt Router, ap Approvals
 
 func handleBatch(rt Router) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		req, err := decodeValid[batchRequest](r)
+		var req batchRequest // not through a generic helper, which would put it on the heap
+		req.from(body(r))
+		err := invalid(req.Valid(r.Context()))
 		if err != nil {
 			writeError(w, r, err)
 			return

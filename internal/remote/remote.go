@@ -181,7 +181,14 @@ func (c *Client) attempt(ctx, callCtx context.Context, timeout time.Duration, re
 		out, retry = transportFailure(ctx, callCtx, timeout, err)
 		return out, retry, wait
 	}
-	defer closeBody(resp.Body)
+	read := false // the whole body of a declared length was read: nothing to discard
+	defer func() {
+		if read {
+			_ = resp.Body.Close()
+		} else {
+			closeBody(resp.Body)
+		}
+	}()
 
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		out = statusFailure(resp)
@@ -218,6 +225,7 @@ func (c *Client) attempt(ctx, callCtx context.Context, timeout time.Duration, re
 		}
 	}
 	data, tooLarge, err := readReply(resp.Body, resp.ContentLength, c.maxReplyBytes, reserve)
+	read = err == nil && !tooLarge && resp.ContentLength >= 0
 	switch {
 	case errors.Is(err, errNoBudget):
 		out = budget.Exceeded(seen)
@@ -248,11 +256,12 @@ func (c *Client) attempt(ctx, callCtx context.Context, timeout time.Duration, re
 // setHeaders sets the request headers: the tool's own, then Accept and
 // User-Agent unless the tool set them, then the contract headers, then
 // basicAuth (the endpoint's userinfo) as Authorization unless the tool set
-// a non-empty one. Every value slice of the map shares one backing array,
-// each with capacity 1, so that the map costs three allocations in all.
+// a non-empty one. They go into the empty map http.NewRequestWithContext
+// made, and every value slice shares one backing array, each with capacity
+// 1, so that the values cost one allocation in all.
 func setHeaders(hreq *http.Request, req toolrouter.ExecRequest, basicAuth string) {
 	n := len(req.Tool.Headers) + 7
-	h := make(http.Header, n)
+	h := hreq.Header
 	vals := make([]string, 0, n)
 	set := func(k, v string) {
 		vals = append(vals, v)
@@ -285,7 +294,6 @@ func setHeaders(hreq *http.Request, req toolrouter.ExecRequest, basicAuth string
 	if basicAuth != "" && h.Get("Authorization") == "" {
 		set("Authorization", basicAuth)
 	}
-	hreq.Header = h
 }
 
 // basicAuth is the Authorization value of an endpoint's userinfo

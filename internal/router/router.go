@@ -73,6 +73,7 @@ type Router struct {
 	// together (TOOLROUTER_MAX_BATCH_OUTPUT_BYTES); a call whose output
 	// does not fit fails as resource. 0 means no cap.
 	MaxBatchOutput int64
+	saves          toolrouter.Saves // the contexts of result saves
 	// Approvals holds the calls that wait for an approver (README
 	// "Approvals"); nil: no call waits.
 	Approvals Approvals
@@ -189,6 +190,11 @@ func checkPayload(planID string, payload any) error {
 	return nil
 }
 
+// noMetadata is the provider_metadata ({}) of calls sent without one. It is
+// only read, like the map of a call that has one, which every result of its
+// batch shares.
+var noMetadata = map[string]any{}
+
 // routed is a result with room for what its pointer fields point to, so
 // that a route allocates them together.
 type routed struct {
@@ -229,7 +235,7 @@ func (r *Router) route(ctx context.Context, planID string, seq int64, payload an
 	res.Sequence = seq
 	res.ProviderMetadata = meta
 	if res.ProviderMetadata == nil {
-		res.ProviderMetadata = map[string]any{}
+		res.ProviderMetadata = noMetadata
 	}
 
 	var err error
@@ -370,6 +376,9 @@ func (r *Router) finish(ctx context.Context, rc *routeCall, out toolrouter.Outco
 		}
 		r.Observer.ToolCall(ctx, access.FromContext(ctx).LabelName(), name, outcome, elapsed)
 	}
+	// Final: encoded once, for the store and the answer (nil on failure:
+	// each then encodes it, and reports the error, as before).
+	res.JSON, _ = json.Marshal(res)
 	var save func(context.Context, []toolrouter.AuditRecord) error
 	if r.Results != nil {
 		// The tool ran: keep its result, with its audit record in the same
@@ -387,9 +396,7 @@ func (r *Router) finish(ctx context.Context, rc *routeCall, out toolrouter.Outco
 	if r.Audit != nil {
 		r.Audit.RecordWith(ctx, save, auditRecord(ctx, rc, res))
 	} else if save != nil {
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		_ = save(sctx, nil)
-		cancel()
+		_ = save(r.saves.Context(ctx), nil)
 	}
 	return res
 }

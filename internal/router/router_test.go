@@ -212,6 +212,12 @@ func TestRouteResults(t *testing.T) {
 				if got := resultJSON(t, res); got != tc.want {
 					t.Errorf("streaming=%v result\n%s\nwant\n%s", streaming, got, tc.want)
 				}
+				// Encoded once for the store and the answer: as json.Marshal would.
+				plain := *res
+				plain.JSON = nil
+				if want, _ := json.Marshal(&plain); string(res.JSON) != string(want) {
+					t.Errorf("JSON\n%s\nwant\n%s", res.JSON, want)
+				}
 				if len(obs.calls) != 1 || obs.calls[0] != tc.wantObs {
 					t.Errorf("observed %v, want %v", obs.calls, tc.wantObs)
 				}

@@ -140,6 +140,19 @@ type Result struct {
 	// Client owns the result: the store keeps it under
 	// ScopedKey(Client, ToolCallID). Not part of the answer.
 	Client string `json:"-"`
+	// JSON is the result as json.Marshal encodes it, made once by the
+	// router when the result is final so that the store and the HTTP
+	// answer share it; nil when not made (a held call's result, which its
+	// decision changes). Whoever changes a Result must set it to nil.
+	JSON json.RawMessage `json:"-"`
+}
+
+// Encoded is r.JSON, or r encoded when it has none.
+func (r *Result) Encoded() ([]byte, error) {
+	if r.JSON != nil {
+		return r.JSON, nil
+	}
+	return json.Marshal(r)
 }
 
 // NoteInvalidUTF8 is the note of an output whose invalid UTF-8 was replaced.

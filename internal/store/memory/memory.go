@@ -77,7 +77,7 @@ func (m *Store) NextSequences(_ context.Context, planID string, n int64) (int64,
 // SaveResult implements store.Store: the result and its audit records
 // under one lock.
 func (m *Store) SaveResult(_ context.Context, res *toolrouter.Result, audit ...toolrouter.AuditRecord) error {
-	b, err := json.Marshal(res)
+	b, err := res.Encoded()
 	if err != nil {
 		return err
 	}

@@ -238,7 +238,7 @@ const saveResultSQL = `INSERT INTO route_results (tool_call_id, plan_id, body, c
 // are queued for the group commit as one write (waiting only while the
 // queue is full).
 func (p *Store) SaveResult(ctx context.Context, res *toolrouter.Result, audit ...toolrouter.AuditRecord) error {
-	b, err := json.Marshal(res)
+	b, err := res.Encoded()
 	if err != nil {
 		return fmt.Errorf("postgres save result: %w", err)
 	}

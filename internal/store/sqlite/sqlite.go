@@ -202,7 +202,7 @@ const saveResultSQL = `INSERT INTO route_results (tool_call_id, plan_id, body, c
 // are queued for the group commit as one write (waiting only while the
 // queue is full).
 func (s *Store) SaveResult(ctx context.Context, res *toolrouter.Result, audit ...toolrouter.AuditRecord) error {
-	b, err := json.Marshal(res)
+	b, err := res.Encoded()
 	if err != nil {
 		return fmt.Errorf("sqlite save result: %w", err)
 	}
