@@ -19,30 +19,37 @@ import (
 // The MCP reference server @modelcontextprotocol/server-everything,
 // installed by scripts/install-mcp-everything.sh (pinned version).
 
-// everythingBin finds the installed server's command, or fails the test
-// when Node.js or the package is missing (`make test` installs them first).
+// everythingBin finds the installed server's command.
 func everythingBin(t *testing.T) string {
+	return npmServerBin(t, "MCP_EVERYTHING_DIR", "mcp-everything", "mcp-server-everything")
+}
+
+// npmServerBin finds the command bin of an MCP server that a script of
+// scripts/ installed under ~/.cache/toolrouterd/dir (or in $env), or fails
+// the test when Node.js or the package is missing (`make test` installs
+// them first with `make deps`).
+func npmServerBin(t *testing.T, env, dir, bin string) string {
 	t.Helper()
-	dir := os.Getenv("MCP_EVERYTHING_DIR")
-	if dir == "" {
+	root := os.Getenv(env)
+	if root == "" {
 		cache := os.Getenv("XDG_CACHE_HOME")
 		if cache == "" {
 			home, _ := os.UserHomeDir()
 			cache = filepath.Join(home, ".cache")
 		}
-		dir = filepath.Join(cache, "toolrouterd", "mcp-everything")
+		root = filepath.Join(cache, "toolrouterd", dir)
 	}
-	bin := filepath.Join(dir, "node_modules", ".bin", "mcp-server-everything")
+	path := filepath.Join(root, "node_modules", ".bin", bin)
 	missing := ""
 	if _, err := exec.LookPath("node"); err != nil {
 		missing = "node is not on PATH"
-	} else if _, err := os.Stat(bin); err != nil {
-		missing = bin + " is missing"
+	} else if _, err := os.Stat(path); err != nil {
+		missing = path + " is missing"
 	}
 	if missing != "" {
-		t.Fatal(missing + ": run `make deps` (or set MCP_EVERYTHING_DIR)")
+		t.Fatal(missing + ": run `make deps` (or set " + env + ")")
 	}
-	return bin
+	return path
 }
 
 // everything is a running server-everything process.

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -16,34 +15,9 @@ import (
 // The MCP reference server @modelcontextprotocol/server-memory, a stdio
 // server installed by scripts/install-mcp-memory.sh (pinned version).
 
-// memoryBin finds the installed server's command, or skips the test
-// (fails it under CI=true) when Node.js or the package is missing.
+// memoryBin finds the installed server's command.
 func memoryBin(t *testing.T) string {
-	t.Helper()
-	dir := os.Getenv("MCP_MEMORY_DIR")
-	if dir == "" {
-		cache := os.Getenv("XDG_CACHE_HOME")
-		if cache == "" {
-			home, _ := os.UserHomeDir()
-			cache = filepath.Join(home, ".cache")
-		}
-		dir = filepath.Join(cache, "toolrouterd", "mcp-memory")
-	}
-	bin := filepath.Join(dir, "node_modules", ".bin", "mcp-server-memory")
-	missing := ""
-	if _, err := exec.LookPath("node"); err != nil {
-		missing = "node is not on PATH"
-	} else if _, err := os.Stat(bin); err != nil {
-		missing = bin + " is missing"
-	}
-	if missing != "" {
-		msg := missing + ": run `bash scripts/install-mcp-memory.sh` (or set MCP_MEMORY_DIR)"
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
-	return bin
+	return npmServerBin(t, "MCP_MEMORY_DIR", "mcp-memory", "mcp-server-memory")
 }
 
 // childPIDs lists the processes whose parent is pid (Linux /proc).

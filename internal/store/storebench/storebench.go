@@ -1,0 +1,62 @@
+// Package storebench is the write-path benchmark shared by the SQL stores' own
+// (internal) benchmarks; it imports no store, so they can use it.
+package storebench
+
+import (
+	"context"
+	"encoding/json"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
+)
+
+// BenchSaveResult is the write path of one routed call: a result like the
+// load bench's echo, with its audit record, saved from parallel routes and
+// committed (flush at the end, inside the timing). cpu-ns/op is the
+// process's CPU time per result (a store's writer goroutine included), the
+// figure the pinned load bench charges; commits, when set, counts the
+// store's commits for results/commit.
+func BenchSaveResult(b *testing.B, st interface {
+	SaveResult(ctx context.Context, res *toolrouter.Result, audit ...toolrouter.AuditRecord) error
+	Flush(ctx context.Context) error
+}, commits func() int) {
+	ctx := context.Background()
+	var n atomic.Int64
+	cpu := func() time.Duration {
+		var ru syscall.Rusage
+		_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+		return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	start := cpu()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			i := n.Add(1)
+			id, _ := toolrouter.ToolCallID("bench", i) // random-looking, as routes' ids are
+			pcid := "call_1"
+			res := &toolrouter.Result{ToolCallID: id, ProviderCallID: &pcid, PlanID: "bench", Sequence: i,
+				ToolName: "test/echo", ProviderFormat: "openai", Arguments: map[string]any{"msg": "hi"}, Success: true,
+				Output: json.RawMessage(`{"msg":"hi"}`), DurationMS: 0.4, ProviderMetadata: map[string]any{},
+				ProviderResult: map[string]any{"role": "tool", "tool_call_id": "call_1", "content": `{"msg":"hi"}`}}
+			rec := toolrouter.AuditRecord{Time: time.Now(), EntryPoint: toolrouter.EntryRoute, PlanID: "bench", Sequence: &i,
+				ToolCallID: id, ToolName: "test/echo", Tool: "test/echo", ArgsSHA256: "0123456789abcdef0123456789abcdef",
+				Outcome: toolrouter.AuditSuccess, DurationMS: 0.4}
+			if err := st.SaveResult(ctx, res, rec); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	if err := st.Flush(ctx); err != nil {
+		b.Fatal(err)
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(cpu()-start)/float64(b.N), "cpu-ns/op")
+	if commits != nil {
+		b.ReportMetric(float64(b.N)/float64(commits()), "results/commit")
+	}
+}
