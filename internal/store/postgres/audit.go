@@ -16,20 +16,7 @@ import (
 
 // ListClientRuns implements store.Tenancy.
 func (p *Store) ListClientRuns(ctx context.Context, client, planID string, limit int) ([]*toolrouter.Run, error) {
-	var lim any // NULL: no limit
-	if limit > 0 {
-		lim = limit
-	}
-	rows, _ := p.pool.Query(ctx, `SELECT body, owner, heartbeat_at, client FROM runs WHERE client = $1 AND plan_id = $2
-		ORDER BY created_at DESC, run_id DESC LIMIT $3`, client, planID, lim)
-	runs, err := pgx.CollectRows(rows, scanPostgresRun)
-	if err != nil {
-		return nil, fmt.Errorf("postgres list runs: %w", err)
-	}
-	if runs == nil {
-		runs = []*toolrouter.Run{}
-	}
-	return runs, nil
+	return p.listRuns(ctx, `client = $1 AND plan_id = $2`, limit, client, planID)
 }
 
 // AppendAudit implements store.Tenancy: the records are queued for the

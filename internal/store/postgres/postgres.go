@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -429,12 +430,19 @@ func (p *Store) GetRun(ctx context.Context, id string) (*toolrouter.Run, error) 
 
 // ListRuns implements store.Store.
 func (p *Store) ListRuns(ctx context.Context, planID string, limit int) ([]*toolrouter.Run, error) {
+	return p.listRuns(ctx, `plan_id = $1`, limit, planID)
+}
+
+// listRuns lists the runs where holds (its placeholders numbered from $1
+// for args), newest first, at most limit of them (all if limit <= 0).
+func (p *Store) listRuns(ctx context.Context, where string, limit int, args ...any) ([]*toolrouter.Run, error) {
 	var lim any // NULL: no limit
 	if limit > 0 {
 		lim = limit
 	}
-	rows, _ := p.pool.Query(ctx, `SELECT body, owner, heartbeat_at, client FROM runs WHERE plan_id = $1
-		ORDER BY created_at DESC, run_id DESC LIMIT $2`, planID, lim)
+	args = append(args, lim)
+	rows, _ := p.pool.Query(ctx, `SELECT body, owner, heartbeat_at, client FROM runs WHERE `+where+`
+		ORDER BY created_at DESC, run_id DESC LIMIT $`+strconv.Itoa(len(args)), args...)
 	runs, err := pgx.CollectRows(rows, scanPostgresRun)
 	if err != nil {
 		return nil, fmt.Errorf("postgres list runs: %w", err)

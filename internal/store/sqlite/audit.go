@@ -14,27 +14,7 @@ import (
 
 // ListClientRuns implements store.Tenancy.
 func (s *Store) ListClientRuns(ctx context.Context, client, planID string, limit int) ([]*toolrouter.Run, error) {
-	if limit <= 0 {
-		limit = -1 // no limit
-	}
-	rows, err := s.db.QueryContext(ctx, `SELECT body, owner, heartbeat_at, client FROM runs WHERE client = ? AND plan_id = ?
-		ORDER BY created_at DESC, run_id DESC LIMIT ?`, client, planID, limit)
-	if err != nil {
-		return nil, fmt.Errorf("sqlite list runs: %w", err)
-	}
-	defer rows.Close()
-	out := []*toolrouter.Run{}
-	for rows.Next() {
-		run, err := scanSQLiteRun(rows)
-		if err != nil {
-			return nil, fmt.Errorf("sqlite list runs: %w", err)
-		}
-		out = append(out, run)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("sqlite list runs: %w", err)
-	}
-	return out, nil
+	return s.listRuns(ctx, `client = ? AND plan_id = ?`, limit, client, planID)
 }
 
 // AppendAudit implements store.Tenancy: the records are queued for the

@@ -381,11 +381,17 @@ func (s *Store) GetRun(ctx context.Context, id string) (*toolrouter.Run, error) 
 
 // ListRuns implements store.Store.
 func (s *Store) ListRuns(ctx context.Context, planID string, limit int) ([]*toolrouter.Run, error) {
+	return s.listRuns(ctx, `plan_id = ?`, limit, planID)
+}
+
+// listRuns lists the runs where holds (its arguments args), newest first,
+// at most limit of them (all if limit <= 0).
+func (s *Store) listRuns(ctx context.Context, where string, limit int, args ...any) ([]*toolrouter.Run, error) {
 	if limit <= 0 {
 		limit = -1 // no limit
 	}
-	rows, err := s.db.QueryContext(ctx, `SELECT body, owner, heartbeat_at, client FROM runs WHERE plan_id = ?
-		ORDER BY created_at DESC, run_id DESC LIMIT ?`, planID, limit)
+	rows, err := s.db.QueryContext(ctx, `SELECT body, owner, heartbeat_at, client FROM runs WHERE `+where+`
+		ORDER BY created_at DESC, run_id DESC LIMIT ?`, append(args, limit)...)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite list runs: %w", err)
 	}
