@@ -79,13 +79,8 @@ func (s *Store) ListAudit(ctx context.Context, f toolrouter.AuditFilter) ([]tool
 
 // PurgeAudit implements store.Tenancy.
 func (s *Store) PurgeAudit(ctx context.Context, before time.Time, limit int) (int, error) {
-	res, err := s.db.ExecContext(ctx, `DELETE FROM audit WHERE id IN (SELECT id FROM audit WHERE at < ? ORDER BY at LIMIT ?)`,
+	return s.execCount(ctx, "purge audit", `DELETE FROM audit WHERE id IN (SELECT id FROM audit WHERE at < ? ORDER BY at LIMIT ?)`,
 		sqliteTimeOf(before), limit)
-	if err != nil {
-		return 0, fmt.Errorf("sqlite purge audit: %w", err)
-	}
-	n, err := res.RowsAffected()
-	return int(n), err
 }
 
 // TakeRate implements store.Tenancy with one upsert: the counter grows
@@ -114,10 +109,5 @@ func (s *Store) TakeRate(ctx context.Context, client string, window time.Time, n
 
 // PurgeRates implements store.Tenancy.
 func (s *Store) PurgeRates(ctx context.Context, before time.Time) (int, error) {
-	res, err := s.db.ExecContext(ctx, `DELETE FROM rate_counters WHERE window_start < ?`, sqliteTimeOf(before))
-	if err != nil {
-		return 0, fmt.Errorf("sqlite purge rate counters: %w", err)
-	}
-	n, err := res.RowsAffected()
-	return int(n), err
+	return s.execCount(ctx, "purge rate counters", `DELETE FROM rate_counters WHERE window_start < ?`, sqliteTimeOf(before))
 }

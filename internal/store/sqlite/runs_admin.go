@@ -38,23 +38,14 @@ func (s *Store) DeleteResultsBefore(ctx context.Context, before time.Time, limit
 	if err := s.w.Flush(ctx); err != nil {
 		return 0, fmt.Errorf("sqlite delete results: %w", err)
 	}
-	return s.deleteBatch(ctx, "delete results", `DELETE FROM route_results WHERE tool_call_id IN
-		(SELECT tool_call_id FROM route_results WHERE created_at < ? ORDER BY created_at LIMIT ?)`, before, limit)
+	return s.execCount(ctx, "delete results", `DELETE FROM route_results WHERE tool_call_id IN
+		(SELECT tool_call_id FROM route_results WHERE created_at < ? ORDER BY created_at LIMIT ?)`, sqliteTimeOf(before), limit)
 }
 
 // DeleteRunsBefore implements store.RunAdmin.
 func (s *Store) DeleteRunsBefore(ctx context.Context, before time.Time, limit int) (int, error) {
-	return s.deleteBatch(ctx, "delete runs", `DELETE FROM runs WHERE run_id IN
-		(SELECT run_id FROM runs WHERE status NOT IN ('running', 'awaiting_approval') AND heartbeat_at < ? ORDER BY heartbeat_at LIMIT ?)`, before, limit)
-}
-
-func (s *Store) deleteBatch(ctx context.Context, what, query string, before time.Time, limit int) (int, error) {
-	r, err := s.db.ExecContext(ctx, query, sqliteTimeOf(before), limit)
-	if err != nil {
-		return 0, fmt.Errorf("sqlite %s: %w", what, err)
-	}
-	n, err := r.RowsAffected()
-	return int(n), err
+	return s.execCount(ctx, "delete runs", `DELETE FROM runs WHERE run_id IN
+		(SELECT run_id FROM runs WHERE status NOT IN ('running', 'awaiting_approval') AND heartbeat_at < ? ORDER BY heartbeat_at LIMIT ?)`, sqliteTimeOf(before), limit)
 }
 
 // TransitionRun implements store.RunAdmin: one conditional UPDATE.

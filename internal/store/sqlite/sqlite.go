@@ -325,10 +325,16 @@ func (s *Store) ReleaseKey(ctx context.Context, key string) error {
 // many it deleted. ClaimKey already ignores them; this only reclaims space.
 func (s *Store) PurgeExpiredKeys(ctx context.Context) (int, error) {
 	now := s.Now()
-	r, err := s.db.ExecContext(ctx, `DELETE FROM idempotency_keys WHERE expires_at < ? AND (response IS NOT NULL OR expires_at < ?)`,
+	return s.execCount(ctx, "purge keys", `DELETE FROM idempotency_keys WHERE expires_at < ? AND (response IS NOT NULL OR expires_at < ?)`,
 		sqliteTimeOf(now), sqliteTimeOf(now.Add(-toolrouter.AbandonedGrace)))
+}
+
+// execCount runs query and returns how many rows it changed; what names
+// the operation in its error.
+func (s *Store) execCount(ctx context.Context, what, query string, args ...any) (int, error) {
+	r, err := s.db.ExecContext(ctx, query, args...)
 	if err != nil {
-		return 0, fmt.Errorf("sqlite purge keys: %w", err)
+		return 0, fmt.Errorf("sqlite %s: %w", what, err)
 	}
 	n, err := r.RowsAffected()
 	return int(n), err
