@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/toolrouterd/toolrouterd/internal/store/sqlstore"
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
 
@@ -84,23 +85,7 @@ func (p *Store) decide(ctx context.Context, a *toolrouter.Approval, d toolrouter
 
 // DecideApproval implements store.Store.
 func (p *Store) DecideApproval(ctx context.Context, id string, d toolrouter.Decision) (*toolrouter.Approval, error) {
-	for {
-		a, err := p.GetApproval(ctx, id)
-		if err != nil {
-			return nil, err
-		}
-		if err := toolrouter.CheckDecision(a, d); err != nil {
-			return nil, err
-		}
-		ok, err := p.decide(ctx, a, d)
-		if err != nil {
-			return nil, fmt.Errorf("postgres decide approval: %w", err)
-		}
-		if ok {
-			return a, nil
-		}
-		// Decided meanwhile: read it again, CheckDecision says by whom.
-	}
+	return sqlstore.DecideApproval(ctx, "postgres", id, d, p.GetApproval, p.decide)
 }
 
 // ExpireApprovals implements store.Store.
@@ -110,15 +95,5 @@ func (p *Store) ExpireApprovals(ctx context.Context, now time.Time) ([]*toolrout
 	if err != nil {
 		return nil, fmt.Errorf("postgres expire approvals: %w", err)
 	}
-	var out []*toolrouter.Approval
-	for _, a := range due {
-		ok, err := p.decide(ctx, a, toolrouter.Decision{Status: toolrouter.ApprovalExpired, Reason: "approval expired", At: now})
-		if err != nil {
-			return nil, fmt.Errorf("postgres expire approvals: %w", err)
-		}
-		if ok {
-			out = append(out, a)
-		}
-	}
-	return out, nil
+	return sqlstore.ExpireApprovals(ctx, "postgres", due, now, p.decide)
 }

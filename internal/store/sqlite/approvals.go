@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/toolrouterd/toolrouterd/internal/store/sqlstore"
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
 
@@ -96,23 +97,7 @@ func (s *Store) decide(ctx context.Context, a *toolrouter.Approval, d toolrouter
 
 // DecideApproval implements store.Store.
 func (s *Store) DecideApproval(ctx context.Context, id string, d toolrouter.Decision) (*toolrouter.Approval, error) {
-	for {
-		a, err := s.GetApproval(ctx, id)
-		if err != nil {
-			return nil, err
-		}
-		if err := toolrouter.CheckDecision(a, d); err != nil {
-			return nil, err
-		}
-		ok, err := s.decide(ctx, a, d)
-		if err != nil {
-			return nil, fmt.Errorf("sqlite decide approval: %w", err)
-		}
-		if ok {
-			return a, nil
-		}
-		// Decided meanwhile: read it again, CheckDecision says by whom.
-	}
+	return sqlstore.DecideApproval(ctx, "sqlite", id, d, s.GetApproval, s.decide)
 }
 
 // ExpireApprovals implements store.Store.
@@ -121,15 +106,5 @@ func (s *Store) ExpireApprovals(ctx context.Context, now time.Time) ([]*toolrout
 	if err != nil {
 		return nil, err
 	}
-	var out []*toolrouter.Approval
-	for _, a := range due {
-		ok, err := s.decide(ctx, a, toolrouter.Decision{Status: toolrouter.ApprovalExpired, Reason: "approval expired", At: now})
-		if err != nil {
-			return nil, fmt.Errorf("sqlite expire approvals: %w", err)
-		}
-		if ok {
-			out = append(out, a)
-		}
-	}
-	return out, nil
+	return sqlstore.ExpireApprovals(ctx, "sqlite", due, now, s.decide)
 }
