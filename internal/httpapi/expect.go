@@ -69,12 +69,11 @@ func (d *drainingWriter) drain() {
 		return
 	}
 	d.drained = true
-	rc := http.NewResponseController(d.ResponseWriter)
-	_ = rc.SetReadDeadline(time.Now().Add(d.timeout))
+	setReadDeadline(d.ResponseWriter, time.Now().Add(d.timeout))
 	// Over the limit, net/http's ResponseWriter learns it from
 	// MaxBytesReader and closes the connection after a lingering wait.
 	_, _ = io.Copy(io.Discard, http.MaxBytesReader(d.ResponseWriter, d.body, max(0, d.maxBody-d.body.n)))
-	_ = rc.SetReadDeadline(time.Time{})
+	setReadDeadline(d.ResponseWriter, time.Time{})
 }
 
 func (d *drainingWriter) WriteHeader(code int) {

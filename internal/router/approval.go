@@ -76,8 +76,8 @@ func (r *Router) hold(ctx context.Context, rc *routeCall) *toolrouter.Result {
 		// Committed now, not with the next group commit: an approver on
 		// another replica may decide at once, and settling reads it.
 		err := r.Results.SaveResult(ctx, res)
-		if f, ok := r.Results.(interface{ Flush(context.Context) error }); ok && err == nil {
-			err = f.Flush(ctx)
+		if err == nil {
+			err = r.commitResults(ctx)
 		}
 		if err != nil {
 			res.Status, res.ApprovalID = "", ""
@@ -95,6 +95,16 @@ func (r *Router) hold(ctx context.Context, rc *routeCall) *toolrouter.Result {
 		rc.emit(toolrouter.Update{ToolCallID: rc.id, Status: toolrouter.StatusAwaitingApproval, ToolName: res.ToolName, Message: a.ID})
 	}
 	return res
+}
+
+// commitResults commits the results saved so far when the store queues
+// them for a group commit (it has Flush); a store without one commits each
+// save at once.
+func (r *Router) commitResults(ctx context.Context) error {
+	if f, ok := r.Results.(interface{ Flush(context.Context) error }); ok {
+		return f.Flush(ctx)
+	}
+	return nil
 }
 
 func (r *Router) approvalTTL() time.Duration {
@@ -181,10 +191,8 @@ func (r *Router) settle(ctx context.Context, a *toolrouter.Approval) (*toolroute
 	}
 	// Committed, not only queued here: its caller, or the run that waits
 	// for it, may read it on another replica at once.
-	if f, ok := r.Results.(interface{ Flush(context.Context) error }); ok {
-		if err := f.Flush(ctx); err != nil {
-			zerolog.Ctx(ctx).Warn().Err(err).Str("approval_id", a.ID).Msg("commit a decided result")
-		}
+	if err := r.commitResults(ctx); err != nil {
+		zerolog.Ctx(ctx).Warn().Err(err).Str("approval_id", a.ID).Msg("commit a decided result")
 	}
 	if a.RunID != "" && r.Settled != nil {
 		r.Settled(ctx, a)
