@@ -16,8 +16,6 @@ package mcpserver
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -136,8 +134,7 @@ func DefaultPlanID(sessionID string, meta map[string]any) (string, error) {
 // which is the session's only credential besides the client's own, never
 // reaches a tool (as a plan_id) or a log.
 func SessionPlanID(sessionID string) string {
-	sum := sha256.Sum256([]byte(sessionID))
-	return "mcp-" + hex.EncodeToString(sum[:12])
+	return "mcp-" + toolrouter.ShortDigest(sessionID)
 }
 
 // Handler is the /mcp endpoint.
