@@ -421,7 +421,7 @@ func (h *Handler) isModern(r *http.Request) (bool, error) {
 	if v := r.Header.Get("Mcp-Protocol-Version"); v != "" {
 		return isDate(v) && v >= modernVersion, nil
 	}
-	if r.Method != http.MethodPost || r.Header.Get("Mcp-Session-Id") != "" || r.Body == nil {
+	if r.Method != http.MethodPost || r.Header.Get(sessionIDHeader) != "" || r.Body == nil {
 		return false, nil
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, h.d.MaxBodyBytes))
