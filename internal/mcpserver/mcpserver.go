@@ -16,8 +16,6 @@ package mcpserver
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -136,8 +134,7 @@ func DefaultPlanID(sessionID string, meta map[string]any) (string, error) {
 // which is the session's only credential besides the client's own, never
 // reaches a tool (as a plan_id) or a log.
 func SessionPlanID(sessionID string) string {
-	sum := sha256.Sum256([]byte(sessionID))
-	return "mcp-" + hex.EncodeToString(sum[:12])
+	return "mcp-" + toolrouter.ShortDigest(sessionID)
 }
 
 // Handler is the /mcp endpoint.
@@ -424,7 +421,7 @@ func (h *Handler) isModern(r *http.Request) (bool, error) {
 	if v := r.Header.Get("Mcp-Protocol-Version"); v != "" {
 		return isDate(v) && v >= modernVersion, nil
 	}
-	if r.Method != http.MethodPost || r.Header.Get("Mcp-Session-Id") != "" || r.Body == nil {
+	if r.Method != http.MethodPost || r.Header.Get(sessionIDHeader) != "" || r.Body == nil {
 		return false, nil
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, h.d.MaxBodyBytes))

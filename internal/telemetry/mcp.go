@@ -2,8 +2,6 @@ package telemetry
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"io"
 	"maps"
@@ -13,6 +11,8 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
 
 // MCPClient is the sending middleware of toolrouterd's MCP clients: each
@@ -118,10 +118,7 @@ func (t *Telemetry) MCPServer() mcp.Middleware {
 // its SHA-256, as in the plan ids of /mcp sessions
 // (mcpserver.SessionPlanID). A session id is a credential (README
 // "Clients") and never leaves the process.
-func sessionDigest(id string) string {
-	sum := sha256.Sum256([]byte(id))
-	return hex.EncodeToString(sum[:12])
-}
+func sessionDigest(id string) string { return toolrouter.ShortDigest(id) }
 
 // endMCP records a JSON-RPC error, or a tool result with isError, on span.
 func endMCP(span trace.Span, res mcp.Result, err error) {

@@ -62,15 +62,25 @@ type Approval struct {
 // CanonicalArguments encodes args canonically and returns the JSON and its
 // SHA-256 in hex.
 func CanonicalArguments(args map[string]any) (json.RawMessage, string, error) {
-	if args == nil {
-		args = map[string]any{}
-	}
-	b, err := json.Marshal(args)
+	b, err := canonicalJSON(args)
 	if err != nil {
 		return nil, "", err
 	}
+	return b, sha256Hex(b), nil
+}
+
+// canonicalJSON encodes args (nil as {}) with keys sorted, as encoding/json
+// writes maps; on error it returns no bytes.
+func canonicalJSON(args map[string]any) ([]byte, error) {
+	if args == nil {
+		args = map[string]any{}
+	}
+	return json.Marshal(args)
+}
+
+func sha256Hex(b []byte) string {
 	sum := sha256.Sum256(b)
-	return b, hex.EncodeToString(sum[:]), nil
+	return hex.EncodeToString(sum[:])
 }
 
 // Decision is an approver's verdict on a pending approval, or its expiry.

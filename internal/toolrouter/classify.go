@@ -65,6 +65,12 @@ func ToolCallID(planID string, sequence int64) (string, error) {
 	if sequence < 0 {
 		return "", Invalid("sequence", "sequence must be >= 0, got %d", sequence)
 	}
-	sum := sha256.Sum256([]byte(planID + ":" + strconv.FormatInt(sequence, 10)))
-	return "tc_" + hex.EncodeToString(sum[:12]), nil
+	return "tc_" + ShortDigest(planID+":"+strconv.FormatInt(sequence, 10)), nil
+}
+
+// ShortDigest is the first 24 hex digits of the SHA-256 of s: the digest in
+// tool call ids, in the plan ids of /mcp sessions and in spans' session ids.
+func ShortDigest(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:12])
 }

@@ -2,9 +2,6 @@ package toolrouter
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"time"
 )
 
@@ -71,16 +68,10 @@ type AuditFilter struct {
 
 // ArgsDigest is the hex SHA-256 of the canonical JSON of arguments (keys
 // sorted, as encoding/json writes maps).
+// Arguments that cannot be encoded digest as no bytes.
 func ArgsDigest(args map[string]any) string {
-	if args == nil {
-		args = map[string]any{}
-	}
-	b, err := json.Marshal(args)
-	if err != nil {
-		b = nil
-	}
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:])
+	b, _ := canonicalJSON(args)
+	return sha256Hex(b)
 }
 
 type entryKey struct{}
