@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"github.com/rs/zerolog"
 
@@ -50,12 +51,19 @@ func (x *execution) pause(ctx context.Context, iter int, calls []llm.ToolCall, r
 	st := resumeState{Request: x.p.req, Messages: x.messages, Iteration: iter, Calls: calls, LastCall: x.lastCall, Repeats: x.repeats}
 	x.mu.Lock()
 	st.TurnStart = len(x.run.ToolCalls)
-	b, err := json.Marshal(st)
+	x.run.ToolCalls = append(x.run.ToolCalls, records...)
+	// The state is part of the run's stored document (README "Runs:
+	// limits, cancellation and size"): it gets what the capped run leaves.
+	limit := x.r.MaxRunBytes
+	if limit <= 0 {
+		limit = DefaultMaxRunBytes
+	}
+	capRun(x.run, limit)
+	b, err := capResume(st, limit-jsonSize(x.run))
 	if err != nil {
 		x.mu.Unlock()
 		return &outcome{status: toolrouter.RunFailed, err: "cannot store the paused run: " + err.Error()}
 	}
-	x.run.ToolCalls = append(x.run.ToolCalls, records...)
 	x.run.PendingApprovals = nil
 	for _, rec := range records {
 		if rec.Status == toolrouter.ResultAwaitingApproval {
@@ -175,4 +183,50 @@ func (r *Runner) enter(client string) {
 		r.act = active{perClient: map[string]int{}, cancel: map[string]context.CancelCauseFunc{}}
 	}
 	r.act.perClient[client]++
+}
+
+// capResume encodes st within budget bytes where it can: the largest
+// message contents and call arguments are replaced by a note, which the
+// model sees in their place once the run resumes.
+func capResume(st resumeState, budget int64) ([]byte, error) {
+	b, err := json.Marshal(st)
+	if err != nil || int64(len(b)) <= budget {
+		return b, err
+	}
+	var c resumeState // a copy: the parts below may share the live run's
+	if err := json.Unmarshal(b, &c); err != nil {
+		return nil, err
+	}
+	type big struct {
+		content *string
+		args    *map[string]any
+		size    int64
+	}
+	var parts []big
+	addCalls := func(calls []llm.ToolCall) {
+		for i := range calls {
+			parts = append(parts, big{args: &calls[i].Arguments, size: jsonSize(calls[i].Arguments)})
+		}
+	}
+	for i := range c.Messages {
+		parts = append(parts, big{content: &c.Messages[i].Content, size: jsonSize(c.Messages[i].Content)})
+		addCalls(c.Messages[i].ToolCalls)
+	}
+	addCalls(c.Calls)
+	slices.SortFunc(parts, func(a, b big) int { return int(b.size - a.size) })
+	size := int64(len(b))
+	note := map[string]any{"truncated": true, "note": truncatedNote}
+	for _, p := range parts {
+		if size <= budget || p.size <= jsonSize(truncatedNote)+jsonSize(note) {
+			break
+		}
+		if p.content != nil {
+			*p.content = truncatedNote
+			size += jsonSize(truncatedNote) - p.size
+		} else {
+			*p.args = note
+			size += jsonSize(note) - p.size
+		}
+	}
+	return json.Marshal(c)
 }

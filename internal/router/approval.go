@@ -325,6 +325,9 @@ func (r *Router) Result(ctx context.Context, toolCallID, owner string) (*toolrou
 		return nil, toolrouter.Unavailable("store", err)
 	}
 	res, err := r.Approvals.GetResult(ctx, toolrouter.ScopedKey(owner, toolCallID))
+	if toolrouter.ErrorCode(err) == toolrouter.ENOTFOUND {
+		return nil, notFound // the store names its per-client key, not the id asked for
+	}
 	if err != nil {
 		return nil, err
 	}
