@@ -12,7 +12,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 	"unicode/utf8"
 )
 
@@ -161,13 +160,7 @@ func TestAbuseRegistryFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	rt.cmd.Process.Signal(syscall.SIGHUP)
-	deadline := time.Now().Add(20 * time.Second)
-	for !strings.Contains(rt.Output(), "registry reload rejected") {
-		if time.Now().After(deadline) {
-			t.Fatalf("no rejected reload logged:\n%s", rt.Output())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	rt.waitOutput(t, "rejected reload logged", contains("registry reload rejected"))
 	if !strings.Contains(rt.Output(), "larger than 16 MiB") {
 		t.Fatalf("the rejection does not say why:\n%s", rt.Output())
 	}
