@@ -44,27 +44,16 @@ SERVER_CPU=${BENCH_SERVER_CPU:-0}
 LOAD_CPU=${BENCH_LOAD_CPU:-1}
 BIN=${BENCH_BIN:-bin}
 
-log() { printf 'bench-compare: %s\n' "$*" >&2; }
-die() { log "error: $*"; exit 1; }
-
-for b in "$BIN/toolrouterd" "$BIN/exampletools"; do
-	[[ -x $b ]] || die "$b is missing: run \`make build\` first"
-done
-command -v go >/dev/null || die "go is not on PATH"
-command -v curl >/dev/null || die "curl is needed to wait for the servers"
+BENCH=bench-compare
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+need_bins "$BIN/toolrouterd" "$BIN/exampletools"
 
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/toolrouterd-compare.XXXXXX")
 chmod 755 "$TMP" # nginx workers and PostgreSQL may run as another user
 PIDS=()
 PG_PID=""
 cleanup() {
-	local pid
-	for pid in "${PIDS[@]}"; do
-		kill "$pid" 2>/dev/null || true
-	done
-	for pid in "${PIDS[@]}"; do
-		wait "$pid" 2>/dev/null || true
-	done
+	stop_pids
 	[[ -s $TMP/nginx.pid ]] && kill "$(cat "$TMP/nginx.pid")" 2>/dev/null || true
 	[[ -n $PG_PID ]] && kill -INT "$PG_PID" 2>/dev/null || true
 	[[ -n $PG_PID ]] && while kill -0 "$PG_PID" 2>/dev/null; do sleep 0.1; done
@@ -73,8 +62,6 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
-
-source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 # Pinning: servers on SERVER_CPU, load generators on LOAD_CPU.
 CORES=$(nproc 2>/dev/null || echo 1)

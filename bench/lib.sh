@@ -1,5 +1,30 @@
-# Helpers shared by bench/load.sh and bench/mcp.sh (sourced; they define
-# log, die and TMP before calling these).
+# Helpers shared by bench/load.sh, bench/mcp.sh and bench/compare.sh
+# (sourced; they set BENCH, their make target, first, and TMP before
+# starting servers).
+
+log() { printf '%s: %s\n' "$BENCH" "$*" >&2; }
+die() { log "error: $*"; exit 1; }
+
+# need_bins FILE...: each is built, and go and curl are on PATH.
+need_bins() {
+	local b
+	for b; do
+		[[ -x $b ]] || die "$b is missing: run \`make build\` first (or \`make $BENCH\`)"
+	done
+	command -v go >/dev/null || die "go is not on PATH"
+	command -v curl >/dev/null || die "curl is needed to wait for the servers"
+}
+
+# stop_pids: ends the processes in PIDS and waits for them.
+stop_pids() {
+	local pid
+	for pid in "${PIDS[@]}"; do
+		kill "$pid" 2>/dev/null || true
+	done
+	for pid in "${PIDS[@]}"; do
+		wait "$pid" 2>/dev/null || true
+	done
+}
 
 declare -A TAKEN=()
 

@@ -32,26 +32,16 @@ WARMUP=${BENCH_WARMUP:-2s}
 CONCURRENCY=${BENCH_CONCURRENCY:-32}
 BIN=${BENCH_BIN:-bin}
 
-log() { printf 'bench-load: %s\n' "$*" >&2; }
-die() { log "error: $*"; exit 1; }
-
-for b in "$BIN/toolrouterd" "$BIN/exampletools"; do
-	[[ -x $b ]] || die "$b is missing: run \`make build\` first (or \`make bench-load\`)"
-done
-command -v go >/dev/null || die "go is not on PATH"
+BENCH=bench-load
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+need_bins "$BIN/toolrouterd" "$BIN/exampletools"
 
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/toolrouterd-bench.XXXXXX")
 chmod 755 "$TMP" # nginx workers may run as another user
 PIDS=()
 
 cleanup() {
-	local pid
-	for pid in "${PIDS[@]}"; do
-		kill "$pid" 2>/dev/null || true
-	done
-	for pid in "${PIDS[@]}"; do
-		wait "$pid" 2>/dev/null || true
-	done
+	stop_pids
 	# nginx was started in the foreground (daemon off), so its master is in
 	# PIDS; its pid file is a second line of defence.
 	if [[ -s $TMP/nginx.pid ]]; then
@@ -63,14 +53,11 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
-
 ensure_nginx
 
 # ---------------------------------------------------------------------------
 # Ports, processes.
 
-command -v curl >/dev/null || die "curl is needed to wait for the servers"
 
 free_port TOOL_PORT
 free_port ROUTER_PORT

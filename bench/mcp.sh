@@ -30,30 +30,19 @@ WARMUP=${BENCH_WARMUP:-2s}
 CONCURRENCY=${BENCH_CONCURRENCY:-32}
 BIN=${BENCH_BIN:-bin}
 
-log() { printf 'bench-mcp: %s\n' "$*" >&2; }
-die() { log "error: $*"; exit 1; }
-
-[[ -x $BIN/toolrouterd ]] || die "$BIN/toolrouterd is missing: run \`make build\` first (or \`make bench-mcp\`)"
-command -v go >/dev/null || die "go is not on PATH"
-command -v curl >/dev/null || die "curl is needed to wait for the servers"
+BENCH=bench-mcp
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+need_bins "$BIN/toolrouterd"
 
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/toolrouterd-bench-mcp.XXXXXX")
 PIDS=()
 cleanup() {
-	local pid
-	for pid in "${PIDS[@]}"; do
-		kill "$pid" 2>/dev/null || true
-	done
-	for pid in "${PIDS[@]}"; do
-		wait "$pid" 2>/dev/null || true
-	done
+	stop_pids
 	rm -rf "$TMP"
 }
 trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
-
-source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 free_port MCP_PORT
 free_port ROUTER_PORT

@@ -2,11 +2,8 @@ package e2e_test
 
 import (
 	"fmt"
-	"os"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 )
 
 func approvalGuardsRegistry(toolURL string, narrowed bool) string {
@@ -86,16 +83,7 @@ func TestApprovalGuards(t *testing.T) {
 		before := len(tool.received())
 		narrowed := do(t, "POST", u+"/route", refundCall("p-narrow", 3), asAgent...).JSON(t)["approval_id"].(string)
 		removed := do(t, "POST", u+"/route", refundCall("p-gone", 4), asGone...).JSON(t)["approval_id"].(string)
-		reloads := strings.Count(rt.Output(), "registry reloaded")
-		if err := os.WriteFile(path, []byte(approvalGuardsRegistry(tool.srv.URL, true)), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		rt.cmd.Process.Signal(syscall.SIGHUP)
-		for deadline := time.Now().Add(10 * time.Second); strings.Count(rt.Output(), "registry reloaded") == reloads; time.Sleep(20 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("no reload:\n%s", rt.Output())
-			}
-		}
+		rt.reload(t, path, approvalGuardsRegistry(tool.srv.URL, true))
 		for _, id := range []string{narrowed, removed} {
 			r := decide(id, asReviewer)
 			fin, _ := r.JSON(t)["result"].(map[string]any)

@@ -15,7 +15,6 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -316,14 +315,7 @@ func TestClientsE2E(t *testing.T) {
 		if r := route(bearer("support-key"), "kb/search"); r.Status != 200 {
 			t.Fatalf("before: %d", r.Status)
 		}
-		os.WriteFile(path, []byte(clientsRegistry(tool.srv.URL, strings.Repeat("0", 64), false)), 0o600)
-		before := strings.Count(rt.Output(), "registry reloaded")
-		rt.cmd.Process.Signal(syscall.SIGHUP)
-		for deadline := time.Now().Add(10 * time.Second); strings.Count(rt.Output(), "registry reloaded") == before; time.Sleep(20 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("no reload:\n%s", rt.Output())
-			}
-		}
+		rt.reload(t, path, clientsRegistry(tool.srv.URL, strings.Repeat("0", 64), false))
 		for _, key := range []string{"billing-key", "support-key"} {
 			if r := route(bearer(key), "kb/search"); r.Status != 401 {
 				t.Errorf("%s after its client was removed: %d %s", key, r.Status, r.Body)

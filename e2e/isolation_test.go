@@ -3,10 +3,8 @@ package e2e_test
 import (
 	"fmt"
 	"net/url"
-	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -156,14 +154,7 @@ func testIsolation(t *testing.T, storeURL string) {
 	}
 
 	// A SIGHUP that removes bob: his next call is 401, his data stays.
-	os.WriteFile(path, []byte(isolationRegistry(tool.srv.URL, llm.baseURL, false)), 0o600)
-	before := strings.Count(rt.Output(), "registry reloaded")
-	rt.cmd.Process.Signal(syscall.SIGHUP)
-	for deadline := time.Now().Add(10 * time.Second); strings.Count(rt.Output(), "registry reloaded") == before; time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no reload:\n%s", rt.Output())
-		}
-	}
+	rt.reload(t, path, isolationRegistry(tool.srv.URL, llm.baseURL, false))
 	if r := route("bob", "shared", "kb/search"); r.Status != 401 {
 		t.Errorf("bob after removal: %d", r.Status)
 	}

@@ -171,6 +171,22 @@ func (p *proc) waitOutput(t testing.TB, what string, find func(out string) (stri
 	}
 }
 
+// reload writes content to the registry file at path, sends SIGHUP and
+// waits for the next "registry reload" line (reloaded or rejected).
+func (p *proc) reload(t testing.TB, path, content string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	before := strings.Count(p.Output(), "registry reload")
+	if err := p.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	p.waitOutput(t, "reload logged", func(out string) (string, bool) {
+		return "", strings.Count(out, "registry reload") > before
+	})
+}
+
 // contains is a waitOutput finder for s.
 func contains(s string) func(string) (string, bool) {
 	return func(out string) (string, bool) { return "", strings.Contains(out, s) }

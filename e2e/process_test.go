@@ -82,14 +82,7 @@ func TestReloadOnSIGHUP(t *testing.T) {
 	route := func(name string) map[string]any {
 		return do(t, "POST", rt.URL()+"/route", map[string]any{"plan_id": "hup", "tool_call": map[string]any{"name": name, "arguments": "{}"}}).JSON(t)
 	}
-	hup := func(content string) {
-		os.WriteFile(path, []byte(content), 0o600)
-		before := strings.Count(rt.Output(), "registry reload")
-		rt.cmd.Process.Signal(syscall.SIGHUP)
-		rt.waitOutput(t, "reload logged", func(out string) (string, bool) {
-			return "", strings.Count(out, "registry reload") > before
-		})
-	}
+	hup := func(content string) { rt.reload(t, path, content) }
 	hup(fmt.Sprintf("tools:\n  - {name: two, endpoint: %s/echo}\n", tools.URL()))
 	if r := route("two"); r["success"] != true {
 		t.Errorf("new tool after reload: %v", r)

@@ -25,7 +25,6 @@ installed_version() {
 }
 
 if [[ $(installed_version || true) == "$version" ]]; then
-	echo "install-mcp-conformance: $pkg@$version already installed in $dir"
 	exit 0
 fi
 for tool in node npm; do

@@ -24,7 +24,6 @@ installed_version() {
 }
 
 if [[ $(installed_version || true) == "$version" ]]; then
-	echo "install-mcp-memory: $pkg@$version already installed in $dir"
 	exit 0
 fi
 for tool in node npm; do
