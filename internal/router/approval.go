@@ -179,14 +179,86 @@ func (r *Router) ExpireDue(ctx context.Context) (int, error) {
 	return len(as), nil
 }
 
+// errAbandoned is the error of an approved call whose replica stopped
+// while it ran (README "Approvals").
+const errAbandoned = "the replica running this approved call stopped; the tool may have run — not run again"
+
+// SettleAbandoned fails the approved calls whose result is still
+// awaiting_approval past their grace after the decision: the replica that
+// ran them stopped. As a lapsed Idempotency-Key lease (README "Storage and
+// durability"), such a call is abandoned, never run again: its result
+// fails as execution and the run that waits for it resumes. Any replica
+// may sweep; two writing the same failure is harmless. It returns how
+// many it settled.
+func (r *Router) SettleAbandoned(ctx context.Context) (int, error) {
+	if r.Approvals == nil {
+		return 0, nil
+	}
+	as, err := r.Approvals.ListApprovals(ctx, toolrouter.ApprovalFilter{Status: toolrouter.ApprovalApproved})
+	if err != nil {
+		return 0, fmt.Errorf("list approved approvals: %w", err)
+	}
+	now, n := r.now()(), 0
+	for _, a := range as {
+		if _, done := r.final.Load(a.ID); done || a.DecidedAt == nil || now.Before(a.DecidedAt.Add(r.abandonGrace(a.ToolName))) {
+			continue
+		}
+		res, err := r.settleWith(ctx, a, r.failAbandoned)
+		switch {
+		case err != nil:
+			zerolog.Ctx(ctx).Error().Err(err).Str("approval_id", a.ID).Msg("settle abandoned approval")
+		case res != nil:
+			n++
+			zerolog.Ctx(ctx).Warn().Str("approval_id", a.ID).Str("tool_call_id", a.ToolCallID).Str("tool", a.ToolName).
+				Str("client", a.Client).Msg("approved call abandoned: its replica stopped")
+			fallthrough
+		default:
+			r.final.Store(a.ID, struct{}{}) // final now: never read again
+		}
+	}
+	return n, nil
+}
+
+// failAbandoned stores the abandoned failure of a's call if its stored
+// result, read just now, still awaits; nil when it is final.
+func (r *Router) failAbandoned(ctx context.Context, a *toolrouter.Approval) (*toolrouter.Result, error) {
+	rc, status, err := r.pendingCall(ctx, a)
+	if err != nil || status != toolrouter.ResultAwaitingApproval {
+		return nil, err
+	}
+	return r.finish(ctx, rc, toolrouter.Failure(toolrouter.CategoryExecution, errAbandoned), false), nil
+}
+
+// abandonGrace is how long after its approval a call may still be running:
+// its tool's timeout (default 30s) for each attempt, and a minute; ten
+// minutes for a tool the registry no longer has.
+func (r *Router) abandonGrace(tool string) time.Duration {
+	t, ok := r.Tools().Lookup(tool)
+	if !ok {
+		return 10 * time.Minute
+	}
+	timeout := t.Timeout
+	if timeout <= 0 {
+		timeout = 30 * time.Second
+	}
+	return timeout*time.Duration(t.Retries+1) + time.Minute
+}
+
 // settle routes a decided approval's call to its final result, from the
 // stored pending result and the approval's own arguments: for an approved
 // call those arguments, checked against their digest, are what the tool
 // gets — never anything the approver sent.
 func (r *Router) settle(ctx context.Context, a *toolrouter.Approval) (*toolrouter.Result, error) {
+	return r.settleWith(ctx, a, r.settleCall)
+}
+
+// settleWith stores a's final result as call makes it, commits it and
+// tells the run that waits for it (Settled); call returns nil when it
+// stored nothing.
+func (r *Router) settleWith(ctx context.Context, a *toolrouter.Approval, call func(context.Context, *toolrouter.Approval) (*toolrouter.Result, error)) (*toolrouter.Result, error) {
 	ctx = context.WithoutCancel(ctx) // a decided call completes even if its decider leaves
-	res, err := r.settleCall(ctx, a)
-	if err != nil {
+	res, err := call(ctx, a)
+	if err != nil || res == nil {
 		return res, err
 	}
 	// Committed, not only queued here: its caller, or the run that waits
@@ -200,12 +272,14 @@ func (r *Router) settle(ctx context.Context, a *toolrouter.Approval) (*toolroute
 	return res, nil
 }
 
-func (r *Router) settleCall(ctx context.Context, a *toolrouter.Approval) (*toolrouter.Result, error) {
+// pendingCall reads the stored result of a's call and readies it to be
+// finished; it returns the status the stored result had.
+func (r *Router) pendingCall(ctx context.Context, a *toolrouter.Approval) (*routeCall, string, error) {
 	pending, err := r.Approvals.GetResult(ctx, toolrouter.ScopedKey(a.Client, a.ToolCallID))
 	if err != nil {
-		return nil, fmt.Errorf("approval %s: pending result: %w", a.ID, err)
+		return nil, "", fmt.Errorf("approval %s: pending result: %w", a.ID, err)
 	}
-	rc := routeCall{now: r.now(), id: a.ToolCallID, r: &routed{res: *pending}}
+	rc := &routeCall{now: r.now(), id: a.ToolCallID, r: &routed{res: *pending}}
 	rc.start = rc.now()
 	res := &rc.r.res
 	res.Client = a.Client // the stored result does not keep its owner: stored again under its key
@@ -217,15 +291,24 @@ func (r *Router) settleCall(ctx context.Context, a *toolrouter.Approval) (*toolr
 		res.ProviderCallID = &rc.r.providerCallID
 		rc.call.ProviderCallID = rc.r.providerCallID
 	}
+	return rc, pending.Status, nil
+}
+
+func (r *Router) settleCall(ctx context.Context, a *toolrouter.Approval) (*toolrouter.Result, error) {
+	rc, _, err := r.pendingCall(ctx, a)
+	if err != nil {
+		return nil, err
+	}
+	res := &rc.r.res
 	switch a.Status {
 	case toolrouter.ApprovalDenied:
 		reason := ""
 		if a.Reason != nil && *a.Reason != "" {
 			reason = ": " + *a.Reason
 		}
-		return r.finish(ctx, &rc, toolrouter.Failure(toolrouter.CategoryPermission, "denied by %s%s", *a.DecidedBy, reason), true), nil
+		return r.finish(ctx, rc, toolrouter.Failure(toolrouter.CategoryPermission, "denied by %s%s", *a.DecidedBy, reason), true), nil
 	case toolrouter.ApprovalExpired:
-		return r.finish(ctx, &rc, toolrouter.Failure(toolrouter.CategoryPermission, "approval expired"), true), nil
+		return r.finish(ctx, rc, toolrouter.Failure(toolrouter.CategoryPermission, "approval expired"), true), nil
 	case toolrouter.ApprovalApproved:
 	default:
 		return nil, fmt.Errorf("approval %s is %s, not decided", a.ID, a.Status)
@@ -233,12 +316,12 @@ func (r *Router) settleCall(ctx context.Context, a *toolrouter.Approval) (*toolr
 	sum := sha256.Sum256(a.Arguments)
 	var args map[string]any
 	if hex.EncodeToString(sum[:]) != a.ArgumentsSHA256 || json.Unmarshal(a.Arguments, &args) != nil || args == nil {
-		return r.finish(ctx, &rc, toolrouter.Failure(toolrouter.CategoryPermission, "approval %s: the stored arguments do not match their SHA-256; not run", a.ID), false), nil
+		return r.finish(ctx, rc, toolrouter.Failure(toolrouter.CategoryPermission, "approval %s: the stored arguments do not match their SHA-256; not run", a.ID), false), nil
 	}
 	rc.call.Arguments, res.Arguments = args, args
 	tool, ok := r.Tools().Lookup(a.ToolName)
 	if !ok {
-		return r.finish(ctx, &rc, toolrouter.Failure(toolrouter.CategoryNotFound, "Tool '%s' not found", a.ToolName), false), nil
+		return r.finish(ctx, rc, toolrouter.Failure(toolrouter.CategoryNotFound, "Tool '%s' not found", a.ToolName), false), nil
 	}
 	// The client as it is now: a reload may have narrowed its scope or
 	// removed it since the call was held.
@@ -248,11 +331,11 @@ func (r *Router) settleCall(ctx context.Context, a *toolrouter.Approval) (*toolr
 			c = r.Client(a.Client)
 		}
 		if c == nil || !c.Allows(a.ToolName) {
-			return r.finish(ctx, &rc, toolrouter.Failure(toolrouter.CategoryPermission, "the client may no longer call %s", a.ToolName), false), nil
+			return r.finish(ctx, rc, toolrouter.Failure(toolrouter.CategoryPermission, "the client may no longer call %s", a.ToolName), false), nil
 		}
 	}
 	out := r.exec(ctx, toolrouter.ExecRequest{Tool: tool, Args: args, PlanID: a.PlanID, ToolCallID: a.ToolCallID})
-	return r.finish(ctx, &rc, out, out.Answered), nil
+	return r.finish(ctx, rc, out, out.Answered), nil
 }
 
 // Approval returns an approval, expiring it first when its time is past.

@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -74,6 +75,7 @@ type Router struct {
 	// does not fit fails as resource. 0 means no cap.
 	MaxBatchOutput int64
 	saves          toolrouter.Saves // the contexts of result saves
+	final          sync.Map         // ids of approved approvals whose result is final (SettleAbandoned)
 	// Approvals holds the calls that wait for an approver (README
 	// "Approvals"); nil: no call waits.
 	Approvals Approvals

@@ -252,7 +252,8 @@ func (s *Service) PurgeKeys(ctx context.Context, every time.Duration) {
 
 // ExpireApprovals expires the approvals past their time every interval
 // until ctx ends (README "Approvals"): their calls get their denied
-// result even when nobody asks about them.
+// result even when nobody asks about them. It fails the approved calls
+// abandoned by a replica that stopped too (Router.SettleAbandoned).
 func (s *Service) ExpireApprovals(ctx context.Context, every time.Duration) {
 	ctx = s.log.WithContext(ctx)
 	t := time.NewTicker(every)
@@ -264,6 +265,9 @@ func (s *Service) ExpireApprovals(ctx context.Context, every time.Duration) {
 		case <-t.C:
 			if _, err := s.router.ExpireDue(ctx); err != nil {
 				s.log.Warn().Err(err).Msg("expire approvals")
+			}
+			if _, err := s.router.SettleAbandoned(ctx); err != nil {
+				s.log.Warn().Err(err).Msg("settle abandoned approvals")
 			}
 		}
 	}
