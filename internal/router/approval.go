@@ -194,7 +194,10 @@ func (r *Router) SettleAbandoned(ctx context.Context) (int, error) {
 	if r.Approvals == nil {
 		return 0, nil
 	}
-	as, err := r.Approvals.ListApprovals(ctx, toolrouter.ApprovalFilter{Status: toolrouter.ApprovalApproved})
+	// The newest approved ones only: an abandoned call is found within its
+	// grace of minutes, long before a thousand later approvals bury it, and
+	// the sweep stays bounded however many approvals the store keeps.
+	as, err := r.Approvals.ListApprovals(ctx, toolrouter.ApprovalFilter{Status: toolrouter.ApprovalApproved, Limit: abandonScan})
 	if err != nil {
 		return 0, fmt.Errorf("list approved approvals: %w", err)
 	}
@@ -218,6 +221,9 @@ func (r *Router) SettleAbandoned(ctx context.Context) (int, error) {
 	}
 	return n, nil
 }
+
+// abandonScan is how many of the newest approved approvals a sweep reads.
+const abandonScan = 1000
 
 // failAbandoned stores the abandoned failure of a's call if its stored
 // result, read just now, still awaits; nil when it is final.
