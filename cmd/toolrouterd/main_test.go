@@ -30,23 +30,29 @@ func TestRunServesUntilCancelled(t *testing.T) {
 		t.Fatal(err)
 	}
 	env := map[string]string{
-		"TOOLROUTER_ADDR":     "127.0.0.1:0",
-		"TOOLROUTER_STORE":    "memory://",
-		"TOOLROUTER_REGISTRY": reg,
-		"TOOLROUTER_API_KEYS": "k1",
+		"TOOLROUTER_ADDR":       "127.0.0.1:0",
+		"TOOLROUTER_STORE":      "memory://",
+		"TOOLROUTER_REGISTRY":   reg,
+		"TOOLROUTER_API_KEYS":   "k1",
+		"TOOLROUTER_DEBUG_ADDR": "127.0.0.1:0",
 	}
 	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	logs, logw := io.Pipe()
-	addr := make(chan string, 1)
+	addr, debugAddr := make(chan string, 1), make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(logs)
 		for sc.Scan() {
 			var line struct{ Message, Addr string }
-			if json.Unmarshal(sc.Bytes(), &line) == nil && line.Message == "listening" {
-				addr <- line.Addr
+			if json.Unmarshal(sc.Bytes(), &line) == nil {
+				switch {
+				case line.Message == "listening":
+					addr <- line.Addr
+				case strings.HasPrefix(line.Message, "profiler listening"):
+					debugAddr <- line.Addr
+				}
 			}
 		}
 	}()
@@ -68,6 +74,23 @@ func TestRunServesUntilCancelled(t *testing.T) {
 	resp, err := http.Get(base + "/healthz") // listening: the first request is served
 	if err != nil || resp.StatusCode != http.StatusOK {
 		t.Fatalf("GET /healthz: %v %v", resp, err)
+	}
+	resp.Body.Close()
+
+	// TOOLROUTER_DEBUG_ADDR: the profiler on its own listener, not on
+	// the service's.
+	select {
+	case a := <-debugAddr:
+		resp, err = http.Get("http://" + a + "/debug/pprof/cmdline")
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET /debug/pprof/cmdline on TOOLROUTER_DEBUG_ADDR: %v %v", resp, err)
+		}
+		resp.Body.Close()
+	case <-time.After(30 * time.Second):
+		t.Fatal("no profiler listening line within 30s")
+	}
+	if resp, err = http.Get(base + "/debug/pprof/cmdline"); err != nil || resp.StatusCode == http.StatusOK {
+		t.Fatalf("GET /debug/pprof/cmdline on TOOLROUTER_ADDR: %v %v, want no profiler there", resp, err)
 	}
 	resp.Body.Close()
 

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"os/signal"
 	"strings"
@@ -116,6 +117,18 @@ func serve(ctx context.Context, lookupEnv func(string) (string, bool), stderr io
 		}
 		return nil
 	})
+	if cfg.DebugAddr != "" {
+		dln, err := net.Listen("tcp", cfg.DebugAddr)
+		if err != nil {
+			log.Error().Err(err).Str("addr", cfg.DebugAddr).Msg("TOOLROUTER_DEBUG_ADDR: cannot listen")
+			srv.Close()
+			return exitError(1)
+		}
+		dbg := &http.Server{Handler: profiler(), ReadHeaderTimeout: 10 * time.Second}
+		log.Info().Str("addr", dln.Addr().String()).Msg("profiler listening (TOOLROUTER_DEBUG_ADDR)")
+		g.Go(func() error { _ = dbg.Serve(dln); return nil })
+		g.Go(func() error { <-gctx.Done(); return dbg.Close() })
+	}
 	g.Go(func() error { svc.PurgeKeys(gctx, 10*time.Minute); return nil })
 	g.Go(func() error { svc.ExpireApprovals(gctx, min(cfg.ApprovalTTL/10, 10*time.Second)); return nil })
 	g.Go(func() error { svc.SweepAudit(gctx, time.Minute); return nil })
@@ -144,6 +157,18 @@ func reloadOnHUP(ctx context.Context, hup <-chan os.Signal, svc *service.Service
 			log.Info().Int("tools", svc.Tools()).Msg("registry reloaded")
 		}
 	}
+}
+
+// profiler is Go's profiler (net/http/pprof) under /debug/pprof/, for
+// the TOOLROUTER_DEBUG_ADDR listener only.
+func profiler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	return mux
 }
 
 // instanceID names this replica in the runs it owns.

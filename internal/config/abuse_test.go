@@ -27,6 +27,8 @@ func TestWriteTimeoutAndBatchOutput(t *testing.T) {
 		{"TOOLROUTER_MAX_BATCH_OUTPUT_BYTES", "12", "outside 1024.."},
 		{"TOOLROUTER_MAX_BATCH_OUTPUT_BYTES", "-1", "outside 1024.."},
 		{"TOOLROUTER_MAX_BATCH_OUTPUT_BYTES", "1e9", "not a valid integer"},
+		{"TOOLROUTER_DEBUG_ADDR", "6060", "is not host:port"},
+		{"TOOLROUTER_DEBUG_ADDR", "127.0.0.1:70000", "outside 0..65535"},
 	} {
 		clearEnv(t, tc.name, tc.value)
 		_, err := config.Load()

@@ -70,6 +70,9 @@ type Config struct {
 	// "Security"): on a loopback bind only loopback origins and Hosts are
 	// accepted, elsewhere only same-origin requests.
 	AllowedOrigins []string `split_words:"true"`
+	// DebugAddr, when set, serves Go's profiler (net/http/pprof) on its
+	// own listener, never on TOOLROUTER_ADDR (README "Profiling").
+	DebugAddr string `split_words:"true"`
 }
 
 // JWT reports whether JWT bearer tokens are on.
@@ -209,6 +212,11 @@ func (c *Config) Validate() error {
 	}
 	if err := validAddr(c.Addr); err != nil {
 		return fmt.Errorf("TOOLROUTER_ADDR: %q %v", c.Addr, err)
+	}
+	if c.DebugAddr != "" {
+		if err := validAddr(c.DebugAddr); err != nil {
+			return fmt.Errorf("TOOLROUTER_DEBUG_ADDR: %q %v", c.DebugAddr, err)
+		}
 	}
 	if err := c.validateJWT(); err != nil {
 		return err
