@@ -33,6 +33,7 @@ var migrationFiles embed.FS
 type Store struct {
 	pool *pgxpool.Pool
 	w    *writebehind.Writer
+	seq  *sequencer // groups NextSequences calls (sequences.go)
 	// Now, when set (a test's clock), replaces the server's clock for key
 	// expiry; it is also the end time of interrupted runs (default
 	// time.Now). Set it before the store is used.
@@ -101,6 +102,7 @@ func open(ctx context.Context, url string, lazy bool) (*Store, error) {
 	// The group commit: results and key answers queued together go in one
 	// transaction, one round trip (README "Storage and durability").
 	p.w = writebehind.New(p.commit, pgWriteQueue, pgWriteBatch)
+	p.seq = newSequencer(p.allocateGroup)
 	return p, nil
 }
 
@@ -209,27 +211,6 @@ func (p *Store) migrate(ctx context.Context) (err error) {
 		}
 	}
 	return nil
-}
-
-// NextSequence implements store.Store with one atomic upsert: concurrent callers,
-// in any number of processes, get distinct, gap-free numbers.
-func (p *Store) NextSequence(ctx context.Context, planID string) (int64, error) {
-	return p.NextSequences(ctx, planID, 1)
-}
-
-// NextSequences implements store.Store with one atomic upsert.
-func (p *Store) NextSequences(ctx context.Context, planID string, n int64) (int64, error) {
-	if err := toolrouter.CheckSequences(planID, n); err != nil {
-		return 0, err
-	}
-	var first int64
-	err := p.pool.QueryRow(ctx, `INSERT INTO plan_sequences (plan_id, next) VALUES ($1, $2)
-		ON CONFLICT (plan_id) DO UPDATE SET next = plan_sequences.next + excluded.next
-		RETURNING next - $2`, planID, n).Scan(&first)
-	if err != nil {
-		return 0, fmt.Errorf("postgres next sequence: %w", err)
-	}
-	return first, nil
 }
 
 const saveResultSQL = `INSERT INTO route_results (tool_call_id, plan_id, body, created_at) VALUES ($1, $2, $3, COALESCE($4::timestamptz, now()))
@@ -510,6 +491,7 @@ func (p *Store) Ping(ctx context.Context) error {
 // Close implements store.Store: it commits the queued writes first.
 func (p *Store) Close() error {
 	p.conn.stop()
+	p.seq.close()
 	p.w.Close()
 	p.pool.Close()
 	return nil
