@@ -106,25 +106,6 @@ func open(ctx context.Context, url string, lazy bool) (*Store, error) {
 	return p, nil
 }
 
-// commit is the group commit: ws in one transaction, one round trip.
-func (p *Store) commit(ctx context.Context, ws []writebehind.Write) error {
-	ctx, cancel := context.WithTimeout(ctx, pgCommitTimeout)
-	defer cancel()
-	// One statement per write: multi-row INSERTs (as SQLite's group commit
-	// makes) saved no CPU here (BenchmarkSaveResult), pgx's statement cache
-	// already parses each statement once per connection.
-	return pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
-		b := &pgx.Batch{}
-		for _, w := range ws {
-			b.Queue(w.SQL, w.Args...)
-		}
-		if err := tx.SendBatch(ctx, b).Close(); err != nil {
-			return fmt.Errorf("postgres group commit: %w", err)
-		}
-		return nil
-	})
-}
-
 func (p *Store) now() time.Time {
 	if p.Now != nil {
 		return p.Now()
@@ -213,9 +194,6 @@ func (p *Store) migrate(ctx context.Context) (err error) {
 	return nil
 }
 
-const saveResultSQL = `INSERT INTO route_results (tool_call_id, plan_id, body, created_at) VALUES ($1, $2, $3, COALESCE($4::timestamptz, now()))
-	ON CONFLICT (tool_call_id) DO UPDATE SET plan_id = excluded.plan_id, body = excluded.body`
-
 // SaveResult implements store.Store: the result and its audit records
 // are queued for the group commit as one write (waiting only while the
 // queue is full).
@@ -224,8 +202,7 @@ func (p *Store) SaveResult(ctx context.Context, res *toolrouter.Result, audit ..
 	if err != nil {
 		return fmt.Errorf("postgres save result: %w", err)
 	}
-	key := toolrouter.ScopedKey(res.Client, res.ToolCallID)
-	save := writebehind.Write{SQL: saveResultSQL, Args: []any{key, res.PlanID, string(b), p.keyNow()}}
+	save := resultWrite(resultRow{key: toolrouter.ScopedKey(res.Client, res.ToolCallID), plan: res.PlanID, body: string(b), at: p.keyNow()})
 	if len(audit) == 0 {
 		err = p.w.Add(ctx, save)
 	} else {

@@ -103,11 +103,11 @@ func TestGroupCommitMultiRow(t *testing.T) {
 	for i := range n {
 		seq := int64(i)
 		id := fmt.Sprintf("tc_%d", i)
-		ws = append(ws, writebehind.Write{SQL: saveResultSQL, Args: []any{id, "p", `{"first":true}`, nil}})
+		ws = append(ws, resultWrite(resultRow{key: id, plan: "p", body: `{"first":true}`}))
 		ws = append(ws, auditWrites([]toolrouter.AuditRecord{{Time: time.Now(), EntryPoint: toolrouter.EntryRoute, PlanID: "p",
 			Sequence: &seq, ToolCallID: id, ToolName: "t", Tool: "t", Outcome: toolrouter.AuditSuccess}})...)
 	}
-	ws = append(ws, writebehind.Write{SQL: saveResultSQL, Args: []any{"tc_7", "p", `{"tool_call_id":"tc_7"}`, nil}})
+	ws = append(ws, resultWrite(resultRow{key: "tc_7", plan: "p", body: `{"tool_call_id":"tc_7"}`}))
 	if err := p.commit(ctx, ws); err != nil {
 		t.Fatal(err)
 	}
