@@ -85,6 +85,17 @@ func (p *Store) commit(ctx context.Context, ws []writebehind.Write) error {
 	var audits audits
 	b := &pgx.Batch{}
 	var others []writebehind.Write
+	nr, na := 0, 0
+	for _, w := range ws {
+		switch w.SQL {
+		case saveResultsSQL:
+			nr++
+		case insertAuditsSQL:
+			na++
+		}
+	}
+	results.grow(nr)
+	audits.grow(na)
 	for _, w := range ws {
 		switch w.SQL {
 		case saveResultsSQL:
@@ -121,6 +132,10 @@ type results struct {
 	index              map[string]int // id to its row, once there are two
 }
 
+func (c *results) grow(n int) {
+	c.ids, c.plans, c.bodies, c.ats = make([]string, 0, n), make([]string, 0, n), make([]string, 0, n), make([]*time.Time, 0, n)
+}
+
 // add appends r, or replaces the row of the same id queued before it (as
 // the second of two upserts would).
 func (c *results) add(r resultRow) {
@@ -144,6 +159,16 @@ type audits struct {
 	argsSHA256, outcome, errorCategory, replica            []string
 	seq                                                    []pgtype.Int8
 	durationMS                                             []float64
+}
+
+func (c *audits) grow(n int) {
+	c.at = make([]time.Time, 0, n)
+	for _, col := range []*[]string{&c.client, &c.entryPoint, &c.planID, &c.toolCallID, &c.toolName, &c.tool,
+		&c.argsSHA256, &c.outcome, &c.errorCategory, &c.replica} {
+		*col = make([]string, 0, n)
+	}
+	c.seq = make([]pgtype.Int8, 0, n)
+	c.durationMS = make([]float64, 0, n)
 }
 
 func (c *audits) add(a auditRow) {
