@@ -2,8 +2,10 @@ package postgres
 
 import (
 	"context"
+	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/toolrouterd/toolrouterd/internal/store/pgtest"
@@ -170,5 +172,79 @@ func TestNextSequenceAfterClose(t *testing.T) {
 	p.Close()
 	if _, err := p.NextSequence(ctx, "p"); err == nil || !strings.Contains(err.Error(), "closed") {
 		t.Errorf("after Close: %v", err)
+	}
+}
+
+// The calls made while a statement runs share the next one: with the
+// plan's row locked by another transaction, the first call's statement
+// waits, the next calls all join one group, and once the lock is released
+// two statements have served them all, each call its own number.
+func TestCallsWaitingTogetherShareOneStatement(t *testing.T) {
+	ctx := context.Background()
+	p, err := Open(ctx, pgtest.Start(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if n, err := p.NextSequence(ctx, "busy"); err != nil || n != 0 {
+		t.Fatalf("first: %d, %v", n, err)
+	}
+	var groups atomic.Int32
+	p.seq.close()
+	p.seq = newSequencer(func(g *seqGroup) {
+		groups.Add(1)
+		p.allocateGroup(g)
+	})
+	tx, err := p.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, `SELECT next FROM plan_sequences WHERE plan_id = 'busy' FOR UPDATE`); err != nil {
+		t.Fatal(err)
+	}
+	const n = 20
+	got := make(chan int64, n)
+	call := func() {
+		s, err := p.NextSequence(ctx, "busy")
+		if err != nil {
+			t.Error(err)
+		}
+		got <- s
+	}
+	go call()
+	// Wait (without sleeping) until the loop took the first group, then
+	// until the others all joined the next one.
+	waitFor := func(cond func() bool) {
+		for !cond() {
+			runtime.Gosched()
+		}
+	}
+	pending := func() int {
+		p.seq.mu.Lock()
+		defer p.seq.mu.Unlock()
+		if p.seq.pending == nil {
+			return 0
+		}
+		return len(p.seq.pending.ws)
+	}
+	waitFor(func() bool { return groups.Load() == 1 && pending() == 0 })
+	for range n - 1 {
+		go call()
+	}
+	waitFor(func() bool { return pending() == n-1 })
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[int64]bool{}
+	for range n {
+		s := <-got
+		if s < 1 || s > n || seen[s] {
+			t.Errorf("sequence %d: out of [1, %d] or handed out twice", s, n)
+		}
+		seen[s] = true
+	}
+	if g := groups.Load(); g != 2 {
+		t.Errorf("%d calls took %d statements, want 2", n, g)
 	}
 }
