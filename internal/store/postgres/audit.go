@@ -10,7 +10,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/toolrouterd/toolrouterd/internal/store/sqlstore"
-	"github.com/toolrouterd/toolrouterd/internal/store/writebehind"
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
 
@@ -29,20 +28,6 @@ func (p *Store) AppendAudit(ctx context.Context, recs []toolrouter.AuditRecord) 
 		return fmt.Errorf("postgres append audit: %w", err)
 	}
 	return nil
-}
-
-var insertAuditSQL = `INSERT INTO audit (` + sqlstore.AuditColumns[len("id, "):] + `)
-	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`
-
-// auditWrites are the statements that insert recs.
-func auditWrites(recs []toolrouter.AuditRecord) []writebehind.Write {
-	ws := make([]writebehind.Write, len(recs))
-	for i := range recs {
-		r := &recs[i]
-		ws[i] = writebehind.Write{SQL: insertAuditSQL,
-			Args: append([]any{r.Time, r.Client, r.EntryPoint, r.PlanID, sqlstore.AuditSequence(r)}, sqlstore.AuditValues(r)...)}
-	}
-	return ws
 }
 
 // ListAudit implements store.Tenancy; it sees the records this store

@@ -33,6 +33,7 @@ var migrationFiles embed.FS
 type Store struct {
 	pool *pgxpool.Pool
 	w    *writebehind.Writer
+	seq  *sequencer // groups NextSequences calls (sequences.go)
 	// Now, when set (a test's clock), replaces the server's clock for key
 	// expiry; it is also the end time of interrupted runs (default
 	// time.Now). Set it before the store is used.
@@ -101,26 +102,8 @@ func open(ctx context.Context, url string, lazy bool) (*Store, error) {
 	// The group commit: results and key answers queued together go in one
 	// transaction, one round trip (README "Storage and durability").
 	p.w = writebehind.New(p.commit, pgWriteQueue, pgWriteBatch)
+	p.seq = newSequencer(p.allocateGroup)
 	return p, nil
-}
-
-// commit is the group commit: ws in one transaction, one round trip.
-func (p *Store) commit(ctx context.Context, ws []writebehind.Write) error {
-	ctx, cancel := context.WithTimeout(ctx, pgCommitTimeout)
-	defer cancel()
-	// One statement per write: multi-row INSERTs (as SQLite's group commit
-	// makes) saved no CPU here (BenchmarkSaveResult), pgx's statement cache
-	// already parses each statement once per connection.
-	return pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
-		b := &pgx.Batch{}
-		for _, w := range ws {
-			b.Queue(w.SQL, w.Args...)
-		}
-		if err := tx.SendBatch(ctx, b).Close(); err != nil {
-			return fmt.Errorf("postgres group commit: %w", err)
-		}
-		return nil
-	})
 }
 
 func (p *Store) now() time.Time {
@@ -211,30 +194,6 @@ func (p *Store) migrate(ctx context.Context) (err error) {
 	return nil
 }
 
-// NextSequence implements store.Store with one atomic upsert: concurrent callers,
-// in any number of processes, get distinct, gap-free numbers.
-func (p *Store) NextSequence(ctx context.Context, planID string) (int64, error) {
-	return p.NextSequences(ctx, planID, 1)
-}
-
-// NextSequences implements store.Store with one atomic upsert.
-func (p *Store) NextSequences(ctx context.Context, planID string, n int64) (int64, error) {
-	if err := toolrouter.CheckSequences(planID, n); err != nil {
-		return 0, err
-	}
-	var first int64
-	err := p.pool.QueryRow(ctx, `INSERT INTO plan_sequences (plan_id, next) VALUES ($1, $2)
-		ON CONFLICT (plan_id) DO UPDATE SET next = plan_sequences.next + excluded.next
-		RETURNING next - $2`, planID, n).Scan(&first)
-	if err != nil {
-		return 0, fmt.Errorf("postgres next sequence: %w", err)
-	}
-	return first, nil
-}
-
-const saveResultSQL = `INSERT INTO route_results (tool_call_id, plan_id, body, created_at) VALUES ($1, $2, $3, COALESCE($4::timestamptz, now()))
-	ON CONFLICT (tool_call_id) DO UPDATE SET plan_id = excluded.plan_id, body = excluded.body`
-
 // SaveResult implements store.Store: the result and its audit records
 // are queued for the group commit as one write (waiting only while the
 // queue is full).
@@ -243,8 +202,7 @@ func (p *Store) SaveResult(ctx context.Context, res *toolrouter.Result, audit ..
 	if err != nil {
 		return fmt.Errorf("postgres save result: %w", err)
 	}
-	key := toolrouter.ScopedKey(res.Client, res.ToolCallID)
-	save := writebehind.Write{SQL: saveResultSQL, Args: []any{key, res.PlanID, string(b), p.keyNow()}}
+	save := resultWrite(resultRow{key: toolrouter.ScopedKey(res.Client, res.ToolCallID), plan: res.PlanID, body: string(b), at: p.keyNow()})
 	if len(audit) == 0 {
 		err = p.w.Add(ctx, save)
 	} else {
@@ -510,6 +468,7 @@ func (p *Store) Ping(ctx context.Context) error {
 // Close implements store.Store: it commits the queued writes first.
 func (p *Store) Close() error {
 	p.conn.stop()
+	p.seq.close()
 	p.w.Close()
 	p.pool.Close()
 	return nil

@@ -103,11 +103,11 @@ func TestGroupCommitMultiRow(t *testing.T) {
 	for i := range n {
 		seq := int64(i)
 		id := fmt.Sprintf("tc_%d", i)
-		ws = append(ws, writebehind.Write{SQL: saveResultSQL, Args: []any{id, "p", `{"first":true}`, nil}})
+		ws = append(ws, resultWrite(resultRow{key: id, plan: "p", body: `{"first":true}`}))
 		ws = append(ws, auditWrites([]toolrouter.AuditRecord{{Time: time.Now(), EntryPoint: toolrouter.EntryRoute, PlanID: "p",
 			Sequence: &seq, ToolCallID: id, ToolName: "t", Tool: "t", Outcome: toolrouter.AuditSuccess}})...)
 	}
-	ws = append(ws, writebehind.Write{SQL: saveResultSQL, Args: []any{"tc_7", "p", `{"tool_call_id":"tc_7"}`, nil}})
+	ws = append(ws, resultWrite(resultRow{key: "tc_7", plan: "p", body: `{"tool_call_id":"tc_7"}`}))
 	if err := p.commit(ctx, ws); err != nil {
 		t.Fatal(err)
 	}
@@ -120,5 +120,41 @@ func TestGroupCommitMultiRow(t *testing.T) {
 	}
 	if res, err := p.GetResult(ctx, "tc_7"); err != nil || res.ToolCallID != "tc_7" {
 		t.Errorf("tc_7 saved twice: %+v, %v; want the last body", res, err)
+	}
+}
+
+// A group commit is all or nothing without BEGIN and COMMIT too: when a
+// write of the batch fails, the rows inserted before it in the same
+// batch are rolled back with it.
+func TestGroupCommitIsOneTransaction(t *testing.T) {
+	ctx := context.Background()
+	p, err := Open(ctx, pgtest.Start(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	seq := int64(1)
+	ws := append([]writebehind.Write{resultWrite(resultRow{key: "tc_1", plan: "p", body: `{}`})},
+		auditWrites([]toolrouter.AuditRecord{{Time: time.Now(), EntryPoint: toolrouter.EntryRoute, PlanID: "p",
+			Sequence: &seq, ToolCallID: "tc_1", ToolName: "t", Tool: "t", Outcome: toolrouter.AuditSuccess}})...)
+	ws = append(ws, writebehind.Write{SQL: `UPDATE idempotency_keys SET response = $1 WHERE key = $2 AND 1/0 = 1`, Args: []any{[]byte("x"), "k"}})
+	if _, err := p.pool.Exec(ctx, `INSERT INTO idempotency_keys (key, fingerprint, expires_at) VALUES ('k', 'f', now())`); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.commit(ctx, ws); err == nil {
+		t.Fatal("a commit with a failing write succeeded")
+	}
+	var results, audits int
+	if err := p.pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM route_results), (SELECT count(*) FROM audit)`).Scan(&results, &audits); err != nil {
+		t.Fatal(err)
+	}
+	if results != 0 || audits != 0 {
+		t.Errorf("the failed commit left %d results, %d audit records", results, audits)
+	}
+	if err := p.commit(ctx, ws[:2]); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := p.GetResult(ctx, "tc_1"); err != nil || res == nil {
+		t.Errorf("after a good commit: %v", err)
 	}
 }
