@@ -133,3 +133,56 @@ func TestGroupCommitMultiRow(t *testing.T) {
 		t.Errorf("tc_7 saved twice: %+v, %v; want the last body", res, err)
 	}
 }
+
+// The group commit runs with synchronous=NORMAL (no fsync), but a group
+// holding a Durable write (an Idempotency-Key's answer) with FULL, and
+// every other connection stays FULL (sequence blocks, runs, approvals).
+func TestGroupCommitSynchronous(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, filepath.Join(t.TempDir(), "sync.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	// plan_sequences.next records the synchronous level each write ran
+	// with (1 NORMAL, 2 FULL).
+	write := func(plan string) writebehind.Write {
+		return writebehind.Write{SQL: `INSERT INTO plan_sequences (plan_id, next) SELECT ?, synchronous FROM pragma_synchronous`,
+			Args: []any{plan}}
+	}
+	if err := s.w.Add(ctx, write("lazy")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.w.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	d := write("durable")
+	d.Durable = true
+	if err := s.w.AddWait(ctx, d); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.w.AddWait(ctx, write("after")); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int{}
+	rows, err := s.db.QueryContext(ctx, `SELECT plan_id, next FROM plan_sequences`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var p string
+		var n int
+		if err := rows.Scan(&p, &n); err != nil {
+			t.Fatal(err)
+		}
+		got[p] = n
+	}
+	if want := map[string]int{"lazy": 1, "durable": 2, "after": 1}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("synchronous per group commit %v, want %v", got, want)
+	}
+	var level int
+	if err := s.db.QueryRowContext(ctx, `PRAGMA synchronous`).Scan(&level); err != nil || level != 2 {
+		t.Errorf("pool connection synchronous = %d, %v; want 2 (FULL)", level, err)
+	}
+}
