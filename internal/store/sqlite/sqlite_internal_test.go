@@ -186,3 +186,49 @@ func TestGroupCommitSynchronous(t *testing.T) {
 		t.Errorf("pool connection synchronous = %d, %v; want 2 (FULL)", level, err)
 	}
 }
+
+// PurgeAudit looks at the limit oldest records only (no index on at):
+// of those, it deletes the expired ones, skipping one that is not.
+func TestPurgeAuditOldestIDs(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, filepath.Join(t.TempDir(), "purge.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	base := time.Date(2025, 6, 1, 0, 0, 0, 0, time.UTC)
+	var recs []toolrouter.AuditRecord
+	for _, h := range []int{1, 9, 2, 3, 4} { // the second record is newer
+		recs = append(recs, toolrouter.AuditRecord{Time: base.Add(time.Duration(h) * time.Hour), ToolCallID: fmt.Sprint("tc_", h)})
+	}
+	if err := s.AppendAudit(ctx, recs); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	left := func() []string {
+		got, err := s.ListAudit(ctx, toolrouter.AuditFilter{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, r := range got {
+			ids = append(ids, r.ToolCallID)
+		}
+		return ids
+	}
+	cut := base.Add(5 * time.Hour)
+	if n, err := s.PurgeAudit(ctx, cut, 3); err != nil || n != 2 {
+		t.Fatalf("purge of the 3 oldest: %d, %v; want 2", n, err)
+	}
+	if got := fmt.Sprint(left()); got != "[tc_4 tc_3 tc_9]" {
+		t.Fatalf("after the first purge: %s", got)
+	}
+	if n, err := s.PurgeAudit(ctx, cut, 3); err != nil || n != 2 {
+		t.Fatalf("second purge: %d, %v; want 2", n, err)
+	}
+	if got := fmt.Sprint(left()); got != "[tc_9]" {
+		t.Fatalf("after the second purge: %s", got)
+	}
+}
