@@ -91,6 +91,11 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	q.Add("_pragma", "journal_mode(WAL)")
 	q.Add("_pragma", "synchronous(FULL)")
 	q.Add("_pragma", "foreign_keys(ON)")
+	// A checkpoint (copying the log into the file, fsyncing both) every
+	// 8000 pages of log (32 MB), not 1000: pages changed by many group
+	// commits are copied once, and fsynced less often
+	// (BenchmarkCommitGroup/routes=16: 67 -> 59 us of CPU per route).
+	q.Add("_pragma", "wal_autocheckpoint(8000)")
 	// The statement journal of a multi-row INSERT (the group commit's) in
 	// memory, not in a temporary file written page by page.
 	q.Add("_pragma", "temp_store(MEMORY)")
