@@ -3,6 +3,8 @@
 // write queued since its last commit and commits them together, in one
 // transaction, so many routes' results (and any other record that can be
 // written behind, such as audit records) cost one commit, not one each.
+// With Linger, a commit nobody waits for first waits a little for more
+// writes; a write that is waited for (AddWait, Flush) is never delayed.
 //
 // The queue is bounded: when it is full, Add waits (backpressure), so a
 // store slower than the traffic slows the traffic instead of growing
