@@ -77,10 +77,16 @@ func (s *Store) ListAudit(ctx context.Context, f toolrouter.AuditFilter) ([]tool
 	return out, nil
 }
 
-// PurgeAudit implements store.Tenancy.
+// PurgeAudit implements store.Tenancy: of the limit oldest records (by
+// id, the rowid: no index to maintain per route, migration 0040), those
+// older than before. Records are appended about in time order, so the
+// oldest ids are the expired ones; one among them that is not yet (a short
+// call that ended before a longer one that started earlier) stays for a
+// later sweep, and the scan never goes past limit rows.
 func (s *Store) PurgeAudit(ctx context.Context, before time.Time, limit int) (int, error) {
-	return s.execCount(ctx, "purge audit", `DELETE FROM audit WHERE id IN (SELECT id FROM audit WHERE at < ? ORDER BY at LIMIT ?)`,
-		sqliteTimeOf(before), limit)
+	return s.execCount(ctx, "purge audit", `DELETE FROM audit WHERE id IN
+		(SELECT id FROM (SELECT id, at FROM audit ORDER BY id LIMIT ?) WHERE at < ?)`,
+		limit, sqliteTimeOf(before))
 }
 
 // TakeRate implements store.Tenancy with one upsert: the counter grows

@@ -2,6 +2,8 @@ package sqlite
 
 import (
 	"context"
+	"fmt"
+	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 	"path/filepath"
 
 	"testing"
@@ -29,5 +31,44 @@ func BenchmarkSaveResult(b *testing.B) {
 		commits++
 		return s.commit(ctx, ws)
 	}, writeQueue, writeBatch)
+	s.w.Linger = writeLinger
 	storebench.BenchSaveResult(b, s, func() int { return commits })
+}
+
+// BenchmarkCommitGroup is the group commit's cost per routed call (ns/op,
+// one op = one result and its audit record) by group size, without the
+// queue: what the writer charges the pinned load bench at a given rate
+// (fewer, bigger groups at higher rates or with Linger). The table grows
+// to b.N rows, so run it with a fixed -benchtime (e.g. 20000x) to compare.
+func BenchmarkCommitGroup(b *testing.B) {
+	for _, size := range []int{4, 16, 64} {
+		b.Run(fmt.Sprintf("routes=%d", size), func(b *testing.B) {
+			ctx := context.Background()
+			s, err := Open(ctx, filepath.Join(b.TempDir(), "bench.db"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			var ws []writebehind.Write
+			b.ReportAllocs()
+			b.ResetTimer()
+			start := storebench.CPU()
+			for i := range b.N {
+				seq := int64(i)
+				id, _ := toolrouter.ToolCallID("bench", seq)
+				res, rec := storebench.Route(id, seq)
+				body, _ := res.Encoded()
+				ws = append(ws, writebehind.Write{SQL: saveResultSQL, Row: true, Key: id,
+					Args: []any{id, res.PlanID, string(body), sqliteTimeOf(s.Now())}})
+				ws = append(ws, auditWrites([]toolrouter.AuditRecord{rec})...)
+				if len(ws) == 2*size || i == b.N-1 {
+					if err := s.commit(ctx, ws); err != nil {
+						b.Fatal(err)
+					}
+					ws = ws[:0]
+				}
+			}
+			b.ReportMetric(float64(storebench.CPU()-start)/float64(b.N), "cpu-ns/op")
+		})
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
@@ -18,6 +19,9 @@ const (
 	// writeBatch bounds one commit.
 	writeQueue = 4096
 	writeBatch = 512
+	// writeLinger is how long a group commit nobody waits for waits for
+	// more writes (writebehind.Writer.Linger).
+	writeLinger = 2 * time.Millisecond
 )
 
 // sequences are the blocks this store reserved, by plan: next is handed

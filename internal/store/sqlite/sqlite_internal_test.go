@@ -133,3 +133,102 @@ func TestGroupCommitMultiRow(t *testing.T) {
 		t.Errorf("tc_7 saved twice: %+v, %v; want the last body", res, err)
 	}
 }
+
+// The group commit runs with synchronous=NORMAL (no fsync), but a group
+// holding a Durable write (an Idempotency-Key's answer) with FULL, and
+// every other connection stays FULL (sequence blocks, runs, approvals).
+func TestGroupCommitSynchronous(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, filepath.Join(t.TempDir(), "sync.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	// plan_sequences.next records the synchronous level each write ran
+	// with (1 NORMAL, 2 FULL).
+	write := func(plan string) writebehind.Write {
+		return writebehind.Write{SQL: `INSERT INTO plan_sequences (plan_id, next) SELECT ?, synchronous FROM pragma_synchronous`,
+			Args: []any{plan}}
+	}
+	if err := s.w.Add(ctx, write("lazy")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.w.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	d := write("durable")
+	d.Durable = true
+	if err := s.w.AddWait(ctx, d); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.w.AddWait(ctx, write("after")); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int{}
+	rows, err := s.db.QueryContext(ctx, `SELECT plan_id, next FROM plan_sequences`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var p string
+		var n int
+		if err := rows.Scan(&p, &n); err != nil {
+			t.Fatal(err)
+		}
+		got[p] = n
+	}
+	if want := map[string]int{"lazy": 1, "durable": 2, "after": 1}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("synchronous per group commit %v, want %v", got, want)
+	}
+	var level int
+	if err := s.db.QueryRowContext(ctx, `PRAGMA synchronous`).Scan(&level); err != nil || level != 2 {
+		t.Errorf("pool connection synchronous = %d, %v; want 2 (FULL)", level, err)
+	}
+}
+
+// PurgeAudit looks at the limit oldest records only (no index on at):
+// of those, it deletes the expired ones, skipping one that is not.
+func TestPurgeAuditOldestIDs(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, filepath.Join(t.TempDir(), "purge.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	base := time.Date(2025, 6, 1, 0, 0, 0, 0, time.UTC)
+	var recs []toolrouter.AuditRecord
+	for _, h := range []int{1, 9, 2, 3, 4} { // the second record is newer
+		recs = append(recs, toolrouter.AuditRecord{Time: base.Add(time.Duration(h) * time.Hour), ToolCallID: fmt.Sprint("tc_", h)})
+	}
+	if err := s.AppendAudit(ctx, recs); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	left := func() []string {
+		got, err := s.ListAudit(ctx, toolrouter.AuditFilter{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, r := range got {
+			ids = append(ids, r.ToolCallID)
+		}
+		return ids
+	}
+	cut := base.Add(5 * time.Hour)
+	if n, err := s.PurgeAudit(ctx, cut, 3); err != nil || n != 2 {
+		t.Fatalf("purge of the 3 oldest: %d, %v; want 2", n, err)
+	}
+	if got := fmt.Sprint(left()); got != "[tc_4 tc_3 tc_9]" {
+		t.Fatalf("after the first purge: %s", got)
+	}
+	if n, err := s.PurgeAudit(ctx, cut, 3); err != nil || n != 2 {
+		t.Fatalf("second purge: %d, %v; want 2", n, err)
+	}
+	if got := fmt.Sprint(left()); got != "[tc_9]" {
+		t.Fatalf("after the second purge: %s", got)
+	}
+}

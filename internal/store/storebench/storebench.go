@@ -25,11 +25,7 @@ func BenchSaveResult(b *testing.B, st interface {
 }, commits func() int) {
 	ctx := context.Background()
 	var n atomic.Int64
-	cpu := func() time.Duration {
-		var ru syscall.Rusage
-		_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-		return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-	}
+	cpu := CPU
 	b.ReportAllocs()
 	b.ResetTimer()
 	start := cpu()
@@ -37,14 +33,7 @@ func BenchSaveResult(b *testing.B, st interface {
 		for pb.Next() {
 			i := n.Add(1)
 			id, _ := toolrouter.ToolCallID("bench", i) // random-looking, as routes' ids are
-			pcid := "call_1"
-			res := &toolrouter.Result{ToolCallID: id, ProviderCallID: &pcid, PlanID: "bench", Sequence: i,
-				ToolName: "test/echo", ProviderFormat: "openai", Arguments: map[string]any{"msg": "hi"}, Success: true,
-				Output: json.RawMessage(`{"msg":"hi"}`), DurationMS: 0.4, ProviderMetadata: map[string]any{},
-				ProviderResult: map[string]any{"role": "tool", "tool_call_id": "call_1", "content": `{"msg":"hi"}`}}
-			rec := toolrouter.AuditRecord{Time: time.Now(), EntryPoint: toolrouter.EntryRoute, PlanID: "bench", Sequence: &i,
-				ToolCallID: id, ToolName: "test/echo", Tool: "test/echo", ArgsSHA256: "0123456789abcdef0123456789abcdef",
-				Outcome: toolrouter.AuditSuccess, DurationMS: 0.4}
+			res, rec := Route(id, i)
 			if err := st.SaveResult(ctx, res, rec); err != nil {
 				b.Error(err)
 				return
@@ -59,4 +48,25 @@ func BenchSaveResult(b *testing.B, st interface {
 	if commits != nil {
 		b.ReportMetric(float64(b.N)/float64(commits()), "results/commit")
 	}
+}
+
+// Route is the result and audit record of one routed call like the load
+// bench's echo: tool call id, sequence i.
+func Route(id string, i int64) (*toolrouter.Result, toolrouter.AuditRecord) {
+	pcid := "call_1"
+	res := &toolrouter.Result{ToolCallID: id, ProviderCallID: &pcid, PlanID: "bench", Sequence: i,
+		ToolName: "test/echo", ProviderFormat: "openai", Arguments: map[string]any{"msg": "hi"}, Success: true,
+		Output: json.RawMessage(`{"msg":"hi"}`), DurationMS: 0.4, ProviderMetadata: map[string]any{},
+		ProviderResult: map[string]any{"role": "tool", "tool_call_id": "call_1", "content": `{"msg":"hi"}`}}
+	rec := toolrouter.AuditRecord{Time: time.Now(), EntryPoint: toolrouter.EntryRoute, PlanID: "bench", Sequence: &i,
+		ToolCallID: id, ToolName: "test/echo", Tool: "test/echo", ArgsSHA256: "0123456789abcdef0123456789abcdef",
+		Outcome: toolrouter.AuditSuccess, DurationMS: 0.4}
+	return res, rec
+}
+
+// CPU is the CPU time (user and system) this process has used.
+func CPU() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

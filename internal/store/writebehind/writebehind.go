@@ -3,6 +3,8 @@
 // write queued since its last commit and commits them together, in one
 // transaction, so many routes' results (and any other record that can be
 // written behind, such as audit records) cost one commit, not one each.
+// With Linger, a commit nobody waits for first waits a little for more
+// writes; a write that is waited for (AddWait, Flush) is never delayed.
 //
 // The queue is bounded: when it is full, Add waits (backpressure), so a
 // store slower than the traffic slows the traffic instead of growing
@@ -13,6 +15,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"time"
 )
 
 // Write is one statement queued for the group commit.
@@ -28,6 +31,10 @@ type Write struct {
 	// applied in order would leave it (one multi-row upsert must not
 	// update a row twice: PostgreSQL refuses it).
 	Key string
+	// Durable marks a write somebody relies on surviving an OS crash once
+	// its commit returns (an Idempotency-Key's answer): a store whose
+	// commits are not all durable makes the commit holding it durable.
+	Durable bool
 }
 
 // Rows are the rows of one Row statement in a group, in queue order.
@@ -111,6 +118,11 @@ type Writer struct {
 	// writes nobody waits for (they are lost; a caller of AddWait gets the
 	// error instead).
 	OnError func(err error, n int)
+	// Linger, when set before the first write, is how long a commit that
+	// nobody waits for waits for more writes (until the batch is full or
+	// a write that is waited for arrives): fewer, bigger commits at high
+	// rates, for a little more time in the queue.
+	Linger time.Duration
 }
 
 // New starts the writer of a store: queue holds at most queue writes
@@ -182,8 +194,10 @@ func (w *Writer) loop() {
 	defer close(w.stopped)
 	batch := make([]item, 0, w.maxBatch)
 	ws := make([]Write, 0, w.maxBatch)
+	var linger *time.Timer
 	for first := range w.q {
 		batch = append(batch[:0], first)
+		waited := first.done != nil
 	drain:
 		for len(batch) < w.maxBatch {
 			select {
@@ -192,9 +206,33 @@ func (w *Writer) loop() {
 					break drain
 				}
 				batch = append(batch, it)
+				waited = waited || it.done != nil
 			default:
 				break drain
 			}
+		}
+		if !waited && w.Linger > 0 && len(batch) < w.maxBatch {
+			if linger == nil {
+				linger = time.NewTimer(w.Linger)
+			} else {
+				linger.Reset(w.Linger)
+			}
+		wait:
+			for len(batch) < w.maxBatch {
+				select {
+				case it, ok := <-w.q:
+					if !ok {
+						break wait
+					}
+					batch = append(batch, it)
+					if it.done != nil {
+						break wait
+					}
+				case <-linger.C:
+					break wait
+				}
+			}
+			linger.Stop()
 		}
 		ws = ws[:0]
 		for _, it := range batch {

@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/toolrouterd/toolrouterd/internal/store/writebehind"
 )
@@ -139,5 +140,41 @@ func TestGroup(t *testing.T) {
 	}
 	if len(others) != 2 || others[0].Args[0] != 3 || others[1].Args[0] != 7 {
 		t.Errorf("others %v, want u(3), u(7)", others)
+	}
+}
+
+// With Linger, a commit nobody waits for waits for more writes, until the
+// batch is full or a waited write (a Flush here) arrives, which ends it.
+func TestLinger(t *testing.T) {
+	commits := make(chan []string, 10)
+	w := writebehind.New(func(_ context.Context, ws []writebehind.Write) error {
+		var g []string
+		for _, x := range ws {
+			g = append(g, x.SQL)
+		}
+		commits <- g
+		return nil
+	}, 100, 3)
+	w.Linger = time.Hour
+	ctx := context.Background()
+	for _, s := range []string{"a", "b", "c", "d"} {
+		if err := w.Add(ctx, writebehind.Write{SQL: s}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// a, b, c fill a batch (3): committed without waiting for the hour.
+	if g := <-commits; !reflect.DeepEqual(g, []string{"a", "b", "c"}) {
+		t.Fatalf("first commit %v, want [a b c]", g)
+	}
+	// d lingers until the Flush, which joins its commit.
+	if err := w.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if g := <-commits; !reflect.DeepEqual(g, []string{"d"}) {
+		t.Fatalf("second commit %v, want [d]", g)
+	}
+	w.Close()
+	if len(commits) != 0 {
+		t.Fatalf("extra commits: %v", <-commits)
 	}
 }
