@@ -410,6 +410,10 @@ type reqState struct {
 	dw   deadlineWriter // writeDeadline's writer
 	body *checkedBody   // the body the request checker read; nil before
 	cb   checkedBody    // storage for body
+	// route is a POST /route body the checker read typed (typed true);
+	// body then has only its raw bytes.
+	route typedRoute
+	typed bool
 }
 
 type stateKey struct{}

@@ -96,7 +96,8 @@ type Router struct {
 	Now    func() time.Time
 }
 
-// Route routes one tool call payload (a decoded JSON value) for a plan.
+// Route routes one tool call payload (a decoded JSON value, or a
+// *format.Normalized call) for a plan.
 // A payload that is not an object, or an empty plan id, is an EINVALID
 // error; everything that goes wrong with the call itself is a Result with
 // success false.
@@ -185,6 +186,9 @@ func planKey(ctx context.Context, planID string) string {
 func checkPayload(planID string, payload any) error {
 	if planID == "" {
 		return toolrouter.Invalid("plan_id", "plan_id must be a non-empty string")
+	}
+	if _, ok := payload.(*format.Normalized); ok {
+		return nil
 	}
 	if _, ok := payload.(map[string]any); !ok {
 		return toolrouter.Invalid("tool_call", "tool_call: payload must be a dict (JSON object), got %s", toolrouter.JSONKind(payload))
