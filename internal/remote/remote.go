@@ -127,7 +127,7 @@ func (c *Client) Call(ctx context.Context, req toolrouter.ExecRequest) toolroute
 	}
 	body := emptyObject
 	if req.Args != nil {
-		b, err := encodeArgs(req.Args)
+		b, err := json.Marshal(req.Args)
 		if err != nil {
 			return toolrouter.Failure(toolrouter.CategorySchema, "arguments cannot be encoded as JSON: %v", err)
 		}
