@@ -38,3 +38,25 @@ func setMemoryLimit(getenv func(string) string, readFile func(string) ([]byte, e
 	}
 	return 0
 }
+
+// defaultGCPercent is the GOGC toolrouterd runs with when GOGC is unset.
+// The heap of a route is short-lived garbage; collecting at 3x the live
+// heap instead of 2x (Go's default, 100) spares about 10% of the
+// instructions of a route (callgrind, toolrouterd serving /route on
+// memory:// to test/echo: ~259k -> ~232k per request, two interleaved
+// pairs) for a few MB more at full speed (peak RSS on sqlite:// 52 -> 55
+// MB). Memory stays bounded: the heap goal is still a multiple of the live
+// heap, and the soft limit (setMemoryLimit, GOMEMLIMIT) caps it in a
+// container.
+const defaultGCPercent = 200
+
+// setGCPercent sets the collector's target to defaultGCPercent unless GOGC
+// is set (the runtime then obeys it already). It returns the percentage
+// set, 0 when none was.
+func setGCPercent(getenv func(string) string) int {
+	if getenv("GOGC") != "" {
+		return 0
+	}
+	debug.SetGCPercent(defaultGCPercent)
+	return defaultGCPercent
+}

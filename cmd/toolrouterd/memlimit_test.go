@@ -47,3 +47,20 @@ func TestSetMemoryLimit(t *testing.T) {
 		}
 	}
 }
+
+func TestSetGCPercent(t *testing.T) {
+	old := debug.SetGCPercent(100)
+	defer debug.SetGCPercent(old)
+	if got := setGCPercent(func(string) string { return "50" }); got != 0 {
+		t.Fatalf("GOGC set: setGCPercent = %d, want 0 (left to the runtime)", got)
+	}
+	if cur := debug.SetGCPercent(100); cur != 100 {
+		t.Fatalf("GOGC set: the percentage became %d", cur)
+	}
+	if got := setGCPercent(func(string) string { return "" }); got != defaultGCPercent {
+		t.Fatalf("GOGC unset: setGCPercent = %d, want %d", got, defaultGCPercent)
+	}
+	if cur := debug.SetGCPercent(100); cur != defaultGCPercent {
+		t.Fatalf("GOGC unset: the percentage is %d, want %d", cur, defaultGCPercent)
+	}
+}

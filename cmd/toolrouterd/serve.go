@@ -46,6 +46,7 @@ func serve(ctx context.Context, lookupEnv func(string) (string, bool), stderr io
 	if limit := setMemoryLimit(getenv, os.ReadFile); limit > 0 {
 		log.Info().Int64("bytes", limit).Msg("memory limit set to 90% of the container's (GOMEMLIMIT is unset)")
 	}
+	setGCPercent(getenv)
 	tel, err := telemetry.Setup(ctx, getenv)
 	if err != nil {
 		fmt.Fprintln(stderr, "toolrouterd: tracing:", err)

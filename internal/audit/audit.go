@@ -42,11 +42,11 @@ func (t *Trail) Record(ctx context.Context, recs ...toolrouter.AuditRecord) {
 // instead of the trail's own write: the caller's, which writes them in the
 // same transaction as the call's result (README "Audit trail") and reports
 // its own failure.
-func (t *Trail) RecordWith(ctx context.Context, save func(context.Context, []toolrouter.AuditRecord) error, recs ...toolrouter.AuditRecord) {
+func (t *Trail) RecordWith(ctx context.Context, save toolrouter.AuditSaver, recs ...toolrouter.AuditRecord) {
 	if t == nil || len(recs) == 0 {
 		if save != nil {
 			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), toolrouter.SaveTimeout)
-			_ = save(sctx, nil)
+			_ = save.SaveAudited(sctx, nil)
 			cancel()
 		}
 		return
@@ -64,7 +64,7 @@ func (t *Trail) RecordWith(ctx context.Context, save func(context.Context, []too
 	}
 	sctx := t.saves.Context(ctx)
 	if save != nil {
-		_ = save(sctx, recs)
+		_ = save.SaveAudited(sctx, recs)
 	} else if err := t.Store.AppendAudit(sctx, recs); err != nil {
 		t.Limit.Event(&t.Log, zerolog.ErrorLevel, "store audit records").Err(err).Str("component", "audit").Int("records", len(recs)).Msg("store audit records")
 	}

@@ -44,8 +44,18 @@ func ParseFormat(s string) (toolrouter.Format, bool) {
 	return "", false
 }
 
+// Normalized is a tool call its reader already normalized into exactly
+// the Call Normalize makes of the same call decoded as a map: httpapi's
+// typed reading of the common OpenAI and Anthropic shapes of POST /route
+// (issue 10: no map per object, no allocation per string). As a payload,
+// Normalize returns its Call.
+type Normalized struct{ Call toolrouter.Call }
+
 // Normalize detects the format of payload and normalizes it.
 func Normalize(payload any) (toolrouter.Call, error) {
+	if n, ok := payload.(*Normalized); ok {
+		return n.Call, nil
+	}
 	return NormalizeAs(payload, Detect(payload))
 }
 

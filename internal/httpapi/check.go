@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
@@ -213,7 +214,22 @@ func (c *requestChecker) middleware(next http.Handler) http.Handler {
 			writeProblem(w, r, http.StatusBadRequest, "body", "body: could not be read: "+err.Error())
 			return
 		}
-		v, ok := toolrouter.DecodeJSON(string(raw))
+		st := stateOf(r)
+		if st == nil {
+			writeError(w, r, errors.New("request checker: no request state (requestID must come first)"))
+			return
+		}
+		// raw is never written to again: its text is read in place.
+		text := unsafe.String(unsafe.SliceData(raw), len(raw))
+		if route.Operation.OperationID == "route" && readTypedRoute(text, &st.route) {
+			// Plainly valid, in a common shape: read straight into the
+			// call (route_typed.go), no generic value.
+			st.cb = checkedBody{raw: raw}
+			st.body, st.typed = &st.cb, true
+			next.ServeHTTP(w, r)
+			return
+		}
+		v, ok := toolrouter.DecodeJSON(text)
 		if !ok { // invalid, or beyond DecodeJSON: encoding/json's value or error
 			var jv any // not v, which would then always be on the heap
 			if err := json.Unmarshal(raw, &jv); err != nil {
@@ -236,13 +252,9 @@ func (c *requestChecker) middleware(next http.Handler) http.Handler {
 			writeProblem(w, r, http.StatusBadRequest, field, detail)
 			return
 		}
-		if st := stateOf(r); st != nil {
-			st.cb = checkedBody{raw: raw, obj: obj}
-			st.body = &st.cb
-			next.ServeHTTP(w, r)
-			return
-		}
-		writeError(w, r, errors.New("request checker: no request state (requestID must come first)"))
+		st.cb = checkedBody{raw: raw, obj: obj}
+		st.body = &st.cb
+		next.ServeHTTP(w, r)
 	})
 }
 
@@ -311,7 +323,11 @@ var fastValid = map[string]func(map[string]any) bool{
 // without control characters.
 func planIDValid(v any) bool {
 	s, ok := v.(string)
-	if !ok || s == "" || utf8.RuneCountInString(s) > 256 {
+	return ok && planIDStringValid(s)
+}
+
+func planIDStringValid(s string) bool {
+	if s == "" || utf8.RuneCountInString(s) > 256 {
 		return false
 	}
 	for i := 0; i < len(s); i++ {

@@ -129,10 +129,16 @@ type batchResponse struct {
 func handleRoute(rt Router, ap Approvals) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		var req routeRequest // not through a generic helper, which would put it on the heap
-		req.from(body(r))
-		if err := invalid(req.Valid(r.Context())); err != nil {
-			writeError(w, r, err)
-			return
+		if st := stateOf(r); st != nil && st.typed {
+			// Read typed by the checker: valid, and normalized.
+			req.PlanID, req.ProviderMetadata = st.route.planID, st.route.meta
+			req.ToolCall.v = &st.route.call
+		} else {
+			req.from(body(r))
+			if err := invalid(req.Valid(r.Context())); err != nil {
+				writeError(w, r, err)
+				return
+			}
 		}
 		if wantsEventStream(r) {
 			streamRoute(w, r, rt, ap, req)

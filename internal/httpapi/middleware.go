@@ -1,17 +1,20 @@
 package httpapi
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-chi/chi/v5"
-	"github.com/go-chi/chi/v5/middleware"
 	"github.com/rs/zerolog"
 
 	"github.com/toolrouterd/toolrouterd/internal/access"
@@ -21,8 +24,9 @@ import (
 )
 
 // requestID takes the request id from X-Request-Id (or makes one), echoes it
-// in the response and attaches to the context a logger carrying it and the
-// request's state (limiter of log lines, see reqState).
+// in the response and gives the request's context a logger carrying it
+// (made when first asked for: most requests log nothing) and the request's
+// state (limiter of log lines, see reqState).
 func requestID(base zerolog.Logger, lim *logLimiter) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -30,12 +34,18 @@ func requestID(base zerolog.Logger, lim *logLimiter) func(http.Handler) http.Han
 			if !validRequestID(id) {
 				id = randid.Hex(12)
 			}
-			st := &reqState{lim: lim}
+			st := stateOf(r) // made by entry, ahead of chi
+			fresh := st == nil
+			if fresh {
+				st = &reqState{Context: r.Context()}
+			}
+			st.lim, st.base = lim, &base
 			st.id[0] = id
 			w.Header()["X-Request-Id"] = st.id[:] // as Header.Set, without a slice of its own
-			l := base.With().Str("request_id", id).Logger()
-			st.Context = l.WithContext(r.Context())
-			next.ServeHTTP(w, r.WithContext(st))
+			if fresh {
+				r = r.WithContext(st)
+			}
+			next.ServeHTTP(w, r)
 		})
 	}
 }
@@ -60,7 +70,14 @@ func accessLog(m Metrics, lim *logLimiter) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			start := time.Now()
-			ww := middleware.NewWrapResponseWriter(w, r.ProtoMajor)
+			st := stateOf(r)
+			var ww *statusWriter
+			if st != nil {
+				ww = &st.sw // one allocation less per request
+			} else {
+				ww = new(statusWriter)
+			}
+			*ww = statusWriter{ResponseWriter: w}
 			m.InFlight(1)
 			defer func() {
 				m.InFlight(-1)
@@ -86,6 +103,9 @@ func accessLog(m Metrics, lim *logLimiter) func(http.Handler) http.Handler {
 				case d >= slowRequest:
 					e = lim.event(zerolog.Ctx(r.Context()), zerolog.InfoLevel, "slow "+route)
 				default:
+					if st != nil && !st.enabled(zerolog.DebugLevel) {
+						return // spare making the request's logger
+					}
 					e = zerolog.Ctx(r.Context()).Debug()
 				}
 				e.Str("method", methodLabel(r.Method)).Str("path", clip(r.URL.Path)).Str("route", route).
@@ -161,8 +181,12 @@ func authenticate(auth Authenticator, issuer string) func(http.Handler) http.Han
 			ctx := r.Context()
 			if c != nil {
 				ctx = access.NewContext(ctx, c)
-				l := zerolog.Ctx(ctx).With().Str("client", c.Name).Logger()
-				ctx = l.WithContext(ctx)
+				if st := stateOf(r); st != nil && st.base != nil && !st.logMade {
+					st.client = c.Name // in the request's logger when it is made
+				} else {
+					l := zerolog.Ctx(ctx).With().Str("client", c.Name).Logger()
+					ctx = l.WithContext(ctx)
+				}
 			}
 			next.ServeHTTP(w, r.WithContext(ctx))
 		})
@@ -398,28 +422,89 @@ func setWriteDeadline(w http.ResponseWriter, t time.Time) {
 }
 
 // reqState is what the middleware of one request keep for it, allocated
-// once (by requestID) and reached through one context value, rather than a
-// context value and a request copy for each (issue 10: allocations).
+// once (by entry, or requestID) and reached through one context value,
+// rather than a context value and a request copy for each (issue 10:
+// allocations).
 //
-// It is also the request's context (its parent's, with stateOf's value),
-// one allocation less per request than a context.WithValue of its own.
+// It is also the request's context (its parent's, with stateOf's value,
+// chi's route context and zerolog's logger), one allocation less per
+// request than a context.WithValue of each.
 type reqState struct {
 	context.Context
 	id   [1]string      // the X-Request-Id header's values
 	lim  *logLimiter    // limits log lines (limitedLog)
 	dw   deadlineWriter // writeDeadline's writer
+	sw   statusWriter   // accessLog's writer
 	body *checkedBody   // the body the request checker read; nil before
 	cb   checkedBody    // storage for body
+	// route is a POST /route body the checker read typed (typed true);
+	// body then has only its raw bytes.
+	route typedRoute
+	typed bool
+	// rctx is chi's routing context, when entry made the state.
+	rctx     chi.Context
+	hasRctx  bool
+	patterns [2]string // room for rctx.RoutePatterns
+	// The request's logger: base with the request id (and client), made
+	// on the first zerolog.Ctx that reaches the state.
+	base    *zerolog.Logger // nil: the parent context's logger
+	client  string          // the authenticated client's name, "" for none
+	logOnce sync.Once
+	logMade bool
+	log     zerolog.Logger
 }
 
 type stateKey struct{}
 
-// Value is the parent's, with the state itself under stateKey.
+// zerologKey is the context key under which zerolog.Ctx looks its logger
+// up (unexported by zerolog; learnt by asking a context that records it).
+var zerologKey = func() any {
+	var p keyProbe
+	zerolog.Ctx(&p)
+	return p.key
+}()
+
+type keyProbe struct {
+	context.Context
+	key any
+}
+
+func (p *keyProbe) Value(key any) any {
+	p.key = key
+	return nil
+}
+
+// Value is the parent's, with the state itself under stateKey, chi's
+// routing context and the request's logger.
 func (st *reqState) Value(key any) any {
-	if key == (stateKey{}) {
+	switch key {
+	case stateKey{}:
 		return st
+	case chi.RouteCtxKey:
+		if st.hasRctx {
+			return &st.rctx
+		}
+	case zerologKey:
+		if st.base != nil {
+			st.logOnce.Do(func() {
+				c := st.base.With().Str("request_id", st.id[0])
+				if st.client != "" {
+					c = c.Str("client", st.client)
+				}
+				st.log, st.logMade = c.Logger(), true
+			})
+			return &st.log
+		}
 	}
 	return st.Context.Value(key)
+}
+
+// enabled reports whether the request's logger writes at level.
+func (st *reqState) enabled(level zerolog.Level) bool {
+	if st.base == nil {
+		return true // the parent's logger, whatever its level: ask it
+	}
+	return level >= st.base.GetLevel() && level >= zerolog.GlobalLevel()
 }
 
 // stateOf returns r's state, nil when requestID did not run (tests that
@@ -428,3 +513,90 @@ func stateOf(r *http.Request) *reqState {
 	st, _ := r.Context().Value(stateKey{}).(*reqState)
 	return st
 }
+
+// entry is the service's handler: it makes each request's state, which is
+// also chi's routing context, then routes with chi (which would otherwise
+// add a context value and a request copy of its own). It is also the
+// chi.Routes of the API.
+type entry struct{ *chi.Mux }
+
+func (e entry) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	st := &reqState{Context: r.Context(), hasRctx: true}
+	st.rctx.Routes = e.Mux
+	st.rctx.RoutePatterns = st.patterns[:0]
+	e.Mux.ServeHTTP(w, r.WithContext(st))
+}
+
+// statusWriter records the status and size of a response for accessLog,
+// as chi's middleware.WrapResponseWriter did: 1xx other than 101 pass
+// through unrecorded, a second WriteHeader is dropped.
+type statusWriter struct {
+	http.ResponseWriter
+	code        int
+	bytes       int
+	wroteHeader bool
+}
+
+// Status is the response's status, 0 before one was written.
+func (w *statusWriter) Status() int { return w.code }
+
+// BytesWritten is the size of the body written so far.
+func (w *statusWriter) BytesWritten() int { return w.bytes }
+
+func (w *statusWriter) WriteHeader(code int) {
+	if code >= 100 && code <= 199 && code != http.StatusSwitchingProtocols {
+		w.ResponseWriter.WriteHeader(code)
+		return
+	}
+	if !w.wroteHeader {
+		w.code, w.wroteHeader = code, true
+		w.ResponseWriter.WriteHeader(code)
+	}
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if !w.wroteHeader {
+		w.WriteHeader(http.StatusOK)
+	}
+	n, err := w.ResponseWriter.Write(b)
+	w.bytes += n
+	return n, err
+}
+
+// ReadFrom keeps net/http's sendfile path for file responses.
+func (w *statusWriter) ReadFrom(src io.Reader) (int64, error) {
+	if !w.wroteHeader {
+		w.WriteHeader(http.StatusOK)
+	}
+	var n int64
+	var err error
+	if rf, ok := w.ResponseWriter.(io.ReaderFrom); ok {
+		n, err = rf.ReadFrom(src)
+	} else {
+		n, err = io.Copy(writerOnly{w.ResponseWriter}, src)
+	}
+	w.bytes += int(n)
+	return n, err
+}
+
+// writerOnly hides everything of a writer but Write (from io.Copy).
+type writerOnly struct{ io.Writer }
+
+// Flush flushes the response (SSE, the MCP SDK's streams); a writer that
+// cannot is left alone.
+func (w *statusWriter) Flush() {
+	w.wroteHeader = true
+	if w.code == 0 {
+		w.code = http.StatusOK
+	}
+	_ = http.NewResponseController(w.ResponseWriter).Flush()
+}
+
+// Hijack hands the connection over (http.ErrNotSupported when the writer
+// cannot).
+func (w *statusWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	return http.NewResponseController(w.ResponseWriter).Hijack()
+}
+
+// Unwrap lets http.ResponseController reach deadlines.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

@@ -56,7 +56,7 @@ type Results interface {
 // Auditor writes the audit record of each tool call attempt (audit.Trail);
 // save, when not nil, stores the records with the call's result.
 type Auditor interface {
-	RecordWith(ctx context.Context, save func(context.Context, []toolrouter.AuditRecord) error, recs ...toolrouter.AuditRecord)
+	RecordWith(ctx context.Context, save toolrouter.AuditSaver, recs ...toolrouter.AuditRecord)
 }
 
 // Router routes tool calls. Its fields are set once at construction.
@@ -96,7 +96,8 @@ type Router struct {
 	Now    func() time.Time
 }
 
-// Route routes one tool call payload (a decoded JSON value) for a plan.
+// Route routes one tool call payload (a decoded JSON value, or a
+// *format.Normalized call) for a plan.
 // A payload that is not an object, or an empty plan id, is an EINVALID
 // error; everything that goes wrong with the call itself is a Result with
 // success false.
@@ -186,6 +187,9 @@ func checkPayload(planID string, payload any) error {
 	if planID == "" {
 		return toolrouter.Invalid("plan_id", "plan_id must be a non-empty string")
 	}
+	if _, ok := payload.(*format.Normalized); ok {
+		return nil
+	}
 	if _, ok := payload.(map[string]any); !ok {
 		return toolrouter.Invalid("tool_call", "tool_call: payload must be a dict (JSON object), got %s", toolrouter.JSONKind(payload))
 	}
@@ -204,6 +208,19 @@ type routed struct {
 	providerCallID string
 	errMsg         string
 	errCat         toolrouter.ErrorCategory
+	// The saving of the result (SaveAudited): the router and the route's
+	// context, for its log.
+	router *Router
+	ctx    context.Context
+}
+
+// SaveAudited stores the result with its audit records (Results).
+func (x *routed) SaveAudited(sctx context.Context, recs []toolrouter.AuditRecord) error {
+	err := x.router.Results.SaveResult(sctx, &x.res, recs...)
+	if err != nil {
+		x.router.LogLimit.Event(zerolog.Ctx(x.ctx), zerolog.ErrorLevel, "store route result").Err(err).Str("tool_call_id", x.res.ToolCallID).Int("audit_records", len(recs)).Msg("store route result")
+	}
+	return err
 }
 
 // routeCall is the state of one route between its steps.
@@ -381,24 +398,18 @@ func (r *Router) finish(ctx context.Context, rc *routeCall, out toolrouter.Outco
 	// Final: encoded once, for the store and the answer (nil on failure:
 	// each then encodes it, and reports the error, as before).
 	res.JSON, _ = json.Marshal(res)
-	var save func(context.Context, []toolrouter.AuditRecord) error
+	var save toolrouter.AuditSaver
 	if r.Results != nil {
 		// The tool ran: keep its result, with its audit record in the same
 		// transaction (README "Audit trail"), even if the caller went away
 		// (the Auditor's ctx outlives it).
-		id := rc.id // not rc, which would then always be on the heap
-		save = func(sctx context.Context, recs []toolrouter.AuditRecord) error {
-			err := r.Results.SaveResult(sctx, res, recs...)
-			if err != nil {
-				r.LogLimit.Event(zerolog.Ctx(ctx), zerolog.ErrorLevel, "store route result").Err(err).Str("tool_call_id", id).Int("audit_records", len(recs)).Msg("store route result")
-			}
-			return err
-		}
+		rc.r.router, rc.r.ctx = r, ctx
+		save = rc.r
 	}
 	if r.Audit != nil {
 		r.Audit.RecordWith(ctx, save, auditRecord(ctx, rc, res))
 	} else if save != nil {
-		_ = save(r.saves.Context(ctx), nil)
+		_ = save.SaveAudited(r.saves.Context(ctx), nil)
 	}
 	return res
 }

@@ -65,7 +65,16 @@ func ToolCallID(planID string, sequence int64) (string, error) {
 	if sequence < 0 {
 		return "", Invalid("sequence", "sequence must be >= 0, got %d", sequence)
 	}
-	return "tc_" + ShortDigest(planID+":"+strconv.FormatInt(sequence, 10)), nil
+	// Written into buffers of the stack: one allocation, the id's.
+	var in [128]byte
+	b := append(in[:0], planID...)
+	b = append(b, ':')
+	b = strconv.AppendInt(b, sequence, 10)
+	sum := sha256.Sum256(b)
+	var id [3 + 24]byte
+	copy(id[:], "tc_")
+	hex.Encode(id[3:], sum[:12])
+	return string(id[:]), nil
 }
 
 // ShortDigest is the first 24 hex digits of the SHA-256 of s: the digest in

@@ -33,6 +33,13 @@ const (
 	EntryMCP        = "mcp"
 )
 
+// AuditSaver stores audit records in place of the audit trail's own
+// write: a route's result store, which writes them in the same transaction
+// as the result (README "Audit trail") and reports its own failure.
+type AuditSaver interface {
+	SaveAudited(ctx context.Context, recs []AuditRecord) error
+}
+
 // AuditRecord is one tool call attempt (README "Audit trail"): who, from
 // where, which tool, with which arguments' digest (never the arguments),
 // and how it ended. ID is the store's, set when it is appended.
