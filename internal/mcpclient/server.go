@@ -43,6 +43,8 @@ type server struct {
 	dir     string
 	client  *mcp.Client
 	http    *http.Client
+	// transport is s.http's.
+	transport *serverTransport
 	// callIDs numbers the tools/call requests of the hot path (fastcall.go).
 	callIDs atomic.Int64
 
@@ -94,8 +96,9 @@ func newServer(m *Manager, cfg toolrouter.MCPServer) *server {
 		cfg:     cfg,
 		round:   make(chan struct{}),
 	}
+	s.transport = &serverTransport{base: m.traced(), headers: s.headers, lost: s.lost, event: m.progressEvent}
 	s.http = &http.Client{
-		Transport: &serverTransport{base: m.traced(), headers: s.headers, lost: s.lost, event: m.progressEvent},
+		Transport: s.transport,
 		// Never follow a redirect: it would carry the server's headers
 		// (secrets) to another URL.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
