@@ -145,7 +145,9 @@ func (s *server) post(ctx context.Context, sess fastSession, accept string, body
 // roundTrip posts the call and reads the server's answer to it: the raw
 // result, or an error.
 func (s *server) roundTrip(ctx context.Context, sess fastSession, id int64, body []byte) (json.RawMessage, error) {
-	resp, err := s.post(ctx, sess, "application/json, text/event-stream", body)
+	scope := newReqScope(ctx)
+	defer scope.end()
+	resp, err := s.post(scope.ctx, sess, "application/json, text/event-stream", body)
 	if err != nil {
 		return nil, fmt.Errorf("sending \"tools/call\": %w", err)
 	}
@@ -173,7 +175,7 @@ func (s *server) roundTrip(ctx context.Context, sess fastSession, id int64, body
 		}
 		return nil, errTerminated
 	case "text/event-stream":
-		return s.readStream(ctx, sess, want, resp)
+		return s.readStream(ctx, sess, want, resp, scope)
 	default:
 		resp.Body.Close()
 		return nil, fmt.Errorf("tools/call: unsupported content type %q", resp.Header.Get("Content-Type"))
@@ -210,13 +212,14 @@ var readerPool = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 409
 
 // readStream reads the call's event stream until the response to it,
 // resuming the stream when the server ends it early with event ids.
-func (s *server) readStream(ctx context.Context, sess fastSession, want []byte, resp *http.Response) (json.RawMessage, error) {
+func (s *server) readStream(ctx context.Context, sess fastSession, want []byte, resp *http.Response, scope *reqScope) (json.RawMessage, error) {
 	br := readerPool.Get().(*bufio.Reader)
 	defer readerPool.Put(br)
 	p := sseParser{r: br}
 	prevID, stalls := "", 0
 	for {
-		raw, done, err := s.drainStream(ctx, sess, want, resp, &p)
+		raw, done, err := s.drainStream(ctx, sess, want, resp, &p, scope)
+		scope = nil // a resumed stream's request has ctx
 		if done || err != nil {
 			return raw, err
 		}
@@ -238,7 +241,7 @@ func (s *server) readStream(ctx context.Context, sess fastSession, want []byte, 
 
 // drainStream reads one response body of the call's stream; done when it
 // held the call's response.
-func (s *server) drainStream(ctx context.Context, sess fastSession, want []byte, resp *http.Response, p *sseParser) (raw json.RawMessage, done bool, err error) {
+func (s *server) drainStream(ctx context.Context, sess fastSession, want []byte, resp *http.Response, p *sseParser, scope *reqScope) (raw json.RawMessage, done bool, err error) {
 	defer func() {
 		p.r.Reset(nil)
 		if !done {
@@ -249,10 +252,7 @@ func (s *server) drainStream(ctx context.Context, sess fastSession, want []byte,
 		// Read the rest (the end of the stream, which the server sends
 		// once the response is out) so that the connection can be reused,
 		// without making the caller wait for it.
-		go func() {
-			_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
-			resp.Body.Close()
-		}()
+		scope.drain(resp.Body)
 	}()
 	p.r.Reset(resp.Body)
 	for {
@@ -274,6 +274,55 @@ func (s *server) drainStream(ctx context.Context, sess fastSession, want []byte,
 			return raw, done, err
 		}
 	}
+}
+
+// drainTimeout bounds how long the end of a call's stream is waited for
+// after its response.
+const drainTimeout = 10 * time.Second
+
+// reqScope is the context of a call's POST: cancelled with the call's
+// context while the call waits for its response, but not when the call
+// returns with it, so that the end of the stream, which usually arrives
+// just after the response, is still read and the connection reused (a
+// request cancelled before the end of its body closes its connection).
+type reqScope struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+	stop   func() bool // stops following the call's context
+	handed bool        // the cancel belongs to drain's goroutine
+}
+
+func newReqScope(ctx context.Context) *reqScope {
+	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	return &reqScope{ctx: rctx, cancel: cancel, stop: context.AfterFunc(ctx, cancel)}
+}
+
+// end releases the scope unless drain took it over.
+func (sc *reqScope) end() {
+	if !sc.handed {
+		sc.stop()
+		sc.cancel()
+	}
+}
+
+// drain reads the rest of body and closes it, in the background, within
+// drainTimeout. sc may be nil (a request made with the call's context).
+func (sc *reqScope) drain(body io.ReadCloser) {
+	cancel := func() {}
+	if sc != nil {
+		if !sc.stop() { // the call's context is done: so is the request's
+			body.Close()
+			return
+		}
+		sc.handed, cancel = true, sc.cancel
+	}
+	go func() {
+		t := time.AfterFunc(drainTimeout, cancel)
+		_, _ = io.Copy(io.Discard, io.LimitReader(body, 1<<20))
+		body.Close()
+		t.Stop()
+		cancel()
+	}()
 }
 
 // resume reconnects to the call's stream after lastID.

@@ -2,10 +2,12 @@ package mcpclient_test
 
 import (
 	"context"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -98,7 +100,14 @@ func BenchmarkMCPCall(b *testing.B) {
 		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			return &mcp.CallToolResult{Content: text(string(req.Params.Arguments)), StructuredContent: args(req)}, nil
 		})
-	hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil))
+	hs := httptest.NewUnstartedServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil))
+	var conns atomic.Int64
+	hs.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+		if st == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	hs.Start()
 	defer hs.Close()
 	for _, path := range []string{"sdk", "hotpath"} {
 		b.Run(path, func(b *testing.B) {
@@ -119,7 +128,7 @@ func BenchmarkMCPCall(b *testing.B) {
 			}
 			req := toolrouter.ExecRequest{Tool: tool, Args: map[string]any{"msg": "hi"}}
 			b.ReportAllocs()
-			before := cpuTime()
+			before, conns0 := cpuTime(), conns.Load()
 			for b.Loop() {
 				if out := m.Call(context.Background(), req); !out.Success() || string(out.Output) != `{"msg":"hi"}` {
 					b.Fatalf("outcome %+v (output %s)", out, out.Output)
@@ -128,6 +137,9 @@ func BenchmarkMCPCall(b *testing.B) {
 			// CPU time, unlike wall time, hardly depends on what else runs
 			// on the machine.
 			b.ReportMetric(float64(cpuTime()-before)/float64(b.N), "cpu-ns/op")
+			// Connections opened to the server: a call that leaves its
+			// connection unusable costs the next one a new connection.
+			b.ReportMetric(float64(conns.Load()-conns0)*1000/float64(b.N), "conns/1000calls")
 		})
 	}
 }
