@@ -2,11 +2,14 @@ package mcpclient_test
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -141,5 +144,84 @@ func BenchmarkMCPCall(b *testing.B) {
 			// connection unusable costs the next one a new connection.
 			b.ReportMetric(float64(conns.Load()-conns0)*1000/float64(b.N), "conns/1000calls")
 		})
+	}
+}
+
+// TestMCPCallStreamResumed: a server (hand-written here) that sends a
+// ping on the call's stream, then ends the stream after an event id
+// without the response: the ping is answered, the stream resumed with
+// Last-Event-ID, and the response read from the resumed stream.
+func TestMCPCallStreamResumed(t *testing.T) {
+	var mu sync.Mutex
+	var callID json.RawMessage
+	var pongs, resumes int
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		reply := func(id json.RawMessage, result string) {
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":%s}`, id, result)
+		}
+		if r.Method == http.MethodGet {
+			if r.Header.Get("Last-Event-Id") != "e1" || r.Header.Get("Mcp-Session-Id") != "s1" {
+				w.WriteHeader(http.StatusMethodNotAllowed) // no standalone stream
+				return
+			}
+			mu.Lock()
+			resumes++
+			id := callID
+			mu.Unlock()
+			w.Header().Set("Content-Type", "text/event-stream")
+			fmt.Fprintf(w, "id: e2\ndata: {\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"resumed\"}]}}\n\n", id)
+			return
+		}
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+			Result json.RawMessage `json:"result"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&m); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		switch m.Method {
+		case "initialize":
+			w.Header().Set("Mcp-Session-Id", "s1")
+			reply(m.ID, `{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"f","version":"1"}}`)
+		case "tools/list":
+			reply(m.ID, `{"tools":[{"name":"t","inputSchema":{"type":"object"}}]}`)
+		case "tools/call":
+			mu.Lock()
+			callID = m.ID
+			mu.Unlock()
+			w.Header().Set("Content-Type", "text/event-stream")
+			fmt.Fprint(w, "id: e0\ndata: {\"jsonrpc\":\"2.0\",\"id\":\"p1\",\"method\":\"ping\"}\n\n")
+			fmt.Fprint(w, "id: e1\nretry: 10\ndata:\n\n") // then the stream ends
+		case "":
+			mu.Lock()
+			if string(m.ID) == `"p1"` && string(m.Result) == `{}` {
+				pongs++
+			}
+			mu.Unlock()
+			w.WriteHeader(http.StatusAccepted)
+		default:
+			if m.ID == nil { // a notification
+				w.WriteHeader(http.StatusAccepted)
+				return
+			}
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"method not found"}}`, m.ID)
+		}
+	})
+	hs := httptest.NewServer(h)
+	defer hs.Close()
+	fx := newManager(t)
+	fx.m.Sync(context.Background(), []toolrouter.MCPServer{serverConfig("s", hs.URL)})
+	out := call(fx.m, find(t, fx.m, "s/t"), nil)
+	if !out.Success() || string(out.Output) != `"resumed"` {
+		t.Fatalf("outcome %+v (output %s)", out, out.Output)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if pongs != 1 || resumes != 1 {
+		t.Errorf("pongs %d, resumes %d; want 1 and 1", pongs, resumes)
 	}
 }
