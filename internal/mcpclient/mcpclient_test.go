@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"slices"
@@ -30,6 +31,7 @@ type fakeServer struct {
 	t       *testing.T
 	addr    string
 	opts    *mcp.ServerOptions
+	hopts   *mcp.StreamableHTTPOptions // of the HTTP handler
 	setup   func(*mcp.Server)
 	handler atomic.Pointer[http.Handler]
 
@@ -37,6 +39,7 @@ type fakeServer struct {
 	srv      *mcp.Server
 	http     *http.Server
 	headers  []http.Header
+	posts    []post
 	methods  []string
 	sessions map[string]bool // Mcp-Session-Id values seen
 
@@ -47,11 +50,18 @@ type fakeServer struct {
 // plus what setup adds.
 func newFakeServer(t *testing.T, opts *mcp.ServerOptions, setup func(*mcp.Server), down bool) *fakeServer {
 	t.Helper()
+	return newFakeHTTPServer(t, opts, nil, setup, down)
+}
+
+// newFakeHTTPServer is newFakeServer with options for the streamable HTTP
+// handler.
+func newFakeHTTPServer(t *testing.T, opts *mcp.ServerOptions, hopts *mcp.StreamableHTTPOptions, setup func(*mcp.Server), down bool) *fakeServer {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &fakeServer{t: t, addr: ln.Addr().String(), opts: opts, setup: setup, sessions: map[string]bool{}}
+	f := &fakeServer{t: t, addr: ln.Addr().String(), opts: opts, hopts: hopts, setup: setup, sessions: map[string]bool{}}
 	f.restart()
 	if down {
 		ln.Close()
@@ -60,6 +70,12 @@ func newFakeServer(t *testing.T, opts *mcp.ServerOptions, setup func(*mcp.Server
 	}
 	t.Cleanup(f.down)
 	return f
+}
+
+// post is a POST request the server got.
+type post struct {
+	header http.Header
+	body   string
 }
 
 func (f *fakeServer) URL() string { return "http://" + f.addr + "/mcp" }
@@ -80,7 +96,7 @@ func (f *fakeServer) restart() {
 			return next(ctx, method, req)
 		}
 	})
-	var h http.Handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil)
+	var h http.Handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, f.hopts)
 	f.mu.Lock()
 	f.srv = s
 	f.mu.Unlock()
@@ -89,8 +105,16 @@ func (f *fakeServer) restart() {
 
 func (f *fakeServer) serve(ln net.Listener) {
 	hs := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var body []byte
+		if r.Method == http.MethodPost {
+			body, _ = io.ReadAll(r.Body)
+			r.Body = io.NopCloser(bytes.NewReader(body))
+		}
 		f.mu.Lock()
 		f.headers = append(f.headers, r.Header.Clone())
+		if body != nil {
+			f.posts = append(f.posts, post{r.Header.Clone(), string(body)})
+		}
 		if sid := r.Header.Get("Mcp-Session-Id"); sid != "" {
 			f.sessions[sid] = true
 		}

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -42,6 +43,10 @@ type server struct {
 	dir     string
 	client  *mcp.Client
 	http    *http.Client
+	// transport is s.http's.
+	transport *serverTransport
+	// callIDs numbers the tools/call requests of the hot path (fastcall.go).
+	callIDs atomic.Int64
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -91,8 +96,9 @@ func newServer(m *Manager, cfg toolrouter.MCPServer) *server {
 		cfg:     cfg,
 		round:   make(chan struct{}),
 	}
+	s.transport = &serverTransport{base: m.traced(), headers: s.headers, lost: s.lost, event: m.progressEvent}
 	s.http = &http.Client{
-		Transport: &serverTransport{base: m.traced(), headers: s.headers, lost: s.lost, event: m.progressEvent},
+		Transport: s.transport,
 		// Never follow a redirect: it would carry the server's headers
 		// (secrets) to another URL.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
@@ -626,9 +632,16 @@ func (s *server) call(ctx context.Context, req toolrouter.ExecRequest) toolroute
 			// asks for the input the caller can give.
 			params.Meta[mcp.MetaKeyClientCapabilities] = relay.ClientCapabilities
 		}
-		res, err := cs.CallTool(callCtx, params)
+		var out toolrouter.Outcome
+		if s.fast(cs) {
+			out, err = s.fastCall(callCtx, cs, t, params)
+		} else {
+			var res *mcp.CallToolResult
+			if res, err = cs.CallTool(callCtx, params); err == nil {
+				out = outcome(t, res)
+			}
+		}
 		if err == nil {
-			out := outcome(t, res)
 			out.Attempts = attempts
 			return out
 		}
@@ -683,7 +696,7 @@ func (s *server) call(ctx context.Context, req toolrouter.ExecRequest) toolroute
 			out.Attempts = attempts
 			return out
 		}
-		out := toolrouter.Failure(toolrouter.CategoryExecution, "MCP server %s: tools/call failed: %s", s.name, s.scrub(err))
+		out = toolrouter.Failure(toolrouter.CategoryExecution, "MCP server %s: tools/call failed: %s", s.name, s.scrub(err))
 		out.Attempts = attempts
 		return out
 	}

@@ -37,12 +37,13 @@ type serverTransport struct {
 }
 
 func (t *serverTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	r2 := r.Clone(r.Context())
-	for k, v := range t.headers {
-		r2.Header.Set(k, v)
-	}
-	if r2.Header.Get("User-Agent") == "" {
-		r2.Header.Set("User-Agent", userAgent)
+	r2 := r
+	if !t.hasHeaders(r.Header) {
+		// A RoundTripper must not change its request: a copy. (The hot
+		// path's requests come with the headers already, see
+		// server.post.)
+		r2 = r.Clone(r.Context())
+		t.setHeaders(r2.Header)
 	}
 	resp, err := t.base.RoundTrip(r2)
 	if err != nil || r.Method == http.MethodDelete {
@@ -80,6 +81,27 @@ func (t *serverTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		}
 	}
 	return resp, nil
+}
+
+// setHeaders puts the server's headers, and a User-Agent when h has
+// none, in h.
+func (t *serverTransport) setHeaders(h http.Header) {
+	for k, v := range t.headers {
+		h.Set(k, v)
+	}
+	if h.Get("User-Agent") == "" {
+		h.Set("User-Agent", userAgent)
+	}
+}
+
+// hasHeaders reports whether h already has what setHeaders would put in.
+func (t *serverTransport) hasHeaders(h http.Header) bool {
+	for k, v := range t.headers {
+		if vs := h.Values(k); len(vs) != 1 || vs[0] != v {
+			return false
+		}
+	}
+	return h.Get("User-Agent") != ""
 }
 
 // relayLog passes the data of an event that is a notifications/message on

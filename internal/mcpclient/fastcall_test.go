@@ -1,0 +1,227 @@
+package mcpclient_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/rs/zerolog"
+
+	"github.com/toolrouterd/toolrouterd/internal/mcpclient"
+	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
+)
+
+// TestMCPCallHotPath: on a streamable HTTP session, tools/call is sent by
+// toolrouterd itself (fastcall.go), with the session's headers and an id
+// of its own, whether the server answers with an event stream or with
+// JSON; requests the server sends on the call's stream are answered.
+func TestMCPCallHotPath(t *testing.T) {
+	for _, jsonMode := range []bool{false, true} {
+		name := "sse"
+		if jsonMode {
+			name = "json"
+		}
+		t.Run(name, func(t *testing.T) {
+			f := newFakeHTTPServer(t, nil, &mcp.StreamableHTTPOptions{JSONResponse: jsonMode}, func(s *mcp.Server) {
+				s.AddTool(&mcp.Tool{Name: "ping-back", InputSchema: objectSchema},
+					func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+						if err := req.Session.Ping(ctx, nil); err != nil {
+							return nil, err
+						}
+						return &mcp.CallToolResult{Content: text("pong"), StructuredContent: map[string]any{"z": 1, "a": "<b>"}}, nil
+					})
+			}, false)
+			fx := newManager(t)
+			fx.m.Sync(context.Background(), []toolrouter.MCPServer{serverConfig("s", f.URL())})
+
+			out := call(fx.m, find(t, fx.m, "s/echo"), map[string]any{"msg": "hi"})
+			if !out.Success() || string(out.Output) != `"echo: hi"` || out.Attempts != 1 {
+				t.Fatalf("echo = %+v (output %s)", out, out.Output)
+			}
+			if !strings.Contains(string(out.MCPResult), `"text":"echo: hi"`) {
+				t.Errorf("MCPResult = %s", out.MCPResult)
+			}
+			// The server's ping on the call's stream (or, in JSON mode, on
+			// the standalone stream) is answered, then the result arrives.
+			out = call(fx.m, find(t, fx.m, "s/ping-back"), nil)
+			if !out.Success() || string(out.Output) != `{"a":"\u003cb\u003e","z":1}` {
+				t.Fatalf("ping-back = %+v (output %s)", out, out.Output)
+			}
+
+			f.mu.Lock()
+			posts := slices.Clone(f.posts)
+			f.mu.Unlock()
+			calls := 0
+			for _, p := range posts {
+				if !strings.Contains(p.body, `"method":"tools/call"`) {
+					continue
+				}
+				calls++
+				if !strings.Contains(p.body, `"id":10995116277`) { // 1<<40 + n
+					t.Errorf("tools/call not sent by the hot path: %s", p.body)
+				}
+				if p.header.Get("Mcp-Session-Id") == "" || p.header.Get("Mcp-Protocol-Version") != "2025-11-25" {
+					t.Errorf("tools/call without the session's headers: %v", p.header)
+				}
+			}
+			if calls != 2 {
+				t.Errorf("%d tools/call reached the server, want 2", calls)
+			}
+		})
+	}
+}
+
+// cpuTime is the CPU time the process used so far (user and system).
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkMCPCall: one tools/call of an echo tool (bench/mcpecho's) over
+// a streamable HTTP session, through the SDK's CallTool (what a traced
+// call takes) and through the hot path. The server runs in-process and
+// costs both the same, so the difference is the client's.
+//
+//	go test -run '^$' -bench MCPCall -benchmem ./internal/mcpclient/
+func BenchmarkMCPCall(b *testing.B) {
+	s := mcp.NewServer(&mcp.Implementation{Name: "echo", Version: "1"}, nil)
+	s.AddTool(&mcp.Tool{Name: "echo", InputSchema: objectSchema},
+		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{Content: text(string(req.Params.Arguments)), StructuredContent: args(req)}, nil
+		})
+	hs := httptest.NewUnstartedServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil))
+	var conns atomic.Int64
+	hs.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+		if st == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	hs.Start()
+	defer hs.Close()
+	for _, path := range []string{"sdk", "hotpath"} {
+		b.Run(path, func(b *testing.B) {
+			m := mcpclient.New(zerolog.Nop(), nil)
+			defer m.Close()
+			if path == "sdk" {
+				m.Trace = func(next mcp.MethodHandler) mcp.MethodHandler { return next }
+			}
+			m.Sync(context.Background(), []toolrouter.MCPServer{serverConfig("s", hs.URL)})
+			var tool *toolrouter.Tool
+			for _, t := range m.Tools() {
+				if t.Name == "s/echo" {
+					tool = t
+				}
+			}
+			if tool == nil {
+				b.Fatal("s/echo not discovered")
+			}
+			req := toolrouter.ExecRequest{Tool: tool, Args: map[string]any{"msg": "hi"}}
+			b.ReportAllocs()
+			before, conns0 := cpuTime(), conns.Load()
+			for b.Loop() {
+				if out := m.Call(context.Background(), req); !out.Success() || string(out.Output) != `{"msg":"hi"}` {
+					b.Fatalf("outcome %+v (output %s)", out, out.Output)
+				}
+			}
+			// CPU time, unlike wall time, hardly depends on what else runs
+			// on the machine.
+			b.ReportMetric(float64(cpuTime()-before)/float64(b.N), "cpu-ns/op")
+			// Connections opened to the server: a call that leaves its
+			// connection unusable costs the next one a new connection.
+			b.ReportMetric(float64(conns.Load()-conns0)*1000/float64(b.N), "conns/1000calls")
+		})
+	}
+}
+
+// TestMCPCallStreamResumed: a server (hand-written here) that sends a
+// ping on the call's stream, then ends the stream after an event id
+// without the response: the ping is answered, the stream resumed with
+// Last-Event-ID, and the response read from the resumed stream.
+func TestMCPCallStreamResumed(t *testing.T) {
+	var mu sync.Mutex
+	var callID json.RawMessage
+	var pongs, resumes int
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		reply := func(id json.RawMessage, result string) {
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":%s}`, id, result)
+		}
+		if r.Method == http.MethodGet {
+			if r.Header.Get("Last-Event-Id") != "e1" || r.Header.Get("Mcp-Session-Id") != "s1" {
+				w.WriteHeader(http.StatusMethodNotAllowed) // no standalone stream
+				return
+			}
+			mu.Lock()
+			resumes++
+			id := callID
+			mu.Unlock()
+			w.Header().Set("Content-Type", "text/event-stream")
+			fmt.Fprintf(w, "id: e2\ndata: {\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"resumed\"}]}}\n\n", id)
+			return
+		}
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+			Result json.RawMessage `json:"result"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&m); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		switch m.Method {
+		case "initialize":
+			w.Header().Set("Mcp-Session-Id", "s1")
+			reply(m.ID, `{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"f","version":"1"}}`)
+		case "tools/list":
+			reply(m.ID, `{"tools":[{"name":"t","inputSchema":{"type":"object"}}]}`)
+		case "tools/call":
+			mu.Lock()
+			callID = m.ID
+			mu.Unlock()
+			w.Header().Set("Content-Type", "text/event-stream")
+			fmt.Fprint(w, "id: e0\ndata: {\"jsonrpc\":\"2.0\",\"id\":\"p1\",\"method\":\"ping\"}\n\n")
+			fmt.Fprint(w, "id: e1\nretry: 10\ndata:\n\n") // then the stream ends
+		case "":
+			mu.Lock()
+			if string(m.ID) == `"p1"` && string(m.Result) == `{}` {
+				pongs++
+			}
+			mu.Unlock()
+			w.WriteHeader(http.StatusAccepted)
+		default:
+			if m.ID == nil { // a notification
+				w.WriteHeader(http.StatusAccepted)
+				return
+			}
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"method not found"}}`, m.ID)
+		}
+	})
+	hs := httptest.NewServer(h)
+	defer hs.Close()
+	fx := newManager(t)
+	fx.m.Sync(context.Background(), []toolrouter.MCPServer{serverConfig("s", hs.URL)})
+	out := call(fx.m, find(t, fx.m, "s/t"), nil)
+	if !out.Success() || string(out.Output) != `"resumed"` {
+		t.Fatalf("outcome %+v (output %s)", out, out.Output)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if pongs != 1 || resumes != 1 {
+		t.Errorf("pongs %d, resumes %d; want 1 and 1", pongs, resumes)
+	}
+}
