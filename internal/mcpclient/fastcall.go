@@ -462,7 +462,8 @@ type sseParser struct {
 	data   []byte // the current event's data
 	long   []byte // a line longer than the reader's buffer
 	name   string
-	lastID string
+	idBuf  string // the last id field read
+	lastID string // idBuf as of the last event's end: what a resumption follows
 	retry  time.Duration
 }
 
@@ -479,6 +480,9 @@ func (p *sseParser) next() (name string, data []byte, err error) {
 			return "", nil, err
 		}
 		if len(line) == 0 { // the end of an event
+			// Only an event that ended moves the last event ID (WHATWG):
+			// a stream cut inside an event resumes before it.
+			p.lastID = p.idBuf
 			if hasData {
 				return p.name, p.data, nil
 			}
@@ -506,7 +510,7 @@ func (p *sseParser) next() (name string, data []byte, err error) {
 			p.name = string(value)
 		case "id":
 			if bytes.IndexByte(value, 0) < 0 {
-				p.lastID = string(value)
+				p.idBuf = string(value)
 			}
 		case "retry":
 			if n, err := strconv.ParseInt(string(value), 10, 64); err == nil && n >= 0 {

@@ -225,3 +225,84 @@ func TestMCPCallStreamResumed(t *testing.T) {
 		t.Errorf("pongs %d, resumes %d; want 1 and 1", pongs, resumes)
 	}
 }
+
+// TestMCPCallStreamCutMidEvent: a stream that breaks inside an event
+// (after its id, before the blank line that ends it) is resumed after the
+// last event that was complete, not after the unfinished one (WHATWG: the
+// last event ID is set when an event is dispatched), so the response the
+// unfinished event carried is sent again.
+func TestMCPCallStreamCutMidEvent(t *testing.T) {
+	var mu sync.Mutex
+	var callID json.RawMessage
+	var resumedAfter []string
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		reply := func(id json.RawMessage, result string) {
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":%s}`, id, result)
+		}
+		response := func() string {
+			mu.Lock()
+			defer mu.Unlock()
+			return fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":"whole"}]}}`, callID)
+		}
+		if r.Method == http.MethodGet {
+			last := r.Header.Get("Last-Event-Id")
+			if last == "" {
+				w.WriteHeader(http.StatusMethodNotAllowed) // no standalone stream
+				return
+			}
+			mu.Lock()
+			resumedAfter = append(resumedAfter, last)
+			mu.Unlock()
+			w.Header().Set("Content-Type", "text/event-stream")
+			if last == "e1" { // replay what followed e1
+				fmt.Fprintf(w, "id: e2\ndata: %s\n\n", response())
+			}
+			return
+		}
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&m); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		switch m.Method {
+		case "initialize":
+			w.Header().Set("Mcp-Session-Id", "s1")
+			reply(m.ID, `{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"f","version":"1"}}`)
+		case "tools/list":
+			reply(m.ID, `{"tools":[{"name":"t","inputSchema":{"type":"object"}}]}`)
+		case "tools/call":
+			mu.Lock()
+			callID = m.ID
+			mu.Unlock()
+			w.Header().Set("Content-Type", "text/event-stream")
+			fmt.Fprint(w, "id: e1\nretry: 10\ndata:\n\n")
+			// The response's event, cut before its end.
+			resp := response()
+			fmt.Fprintf(w, "id: e2\ndata: %s", resp[:len(resp)/2])
+		default:
+			if m.ID == nil { // a notification
+				w.WriteHeader(http.StatusAccepted)
+				return
+			}
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"method not found"}}`, m.ID)
+		}
+	})
+	hs := httptest.NewServer(h)
+	defer hs.Close()
+	fx := newManager(t)
+	fx.m.Sync(context.Background(), []toolrouter.MCPServer{serverConfig("s", hs.URL)})
+	out := call(fx.m, find(t, fx.m, "s/t"), nil)
+	if !out.Success() || string(out.Output) != `"whole"` {
+		t.Errorf("outcome %+v (output %s)", out, out.Output)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !slices.Equal(resumedAfter, []string{"e1"}) {
+		t.Errorf("stream resumed after %q, want after e1 only", resumedAfter)
+	}
+}
