@@ -53,8 +53,10 @@ import (
 // collide.
 const fastIDBase = 1 << 40
 
-// maxFastMessage bounds one JSON-RPC message read on the hot path.
-const maxFastMessage = 64 << 20
+// maxFastMessage bounds one JSON-RPC message read on the hot path: the
+// SDK's bound of an event (its path reads no larger result), which is
+// also the cap of an HTTP tool's reply.
+const maxFastMessage = mcp.DefaultMaxEventSize
 
 // fastResumeAttempts bounds the reconnections of a call's stream that
 // bring no new event (the SDK's default too).

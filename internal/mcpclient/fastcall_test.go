@@ -306,3 +306,58 @@ func TestMCPCallStreamCutMidEvent(t *testing.T) {
 		t.Errorf("stream resumed after %q, want after e1 only", resumedAfter)
 	}
 }
+
+// TestMCPCallReplyTooLarge: the hot path reads no larger reply than the
+// SDK's path does (mcp.DefaultMaxEventSize, 16 MiB, the cap of HTTP
+// tools' replies too), whether the server answers JSON or an event
+// stream.
+func TestMCPCallReplyTooLarge(t *testing.T) {
+	big := strings.Repeat("x", mcp.DefaultMaxEventSize+1)
+	for _, sse := range []bool{false, true} {
+		h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method != http.MethodPost {
+				w.WriteHeader(http.StatusMethodNotAllowed)
+				return
+			}
+			var m struct {
+				ID     json.RawMessage `json:"id"`
+				Method string          `json:"method"`
+			}
+			if err := json.NewDecoder(r.Body).Decode(&m); err != nil {
+				http.Error(w, err.Error(), http.StatusBadRequest)
+				return
+			}
+			result := ""
+			switch m.Method {
+			case "initialize":
+				w.Header().Set("Mcp-Session-Id", "s1")
+				result = `{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"f","version":"1"}}`
+			case "tools/list":
+				result = `{"tools":[{"name":"t","inputSchema":{"type":"object"}}]}`
+			case "tools/call":
+				result = `{"content":[{"type":"text","text":"` + big + `"}]}`
+				if sse {
+					w.Header().Set("Content-Type", "text/event-stream")
+					fmt.Fprintf(w, "data: {\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":%s}\n\n", m.ID, result)
+					return
+				}
+			default:
+				if m.ID == nil { // a notification
+					w.WriteHeader(http.StatusAccepted)
+					return
+				}
+				result = `{}`
+			}
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":%s}`, m.ID, result)
+		})
+		hs := httptest.NewServer(h)
+		fx := newManager(t)
+		fx.m.Sync(context.Background(), []toolrouter.MCPServer{serverConfig("s", hs.URL)})
+		out := call(fx.m, find(t, fx.m, "s/t"), nil)
+		if out.Success() || !strings.Contains(out.Err, "larger than") && !strings.Contains(out.Err, "exceeded") {
+			t.Errorf("sse %v: a reply of %d bytes gave %.200s (output %d bytes)", sse, len(big), out.Err, len(out.Output))
+		}
+		hs.Close()
+	}
+}
