@@ -67,6 +67,12 @@ const cancelNotifyTimeout = 5 * time.Second
 
 var errTerminated = errors.New("request terminated without response")
 
+// errCallTaken marks the failure of a call the server took (its stream
+// began) and whose stream could not be resumed: the tool may have run, so
+// the call must not be sent again as if it never reached the server, even
+// when the resumption found the session gone or the server unreachable.
+var errCallTaken = errors.New("the server took the call, then its stream could not be resumed")
+
 // fast reports whether calls on cs take the hot path.
 func (s *server) fast(cs *mcp.ClientSession) bool {
 	if len(s.command) > 0 || s.m.Trace != nil {
@@ -236,7 +242,7 @@ func (s *server) readStream(ctx context.Context, sess fastSession, want []byte, 
 		}
 		resp, err = s.resume(ctx, sess, p.lastID, p.retry)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("tools/call: %w: %w", errCallTaken, err)
 		}
 	}
 }

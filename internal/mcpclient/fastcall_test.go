@@ -361,3 +361,69 @@ func TestMCPCallReplyTooLarge(t *testing.T) {
 		hs.Close()
 	}
 }
+
+// TestMCPCallSessionLostMidCall: a server that took a call (its stream
+// began) and then no longer knows the session when the stream is resumed
+// may have run the tool: a tool that is not idempotent is not called
+// again on a new session (the call fails), as it would be for a session
+// lost before the call reached the server.
+func TestMCPCallSessionLostMidCall(t *testing.T) {
+	var mu sync.Mutex
+	calls, sessions := 0, 0
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet {
+			if r.Header.Get("Last-Event-Id") == "" {
+				w.WriteHeader(http.StatusMethodNotAllowed) // no standalone stream
+				return
+			}
+			http.Error(w, "session not found", http.StatusNotFound) // it expired mid-call
+			return
+		}
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&m); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		result := `{}`
+		switch m.Method {
+		case "initialize":
+			mu.Lock()
+			sessions++
+			w.Header().Set("Mcp-Session-Id", fmt.Sprintf("s%d", sessions))
+			mu.Unlock()
+			result = `{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"f","version":"1"}}`
+		case "tools/list":
+			result = `{"tools":[{"name":"t","inputSchema":{"type":"object"}}]}`
+		case "tools/call":
+			mu.Lock()
+			calls++
+			mu.Unlock()
+			w.Header().Set("Content-Type", "text/event-stream")
+			fmt.Fprint(w, "id: e1\nretry: 10\ndata:\n\n") // then the stream ends
+			return
+		default:
+			if m.ID == nil { // a notification
+				w.WriteHeader(http.StatusAccepted)
+				return
+			}
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":%s}`, m.ID, result)
+	})
+	hs := httptest.NewServer(h)
+	defer hs.Close()
+	fx := newManager(t)
+	fx.m.Sync(context.Background(), []toolrouter.MCPServer{serverConfig("s", hs.URL)})
+	out := call(fx.m, find(t, fx.m, "s/t"), nil)
+	if out.Success() || out.Category != toolrouter.CategoryExecution {
+		t.Errorf("outcome %+v, want an execution failure", out)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if calls != 1 {
+		t.Errorf("the server got %d tools/call, want 1: the tool may have run", calls)
+	}
+}

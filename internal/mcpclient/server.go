@@ -648,7 +648,10 @@ func (s *server) call(ctx context.Context, req toolrouter.ExecRequest) toolroute
 		if callCtx.Err() != nil {
 			return s.contextOutcome(ctx, callCtx, timeout, attempts)
 		}
-		lost := errors.Is(err, mcp.ErrSessionMissing) || s.lostSession(gen)
+		// A call the server took may have run: never sent again as one
+		// that did not reach it (fastcall.go).
+		taken := errors.Is(err, errCallTaken)
+		lost := !taken && (errors.Is(err, mcp.ErrSessionMissing) || s.lostSession(gen))
 		jerr := serverError(err)
 		switch {
 		case lost:
@@ -675,7 +678,7 @@ func (s *server) call(ctx context.Context, req toolrouter.ExecRequest) toolroute
 		after = s.markBroken(gen, err)
 		// The request did not leave: no connection, or a session already
 		// closing.
-		never := outbound.Unreachable(err) || errors.Is(err, mcp.ErrConnectionClosed)
+		never := !taken && (outbound.Unreachable(err) || errors.Is(err, mcp.ErrConnectionClosed))
 		switch {
 		case never && fresh:
 			fresh, wait = false, true
