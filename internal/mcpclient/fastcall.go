@@ -260,7 +260,7 @@ func (s *server) drainStream(ctx context.Context, sess fastSession, want []byte,
 		// Read the rest (the end of the stream, which the server sends
 		// once the response is out) so that the connection can be reused,
 		// without making the caller wait for it.
-		scope.drain(resp.Body)
+		scope.drain(resp.Body, s.drains)
 	}()
 	p.r.Reset(resp.Body)
 	for {
@@ -285,8 +285,13 @@ func (s *server) drainStream(ctx context.Context, sess fastSession, want []byte,
 }
 
 // drainTimeout bounds how long the end of a call's stream is waited for
-// after its response.
-const drainTimeout = 10 * time.Second
+// after its response; maxDrains how many such ends of one server are read
+// at once: a server that keeps its streams open after the response holds
+// at most that many connections and goroutines, the others are closed.
+const (
+	drainTimeout = 10 * time.Second
+	maxDrains    = 64
+)
 
 // reqScope is the context of a call's POST: cancelled with the call's
 // context while the call waits for its response, but not when the call
@@ -314,17 +319,26 @@ func (sc *reqScope) end() {
 }
 
 // drain reads the rest of body and closes it, in the background, within
-// drainTimeout. sc may be nil (a request made with the call's context).
-func (sc *reqScope) drain(body io.ReadCloser) {
+// drainTimeout, when one of slots is free (it closes body at once
+// otherwise). sc may be nil (a request made with the call's context).
+func (sc *reqScope) drain(body io.ReadCloser, slots chan struct{}) {
+	select {
+	case slots <- struct{}{}:
+	default:
+		body.Close()
+		return
+	}
 	cancel := func() {}
 	if sc != nil {
 		if !sc.stop() { // the call's context is done: so is the request's
 			body.Close()
+			<-slots
 			return
 		}
 		sc.handed, cancel = true, sc.cancel
 	}
 	go func() {
+		defer func() { <-slots }()
 		t := time.AfterFunc(drainTimeout, cancel)
 		_, _ = io.Copy(io.Discard, io.LimitReader(body, 1<<20))
 		body.Close()

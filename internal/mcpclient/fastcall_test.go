@@ -427,3 +427,74 @@ func TestMCPCallSessionLostMidCall(t *testing.T) {
 		t.Errorf("the server got %d tools/call, want 1: the tool may have run", calls)
 	}
 }
+
+// TestMCPCallStreamsLeftOpenAreBounded: a server that keeps each call's
+// stream open after its response holds at most maxDrains of them (and
+// their connections) open; the streams of the calls beyond are closed at
+// once, and every call still gets its answer.
+func TestMCPCallStreamsLeftOpenAreBounded(t *testing.T) {
+	var open, peak atomic.Int32
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		reply := func(id json.RawMessage, result string) {
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":%s}`, id, result)
+		}
+		if r.Method == http.MethodGet {
+			w.WriteHeader(http.StatusMethodNotAllowed)
+			return
+		}
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&m); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		switch m.Method {
+		case "initialize":
+			w.Header().Set("Mcp-Session-Id", "s1")
+			reply(m.ID, `{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"f","version":"1"}}`)
+		case "tools/list":
+			reply(m.ID, `{"tools":[{"name":"t","inputSchema":{"type":"object"}}]}`)
+		case "tools/call":
+			w.Header().Set("Content-Type", "text/event-stream")
+			fmt.Fprintf(w, "data: {\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"ok\"}]}}\n\n", m.ID)
+			w.(http.Flusher).Flush()
+			n := open.Add(1)
+			for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
+			}
+			<-r.Context().Done() // never ends the stream: the client must
+			open.Add(-1)
+		default:
+			if m.ID == nil {
+				w.WriteHeader(http.StatusAccepted)
+				return
+			}
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"method not found"}}`, m.ID)
+		}
+	})
+	hs := httptest.NewServer(h)
+	defer hs.Close()
+	defer hs.CloseClientConnections() // the streams still open, first
+	fx := newManager(t)
+	fx.m.Sync(context.Background(), []toolrouter.MCPServer{serverConfig("s", hs.URL)})
+	tool := find(t, fx.m, "s/t")
+	const calls = mcpclient.MaxDrains + 36
+	for i := range calls {
+		if out := call(fx.m, tool, nil); !out.Success() || string(out.Output) != `"ok"` {
+			t.Fatalf("call %d: %+v (output %s)", i, out, out.Output)
+		}
+	}
+	// The streams closed by the client end on the server when it notices.
+	eventually(t, "at most maxDrains streams left open", func() bool { return open.Load() <= mcpclient.MaxDrains })
+	if n := open.Load(); n < 1 {
+		t.Errorf("%d streams open: the ends of streams are no longer read in the background", n)
+	}
+	// Without the bound every stream stays open until its drain times out
+	// (seconds after the last call).
+	if p := peak.Load(); p >= calls {
+		t.Errorf("%d of %d streams were open at once", p, calls)
+	}
+}

@@ -32,6 +32,7 @@ var errSessionLost = errors.New("the server ended the session")
 // server is one MCP server: a supervisor goroutine (run) owns the
 // connection, calls share its session.
 type server struct {
+	drains  chan struct{} // slots of background stream drains (fastcall.go)
 	m       *Manager
 	name    string
 	url     string
@@ -81,6 +82,7 @@ type server struct {
 func newServer(m *Manager, cfg toolrouter.MCPServer) *server {
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &server{
+		drains:  make(chan struct{}, maxDrains),
 		m:       m,
 		name:    cfg.Name,
 		url:     cfg.URL,
