@@ -309,8 +309,8 @@ func (r *Router) route(ctx context.Context, planID string, seq int64, payload an
 		return r.hold(ctx, &rc)
 	}
 	req := toolrouter.ExecRequest{Tool: tool, Args: rc.call.Arguments, PlanID: planID, ToolCallID: id}
-	// Encoded once: the audit record's digest and the HTTP tool's
-	// request body (an MCP backend encodes its request itself).
+	// Encoded once: the audit record's digest and the arguments the
+	// backend sends.
 	if r.Audit != nil {
 		if b, sum, err := toolrouter.CanonicalArguments(rc.call.Arguments); err == nil {
 			req.ArgsJSON, rc.argsSHA256 = b, sum

@@ -14,8 +14,8 @@ type ExecRequest struct {
 	Args map[string]any
 	// ArgsJSON, when not nil, is Args encoded as json.Marshal encodes it
 	// (CanonicalArguments), made once by the router for the tool request
-	// and the audit digest; an HTTP backend sends it as is. Nil: the
-	// backend encodes Args.
+	// and the audit digest; a backend sends it as is. Nil: the backend
+	// encodes Args.
 	ArgsJSON json.RawMessage
 	// PlanID and ToolCallID are sent as headers; an empty value omits its
 	// header(s).
