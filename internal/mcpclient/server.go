@@ -636,7 +636,15 @@ func (s *server) call(ctx context.Context, req toolrouter.ExecRequest) toolroute
 		}
 		var out toolrouter.Outcome
 		if s.fast(cs) {
+			// The hot path encodes with encoding/json, as the router
+			// encoded ArgsJSON: the same bytes, without encoding the
+			// map again. (The SDK's encoder does not escape HTML, so
+			// its path keeps the map.)
+			if req.ArgsJSON != nil {
+				params.Arguments = req.ArgsJSON
+			}
 			out, err = s.fastCall(callCtx, cs, t, params)
+			params.Arguments = args
 		} else {
 			var res *mcp.CallToolResult
 			if res, err = cs.CallTool(callCtx, params); err == nil {

@@ -134,7 +134,9 @@ func (c *Client) Call(ctx context.Context, req toolrouter.ExecRequest) toolroute
 		return toolrouter.Failure(toolrouter.CategoryExecution, "no tool to call")
 	}
 	body := emptyObject
-	if req.Args != nil {
+	if req.ArgsJSON != nil {
+		body = req.ArgsJSON
+	} else if req.Args != nil {
 		b, err := json.Marshal(req.Args)
 		if err != nil {
 			return toolrouter.Failure(toolrouter.CategorySchema, "arguments cannot be encoded as JSON: %v", err)

@@ -10,6 +10,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rs/zerolog"
+
+	"github.com/toolrouterd/toolrouterd/internal/audit"
 	"github.com/toolrouterd/toolrouterd/internal/metrics"
 	"github.com/toolrouterd/toolrouterd/internal/registry"
 	"github.com/toolrouterd/toolrouterd/internal/remote"
@@ -96,6 +99,24 @@ func BenchmarkRoute(b *testing.B) {
 		b.Fatalf("sanity route: err=%v res=%+v", err, res)
 	}
 
+	b.ReportAllocs()
+	for b.Loop() {
+		res, err := rt.Route(ctx, "bench", payload, nil)
+		if err != nil || !res.Success {
+			b.Fatalf("route: err=%v res=%+v", err, res)
+		}
+	}
+}
+
+// BenchmarkRouteAudited is BenchmarkRoute with results stored and
+// audited as the service wires them (memory store, audit log discarded).
+func BenchmarkRouteAudited(b *testing.B) {
+	rt := newBenchRouter(b)
+	st := memory.New()
+	rt.Seq, rt.Results = st, st
+	rt.Audit = &audit.Trail{Store: st, Log: zerolog.Nop()}
+	payload := decode(b, openAICall("call_1"))
+	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
 		res, err := rt.Route(ctx, "bench", payload, nil)

@@ -234,6 +234,9 @@ type routeCall struct {
 	// denied names the tool that exists but is outside the client's
 	// scope, for the audit record only ("" when not denied).
 	denied string
+	// argsSHA256 is the digest of the arguments the tool got, when the
+	// route encoded them ("": auditRecord digests res.Arguments).
+	argsSHA256 string
 }
 
 // route does the work of one call whose sequence is allocated.
@@ -306,6 +309,13 @@ func (r *Router) route(ctx context.Context, planID string, seq int64, payload an
 		return r.hold(ctx, &rc)
 	}
 	req := toolrouter.ExecRequest{Tool: tool, Args: rc.call.Arguments, PlanID: planID, ToolCallID: id}
+	// Encoded once: the audit record's digest and the arguments the
+	// backend sends.
+	if r.Audit != nil {
+		if b, sum, err := toolrouter.CanonicalArguments(rc.call.Arguments); err == nil {
+			req.ArgsJSON, rc.argsSHA256 = b, sum
+		}
+	}
 	if emit != nil {
 		emit(toolrouter.Update{ToolCallID: id, Status: toolrouter.StatusRunning, ToolName: tool.Name})
 		req.Progress = func(progress, total float64, message string) {
@@ -419,7 +429,10 @@ func (r *Router) finish(ctx context.Context, rc *routeCall, out toolrouter.Outco
 func auditRecord(ctx context.Context, rc *routeCall, res *toolrouter.Result) toolrouter.AuditRecord {
 	a := toolrouter.AuditRecord{Time: rc.start.UTC(), Client: res.Client, EntryPoint: toolrouter.EntryPoint(ctx),
 		PlanID: res.PlanID, Sequence: &res.Sequence, ToolCallID: res.ToolCallID, ToolName: rc.call.ToolName,
-		ArgsSHA256: toolrouter.ArgsDigest(res.Arguments), Outcome: toolrouter.AuditSuccess, DurationMS: res.DurationMS}
+		ArgsSHA256: rc.argsSHA256, Outcome: toolrouter.AuditSuccess, DurationMS: res.DurationMS}
+	if a.ArgsSHA256 == "" {
+		a.ArgsSHA256 = toolrouter.ArgsDigest(res.Arguments)
+	}
 	if res.ErrorCategory != nil {
 		a.Outcome, a.ErrorCategory = toolrouter.AuditFailure, string(*res.ErrorCategory)
 	}

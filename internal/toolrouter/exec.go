@@ -12,6 +12,11 @@ type ExecRequest struct {
 	Tool *Tool
 	// Args is the arguments object; nil is sent as {}.
 	Args map[string]any
+	// ArgsJSON, when not nil, is Args encoded as json.Marshal encodes it
+	// (CanonicalArguments), made once by the router for the tool request
+	// and the audit digest; a backend sends it as is. Nil: the backend
+	// encodes Args.
+	ArgsJSON json.RawMessage
 	// PlanID and ToolCallID are sent as headers; an empty value omits its
 	// header(s).
 	PlanID     string

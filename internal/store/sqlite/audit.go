@@ -34,14 +34,22 @@ var insertAuditSQL = `INSERT INTO audit (` + sqlstore.AuditColumns[len("id, "):]
 
 // auditWrites are the statements that insert recs.
 func auditWrites(recs []toolrouter.AuditRecord) []writebehind.Write {
-	ws := make([]writebehind.Write, len(recs))
+	return appendAuditWrites(make([]writebehind.Write, 0, len(recs)), recs)
+}
+
+// appendAuditWrites appends to ws the statements that insert recs, each
+// with its values in one slice.
+func appendAuditWrites(ws []writebehind.Write, recs []toolrouter.AuditRecord) []writebehind.Write {
 	for i := range recs {
 		r := &recs[i]
-		ws[i] = writebehind.Write{SQL: insertAuditSQL, Row: true,
-			Args: append([]any{sqliteTimeOf(r.Time), r.Client, r.EntryPoint, r.PlanID, sqlstore.AuditSequence(r)}, sqlstore.AuditValues(r)...)}
+		args := append(make([]any, 0, auditArgs), sqliteTimeOf(r.Time), r.Client, r.EntryPoint, r.PlanID, sqlstore.AuditSequence(r))
+		ws = append(ws, writebehind.Write{SQL: insertAuditSQL, Row: true, Args: sqlstore.AppendAuditValues(args, r)})
 	}
 	return ws
 }
+
+// auditArgs is the number of values of insertAuditSQL.
+const auditArgs = 13
 
 // ListAudit implements store.Tenancy; it sees the records this store
 // queued (it flushes them first).

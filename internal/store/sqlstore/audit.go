@@ -59,10 +59,10 @@ func AuditDest(r *toolrouter.AuditRecord, at, seq any) []any {
 		&r.Tool, &r.ArgsSHA256, &r.Outcome, &r.ErrorCategory, &r.DurationMS, &r.Replica}
 }
 
-// AuditValues are a record's column values but id, at and sequence, in
-// AuditColumns order after sequence.
-func AuditValues(r *toolrouter.AuditRecord) []any {
-	return []any{r.ToolCallID, r.ToolName, r.Tool, r.ArgsSHA256, r.Outcome, r.ErrorCategory, r.DurationMS, r.Replica}
+// AppendAuditValues appends to dst a record's column values but id, at
+// and sequence, in AuditColumns order after sequence.
+func AppendAuditValues(dst []any, r *toolrouter.AuditRecord) []any {
+	return append(dst, r.ToolCallID, r.ToolName, r.Tool, r.ArgsSHA256, r.Outcome, r.ErrorCategory, r.DurationMS, r.Replica)
 }
 
 // AuditSequence is a record's sequence column value (nil: NULL), read now:
