@@ -432,9 +432,10 @@ func (s *server) setUp(cs *mcp.ClientSession, raw []discovered) uint64 {
 	n := len(s.tools)
 	wasDown := s.downLogged
 	s.downLogged = false
+	// Set before the round ends: a Sync it wakes sees the server up.
+	s.m.up.WithLabelValues(s.name).Set(1)
 	s.nextRound()
 	s.mu.Unlock()
-	s.m.up.WithLabelValues(s.name).Set(1)
 	ev := s.m.log.Info()
 	if !wasDown && gen > 1 {
 		ev = s.m.log.Debug() // a quiet session renewal
@@ -467,9 +468,9 @@ func (s *server) attemptFailed(err error) {
 	s.attempts++
 	logIt := !s.downLogged
 	s.downLogged = true
+	s.m.up.WithLabelValues(s.name).Set(0)
 	s.nextRound()
 	s.mu.Unlock()
-	s.m.up.WithLabelValues(s.name).Set(0)
 	ev := s.m.log.Debug()
 	if logIt {
 		ev = s.m.log.Warn()
@@ -487,8 +488,8 @@ func (s *server) sessionEnded(gen uint64, err error) {
 	if s.err == nil {
 		s.err = err
 	}
-	s.mu.Unlock()
 	s.m.up.WithLabelValues(s.name).Set(0)
+	s.mu.Unlock()
 	s.m.log.Debug().Str("mcp_server", s.name).Str("reason", s.scrub(err)).Msg("MCP session ended; reconnecting")
 }
 
