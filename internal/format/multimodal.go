@@ -38,11 +38,31 @@ type resourceBlock struct {
 	Blob     string `json:"blob"`
 }
 
+// mayHaveMedia reports whether the JSON object src may hold a media
+// block: the string "image" or "audio" (a block's type), a key "blob" in
+// any case, or a \u escape that could spell one. A text-only MCP result,
+// the common one, is then not decoded again (issue 10).
+func mayHaveMedia(src []byte) bool {
+	return bytes.Contains(src, []byte(`\u`)) || bytes.Contains(src, []byte(`"image"`)) ||
+		bytes.Contains(src, []byte(`"audio"`)) || containsFold(src, "blob")
+}
+
+// containsFold reports whether src holds word in any case (word lower
+// case ASCII).
+func containsFold(src []byte, word string) bool {
+	for i := 0; i+len(word) <= len(src); i++ {
+		if (src[i]|0x20) == word[0] && bytes.EqualFold(src[i:i+len(word)], []byte(word)) {
+			return true
+		}
+	}
+	return false
+}
+
 // mayHaveContent reports whether the JSON object src may have a key that
 // encoding/json takes as "content" (in any case, or escaped), so that an
 // output without one is not decoded for nothing (issue 10).
 func mayHaveContent(src []byte) bool {
-	if bytes.IndexByte(src, '\\') >= 0 {
+	if bytes.Contains(src, []byte(`\u`)) { // only \uXXXX spells a letter
 		return true
 	}
 	for i := 0; i+len("content") <= len(src); i++ {
@@ -67,9 +87,14 @@ func mediaBlocks(mcpResult, output json.RawMessage) []block {
 	if len(src) == 0 {
 		src = output
 	}
-	if len(src) == 0 || src[0] != '{' || !mayHaveContent(src) {
+	if len(src) == 0 || src[0] != '{' || !mayHaveContent(src) || !mayHaveMedia(src) {
 		return nil
 	}
+	return decodeBlocks(src)
+}
+
+// decodeBlocks is mediaBlocks without its filters.
+func decodeBlocks(src []byte) []block {
 	// Declared after the checks above: it escapes to the heap, which an
 	// output without a content key need not pay for.
 	var res struct {

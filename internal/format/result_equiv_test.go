@@ -3,6 +3,7 @@ package format
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
@@ -97,11 +98,53 @@ func TestToolResultMarshalsAsMaps(t *testing.T) {
 func TestMayHaveContent(t *testing.T) {
 	for s, want := range map[string]bool{
 		`{"content":[]}`: true, `{"CONTENT":[]}`: true, `{"Content":1}`: true, `{"\u0063ontent":[]}`: true,
-		`{"a":"\n"}`: true, `{"msg":"hi"}`: false, `{"conten":1}`: false, `{"c":"c"}`: false, `{}`: false,
+		`{"a":"\u0041"}`: true, `{"a":"\n\""}`: false, `{"msg":"hi"}`: false, `{"conten":1}`: false, `{"c":"c"}`: false, `{}`: false,
 		`{"x":"contents"}`: true, `{"cc":"ccontent"}`: true,
 	} {
 		if got := mayHaveContent([]byte(s)); got != want {
 			t.Errorf("mayHaveContent(%s) = %v, want %v", s, got, want)
 		}
 	}
+}
+
+// TestMayHaveMedia: the filter before mediaBlocks' decoding must say yes
+// to every result encoding/json could read a media block from.
+func TestMayHaveMedia(t *testing.T) {
+	for s, want := range map[string]bool{
+		`{"content":[{"type":"image","data":"AA==","mimeType":"image/png"}]}`:                  true,
+		`{"content":[{"type": "audio","data":"AA==","mimeType":"audio/wav"}]}`:                 true,
+		`{"content":[{"type":"resource","resource":{"uri":"f","BLOB":"AA=="}}]}`:               true,
+		`{"content":[{"type":"\u0069mage","data":"AA==","mimeType":"image/png"}]}`:             true,
+		`{"content":[{"type":"text","text":"an image of a cat"}]}`:                             false,
+		`{"content":[{"type":"text","text":"hi"},{"type":"resource_link","uri":"file:///x"}]}`: false,
+	} {
+		if got := mayHaveMedia([]byte(s)); got != want {
+			t.Errorf("mayHaveMedia(%s) = %v, want %v", s, got, want)
+		}
+		if want && mediaBlocks([]byte(s), nil) == nil && !strings.Contains(s, `\u`) {
+			t.Errorf("mediaBlocks(%s) found no media", s)
+		}
+	}
+}
+
+// FuzzMediaFilter: the filters in front of mediaBlocks' decoding never
+// turn away a result that holds media blocks.
+func FuzzMediaFilter(f *testing.F) {
+	for _, s := range []string{
+		`{"content":[{"type":"image","data":"AA==","mimeType":"image/png"}]}`,
+		`{"CONTENT":[{"TYPE":"audio","Data":"AA==","MIMEType":"audio/wav"}]}`,
+		`{"content":[{"type":"resource","resource":{"uri":"f","bLoB":"AA=="}}]}`,
+		`{"content":[{"type":"\u0069mage","data":"AA==","mimeType":"image/png"}]}`,
+		`{"content":[{"type":"text","text":"{\"msg\":\"hi\"}"}]}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, src []byte) {
+		if len(src) == 0 || src[0] != '{' {
+			return
+		}
+		if decodeBlocks(src) != nil && (!mayHaveContent(src) || !mayHaveMedia(src)) {
+			t.Errorf("%s holds media blocks, but the filters turn it away", src)
+		}
+	})
 }
