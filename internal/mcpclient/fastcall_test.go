@@ -147,30 +147,30 @@ func BenchmarkMCPCall(b *testing.B) {
 	}
 }
 
-// TestMCPCallStreamResumed: a server (hand-written here) that sends a
-// ping on the call's stream, then ends the stream after an event id
-// without the response: the ping is answered, the stream resumed with
-// Last-Event-ID, and the response read from the resumed stream.
-func TestMCPCallStreamResumed(t *testing.T) {
-	var mu sync.Mutex
-	var callID json.RawMessage
-	var pongs, resumes int
-	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		reply := func(id json.RawMessage, result string) {
-			w.Header().Set("Content-Type", "application/json")
-			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":%s}`, id, result)
-		}
-		if r.Method == http.MethodGet {
-			if r.Header.Get("Last-Event-Id") != "e1" || r.Header.Get("Mcp-Session-Id") != "s1" {
-				w.WriteHeader(http.StatusMethodNotAllowed) // no standalone stream
+// rawServer is a hand-written MCP server (2025-06-18, one tool "t") for
+// the hot path's tests: it answers initialize, tools/list, notifications
+// and other requests itself, and hands the rest to its fields.
+type rawServer struct {
+	session func() string                                                    // the session id of an initialize; nil: "s1"
+	get     func(w http.ResponseWriter, r *http.Request)                     // GET requests; nil: 405, no standalone stream
+	call    func(w http.ResponseWriter, r *http.Request, id json.RawMessage) // tools/call
+	answer  func(w http.ResponseWriter, id, result json.RawMessage)          // the client's responses (to pings); nil: 202
+}
+
+// start serves s and syncs a manager with it as server "s".
+func (s rawServer) start(t *testing.T) (*httptest.Server, fixture) {
+	t.Helper()
+	reply := func(w http.ResponseWriter, id json.RawMessage, result string) {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":%s}`, id, result)
+	}
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			if r.Method == http.MethodGet && s.get != nil {
+				s.get(w, r)
 				return
 			}
-			mu.Lock()
-			resumes++
-			id := callID
-			mu.Unlock()
-			w.Header().Set("Content-Type", "text/event-stream")
-			fmt.Fprintf(w, "id: e2\ndata: {\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"resumed\"}]}}\n\n", id)
+			w.WriteHeader(http.StatusMethodNotAllowed)
 			return
 		}
 		var m struct {
@@ -182,39 +182,71 @@ func TestMCPCallStreamResumed(t *testing.T) {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
-		switch m.Method {
-		case "initialize":
-			w.Header().Set("Mcp-Session-Id", "s1")
-			reply(m.ID, `{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"f","version":"1"}}`)
-		case "tools/list":
-			reply(m.ID, `{"tools":[{"name":"t","inputSchema":{"type":"object"}}]}`)
-		case "tools/call":
+		switch {
+		case m.Method == "initialize":
+			id := "s1"
+			if s.session != nil {
+				id = s.session()
+			}
+			w.Header().Set("Mcp-Session-Id", id)
+			reply(w, m.ID, `{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"f","version":"1"}}`)
+		case m.Method == "tools/list":
+			reply(w, m.ID, `{"tools":[{"name":"t","inputSchema":{"type":"object"}}]}`)
+		case m.Method == "tools/call":
+			s.call(w, r, m.ID)
+		case m.Method == "" && s.answer != nil:
+			s.answer(w, m.ID, m.Result)
+		case m.ID == nil || m.Method == "": // a notification, a response
+			w.WriteHeader(http.StatusAccepted)
+		default:
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"method not found"}}`, m.ID)
+		}
+	}))
+	t.Cleanup(hs.Close)
+	fx := newManager(t)
+	fx.m.Sync(context.Background(), []toolrouter.MCPServer{serverConfig("s", hs.URL)})
+	return hs, fx
+}
+
+// TestMCPCallStreamResumed: a server (hand-written here) that sends a
+// ping on the call's stream, then ends the stream after an event id
+// without the response: the ping is answered, the stream resumed with
+// Last-Event-ID, and the response read from the resumed stream.
+func TestMCPCallStreamResumed(t *testing.T) {
+	var mu sync.Mutex
+	var callID json.RawMessage
+	var pongs, resumes int
+	_, fx := rawServer{
+		get: func(w http.ResponseWriter, r *http.Request) {
+			if r.Header.Get("Last-Event-Id") != "e1" || r.Header.Get("Mcp-Session-Id") != "s1" {
+				w.WriteHeader(http.StatusMethodNotAllowed) // no standalone stream
+				return
+			}
 			mu.Lock()
-			callID = m.ID
+			resumes++
+			id := callID
+			mu.Unlock()
+			w.Header().Set("Content-Type", "text/event-stream")
+			fmt.Fprintf(w, "id: e2\ndata: {\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"resumed\"}]}}\n\n", id)
+		},
+		call: func(w http.ResponseWriter, r *http.Request, id json.RawMessage) {
+			mu.Lock()
+			callID = id
 			mu.Unlock()
 			w.Header().Set("Content-Type", "text/event-stream")
 			fmt.Fprint(w, "id: e0\ndata: {\"jsonrpc\":\"2.0\",\"id\":\"p1\",\"method\":\"ping\"}\n\n")
 			fmt.Fprint(w, "id: e1\nretry: 10\ndata:\n\n") // then the stream ends
-		case "":
+		},
+		answer: func(w http.ResponseWriter, id, result json.RawMessage) {
 			mu.Lock()
-			if string(m.ID) == `"p1"` && string(m.Result) == `{}` {
+			if string(id) == `"p1"` && string(result) == `{}` {
 				pongs++
 			}
 			mu.Unlock()
 			w.WriteHeader(http.StatusAccepted)
-		default:
-			if m.ID == nil { // a notification
-				w.WriteHeader(http.StatusAccepted)
-				return
-			}
-			w.Header().Set("Content-Type", "application/json")
-			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"method not found"}}`, m.ID)
-		}
-	})
-	hs := httptest.NewServer(h)
-	defer hs.Close()
-	fx := newManager(t)
-	fx.m.Sync(context.Background(), []toolrouter.MCPServer{serverConfig("s", hs.URL)})
+		},
+	}.start(t)
 	out := call(fx.m, find(t, fx.m, "s/t"), nil)
 	if !out.Success() || string(out.Output) != `"resumed"` {
 		t.Fatalf("outcome %+v (output %s)", out, out.Output)
@@ -235,17 +267,13 @@ func TestMCPCallStreamCutMidEvent(t *testing.T) {
 	var mu sync.Mutex
 	var callID json.RawMessage
 	var resumedAfter []string
-	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		reply := func(id json.RawMessage, result string) {
-			w.Header().Set("Content-Type", "application/json")
-			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":%s}`, id, result)
-		}
-		response := func() string {
-			mu.Lock()
-			defer mu.Unlock()
-			return fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":"whole"}]}}`, callID)
-		}
-		if r.Method == http.MethodGet {
+	response := func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		return fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":"whole"}]}}`, callID)
+	}
+	_, fx := rawServer{
+		get: func(w http.ResponseWriter, r *http.Request) {
 			last := r.Header.Get("Last-Event-Id")
 			if last == "" {
 				w.WriteHeader(http.StatusMethodNotAllowed) // no standalone stream
@@ -258,44 +286,18 @@ func TestMCPCallStreamCutMidEvent(t *testing.T) {
 			if last == "e1" { // replay what followed e1
 				fmt.Fprintf(w, "id: e2\ndata: %s\n\n", response())
 			}
-			return
-		}
-		var m struct {
-			ID     json.RawMessage `json:"id"`
-			Method string          `json:"method"`
-		}
-		if err := json.NewDecoder(r.Body).Decode(&m); err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		switch m.Method {
-		case "initialize":
-			w.Header().Set("Mcp-Session-Id", "s1")
-			reply(m.ID, `{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"f","version":"1"}}`)
-		case "tools/list":
-			reply(m.ID, `{"tools":[{"name":"t","inputSchema":{"type":"object"}}]}`)
-		case "tools/call":
+		},
+		call: func(w http.ResponseWriter, r *http.Request, id json.RawMessage) {
 			mu.Lock()
-			callID = m.ID
+			callID = id
 			mu.Unlock()
 			w.Header().Set("Content-Type", "text/event-stream")
 			fmt.Fprint(w, "id: e1\nretry: 10\ndata:\n\n")
 			// The response's event, cut before its end.
 			resp := response()
 			fmt.Fprintf(w, "id: e2\ndata: %s", resp[:len(resp)/2])
-		default:
-			if m.ID == nil { // a notification
-				w.WriteHeader(http.StatusAccepted)
-				return
-			}
-			w.Header().Set("Content-Type", "application/json")
-			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"method not found"}}`, m.ID)
-		}
-	})
-	hs := httptest.NewServer(h)
-	defer hs.Close()
-	fx := newManager(t)
-	fx.m.Sync(context.Background(), []toolrouter.MCPServer{serverConfig("s", hs.URL)})
+		},
+	}.start(t)
 	out := call(fx.m, find(t, fx.m, "s/t"), nil)
 	if !out.Success() || string(out.Output) != `"whole"` {
 		t.Errorf("outcome %+v (output %s)", out, out.Output)
@@ -314,46 +316,16 @@ func TestMCPCallStreamCutMidEvent(t *testing.T) {
 func TestMCPCallReplyTooLarge(t *testing.T) {
 	big := strings.Repeat("x", mcp.DefaultMaxEventSize+1)
 	for _, sse := range []bool{false, true} {
-		h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if r.Method != http.MethodPost {
-				w.WriteHeader(http.StatusMethodNotAllowed)
+		hs, fx := rawServer{call: func(w http.ResponseWriter, r *http.Request, id json.RawMessage) {
+			msg := fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":"%s"}]}}`, id, big)
+			if sse {
+				w.Header().Set("Content-Type", "text/event-stream")
+				fmt.Fprintf(w, "data: %s\n\n", msg)
 				return
-			}
-			var m struct {
-				ID     json.RawMessage `json:"id"`
-				Method string          `json:"method"`
-			}
-			if err := json.NewDecoder(r.Body).Decode(&m); err != nil {
-				http.Error(w, err.Error(), http.StatusBadRequest)
-				return
-			}
-			result := ""
-			switch m.Method {
-			case "initialize":
-				w.Header().Set("Mcp-Session-Id", "s1")
-				result = `{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"f","version":"1"}}`
-			case "tools/list":
-				result = `{"tools":[{"name":"t","inputSchema":{"type":"object"}}]}`
-			case "tools/call":
-				result = `{"content":[{"type":"text","text":"` + big + `"}]}`
-				if sse {
-					w.Header().Set("Content-Type", "text/event-stream")
-					fmt.Fprintf(w, "data: {\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":%s}\n\n", m.ID, result)
-					return
-				}
-			default:
-				if m.ID == nil { // a notification
-					w.WriteHeader(http.StatusAccepted)
-					return
-				}
-				result = `{}`
 			}
 			w.Header().Set("Content-Type", "application/json")
-			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":%s}`, m.ID, result)
-		})
-		hs := httptest.NewServer(h)
-		fx := newManager(t)
-		fx.m.Sync(context.Background(), []toolrouter.MCPServer{serverConfig("s", hs.URL)})
+			fmt.Fprint(w, msg)
+		}}.start(t)
 		out := call(fx.m, find(t, fx.m, "s/t"), nil)
 		if out.Success() || !strings.Contains(out.Err, "larger than") && !strings.Contains(out.Err, "exceeded") {
 			t.Errorf("sse %v: a reply of %d bytes gave %.200s (output %d bytes)", sse, len(big), out.Err, len(out.Output))
@@ -370,53 +342,28 @@ func TestMCPCallReplyTooLarge(t *testing.T) {
 func TestMCPCallSessionLostMidCall(t *testing.T) {
 	var mu sync.Mutex
 	calls, sessions := 0, 0
-	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodGet {
+	_, fx := rawServer{
+		session: func() string {
+			mu.Lock()
+			defer mu.Unlock()
+			sessions++
+			return fmt.Sprintf("s%d", sessions)
+		},
+		get: func(w http.ResponseWriter, r *http.Request) {
 			if r.Header.Get("Last-Event-Id") == "" {
 				w.WriteHeader(http.StatusMethodNotAllowed) // no standalone stream
 				return
 			}
 			http.Error(w, "session not found", http.StatusNotFound) // it expired mid-call
-			return
-		}
-		var m struct {
-			ID     json.RawMessage `json:"id"`
-			Method string          `json:"method"`
-		}
-		if err := json.NewDecoder(r.Body).Decode(&m); err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		result := `{}`
-		switch m.Method {
-		case "initialize":
-			mu.Lock()
-			sessions++
-			w.Header().Set("Mcp-Session-Id", fmt.Sprintf("s%d", sessions))
-			mu.Unlock()
-			result = `{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"f","version":"1"}}`
-		case "tools/list":
-			result = `{"tools":[{"name":"t","inputSchema":{"type":"object"}}]}`
-		case "tools/call":
+		},
+		call: func(w http.ResponseWriter, r *http.Request, id json.RawMessage) {
 			mu.Lock()
 			calls++
 			mu.Unlock()
 			w.Header().Set("Content-Type", "text/event-stream")
 			fmt.Fprint(w, "id: e1\nretry: 10\ndata:\n\n") // then the stream ends
-			return
-		default:
-			if m.ID == nil { // a notification
-				w.WriteHeader(http.StatusAccepted)
-				return
-			}
-		}
-		w.Header().Set("Content-Type", "application/json")
-		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":%s}`, m.ID, result)
-	})
-	hs := httptest.NewServer(h)
-	defer hs.Close()
-	fx := newManager(t)
-	fx.m.Sync(context.Background(), []toolrouter.MCPServer{serverConfig("s", hs.URL)})
+		},
+	}.start(t)
 	out := call(fx.m, find(t, fx.m, "s/t"), nil)
 	if out.Success() || out.Category != toolrouter.CategoryExecution {
 		t.Errorf("outcome %+v, want an execution failure", out)
@@ -434,52 +381,17 @@ func TestMCPCallSessionLostMidCall(t *testing.T) {
 // once, and every call still gets its answer.
 func TestMCPCallStreamsLeftOpenAreBounded(t *testing.T) {
 	var open, peak atomic.Int32
-	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		reply := func(id json.RawMessage, result string) {
-			w.Header().Set("Content-Type", "application/json")
-			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":%s}`, id, result)
+	hs, fx := rawServer{call: func(w http.ResponseWriter, r *http.Request, id json.RawMessage) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprintf(w, "data: {\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"ok\"}]}}\n\n", id)
+		w.(http.Flusher).Flush()
+		n := open.Add(1)
+		for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
 		}
-		if r.Method == http.MethodGet {
-			w.WriteHeader(http.StatusMethodNotAllowed)
-			return
-		}
-		var m struct {
-			ID     json.RawMessage `json:"id"`
-			Method string          `json:"method"`
-		}
-		if err := json.NewDecoder(r.Body).Decode(&m); err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		switch m.Method {
-		case "initialize":
-			w.Header().Set("Mcp-Session-Id", "s1")
-			reply(m.ID, `{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"f","version":"1"}}`)
-		case "tools/list":
-			reply(m.ID, `{"tools":[{"name":"t","inputSchema":{"type":"object"}}]}`)
-		case "tools/call":
-			w.Header().Set("Content-Type", "text/event-stream")
-			fmt.Fprintf(w, "data: {\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"ok\"}]}}\n\n", m.ID)
-			w.(http.Flusher).Flush()
-			n := open.Add(1)
-			for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
-			}
-			<-r.Context().Done() // never ends the stream: the client must
-			open.Add(-1)
-		default:
-			if m.ID == nil {
-				w.WriteHeader(http.StatusAccepted)
-				return
-			}
-			w.Header().Set("Content-Type", "application/json")
-			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"method not found"}}`, m.ID)
-		}
-	})
-	hs := httptest.NewServer(h)
-	defer hs.Close()
+		<-r.Context().Done() // never ends the stream: the client must
+		open.Add(-1)
+	}}.start(t)
 	defer hs.CloseClientConnections() // the streams still open, first
-	fx := newManager(t)
-	fx.m.Sync(context.Background(), []toolrouter.MCPServer{serverConfig("s", hs.URL)})
 	tool := find(t, fx.m, "s/t")
 	const calls = mcpclient.MaxDrains + 36
 	for i := range calls {
