@@ -127,6 +127,9 @@ func serve(ctx context.Context, lookupEnv func(string) (string, bool), stderr io
 		}
 		dbg := &http.Server{Handler: profiler(), ReadHeaderTimeout: 10 * time.Second}
 		log.Info().Str("addr", dln.Addr().String()).Msg("profiler listening (TOOLROUTER_DEBUG_ADDR)")
+		if a, ok := dln.Addr().(*net.TCPAddr); ok && !a.IP.IsLoopback() {
+			log.Warn().Str("addr", dln.Addr().String()).Msg("TOOLROUTER_DEBUG_ADDR is not a loopback address: anyone who reaches it can profile the process (no auth)")
+		}
 		g.Go(func() error { _ = dbg.Serve(dln); return nil })
 		g.Go(func() error { <-gctx.Done(); return dbg.Close() })
 	}
