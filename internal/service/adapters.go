@@ -18,7 +18,7 @@ import (
 type Adapters struct {
 	getenv    func(string) string
 	tel       *telemetry.Telemetry
-	transport *http.Transport
+	transport *outbound.Transport
 	client    *http.Client
 }
 
