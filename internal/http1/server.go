@@ -303,7 +303,7 @@ func (c *conn) serve() {
 		c.deadline(wait)
 		// The bound counts from the request's first byte, some of which
 		// the buffer may hold already.
-		c.headerLeft = int64(c.s.maxHeaderBytes()+4096-c.br.Buffered()) // http.Server's slack for the request line
+		c.headerLeft = int64(c.s.maxHeaderBytes() + 4096 - c.br.Buffered()) // http.Server's slack for the request line
 		if _, err := c.br.Peek(1); err != nil {
 			return
 		}
