@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -230,5 +231,73 @@ func TestPurgeAuditOldestIDs(t *testing.T) {
 	}
 	if got := fmt.Sprint(left()); got != "[tc_9]" {
 		t.Fatalf("after the second purge: %s", got)
+	}
+}
+
+// A database at the schema of version 40 (before the route_results
+// changes of issue 10), holding results and audit records, keeps them
+// through the later migrations: results are read back and swept by age,
+// audit records listed newest first, and new ids continue after the old.
+func TestUpgradeKeepsResultsAndAudit(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "v40.db")
+	db, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exec := func(q string, args ...any) {
+		t.Helper()
+		if _, err := db.ExecContext(ctx, q, args...); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	exec(`CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY)`)
+	for _, m := range sqlstore.Migrations(migrationFiles, "migrations") {
+		if m.Version <= 40 {
+			exec(m.SQL)
+			exec(`INSERT INTO schema_migrations (version) VALUES (?)`, m.Version)
+		}
+	}
+	base := time.Date(2025, 6, 1, 0, 0, 0, 0, time.UTC)
+	for i, id := range []string{"tc_a", "tc_b", "tc_c"} {
+		at := sqliteTimeOf(base.Add(time.Duration(i) * time.Hour))
+		exec(`INSERT INTO route_results (tool_call_id, plan_id, body, created_at) VALUES (?, 'p', ?, ?)`,
+			id, `{"tool_call_id":"`+id+`","plan_id":"p"}`, at)
+		exec(`INSERT INTO audit (`+sqlstore.AuditColumns[len("id, "):]+`) VALUES (?, 'c', 'route', 'p', ?, ?, 't', 't', '', 'success', '', 1, '')`,
+			at, i, id)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	s, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for _, id := range []string{"tc_a", "tc_b", "tc_c"} {
+		if res, err := s.GetResult(ctx, id); err != nil || res.ToolCallID != id {
+			t.Errorf("GetResult(%s) after the upgrade = %+v, %v", id, res, err)
+		}
+	}
+	if n, err := s.DeleteResultsBefore(ctx, base.Add(90*time.Minute), 10); err != nil || n != 2 {
+		t.Errorf("DeleteResultsBefore after the upgrade = %d, %v; want 2", n, err)
+	}
+	if _, err := s.GetResult(ctx, "tc_c"); err != nil {
+		t.Errorf("the newest result was deleted: %v", err)
+	}
+	if err := s.AppendAudit(ctx, []toolrouter.AuditRecord{{Time: base.Add(3 * time.Hour), Client: "c", ToolCallID: "tc_d"}}); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := s.ListAudit(ctx, toolrouter.AuditFilter{Client: "c"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range recs {
+		got = append(got, fmt.Sprint(r.ID, r.ToolCallID))
+	}
+	if fmt.Sprint(got) != "[4tc_d 3tc_c 2tc_b 1tc_a]" {
+		t.Errorf("audit after the upgrade: %v; want [4tc_d 3tc_c 2tc_b 1tc_a]", got)
 	}
 }
