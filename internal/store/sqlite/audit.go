@@ -29,7 +29,12 @@ func (s *Store) AppendAudit(ctx context.Context, recs []toolrouter.AuditRecord) 
 	return nil
 }
 
-var insertAuditSQL = `INSERT INTO audit (` + sqlstore.AuditColumns[len("id, "):] + `)
+// insertAuditSQL inserts one record; the group commit inserts many with
+// one statement. OR FAIL, not the default ABORT: a failing row then does
+// not undo the statement's earlier rows, so SQLite keeps no statement
+// journal (a copy of every page the statement changes) for it; the group
+// commit rolls back its whole transaction on any error anyway.
+var insertAuditSQL = `INSERT OR FAIL INTO audit (` + sqlstore.AuditColumns[len("id, "):] + `)
 	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
 // auditWrites are the statements that insert recs.

@@ -32,14 +32,22 @@ func (s *Store) RequestCancel(ctx context.Context, runID string) (*toolrouter.Ru
 	return s.GetRun(ctx, runID)
 }
 
-// DeleteResultsBefore implements store.RunAdmin: one short statement on the
-// created_at index, so routes wait for the write lock at most that long.
+// DeleteResultsBefore implements store.RunAdmin: one short statement, so
+// routes wait for the write lock at most that long. Of the limit oldest
+// results by rowid (no created_at index to write per route, migration
+// 0041), it deletes those stored before before. Results are inserted about
+// in time order (a replayed one keeps its rowid and its created_at), so the
+// oldest rowids are the expired ones; one among them that is not yet (saved
+// a little later by another process sharing the file, or before the clock
+// stepped back) stays for a later sweep, and the scan never goes past limit
+// rows, as in PurgeAudit.
 func (s *Store) DeleteResultsBefore(ctx context.Context, before time.Time, limit int) (int, error) {
 	if err := s.w.Flush(ctx); err != nil {
 		return 0, fmt.Errorf("sqlite delete results: %w", err)
 	}
-	return s.execCount(ctx, "delete results", `DELETE FROM route_results WHERE tool_call_id IN
-		(SELECT tool_call_id FROM route_results WHERE created_at < ? ORDER BY created_at LIMIT ?)`, sqliteTimeOf(before), limit)
+	return s.execCount(ctx, "delete results", `DELETE FROM route_results WHERE rowid IN
+		(SELECT rowid FROM (SELECT rowid, created_at FROM route_results ORDER BY rowid LIMIT ?) WHERE created_at < ?)`,
+		limit, sqliteTimeOf(before))
 }
 
 // DeleteRunsBefore implements store.RunAdmin.

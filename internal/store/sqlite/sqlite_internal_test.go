@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -231,4 +232,128 @@ func TestPurgeAuditOldestIDs(t *testing.T) {
 	if got := fmt.Sprint(left()); got != "[tc_9]" {
 		t.Fatalf("after the second purge: %s", got)
 	}
+}
+
+// A database at the schema of version 40 (before the route_results
+// changes of issue 10), holding results and audit records, keeps them
+// through the later migrations: results are read back and swept by age,
+// audit records listed newest first, and new ids continue after the old.
+func TestUpgradeKeepsResultsAndAudit(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "v40.db")
+	db, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exec := func(q string, args ...any) {
+		t.Helper()
+		if _, err := db.ExecContext(ctx, q, args...); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	exec(`CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY)`)
+	for _, m := range sqlstore.Migrations(migrationFiles, "migrations") {
+		if m.Version <= 40 {
+			exec(m.SQL)
+			exec(`INSERT INTO schema_migrations (version) VALUES (?)`, m.Version)
+		}
+	}
+	base := time.Date(2025, 6, 1, 0, 0, 0, 0, time.UTC)
+	for i, id := range []string{"tc_a", "tc_b", "tc_c"} {
+		at := sqliteTimeOf(base.Add(time.Duration(i) * time.Hour))
+		exec(`INSERT INTO route_results (tool_call_id, plan_id, body, created_at) VALUES (?, 'p', ?, ?)`,
+			id, `{"tool_call_id":"`+id+`","plan_id":"p"}`, at)
+		exec(`INSERT INTO audit (`+sqlstore.AuditColumns[len("id, "):]+`) VALUES (?, 'c', 'route', 'p', ?, ?, 't', 't', '', 'success', '', 1, '')`,
+			at, i, id)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	s, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for _, id := range []string{"tc_a", "tc_b", "tc_c"} {
+		if res, err := s.GetResult(ctx, id); err != nil || res.ToolCallID != id {
+			t.Errorf("GetResult(%s) after the upgrade = %+v, %v", id, res, err)
+		}
+	}
+	if n, err := s.DeleteResultsBefore(ctx, base.Add(90*time.Minute), 10); err != nil || n != 2 {
+		t.Errorf("DeleteResultsBefore after the upgrade = %d, %v; want 2", n, err)
+	}
+	if _, err := s.GetResult(ctx, "tc_c"); err != nil {
+		t.Errorf("the newest result was deleted: %v", err)
+	}
+	if err := s.AppendAudit(ctx, []toolrouter.AuditRecord{{Time: base.Add(3 * time.Hour), Client: "c", ToolCallID: "tc_d"}}); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := s.ListAudit(ctx, toolrouter.AuditFilter{Client: "c"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range recs {
+		got = append(got, fmt.Sprint(r.ID, r.ToolCallID))
+	}
+	if fmt.Sprint(got) != "[4tc_d 3tc_c 2tc_b 1tc_a]" {
+		t.Errorf("audit after the upgrade: %v; want [4tc_d 3tc_c 2tc_b 1tc_a]", got)
+	}
+}
+
+// A group commit whose statement fails writes nothing of the group, and
+// leaves the writer's connection as it was: the next group commits, with
+// synchronous=NORMAL again after a Durable one.
+func TestFailedStatementRollsBackGroup(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, filepath.Join(t.TempDir(), "fail.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	group := func(id string, bad bool) []writebehind.Write {
+		seq := int64(1)
+		ws := []writebehind.Write{{SQL: saveResultSQL, Row: true, Key: id, Args: []any{id, "p", `{}`, sqliteTimeOf(time.Now())}}}
+		ws = append(ws, auditWrites([]toolrouter.AuditRecord{{Time: time.Now(), Sequence: &seq, ToolCallID: id}})...)
+		next := any(`synchronous`)
+		if bad {
+			next = nil // plan_sequences.next is NOT NULL
+		}
+		return append(ws, writebehind.Write{Durable: bad,
+			SQL:  `INSERT INTO plan_sequences (plan_id, next) SELECT ?, CASE WHEN ? IS NULL THEN NULL ELSE synchronous END FROM pragma_synchronous`,
+			Args: []any{id, next}})
+	}
+	if err := s.commit(ctx, group("tc_bad", true)); err == nil {
+		t.Fatal("a NULL in a NOT NULL column committed")
+	}
+	if err := s.commit(ctx, group("tc_good", false)); err != nil {
+		t.Fatalf("the commit after a failed one: %v", err)
+	}
+	var ids string
+	var level int
+	if err := s.db.QueryRowContext(ctx, `SELECT
+		(SELECT group_concat(tool_call_id) FROM route_results) || '/' || (SELECT group_concat(tool_call_id) FROM audit),
+		(SELECT next FROM plan_sequences WHERE plan_id = 'tc_good')`).Scan(&ids, &level); err != nil {
+		t.Fatal(err)
+	}
+	if ids != "tc_good/tc_good" || level != 1 {
+		t.Errorf("after a failed group and a good one: results/audit %q, synchronous %d; want tc_good/tc_good, 1 (NORMAL)", ids, level)
+	}
+}
+
+// sqliteTimeOf writes what time.Format(sqliteTime) writes, for any instant.
+func FuzzSQLiteTimeOf(f *testing.F) {
+	f.Add(int64(0), int64(0))
+	f.Add(int64(1748736000), int64(123456789))
+	f.Add(int64(-62135596800), int64(1))         // year 1
+	f.Add(int64(253402300799), int64(999999999)) // 9999-12-31T23:59:59
+	f.Add(int64(253402300800), int64(0))         // year 10000
+	f.Add(int64(-62167219201), int64(0))         // year -1
+	f.Fuzz(func(t *testing.T, sec, nsec int64) {
+		tm := time.Unix(sec, nsec).In(time.FixedZone("x", 3600))
+		if got, want := sqliteTimeOf(tm), tm.UTC().Format(sqliteTime); got != want {
+			t.Errorf("sqliteTimeOf(%v) = %s, want %s", tm, got, want)
+		}
+	})
 }
