@@ -371,12 +371,14 @@ func (c *conn) serveOne(remote string) (keep bool) {
 
 	c.mu.Lock()
 	c.inHandler, c.bodyDone, c.cancel, c.gone = true, body.eof, cancel, false
-	c.mu.Unlock()
+	// Under c.mu: the timer may fire before AfterFunc returns, and watch
+	// reads c.watchT.
 	if c.watchT == nil {
 		c.watchT = time.AfterFunc(c.s.watchAfter(), c.watch)
 	} else {
 		c.watchT.Reset(c.s.watchAfter())
 	}
+	c.mu.Unlock()
 
 	panicked := true
 	defer func() {

@@ -402,3 +402,36 @@ func TestUnreadLargeBodyAnswerReachesClient(t *testing.T) {
 		c.Close()
 	}
 }
+
+// The watch timer of a request whose body is not read yet may fire at
+// once: it must not see the timer before serveOne stored it (a nil
+// timer's Reset would take the process down).
+func TestWatchTimerFiresAtOnce(t *testing.T) {
+	started := make(chan struct{}, 1)
+	s := &http1.Server{WatchAfter: time.Nanosecond, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		started <- struct{}{}
+		b, _ := io.ReadAll(r.Body)
+		w.Write(b)
+	})}
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	go s.Serve(ln)
+	defer s.Close()
+	for i := 0; i < 200; i++ {
+		c, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.SetDeadline(time.Now().Add(10 * time.Second))
+		io.WriteString(c, "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\n")
+		<-started // the body comes once the handler runs: the watch fires before it is read
+		io.WriteString(c, "hello")
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b, _ := io.ReadAll(resp.Body); string(b) != "hello" {
+			t.Fatalf("%q", b)
+		}
+		c.Close()
+	}
+}
