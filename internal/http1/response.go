@@ -16,6 +16,7 @@ const bufferBody = 4 << 10
 type response struct {
 	c             *conn
 	req           *http.Request
+	body          *requestBody // nil when the request has none
 	header        http.Header
 	status        int
 	wroteHeader   bool  // the handler's status is set
@@ -37,6 +38,13 @@ func (w *response) WriteHeader(code int) {
 	}
 	if code < 100 || code > 999 {
 		panic("invalid WriteHeader code " + strconv.Itoa(code)) // as http.Server
+	}
+	if code < 101 || code > 199 {
+		// A final status (or the handler's own 100) goes before the
+		// automatic 100 Continue, which is not sent then (http.Server).
+		if b := w.body; b != nil && b.continueW != nil {
+			b.continueW, b.noContinue = nil, true
+		}
 	}
 	if code < 200 && code != http.StatusSwitchingProtocols {
 		// Informational: sent at once, the final status comes later.

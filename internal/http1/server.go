@@ -351,6 +351,7 @@ func (c *conn) serveOne(remote string) (keep bool) {
 		closeAfter: req.Close || !req.ProtoAtLeast(1, 1)}
 	defer func() { c.buf = w.buf[:0] }()
 	body := &requestBody{c: c, rc: req.Body}
+	w.body = body
 	if req.Body == http.NoBody {
 		body.eof = true
 	} else {
@@ -396,7 +397,7 @@ func (c *conn) serveOne(remote string) (keep bool) {
 
 	keep = !req.Close && req.ProtoAtLeast(1, 1)
 	switch {
-	case body.continueW != nil:
+	case body.continueW != nil || body.noContinue && !body.eof:
 		keep = false // the client still holds the body back for a 100 Continue
 	case !body.eof && req.ContentLength >= 0 && req.ContentLength-body.n > maxPostHandlerRead:
 		keep, c.linger = false, true
@@ -549,9 +550,12 @@ type requestBody struct {
 	c         *conn
 	rc        io.ReadCloser
 	continueW *bufio.Writer
-	n         int64 // bytes read
-	eof       bool
-	closed    bool
+	// noContinue: the answer's header went first, so no 100 Continue was
+	// sent (it would land inside the answer), as http.Server.
+	noContinue bool
+	n          int64 // bytes read
+	eof        bool
+	closed     bool
 }
 
 func (b *requestBody) Read(p []byte) (int, error) {

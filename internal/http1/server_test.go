@@ -435,3 +435,39 @@ func TestWatchTimerFiresAtOnce(t *testing.T) {
 		c.Close()
 	}
 }
+
+// A handler that sends its answer's header before it reads a body the
+// client holds back for 100 Continue: no 100 Continue may follow, it
+// would land inside the answer (http.Server sends none once the header
+// is written).
+func TestNoContinueAfterHeaderSent(t *testing.T) {
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "head,")
+		http.NewResponseController(w).Flush()
+		b, _ := io.ReadAll(r.Body)
+		w.Write(b)
+	})
+	std, own := servers(t, h)
+	for _, addr := range []string{std, own} {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(10 * time.Second))
+		io.WriteString(c, "POST / HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\n")
+		br := bufio.NewReader(c)
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("%s: status %d before the body", addr, resp.StatusCode)
+		}
+		io.WriteString(c, "hello") // the client sends its body after a final status
+		b, err := io.ReadAll(resp.Body)
+		if err != nil || string(b) != "head,hello" {
+			t.Fatalf("%s: body %q, %v", addr, b, err)
+		}
+	}
+}
