@@ -54,6 +54,9 @@ func (w *response) WriteHeader(code int) {
 		return
 	}
 	w.wroteHeader, w.status = true, code
+	if te := w.header.Get("Transfer-Encoding"); te != "" && te != "identity" {
+		w.header.Del("Content-Length") // chunked wins, as http.Server
+	}
 	if cl := w.header.Get("Content-Length"); cl != "" {
 		if v, err := strconv.ParseInt(cl, 10, 64); err == nil && v >= 0 {
 			w.contentLength = v
@@ -162,30 +165,34 @@ func (w *response) sendHeader(final bool) error {
 	if _, ok := h["Date"]; !ok {
 		h["Date"] = []string{w.c.s.now()}
 	}
-	if w.closeAfter || h.Get("Connection") == "close" {
-		w.closeAfter = true
-		h["Connection"] = []string{"close"}
-	}
+	// The body's framing is the server's: a Transfer-Encoding the handler
+	// set is not sent as is (as http.Server: chunked, or "identity" for a
+	// body that ends with the connection).
+	te := h.Get("Transfer-Encoding")
+	delete(h, "Transfer-Encoding")
 	switch {
 	case !w.bodyAllowed():
-		delete(h, "Transfer-Encoding")
 		if w.status == http.StatusNoContent {
 			delete(h, "Content-Length")
 		}
 	case w.contentLength >= 0:
 	case w.req.Method == http.MethodHead:
-		if final && w.written > 0 && w.written <= bufferBody {
+		if final && te == "" && w.written > 0 && w.written <= bufferBody {
 			h["Content-Length"] = []string{strconv.FormatInt(w.written, 10)}
 		}
-	case final:
+	case final && te == "":
 		h["Content-Length"] = []string{strconv.FormatInt(w.written, 10)}
-	case w.req.ProtoAtLeast(1, 1):
+	case w.req.ProtoAtLeast(1, 1) && te != "identity":
 		w.chunked = true
 		h["Transfer-Encoding"] = []string{"chunked"}
 	default:
-		w.closeAfter = true // an HTTP/1.0 body of unknown length ends with the connection
+		w.closeAfter = true // a body of unknown length ends with the connection
 	}
-	if _, ok := h["Content-Type"]; !ok && w.bodyAllowed() && len(w.buf) > 0 && h.Get("Content-Encoding") == "" {
+	if w.closeAfter || h.Get("Connection") == "close" {
+		w.closeAfter = true
+		h["Connection"] = []string{"close"}
+	}
+	if _, ok := h["Content-Type"]; !ok && te == "" && w.bodyAllowed() && len(w.buf) > 0 && h.Get("Content-Encoding") == "" {
 		h["Content-Type"] = []string{http.DetectContentType(w.buf)}
 	}
 	w.writeStatusAndHeader(w.status)
@@ -236,7 +243,8 @@ func (w *response) finish() error {
 	}
 	if !w.headerSent {
 		w.sendHeader(true)
-	} else if w.chunked {
+	}
+	if w.chunked {
 		w.c.bw.WriteString("0\r\n\r\n")
 	}
 	if w.contentLength >= 0 && w.written < w.contentLength && w.bodyAllowed() && w.req.Method != http.MethodHead {

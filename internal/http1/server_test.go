@@ -471,3 +471,27 @@ func TestNoContinueAfterHeaderSent(t *testing.T) {
 		}
 	}
 }
+
+// A handler that sets Transfer-Encoding itself: the body is framed as the
+// header says (http.Server chunks it, or drops the header when there is a
+// Content-Length).
+func TestHandlerTransferEncoding(t *testing.T) {
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Transfer-Encoding", "chunked")
+		if r.URL.Path == "/identity" {
+			w.Header().Set("Transfer-Encoding", "identity")
+		}
+		if r.URL.Path == "/cl" {
+			w.Header().Set("Content-Length", "5")
+		}
+		io.WriteString(w, "hello")
+	})
+	std, own := servers(t, h)
+	for _, path := range []string{"/", "/cl", "/identity"} {
+		raw := "GET " + path + " HTTP/1.1\r\nHost: x\r\n\r\nGET " + path + " HTTP/1.1\r\nHost: x\r\n\r\n"
+		want, got := exchange(t, std, raw), exchange(t, own, raw)
+		if fmt.Sprint(want) != fmt.Sprint(got) {
+			t.Errorf("%s:\nnet/http: %+v\nhttp1:    %+v", path, want, got)
+		}
+	}
+}
