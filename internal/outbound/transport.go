@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/textproto"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -193,9 +194,16 @@ func closeReqBody(req *http.Request) {
 	}
 }
 
-// validHeaders refuses what http.Transport refuses: header names and
-// values that would break the request's framing.
+// validHeaders refuses what http.Transport refuses: a method, request
+// URI, host, header names and values that would break the request's
+// framing.
 func validHeaders(req *http.Request) error {
+	if req.Method != "" && (strings.IndexFunc(req.Method, func(r rune) bool { return !httpguts.IsTokenRune(r) }) >= 0) {
+		return fmt.Errorf("net/http: invalid method %q", req.Method)
+	}
+	if strings.IndexFunc(req.URL.RequestURI(), func(r rune) bool { return r < ' ' || r == 0x7f }) >= 0 {
+		return errors.New("net/http: can't write control character in Request.URL")
+	}
 	for k, vs := range req.Header {
 		if !httpguts.ValidHeaderFieldName(k) {
 			return fmt.Errorf("net/http: invalid header field name %q", k)
@@ -206,7 +214,11 @@ func validHeaders(req *http.Request) error {
 			}
 		}
 	}
-	if host := req.Host; host != "" && !httpguts.ValidHostHeader(host) {
+	host := req.Host
+	if host == "" {
+		host = req.URL.Host
+	}
+	if !httpguts.ValidHostHeader(host) {
 		return errors.New("http: invalid Host header")
 	}
 	return nil
@@ -360,7 +372,11 @@ func (pc *persistConn) writeRequest(req *http.Request) error {
 	if host == "" {
 		host = req.URL.Host
 	}
-	w.WriteString(req.Method)
+	if req.Method == "" {
+		w.WriteString(http.MethodGet)
+	} else {
+		w.WriteString(req.Method)
+	}
 	w.WriteByte(' ')
 	w.WriteString(req.URL.RequestURI())
 	w.WriteString(" HTTP/1.1\r\nHost: ")

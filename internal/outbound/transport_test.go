@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -281,5 +282,72 @@ func TestTransportHTTPSGoesToStandardTransport(t *testing.T) {
 	// transport's TLS check fails (the own path never speaks TLS).
 	if _, _, err := post(t, tr, context.Background(), srv.URL, "{}"); err == nil || !strings.Contains(err.Error(), "certificate") {
 		t.Fatalf("err %v, want a certificate error", err)
+	}
+}
+
+// A request built by hand (not by http.NewRequest, which validates) with a
+// line break in its method, URL or host is refused as http.Transport
+// refuses it: written as is, it would add headers or a second request to
+// a connection the pool reuses.
+func TestTransportRefusesControlCharactersInRequestLine(t *testing.T) {
+	var requests atomic.Int64
+	s := newRawServer(t, func(c net.Conn, br *bufio.Reader) {
+		for {
+			req, err := http.ReadRequest(br)
+			if err != nil {
+				return
+			}
+			requests.Add(1)
+			io.Copy(io.Discard, req.Body)
+			io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+		}
+	})
+	tr := outbound.NewTransport()
+	defer tr.CloseIdleConnections()
+	smuggled := " HTTP/1.1\r\nHost: x\r\n\r\nGET /smuggled"
+	for name, edit := range map[string]func(*http.Request){
+		"query":  func(r *http.Request) { r.URL.RawQuery = "x=1" + smuggled },
+		"method": func(r *http.Request) { r.Method = "GET /tool" + smuggled },
+		"host":   func(r *http.Request) { r.URL.Host += "\r\nX-Injected: 1" },
+	} {
+		req, err := http.NewRequest(http.MethodGet, s.url(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		edit(req)
+		if resp, err := tr.RoundTrip(req); err == nil {
+			resp.Body.Close()
+			t.Errorf("%s: sent", name)
+		}
+	}
+	if n := requests.Load(); n != 0 {
+		t.Fatalf("the server read %d request(s)", n)
+	}
+}
+
+// An empty Method means GET (http.Request's doc), as on http.Transport.
+func TestTransportEmptyMethodIsGET(t *testing.T) {
+	s := newRawServer(t, func(c net.Conn, br *bufio.Reader) {
+		req, err := http.ReadRequest(br)
+		if err != nil {
+			io.WriteString(c, "HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n")
+			return
+		}
+		io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: "+strconv.Itoa(len(req.Method))+"\r\n\r\n"+req.Method)
+	})
+	tr := outbound.NewTransport()
+	defer tr.CloseIdleConnections()
+	req, err := http.NewRequest("", s.url(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Method = ""
+	resp, err := tr.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if b, _ := io.ReadAll(resp.Body); resp.StatusCode != 200 || string(b) != "GET" {
+		t.Fatalf("%d %q", resp.StatusCode, b)
 	}
 }
