@@ -129,6 +129,7 @@ func TestTransportChunkedAnd1xx(t *testing.T) {
 // shorter idle timeout than ours): the next request sees it closed and
 // takes a new connection instead of failing.
 func TestTransportDropsConnectionClosedWhileIdle(t *testing.T) {
+	closed := make(chan struct{}, 5)
 	s := newRawServer(t, func(c net.Conn, br *bufio.Reader) {
 		req, err := http.ReadRequest(br)
 		if err != nil {
@@ -136,6 +137,8 @@ func TestTransportDropsConnectionClosedWhileIdle(t *testing.T) {
 		}
 		io.Copy(io.Discard, req.Body)
 		io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok") // keep-alive, then closed
+		c.Close()
+		closed <- struct{}{}
 	})
 	tr := outbound.NewTransport()
 	for i := range 5 {
@@ -143,6 +146,9 @@ func TestTransportDropsConnectionClosedWhileIdle(t *testing.T) {
 		if _, body, err := post(t, tr, context.Background(), s.url(), "{}"); err != nil || body != "ok" {
 			t.Fatalf("call %d: %v %q", i, err, body)
 		}
+		// Closed while idle, not while the next request is on its way
+		// (that race no transport can win for a POST).
+		<-closed
 	}
 	if n := s.conns.Load(); n != 5 {
 		t.Fatalf("%d connections, want 5", n)
