@@ -188,9 +188,12 @@ func (w *response) sendHeader(final bool) error {
 	default:
 		w.closeAfter = true // a body of unknown length ends with the connection
 	}
-	if w.closeAfter || h.Get("Connection") == "close" {
+	switch {
+	case w.closeAfter || h.Get("Connection") == "close":
 		w.closeAfter = true
 		h["Connection"] = []string{"close"}
+	case !w.req.ProtoAtLeast(1, 1):
+		h["Connection"] = []string{"keep-alive"} // an HTTP/1.0 client that asked for it
 	}
 	if _, ok := h["Content-Type"]; !ok && te == "" && w.bodyAllowed() && len(w.buf) > 0 && h.Get("Content-Encoding") == "" {
 		h["Content-Type"] = []string{http.DetectContentType(w.buf)}

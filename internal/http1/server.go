@@ -348,7 +348,7 @@ func (c *conn) serveOne(remote string) (keep bool) {
 	req = req.WithContext(ctx)
 
 	w := &response{c: c, req: req, header: make(http.Header, 4), contentLength: -1, buf: c.buf[:0],
-		closeAfter: req.Close || !req.ProtoAtLeast(1, 1)}
+		closeAfter: req.Close} // HTTP/1.0: Close unless it asked for keep-alive
 	defer func() { c.buf = w.buf[:0] }()
 	body := &requestBody{c: c, rc: req.Body}
 	w.body = body
@@ -395,7 +395,7 @@ func (c *conn) serveOne(remote string) (keep bool) {
 	c.s.Handler.ServeHTTP(w, req)
 	panicked = false
 
-	keep = !req.Close && req.ProtoAtLeast(1, 1)
+	keep = !req.Close
 	switch {
 	case body.continueW != nil || body.noContinue && !body.eof:
 		keep = false // the client still holds the body back for a 100 Continue

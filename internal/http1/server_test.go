@@ -176,6 +176,7 @@ func TestSameAnswersAsNetHTTP(t *testing.T) {
 		"POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n",
 		"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nshort",
 		"GET /small HTTP/1.0\r\n\r\n" + get("/small"),
+		"GET /small HTTP/1.0\r\nConnection: keep-alive\r\n\r\nGET /big HTTP/1.0\r\nConnection: keep-alive\r\n\r\n" + get("/small"),
 		"GET /small HTTP/1.1\r\n\r\n",
 		"GET /small HTTP/1.1\r\nHost: a b\r\n\r\n",
 		"GET /small HTTP/2.0\r\nHost: x\r\n\r\n",

@@ -495,19 +495,32 @@ type bodyReader struct {
 	rc    io.ReadCloser
 	stop  func() bool
 	reuse bool
-	done  bool
-	err   error
+	// mu guards done and err: Close may come from another goroutine
+	// while a Read waits (as http.Transport's bodies allow); the Read
+	// then fails, and the connection is closed, never pooled.
+	mu   sync.Mutex
+	done bool
+	err  error
 }
 
+var errBodyClosed = errors.New("http: read on closed response body")
+
 func (b *bodyReader) Read(p []byte) (int, error) {
-	if b.done {
-		if b.err != nil {
-			return 0, b.err
+	b.mu.Lock()
+	done, derr := b.done, b.err
+	b.mu.Unlock()
+	if done {
+		if derr != nil {
+			return 0, derr
 		}
 		return 0, io.EOF
 	}
 	n, err := b.rc.Read(p)
+	b.mu.Lock()
+	defer b.mu.Unlock()
 	switch {
+	case b.done: // closed while reading
+		return n, b.err
 	case err == io.EOF:
 		b.done = true
 		b.pc.release(b.stop, b.reuse)
@@ -523,10 +536,12 @@ func (b *bodyReader) Read(p []byte) (int, error) {
 }
 
 func (b *bodyReader) Close() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
 	if !b.done {
 		// Not read to its end: the rest would have to be read before the
 		// connection could carry another request; closing is cheaper.
-		b.done, b.err = true, errors.New("http: read on closed response body")
+		b.done, b.err = true, errBodyClosed
 		b.stop()
 		b.pc.close()
 	}

@@ -357,3 +357,42 @@ func TestTransportEmptyMethodIsGET(t *testing.T) {
 		t.Fatalf("%d %q", resp.StatusCode, b)
 	}
 }
+
+// Close from another goroutine while a Read waits (the MCP SDK's way of
+// ending a stream): the Read returns, nothing races, and the connection
+// is not reused.
+func TestTransportCloseDuringRead(t *testing.T) {
+	s := newRawServer(t, func(c net.Conn, br *bufio.Reader) {
+		for {
+			if _, err := http.ReadRequest(br); err != nil {
+				return
+			}
+			io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n")
+		}
+	})
+	tr := outbound.NewTransport()
+	req, _ := http.NewRequest(http.MethodGet, s.url(), nil)
+	resp, err := tr.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 5)
+	if _, err := io.ReadFull(resp.Body, buf); err != nil {
+		t.Fatal(err)
+	}
+	read := make(chan error, 1)
+	go func() { _, err := resp.Body.Read(buf); read <- err }()
+	resp.Body.Close()
+	if err := <-read; err == nil {
+		t.Fatal("a Read waiting when the body was closed returned no error")
+	}
+	req, _ = http.NewRequest(http.MethodGet, s.url(), nil)
+	resp, err = tr.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if n := s.conns.Load(); n != 2 {
+		t.Fatalf("%d connections, want 2 (the closed one not reused)", n)
+	}
+}
