@@ -2,11 +2,14 @@ package mcpclient
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
+	"net/http"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"testing/iotest"
 	"time"
@@ -81,5 +84,55 @@ func TestMCPFastOutcome(t *testing.T) {
 	}
 	if _, err := fastOutcome(nil, json.RawMessage(`{"content":{}}`)); err == nil {
 		t.Error("a malformed result was accepted")
+	}
+}
+
+// endedBody is an event stream whose end came with its last byte: it says
+// so (Ended, as outbound's bodies do), and a read past the end blocks
+// until unblock is closed.
+type endedBody struct {
+	r       *strings.Reader
+	unblock chan struct{}
+	closed  atomic.Bool
+}
+
+func (b *endedBody) Read(p []byte) (int, error) {
+	if b.r.Len() == 0 {
+		<-b.unblock
+		return 0, io.EOF
+	}
+	n, _ := b.r.Read(p)
+	if b.r.Len() == 0 {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+func (b *endedBody) Ended() bool  { return b.r.Len() == 0 }
+func (b *endedBody) Close() error { b.closed.Store(true); return nil }
+
+// TestMCPStreamEndedNotDrained: a call's stream whose body says it ended
+// with the response (directly, or through the progress tap) is closed by
+// the call itself: no background drain takes a slot or reads it.
+func TestMCPStreamEndedNotDrained(t *testing.T) {
+	for _, tapped := range []bool{false, true} {
+		body := &endedBody{
+			r:       strings.NewReader("event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{\"content\":[]}}\n\n"),
+			unblock: make(chan struct{}),
+		}
+		var rc io.ReadCloser = body
+		if tapped {
+			rc = &sseTap{body: body, event: func([]byte) {}}
+		}
+		s := &server{drains: make(chan struct{}, maxDrains)}
+		p := sseParser{r: bufio.NewReader(nil)}
+		raw, done, err := s.drainStream(context.Background(), fastSession{}, []byte("7"), &http.Response{Body: rc}, &p, nil)
+		if err != nil || !done || string(raw) != `{"content":[]}` {
+			t.Fatalf("tapped %v: %s, %v, %v", tapped, raw, done, err)
+		}
+		if n := len(s.drains); n != 0 || !body.closed.Load() {
+			t.Errorf("tapped %v: %d drains running, body closed %v; want none and closed", tapped, n, body.closed.Load())
+		}
+		close(body.unblock)
 	}
 }

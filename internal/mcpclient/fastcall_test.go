@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -420,6 +421,9 @@ func TestMCPCallStreamsLeftOpenAreBounded(t *testing.T) {
 // which this benchmark is for, is large. Compare runs with benchstat:
 //
 //	go test -run '^$' -bench MCPCallSSE -benchmem -benchtime 20000x -count 10 ./internal/mcpclient/
+//
+// MCPBENCH_URL=http://127.0.0.1:9101/mcp calls that server instead (say
+// bench/mcpecho, the go-sdk's handler, in a process of its own).
 func BenchmarkMCPCallSSE(b *testing.B) {
 	var conns atomic.Int64
 	hs := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -465,7 +469,11 @@ func BenchmarkMCPCallSSE(b *testing.B) {
 	defer hs.Close()
 	m := mcpclient.New(zerolog.Nop(), nil)
 	defer m.Close()
-	m.Sync(context.Background(), []toolrouter.MCPServer{serverConfig("s", hs.URL)})
+	url := hs.URL
+	if u := os.Getenv("MCPBENCH_URL"); u != "" {
+		url = u
+	}
+	m.Sync(context.Background(), []toolrouter.MCPServer{serverConfig("s", url)})
 	var tool *toolrouter.Tool
 	for _, t := range m.Tools() {
 		if t.Name == "s/echo" {
