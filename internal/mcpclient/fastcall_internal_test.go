@@ -14,6 +14,8 @@ import (
 	"testing/iotest"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
 
@@ -134,5 +136,48 @@ func TestMCPStreamEndedNotDrained(t *testing.T) {
 			t.Errorf("tapped %v: %d drains running, body closed %v; want none and closed", tapped, n, body.closed.Load())
 		}
 		close(body.unblock)
+	}
+}
+
+// TestMCPEncodeCall: the tools/call request the hot path sends is
+// json.Marshal's encoding of callRequest, byte for byte, whether it is
+// appended by hand (a plain name, arguments as ArgsJSON or a map) or not
+// (names json.Marshal escapes, _meta, inputResponses, requestState).
+func TestMCPEncodeCall(t *testing.T) {
+	argsMap := map[string]any{"msg": "<hi>", "n": 1.5, "z": []any{nil, true}}
+	argsJSON, _ := json.Marshal(argsMap)
+	for _, p := range []*mcp.CallToolParams{
+		{Name: "echo", Arguments: json.RawMessage(argsJSON)},
+		{Name: "echo", Arguments: argsMap},
+		{Name: "echo", Arguments: map[string]any{}},
+		{Name: "echo", Arguments: map[string]any(nil)},
+		{Name: "echo", Arguments: json.RawMessage(`null`)},
+		{Name: "echo"},
+		{Name: "a.b-c_d/e f~", Arguments: json.RawMessage(`{}`)},
+		{Name: `q"uote\back`, Arguments: json.RawMessage(`{}`)},
+		{Name: "<&>", Arguments: json.RawMessage(`{}`)},
+		{Name: "tab\tctl\x01", Arguments: json.RawMessage(`{}`)},
+		{Name: "ünï\u2028code\xff", Arguments: json.RawMessage(`{}`)},
+		{Name: "echo", Arguments: argsMap, Meta: mcp.Meta{"progressToken": "t1"}},
+		{Name: "echo", Arguments: json.RawMessage(`{}`), RequestState: "st"},
+		{Name: "echo", Arguments: json.RawMessage(`{}`), InputResponses: mcp.InputResponseMap{"r": nil}},
+	} {
+		want, werr := json.Marshal(callRequest{JSONRPC: "2.0", ID: fastIDBase + 42, Method: "tools/call", Params: p})
+		got, err := encodeCall(fastIDBase+42, p)
+		if string(got) != string(want) || (err == nil) != (werr == nil) {
+			t.Errorf("%+v:\n got %s (%v)\nwant %s (%v)", p, got, err, want, werr)
+		}
+	}
+}
+
+// BenchmarkEncodeCall: the tools/call request of an echo call with the
+// router's ArgsJSON.
+func BenchmarkEncodeCall(b *testing.B) {
+	p := &mcp.CallToolParams{Name: "echo", Arguments: json.RawMessage(`{"msg":"hi"}`)}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := encodeCall(fastIDBase+1, p); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
