@@ -454,6 +454,9 @@ func (s *server) resume(ctx context.Context, sess fastSession, lastID string, re
 // progress and log messages were relayed by the tap), or a response to
 // something else (ignored).
 func (s *server) handleMessage(ctx context.Context, sess fastSession, want, data []byte) (json.RawMessage, bool, error) {
+	if raw, ok := responseResult(data, want); ok {
+		return append(json.RawMessage(nil), raw...), true, nil
+	}
 	var m wireMessage
 	if err := json.Unmarshal(data, &m); err != nil {
 		return nil, false, fmt.Errorf("tools/call: failed to decode event: %w", err)
@@ -476,6 +479,141 @@ func (s *server) handleMessage(ctx context.Context, sess fastSession, want, data
 		return m.Result, true, nil
 	}
 	return nil, false, nil
+}
+
+// responseResult is the result of data when data is a success response
+// to want in its usual form: an object of "id" (want), "result" and
+// optionally "jsonrpc":"2.0", each once, in any order, keys as written
+// (no escapes, lower case). It reads data once and checks the result
+// with json.Valid, so that it answers only what json.Unmarshal into
+// wireMessage would (FuzzResponseResult). The envelope and result of an
+// echo call then take ~5 µs and 14 allocations instead of ~8.3 µs and 22
+// (BenchmarkDecodeResponse). Anything else
+// (requests, notifications, errors, other members) is left to
+// json.Unmarshal.
+func responseResult(data, want []byte) (json.RawMessage, bool) {
+	b := skipSpace(data)
+	if len(b) == 0 || b[0] != '{' {
+		return nil, false
+	}
+	var result []byte
+	var seen uint8
+	for b = b[1:]; ; {
+		b = skipSpace(b)
+		if len(b) == 0 || b[0] != '"' {
+			return nil, false
+		}
+		end := bytes.IndexByte(b[1:], '"')
+		if end < 0 {
+			return nil, false
+		}
+		key := b[1 : 1+end] // an escaped key ends early, and matches nothing below
+		b = skipSpace(b[end+2:])
+		if len(b) == 0 || b[0] != ':' {
+			return nil, false
+		}
+		b = skipSpace(b[1:])
+		n := valueLen(b)
+		if n <= 0 {
+			return nil, false
+		}
+		var bit uint8
+		switch v := b[:n]; string(key) {
+		case "jsonrpc":
+			bit = 1
+			if string(v) != `"2.0"` {
+				return nil, false
+			}
+		case "id":
+			bit = 2
+			if !bytes.Equal(v, want) {
+				return nil, false
+			}
+		case "result":
+			bit, result = 4, v
+		default:
+			return nil, false
+		}
+		if seen&bit != 0 {
+			return nil, false
+		}
+		seen |= bit
+		b = skipSpace(b[n:])
+		if len(b) == 0 {
+			return nil, false
+		}
+		if b[0] == '}' {
+			break
+		}
+		if b[0] != ',' {
+			return nil, false
+		}
+		b = b[1:]
+	}
+	if seen&6 != 6 || len(skipSpace(b[1:])) != 0 || !json.Valid(result) {
+		return nil, false
+	}
+	return result, true
+}
+
+// skipSpace is b after its leading JSON whitespace.
+func skipSpace(b []byte) []byte {
+	for len(b) > 0 && (b[0] == ' ' || b[0] == '\t' || b[0] == '\n' || b[0] == '\r') {
+		b = b[1:]
+	}
+	return b
+}
+
+// valueLen is the length of the JSON value b starts with, or -1 when b
+// ends before it. It is exact for valid JSON and validates nothing: its
+// callers check what it delimits.
+func valueLen(b []byte) int {
+	depth := 0
+	for i := 0; i < len(b); i++ {
+		switch b[i] {
+		case '"':
+			for { // to the quote that ends the string: one after an even number of backslashes
+				j := bytes.IndexByte(b[i+1:], '"')
+				if j < 0 {
+					return -1
+				}
+				i += 1 + j
+				k := i
+				for k > 0 && b[k-1] == '\\' {
+					k--
+				}
+				if (i-k)%2 == 0 {
+					break
+				}
+			}
+		case '{', '[':
+			depth++
+			continue
+		case '}', ']':
+			depth--
+		default:
+			if depth > 0 {
+				continue
+			}
+			// A number or a literal: up to what follows it.
+			j := i
+		literal:
+			for ; j < len(b); j++ {
+				switch b[j] {
+				case ',', '}', ']', ' ', '\t', '\n', '\r':
+					break literal
+				}
+			}
+			return j
+		}
+		if depth <= 0 {
+			if depth < 0 {
+				return -1
+			}
+			return i + 1
+		}
+	}
+	return -1
 }
 
 // answer replies to a request the server sent on a call's stream, as the

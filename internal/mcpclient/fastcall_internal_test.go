@@ -181,3 +181,77 @@ func BenchmarkEncodeCall(b *testing.B) {
 		}
 	}
 }
+
+// FuzzResponseResult: responseResult answers only for what json.Unmarshal
+// into wireMessage reads as the response to want with a result, and then
+// with the same result; the usual forms of a response it does answer for.
+func FuzzResponseResult(f *testing.F) {
+	want := []byte("1099511627777")
+	for _, seed := range []string{
+		`{"jsonrpc":"2.0","id":1099511627777,"result":{"content":[{"type":"text","text":"{\"msg\":\"hi\"}"}],"structuredContent":{"msg":"hi"}}}`,
+		` { "result" : {"content":[]} , "id" : 1099511627777 , "jsonrpc" : "2.0" } ` + "\n",
+		`{"id":1099511627777,"result":"a\\\"}b\\\\"}`,
+		`{"id":1099511627777,"result":[1,{"a":[true,null]},"]"]}`,
+		`{"id":1099511627777,"result":null}`,
+		`{"id":1099511627777,"result":12.5e3}`,
+		`{"jsonrpc":"2.0","id":1099511627777,"error":{"code":-32601,"message":"m"}}`,
+		`{"jsonrpc":"2.0","id":1099511627777,"result":{},"error":{"code":1,"message":"m"}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"ping"}`,
+		`{"jsonrpc":"2.0","method":"notifications/progress","params":{}}`,
+		`{"id":1099511627777,"result":{},"result":{"a":1}}`,
+		`{"ID":1099511627777,"Result":{}}`,
+		`{"id":1099511627777,"\u0072esult":{}}`,
+		`{"id":1099511627777,"result":{"a":}}`,
+		`{"id":1099511627777,"result":{}} x`,
+		`{"id":"1099511627777","result":{}}`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		raw, ok := responseResult(data, want)
+		if !ok {
+			return
+		}
+		var m wireMessage
+		if err := json.Unmarshal(data, &m); err != nil {
+			t.Fatalf("%q: answered %s, json.Unmarshal fails: %v", data, raw, err)
+		}
+		if string(m.ID) != string(want) || m.Method != "" || m.Error != nil || string(m.Result) != string(raw) {
+			t.Fatalf("%q: answered %s, json.Unmarshal reads %+v (result %s)", data, raw, m, m.Result)
+		}
+	})
+}
+
+// TestMCPResponseResultAnswers: the usual forms of a success response are
+// read by responseResult, not left to json.Unmarshal.
+func TestMCPResponseResultAnswers(t *testing.T) {
+	want := []byte("1099511627777")
+	for _, c := range []struct{ data, result string }{
+		{`{"jsonrpc":"2.0","id":1099511627777,"result":{"content":[{"type":"text","text":"{\"a\":\"}\\\\\"}"}]}}`, `{"content":[{"type":"text","text":"{\"a\":\"}\\\\\"}"}]}`},
+		{" { \"result\" : [1, {\"a\": [true, null]}, \"]\"] ,\n\"id\":1099511627777 } \r\n", `[1, {"a": [true, null]}, "]"]`},
+		{`{"id":1099511627777,"result":null}`, `null`},
+		{`{"id":1099511627777,"result":-12.5e3}`, `-12.5e3`},
+	} {
+		raw, ok := responseResult([]byte(c.data), want)
+		if !ok || string(raw) != c.result {
+			t.Errorf("%s: %s, %v; want %s", c.data, raw, ok, c.result)
+		}
+	}
+}
+
+// BenchmarkDecodeResponse: the response event of an echo call, its
+// envelope and its result, as handleMessage and fastOutcome read it.
+func BenchmarkDecodeResponse(b *testing.B) {
+	msg := []byte(`{"jsonrpc":"2.0","id":1099511627777,"result":{"content":[{"type":"text","text":"{\"msg\":\"hi\"}"}],"structuredContent":{"msg":"hi"}}}`)
+	s := &server{}
+	b.ReportAllocs()
+	for b.Loop() {
+		raw, done, err := s.handleMessage(context.Background(), fastSession{}, []byte("1099511627777"), msg)
+		if err != nil || !done {
+			b.Fatal(done, err)
+		}
+		if _, err := fastOutcome(nil, raw); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
