@@ -2,14 +2,19 @@ package mcpclient
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
+	"net/http"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"testing/iotest"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
@@ -81,5 +86,172 @@ func TestMCPFastOutcome(t *testing.T) {
 	}
 	if _, err := fastOutcome(nil, json.RawMessage(`{"content":{}}`)); err == nil {
 		t.Error("a malformed result was accepted")
+	}
+}
+
+// endedBody is an event stream whose end came with its last byte: it says
+// so (Ended, as outbound's bodies do), and a read past the end blocks
+// until unblock is closed.
+type endedBody struct {
+	r       *strings.Reader
+	unblock chan struct{}
+	closed  atomic.Bool
+}
+
+func (b *endedBody) Read(p []byte) (int, error) {
+	if b.r.Len() == 0 {
+		<-b.unblock
+		return 0, io.EOF
+	}
+	n, _ := b.r.Read(p)
+	if b.r.Len() == 0 {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+func (b *endedBody) Ended() bool  { return b.r.Len() == 0 }
+func (b *endedBody) Close() error { b.closed.Store(true); return nil }
+
+// TestMCPStreamEndedNotDrained: a call's stream whose body says it ended
+// with the response (directly, or through the progress tap) is closed by
+// the call itself: no background drain takes a slot or reads it.
+func TestMCPStreamEndedNotDrained(t *testing.T) {
+	for _, tapped := range []bool{false, true} {
+		body := &endedBody{
+			r:       strings.NewReader("event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{\"content\":[]}}\n\n"),
+			unblock: make(chan struct{}),
+		}
+		var rc io.ReadCloser = body
+		if tapped {
+			rc = &sseTap{body: body, event: func([]byte) {}}
+		}
+		s := &server{drains: make(chan struct{}, maxDrains)}
+		p := sseParser{r: bufio.NewReader(nil)}
+		raw, done, err := s.drainStream(context.Background(), fastSession{}, []byte("7"), &http.Response{Body: rc}, &p, nil)
+		if err != nil || !done || string(raw) != `{"content":[]}` {
+			t.Fatalf("tapped %v: %s, %v, %v", tapped, raw, done, err)
+		}
+		if n := len(s.drains); n != 0 || !body.closed.Load() {
+			t.Errorf("tapped %v: %d drains running, body closed %v; want none and closed", tapped, n, body.closed.Load())
+		}
+		close(body.unblock)
+	}
+}
+
+// TestMCPEncodeCall: the tools/call request the hot path sends is
+// json.Marshal's encoding of callRequest, byte for byte, whether it is
+// appended by hand (a plain name, arguments as ArgsJSON or a map) or not
+// (names json.Marshal escapes, _meta, inputResponses, requestState).
+func TestMCPEncodeCall(t *testing.T) {
+	argsMap := map[string]any{"msg": "<hi>", "n": 1.5, "z": []any{nil, true}}
+	argsJSON, _ := json.Marshal(argsMap)
+	for _, p := range []*mcp.CallToolParams{
+		{Name: "echo", Arguments: json.RawMessage(argsJSON)},
+		{Name: "echo", Arguments: argsMap},
+		{Name: "echo", Arguments: map[string]any{}},
+		{Name: "echo", Arguments: map[string]any(nil)},
+		{Name: "echo", Arguments: json.RawMessage(`null`)},
+		{Name: "echo"},
+		{Name: "a.b-c_d/e f~", Arguments: json.RawMessage(`{}`)},
+		{Name: `q"uote\back`, Arguments: json.RawMessage(`{}`)},
+		{Name: "<&>", Arguments: json.RawMessage(`{}`)},
+		{Name: "tab\tctl\x01", Arguments: json.RawMessage(`{}`)},
+		{Name: "ünï\u2028code\xff", Arguments: json.RawMessage(`{}`)},
+		{Name: "echo", Arguments: argsMap, Meta: mcp.Meta{"progressToken": "t1"}},
+		{Name: "echo", Arguments: json.RawMessage(`{}`), RequestState: "st"},
+		{Name: "echo", Arguments: json.RawMessage(`{}`), InputResponses: mcp.InputResponseMap{"r": nil}},
+	} {
+		want, werr := json.Marshal(callRequest{JSONRPC: "2.0", ID: fastIDBase + 42, Method: "tools/call", Params: p})
+		got, err := encodeCall(fastIDBase+42, p)
+		if string(got) != string(want) || (err == nil) != (werr == nil) {
+			t.Errorf("%+v:\n got %s (%v)\nwant %s (%v)", p, got, err, want, werr)
+		}
+	}
+}
+
+// BenchmarkEncodeCall: the tools/call request of an echo call with the
+// router's ArgsJSON.
+func BenchmarkEncodeCall(b *testing.B) {
+	p := &mcp.CallToolParams{Name: "echo", Arguments: json.RawMessage(`{"msg":"hi"}`)}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := encodeCall(fastIDBase+1, p); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// FuzzResponseResult: responseResult answers only for what json.Unmarshal
+// into wireMessage reads as the response to want with a result, and then
+// with the same result; the usual forms of a response it does answer for.
+func FuzzResponseResult(f *testing.F) {
+	want := []byte("1099511627777")
+	for _, seed := range []string{
+		`{"jsonrpc":"2.0","id":1099511627777,"result":{"content":[{"type":"text","text":"{\"msg\":\"hi\"}"}],"structuredContent":{"msg":"hi"}}}`,
+		` { "result" : {"content":[]} , "id" : 1099511627777 , "jsonrpc" : "2.0" } ` + "\n",
+		`{"id":1099511627777,"result":"a\\\"}b\\\\"}`,
+		`{"id":1099511627777,"result":[1,{"a":[true,null]},"]"]}`,
+		`{"id":1099511627777,"result":null}`,
+		`{"id":1099511627777,"result":12.5e3}`,
+		`{"jsonrpc":"2.0","id":1099511627777,"error":{"code":-32601,"message":"m"}}`,
+		`{"jsonrpc":"2.0","id":1099511627777,"result":{},"error":{"code":1,"message":"m"}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"ping"}`,
+		`{"jsonrpc":"2.0","method":"notifications/progress","params":{}}`,
+		`{"id":1099511627777,"result":{},"result":{"a":1}}`,
+		`{"ID":1099511627777,"Result":{}}`,
+		`{"id":1099511627777,"\u0072esult":{}}`,
+		`{"id":1099511627777,"result":{"a":}}`,
+		`{"id":1099511627777,"result":{}} x`,
+		`{"id":"1099511627777","result":{}}`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		raw, ok := responseResult(data, want)
+		if !ok {
+			return
+		}
+		var m wireMessage
+		if err := json.Unmarshal(data, &m); err != nil {
+			t.Fatalf("%q: answered %s, json.Unmarshal fails: %v", data, raw, err)
+		}
+		if string(m.ID) != string(want) || m.Method != "" || m.Error != nil || string(m.Result) != string(raw) {
+			t.Fatalf("%q: answered %s, json.Unmarshal reads %+v (result %s)", data, raw, m, m.Result)
+		}
+	})
+}
+
+// TestMCPResponseResultAnswers: the usual forms of a success response are
+// read by responseResult, not left to json.Unmarshal.
+func TestMCPResponseResultAnswers(t *testing.T) {
+	want := []byte("1099511627777")
+	for _, c := range []struct{ data, result string }{
+		{`{"jsonrpc":"2.0","id":1099511627777,"result":{"content":[{"type":"text","text":"{\"a\":\"}\\\\\"}"}]}}`, `{"content":[{"type":"text","text":"{\"a\":\"}\\\\\"}"}]}`},
+		{" { \"result\" : [1, {\"a\": [true, null]}, \"]\"] ,\n\"id\":1099511627777 } \r\n", `[1, {"a": [true, null]}, "]"]`},
+		{`{"id":1099511627777,"result":null}`, `null`},
+		{`{"id":1099511627777,"result":-12.5e3}`, `-12.5e3`},
+	} {
+		raw, ok := responseResult([]byte(c.data), want)
+		if !ok || string(raw) != c.result {
+			t.Errorf("%s: %s, %v; want %s", c.data, raw, ok, c.result)
+		}
+	}
+}
+
+// BenchmarkDecodeResponse: the response event of an echo call, its
+// envelope and its result, as handleMessage and fastOutcome read it.
+func BenchmarkDecodeResponse(b *testing.B) {
+	msg := []byte(`{"jsonrpc":"2.0","id":1099511627777,"result":{"content":[{"type":"text","text":"{\"msg\":\"hi\"}"}],"structuredContent":{"msg":"hi"}}}`)
+	s := &server{}
+	b.ReportAllocs()
+	for b.Loop() {
+		raw, done, err := s.handleMessage(context.Background(), fastSession{}, []byte("1099511627777"), msg)
+		if err != nil || !done {
+			b.Fatal(done, err)
+		}
+		if _, err := fastOutcome(nil, raw); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

@@ -1,12 +1,15 @@
 package mcpclient_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -409,4 +412,137 @@ func TestMCPCallStreamsLeftOpenAreBounded(t *testing.T) {
 	if p := peak.Load(); p >= calls {
 		t.Errorf("%d of %d streams were open at once", p, calls)
 	}
+}
+
+// BenchmarkMCPCallSSE: one hot-path tools/call against a cheap
+// hand-written server that answers as the go-sdk's streamable handler
+// does (headers and one "event: message" flushed together, the end of the
+// chunked stream written after), so that the client's share of the CPU,
+// which this benchmark is for, is large. Compare runs with benchstat:
+//
+//	go test -run '^$' -bench MCPCallSSE -benchmem -benchtime 20000x -count 10 ./internal/mcpclient/
+//
+// MCPBENCH_URL=http://127.0.0.1:9101/mcp calls that server instead (say
+// bench/mcpecho, the go-sdk's handler, in a process of its own).
+func BenchmarkMCPCallSSE(b *testing.B) {
+	var conns atomic.Int64
+	hs := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			w.WriteHeader(http.StatusMethodNotAllowed)
+			return
+		}
+		body := make([]byte, 0, 512)
+		body, _ = readAllInto(r.Body, body)
+		id := jsonField(body, "id")
+		var reply string
+		switch method := string(jsonField(body, "method")); method {
+		case `"initialize"`:
+			w.Header().Set("Mcp-Session-Id", "s1")
+			reply = `{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"f","version":"1"}}`
+		case `"tools/list"`:
+			reply = `{"tools":[{"name":"echo","inputSchema":{"type":"object"}}]}`
+		case `"tools/call"`:
+			args := jsonField(body, "arguments")
+			reply = fmt.Sprintf(`{"content":[{"type":"text","text":%q}],"structuredContent":%s}`, args, args)
+		default:
+			if id == nil { // a notification
+				w.WriteHeader(http.StatusAccepted)
+				return
+			}
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"method not found"}}`, id)
+			return
+		}
+		h := w.Header()
+		h.Set("Cache-Control", "no-cache, no-transform")
+		h.Set("Content-Type", "text/event-stream")
+		h.Set("Connection", "keep-alive")
+		fmt.Fprintf(w, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":%s}\n\n", id, reply)
+		w.(http.Flusher).Flush()
+	}))
+	hs.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+		if st == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	hs.Start()
+	defer hs.Close()
+	m := mcpclient.New(zerolog.Nop(), nil)
+	defer m.Close()
+	url := hs.URL
+	if u := os.Getenv("MCPBENCH_URL"); u != "" {
+		url = u
+	}
+	m.Sync(context.Background(), []toolrouter.MCPServer{serverConfig("s", url)})
+	var tool *toolrouter.Tool
+	for _, t := range m.Tools() {
+		if t.Name == "s/echo" {
+			tool = t
+		}
+	}
+	if tool == nil {
+		b.Fatal("s/echo not discovered")
+	}
+	req := toolrouter.ExecRequest{Tool: tool, Args: map[string]any{"msg": "hi"}, ArgsJSON: json.RawMessage(`{"msg":"hi"}`)}
+	b.ReportAllocs()
+	before, conns0 := cpuTime(), conns.Load()
+	for b.Loop() {
+		if out := m.Call(context.Background(), req); !out.Success() || string(out.Output) != `{"msg":"hi"}` {
+			b.Fatalf("outcome %+v (output %s)", out, out.Output)
+		}
+	}
+	b.ReportMetric(float64(cpuTime()-before)/float64(b.N), "cpu-ns/op")
+	b.ReportMetric(float64(conns.Load()-conns0)*1000/float64(b.N), "conns/1000calls")
+}
+
+// readAllInto appends r's bytes to buf.
+func readAllInto(r io.Reader, buf []byte) ([]byte, error) {
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return buf, err
+		}
+	}
+}
+
+// jsonField is the raw value of the first "name": in msg, for the
+// benchmark's server (which must cost little): a string, or an object
+// or number without nested strings containing brackets.
+func jsonField(msg []byte, name string) []byte {
+	key := []byte(`"` + name + `":`)
+	i := bytes.Index(msg, key)
+	if i < 0 {
+		return nil
+	}
+	v := msg[i+len(key):]
+	switch {
+	case len(v) > 0 && v[0] == '"':
+		if j := bytes.IndexByte(v[1:], '"'); j >= 0 {
+			return v[:j+2]
+		}
+	case len(v) > 0 && v[0] == '{':
+		depth := 0
+		for j, c := range v {
+			switch c {
+			case '{':
+				depth++
+			case '}':
+				if depth--; depth == 0 {
+					return v[:j+1]
+				}
+			}
+		}
+	default:
+		if j := bytes.IndexAny(v, ",}"); j >= 0 {
+			return v[:j]
+		}
+	}
+	return nil
 }

@@ -156,6 +156,9 @@ func (t *sseTap) Read(p []byte) (int, error) {
 
 func (t *sseTap) Close() error { return t.body.Close() }
 
+// Ended passes on the body's ended (see fastcall.go).
+func (t *sseTap) Ended() bool { return ended(t.body) }
+
 func (t *sseTap) feed(b []byte) {
 	for len(b) > 0 {
 		i := bytes.IndexByte(b, '\n')

@@ -535,6 +535,16 @@ func (b *bodyReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// Ended reports whether the body was read to its end, so that its
+// connection is back in the pool and closing it costs nothing: a reader
+// that stops at a message it wanted (an event stream's response) can tell,
+// without reading, that nothing is left to drain.
+func (b *bodyReader) Ended() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.done && b.err == nil
+}
+
 func (b *bodyReader) Close() error {
 	b.mu.Lock()
 	defer b.mu.Unlock()

@@ -396,3 +396,75 @@ func TestTransportCloseDuringRead(t *testing.T) {
 		t.Fatalf("%d connections, want 2 (the closed one not reused)", n)
 	}
 }
+
+// TestBodyEnded: a body of the own path says it ended once a read
+// returned its end (and not before, nor when closed early or broken), so
+// that a reader that stops at the message it wanted knows nothing is left
+// to drain.
+func TestBodyEnded(t *testing.T) {
+	const stream = "event: message\ndata: {}\n\n"
+	s := newRawServer(t, func(c net.Conn, br *bufio.Reader) {
+		for {
+			req, err := http.ReadRequest(br)
+			if err != nil {
+				return
+			}
+			_, _ = io.Copy(io.Discard, req.Body)
+			// Chunked, the end in the same write as the data.
+			if _, err := io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"+
+				strconv.FormatInt(int64(len(stream)), 16)+"\r\n"+stream+"\r\n0\r\n\r\n"); err != nil {
+				return
+			}
+		}
+	})
+	tr := outbound.NewTransport()
+	defer tr.CloseIdleConnections()
+	type ender interface{ Ended() bool }
+	get := func() *http.Response {
+		req, _ := http.NewRequest(http.MethodGet, s.url(), nil)
+		resp, err := tr.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := resp.Body.(ender); !ok {
+			t.Fatalf("body %T has no Ended", resp.Body)
+		}
+		return resp
+	}
+
+	resp := get()
+	buf := make([]byte, 4)
+	if _, err := io.ReadFull(resp.Body, buf); err != nil {
+		t.Fatal(err)
+	}
+	if resp.Body.(ender).Ended() {
+		t.Error("Ended before the end was read")
+	}
+	resp.Body.Close()
+	if resp.Body.(ender).Ended() {
+		t.Error("Ended after closing before the end")
+	}
+
+	resp = get()
+	buf = make([]byte, 4096)
+	n, err := resp.Body.Read(buf) // the data and the end come in one read
+	if string(buf[:n]) != stream || err != nil && err != io.EOF {
+		t.Fatalf("read %q, %v", buf[:n], err)
+	}
+	if err == nil {
+		if n, err = resp.Body.Read(buf); n != 0 || err != io.EOF {
+			t.Fatalf("read %d, %v after the data", n, err)
+		}
+	}
+	if !resp.Body.(ender).Ended() {
+		t.Error("not Ended after the end was read")
+	}
+	resp.Body.Close()
+	// The connection went back to the pool: the next request reuses it.
+	resp = get()
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if c := s.conns.Load(); c != 2 {
+		t.Errorf("%d connections, want 2 (the early close's, then one reused)", c)
+	}
+}
