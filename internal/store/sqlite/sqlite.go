@@ -144,13 +144,7 @@ func (s *Store) commit(ctx context.Context, ws []writebehind.Write) error {
 	if err != nil {
 		return fmt.Errorf("sqlite group commit: %w", err)
 	}
-	err = c.Raw(func(dc any) error {
-		wdc, ok := dc.(writerDriverConn)
-		if !ok {
-			return fmt.Errorf("driver connection %T lacks prepare, begin or exec with context", dc)
-		}
-		return s.commitOn(ctx, wdc, ws)
-	})
+	err = c.Raw(func(dc any) error { return s.commitOn(ctx, dc.(writerDriverConn), ws) })
 	if errors.Is(err, sql.ErrConnDone) || errors.Is(err, driver.ErrBadConn) {
 		s.wc.Close() // the next commit takes another connection
 		s.wc, s.stmts = nil, nil
@@ -247,11 +241,7 @@ func (s *Store) exec(ctx context.Context, dc writerDriverConn, q string, rows []
 			s.args = append(s.args, driver.NamedValue{Ordinal: len(s.args) + 1, Value: v})
 		}
 	}
-	sec, ok := st.(driver.StmtExecContext)
-	if !ok {
-		return fmt.Errorf("driver statement %T lacks exec with context", st)
-	}
-	_, err := sec.ExecContext(ctx, s.args)
+	_, err := st.(driver.StmtExecContext).ExecContext(ctx, s.args)
 	return err
 }
 
