@@ -70,24 +70,7 @@ type stmtKey struct {
 // nanoseconds, so that they compare and sort as text.
 const sqliteTime = "2006-01-02T15:04:05.000000000Z"
 
-// sqliteTimeOf is t in sqliteTime, written digit by digit: time.Format's
-// layout interpretation cost ~0.9k instructions a call, and every routed
-// call formats two (its result's created_at, its audit record's at).
-func sqliteTimeOf(t time.Time) string {
-	t = t.UTC()
-	y, mo, d := t.Date()
-	if y < 0 || y > 9999 {
-		return t.Format(sqliteTime)
-	}
-	h, mi, sec := t.Clock()
-	b := []byte(sqliteTime) // the separators in place
-	for _, f := range [...]struct{ at, n, v int }{{0, 4, y}, {5, 2, int(mo)}, {8, 2, d}, {11, 2, h}, {14, 2, mi}, {17, 2, sec}, {20, 9, t.Nanosecond()}} {
-		for i, v := f.at+f.n-1, f.v; i >= f.at; i, v = i-1, v/10 {
-			b[i] = byte('0' + v%10)
-		}
-	}
-	return string(b)
-}
+func sqliteTimeOf(t time.Time) string { return t.UTC().Format(sqliteTime) }
 
 func parseSQLiteTime(s string) (time.Time, error) {
 	t, err := time.Parse(time.RFC3339Nano, s)

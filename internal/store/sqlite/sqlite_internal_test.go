@@ -341,19 +341,3 @@ func TestFailedStatementRollsBackGroup(t *testing.T) {
 		t.Errorf("after a failed group and a good one: results/audit %q, synchronous %d; want tc_good/tc_good, 1 (NORMAL)", ids, level)
 	}
 }
-
-// sqliteTimeOf writes what time.Format(sqliteTime) writes, for any instant.
-func FuzzSQLiteTimeOf(f *testing.F) {
-	f.Add(int64(0), int64(0))
-	f.Add(int64(1748736000), int64(123456789))
-	f.Add(int64(-62135596800), int64(1))         // year 1
-	f.Add(int64(253402300799), int64(999999999)) // 9999-12-31T23:59:59
-	f.Add(int64(253402300800), int64(0))         // year 10000
-	f.Add(int64(-62167219201), int64(0))         // year -1
-	f.Fuzz(func(t *testing.T, sec, nsec int64) {
-		tm := time.Unix(sec, nsec).In(time.FixedZone("x", 3600))
-		if got, want := sqliteTimeOf(tm), tm.UTC().Format(sqliteTime); got != want {
-			t.Errorf("sqliteTimeOf(%v) = %s, want %s", tm, got, want)
-		}
-	})
-}
