@@ -50,10 +50,8 @@ type Store struct {
 	// wc is the group commit's connection (synchronous=NORMAL), taken
 	// from db when needed and kept; only the writer's goroutine uses it.
 	wc *sql.Conn
-	// stmts are the group commit's statements, prepared once on wc's
-	// driver connection; args is the buffer of their values.
-	stmts map[stmtKey]driver.Stmt
-	args  []driver.NamedValue
+	// stmts are the group commit's statements, prepared once.
+	stmts map[stmtKey]*sql.Stmt
 	// Now is the clock of key expiry and of the end of interrupted runs;
 	// a test may set it before the store is used.
 	Now func() time.Time
@@ -122,110 +120,60 @@ func Open(ctx context.Context, path string) (*Store, error) {
 // one-row INSERT go in multi-row statements (writebehind.Group), and
 // every statement is prepared once per connection: parsing each write
 // again, and one statement per row, were most of the commit's CPU.
-func (s *Store) commit(ctx context.Context, ws []writebehind.Write) error {
-	c, err := s.writerConn(ctx)
-	if err != nil {
-		return fmt.Errorf("sqlite group commit: %w", err)
-	}
-	err = c.Raw(func(dc any) error { return s.commitOn(ctx, dc.(writerDriverConn), ws) })
-	if errors.Is(err, sql.ErrConnDone) || errors.Is(err, driver.ErrBadConn) {
-		s.wc.Close() // the next commit takes another connection
-		s.wc, s.stmts = nil, nil
-	}
-	if err != nil {
-		return fmt.Errorf("sqlite group commit: %w", err)
-	}
-	return nil
-}
-
-// writerDriverConn is what the group commit uses of the driver's
-// connection. It talks to the driver directly, not through database/sql,
-// which would convert and copy every value of every row once more (a
-// 16-route group binds 272 values) and wrap each statement in a *sql.Stmt
-// per transaction.
-type writerDriverConn interface {
-	driver.ConnPrepareContext
-	driver.ConnBeginTx
-	driver.ExecerContext
-}
-
-// commitOn is commit on the driver's connection dc.
-func (s *Store) commitOn(ctx context.Context, dc writerDriverConn, ws []writebehind.Write) (err error) {
+func (s *Store) commit(ctx context.Context, ws []writebehind.Write) (err error) {
 	durable := false
 	for i := range ws {
 		durable = durable || ws[i].Durable
 	}
+	c, err := s.writerConn(ctx)
+	if err != nil {
+		return fmt.Errorf("sqlite group commit: %w", err)
+	}
+	defer func() {
+		if errors.Is(err, sql.ErrConnDone) || errors.Is(err, driver.ErrBadConn) {
+			s.wc.Close() // the next commit takes another connection
+			s.wc = nil
+		}
+	}()
 	if durable {
-		if _, err := dc.ExecContext(ctx, `PRAGMA synchronous = FULL`, nil); err != nil {
-			return err
+		if _, err := c.ExecContext(ctx, `PRAGMA synchronous = FULL`); err != nil {
+			return fmt.Errorf("sqlite group commit: %w", err)
 		}
 		defer func() {
-			if _, e := dc.ExecContext(ctx, `PRAGMA synchronous = NORMAL`, nil); e != nil && err == nil {
-				err = e
+			if _, e := c.ExecContext(ctx, `PRAGMA synchronous = NORMAL`); e != nil && err == nil {
+				err = fmt.Errorf("sqlite group commit: %w", e)
 			}
 		}()
 	}
-	defer func() { clear(s.args[:cap(s.args)]) }() // keep no body (or answer) alive until the next commit
 	rows, others := writebehind.Group(ws)
-	tx, err := dc.BeginTx(ctx, driver.TxOptions{})
+	tx, err := c.BeginTx(ctx, nil)
 	if err != nil {
-		return err
+		return fmt.Errorf("sqlite group commit: %w", err)
 	}
-	defer func() {
-		if err != nil {
-			tx.Rollback()
-		}
-	}()
+	defer tx.Rollback() // after Commit: a no-op
+	var args []any
 	for _, r := range rows {
 		for left := r.Args; len(left) > 0; {
 			n := sqlstore.RowChunk(len(left))
-			if err := s.exec(ctx, dc, r.SQL, left[:n]); err != nil {
+			args = args[:0]
+			for _, a := range left[:n] {
+				args = append(args, a...)
+			}
+			if err := s.exec(ctx, tx, r.SQL, n, args); err != nil {
 				return err
 			}
 			left = left[n:]
 		}
 	}
 	for _, w := range others {
-		if err := s.exec(ctx, dc, w.SQL, [][]any{w.Args}); err != nil {
+		if err := s.exec(ctx, tx, w.SQL, 1, w.Args); err != nil {
 			return err
 		}
 	}
-	return tx.Commit()
-}
-
-// exec runs q, its VALUES tuple repeated once per row of rows, on dc,
-// prepared once (only the group commit's goroutine calls it). The values
-// go to the driver as database/sql would pass them (the driver has no
-// NamedValueChecker of its own).
-func (s *Store) exec(ctx context.Context, dc writerDriverConn, q string, rows [][]any) error {
-	k := stmtKey{q, len(rows)}
-	st := s.stmts[k]
-	if st == nil {
-		var err error
-		if st, err = dc.PrepareContext(ctx, sqlstore.MultiRow(q, len(rows))); err != nil {
-			return err
-		}
-		if s.stmts == nil {
-			s.stmts = make(map[stmtKey]driver.Stmt)
-		}
-		s.stmts[k] = st
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("sqlite group commit: %w", err)
 	}
-	s.args = s.args[:0]
-	for _, row := range rows {
-		for _, v := range row {
-			switch v.(type) {
-			case string, int64, float64, nil: // most of them: nothing to convert
-			default:
-				var err error
-				if v, err = driver.DefaultParameterConverter.ConvertValue(v); err != nil {
-					return fmt.Errorf("argument %d: %w", len(s.args)+1, err)
-				}
-			}
-			s.args = append(s.args, driver.NamedValue{Ordinal: len(s.args) + 1, Value: v})
-		}
-	}
-	_, err := st.(driver.StmtExecContext).ExecContext(ctx, s.args)
-	return err
+	return nil
 }
 
 // writerConn is the group commit's connection, with synchronous=NORMAL.
@@ -246,20 +194,36 @@ func (s *Store) writerConn(ctx context.Context) (*sql.Conn, error) {
 }
 
 // closeWriterConn gives the writer's connection back to the pool as the
-// others are (synchronous=FULL, no statements of the group commit); the
-// writer has stopped.
+// others are (synchronous=FULL); the writer has stopped.
 func (s *Store) closeWriterConn() error {
 	if s.wc == nil {
 		return nil
 	}
-	var err error
-	for _, st := range s.stmts {
-		err = errors.Join(err, st.Close())
-	}
-	_, e := s.wc.ExecContext(context.Background(), `PRAGMA synchronous = FULL`)
-	err = errors.Join(err, e, s.wc.Close())
-	s.wc, s.stmts = nil, nil
+	_, err := s.wc.ExecContext(context.Background(), `PRAGMA synchronous = FULL`)
+	err = errors.Join(err, s.wc.Close())
+	s.wc = nil
 	return err
+}
+
+// exec runs q, its VALUES tuple repeated n times, in tx, prepared once
+// (only the group commit's goroutine calls it).
+func (s *Store) exec(ctx context.Context, tx *sql.Tx, q string, n int, args []any) error {
+	k := stmtKey{q, n}
+	st := s.stmts[k]
+	if st == nil {
+		var err error
+		if st, err = s.db.PrepareContext(ctx, sqlstore.MultiRow(q, n)); err != nil {
+			return fmt.Errorf("sqlite group commit: %w", err)
+		}
+		if s.stmts == nil {
+			s.stmts = make(map[stmtKey]*sql.Stmt)
+		}
+		s.stmts[k] = st
+	}
+	if _, err := tx.StmtContext(ctx, st).ExecContext(ctx, args...); err != nil {
+		return fmt.Errorf("sqlite group commit: %w", err)
+	}
+	return nil
 }
 
 // migrate applies the embedded migrations not yet recorded in
