@@ -301,3 +301,43 @@ func TestUpgradeKeepsResultsAndAudit(t *testing.T) {
 		t.Errorf("audit after the upgrade: %v; want [4tc_d 3tc_c 2tc_b 1tc_a]", got)
 	}
 }
+
+// A group commit whose statement fails writes nothing of the group, and
+// leaves the writer's connection as it was: the next group commits, with
+// synchronous=NORMAL again after a Durable one.
+func TestFailedStatementRollsBackGroup(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, filepath.Join(t.TempDir(), "fail.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	group := func(id string, bad bool) []writebehind.Write {
+		seq := int64(1)
+		ws := []writebehind.Write{{SQL: saveResultSQL, Row: true, Key: id, Args: []any{id, "p", `{}`, sqliteTimeOf(time.Now())}}}
+		ws = append(ws, auditWrites([]toolrouter.AuditRecord{{Time: time.Now(), Sequence: &seq, ToolCallID: id}})...)
+		next := any(`synchronous`)
+		if bad {
+			next = nil // plan_sequences.next is NOT NULL
+		}
+		return append(ws, writebehind.Write{Durable: bad,
+			SQL:  `INSERT INTO plan_sequences (plan_id, next) SELECT ?, CASE WHEN ? IS NULL THEN NULL ELSE synchronous END FROM pragma_synchronous`,
+			Args: []any{id, next}})
+	}
+	if err := s.commit(ctx, group("tc_bad", true)); err == nil {
+		t.Fatal("a NULL in a NOT NULL column committed")
+	}
+	if err := s.commit(ctx, group("tc_good", false)); err != nil {
+		t.Fatalf("the commit after a failed one: %v", err)
+	}
+	var ids string
+	var level int
+	if err := s.db.QueryRowContext(ctx, `SELECT
+		(SELECT group_concat(tool_call_id) FROM route_results) || '/' || (SELECT group_concat(tool_call_id) FROM audit),
+		(SELECT next FROM plan_sequences WHERE plan_id = 'tc_good')`).Scan(&ids, &level); err != nil {
+		t.Fatal(err)
+	}
+	if ids != "tc_good/tc_good" || level != 1 {
+		t.Errorf("after a failed group and a good one: results/audit %q, synchronous %d; want tc_good/tc_good, 1 (NORMAL)", ids, level)
+	}
+}
