@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	stdlog "log"
 	"net"
 	"net/http"
 	"net/http/pprof"
@@ -19,7 +18,6 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/toolrouterd/toolrouterd/internal/config"
-	"github.com/toolrouterd/toolrouterd/internal/http1"
 	"github.com/toolrouterd/toolrouterd/internal/randid"
 	"github.com/toolrouterd/toolrouterd/internal/registry"
 	"github.com/toolrouterd/toolrouterd/internal/service"
@@ -81,12 +79,11 @@ func serve(ctx context.Context, lookupEnv func(string) (string, bool), stderr io
 		log.Error().Err(err).Str("addr", cfg.Addr).Msg("TOOLROUTER_ADDR: cannot listen")
 		return exitError(1)
 	}
-	srv := &http1.Server{
+	srv := &http.Server{
 		Handler:           svc.Handler,
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       120 * time.Second,
 		MaxHeaderBytes:    1 << 20,
-		ErrorLog:          stdlog.New(log.With().Str("component", "http").Logger(), "", 0),
 	}
 	srv.RegisterOnShutdown(svc.MCP.Close) // end MCP sessions' open streams, or Shutdown waits for them
 
