@@ -17,6 +17,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -642,16 +643,23 @@ func goroutines(t *testing.T, base string) int {
 
 // waitGoroutines waits for the binary's goroutine count to fall to at
 // most want.
-func waitGoroutines(t *testing.T, base string, want int) {
+func waitGoroutines(t *testing.T, rt *proc, want int) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
-	n := goroutines(t, base)
+	n := goroutines(t, rt.URL())
 	for n > want && time.Now().Before(deadline) {
 		time.Sleep(100 * time.Millisecond)
-		n = goroutines(t, base)
+		n = goroutines(t, rt.URL())
 	}
 	if n > want {
-		t.Errorf("the server has %d goroutines, want at most %d (a leak?)", n, want)
+		t.Errorf("the server has %d goroutines, want at most %d (a leak?); their stacks follow its output", n, want)
+		// SIGQUIT: the Go runtime prints every goroutine's stack to the
+		// output shown when the test fails.
+		_ = rt.cmd.Process.Signal(syscall.SIGQUIT)
+		select {
+		case <-rt.done:
+		case <-time.After(10 * time.Second):
+		}
 	}
 }
 
@@ -728,7 +736,7 @@ func TestEdgeFuzz(t *testing.T) {
 	// A leak per request or per stream would show as hundreds; the budget
 	// covers the idle keep-alive connections the tool and LLM clients
 	// keep after concurrent batches (two goroutines each).
-	waitGoroutines(t, rt.URL(), baseline+sessions+40)
+	waitGoroutines(t, rt, baseline+sessions+40)
 	// The MCP SDK logs these mistakes of a client at error level (a
 	// tools/call or notifications/initialized before initialize, a second
 	// initialized), which the fuzz makes when it draws them.

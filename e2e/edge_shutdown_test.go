@@ -163,7 +163,7 @@ func TestEdgeStreamDisconnectLeavesNoGoroutine(t *testing.T) {
 		hangUp("/route", slow, "update")
 		hangUp("/runs", map[string]any{"prompt": "loop", "context": map[string]any{"plan_id": "hangup-run"}}, "tool_call_started")
 	}
-	waitGoroutines(t, rt.URL(), baseline+4)
+	waitGoroutines(t, rt, baseline+4)
 	// The runs the clients left were cancelled and stored as failed.
 	var list struct {
 		Runs []struct {
