@@ -34,15 +34,7 @@ func TestCallSendsArgsJSON(t *testing.T) {
 			m.Trace = func(next mcp.MethodHandler) mcp.MethodHandler { return next }
 		}
 		m.Sync(context.Background(), []toolrouter.MCPServer{serverConfig("s", hs.URL)})
-		var tool *toolrouter.Tool
-		for _, tl := range m.Tools() {
-			if tl.Name == "s/echo" {
-				tool = tl
-			}
-		}
-		if tool == nil {
-			t.Fatalf("%s: s/echo not discovered", path)
-		}
+		tool := find(t, m, "s/echo")
 		// The server echoes the arguments it got, as the output.
 		call := func(req toolrouter.ExecRequest) string {
 			out := m.Call(context.Background(), req)

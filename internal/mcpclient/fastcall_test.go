@@ -106,14 +106,7 @@ func BenchmarkMCPCall(b *testing.B) {
 		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			return &mcp.CallToolResult{Content: text(string(req.Params.Arguments)), StructuredContent: args(req)}, nil
 		})
-	hs := httptest.NewUnstartedServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil))
-	var conns atomic.Int64
-	hs.Config.ConnState = func(_ net.Conn, st http.ConnState) {
-		if st == http.StateNew {
-			conns.Add(1)
-		}
-	}
-	hs.Start()
+	hs, conns := countingServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil))
 	defer hs.Close()
 	for _, path := range []string{"sdk", "hotpath"} {
 		b.Run(path, func(b *testing.B) {
@@ -123,29 +116,7 @@ func BenchmarkMCPCall(b *testing.B) {
 				m.Trace = func(next mcp.MethodHandler) mcp.MethodHandler { return next }
 			}
 			m.Sync(context.Background(), []toolrouter.MCPServer{serverConfig("s", hs.URL)})
-			var tool *toolrouter.Tool
-			for _, t := range m.Tools() {
-				if t.Name == "s/echo" {
-					tool = t
-				}
-			}
-			if tool == nil {
-				b.Fatal("s/echo not discovered")
-			}
-			req := toolrouter.ExecRequest{Tool: tool, Args: map[string]any{"msg": "hi"}}
-			b.ReportAllocs()
-			before, conns0 := cpuTime(), conns.Load()
-			for b.Loop() {
-				if out := m.Call(context.Background(), req); !out.Success() || string(out.Output) != `{"msg":"hi"}` {
-					b.Fatalf("outcome %+v (output %s)", out, out.Output)
-				}
-			}
-			// CPU time, unlike wall time, hardly depends on what else runs
-			// on the machine.
-			b.ReportMetric(float64(cpuTime()-before)/float64(b.N), "cpu-ns/op")
-			// Connections opened to the server: a call that leaves its
-			// connection unusable costs the next one a new connection.
-			b.ReportMetric(float64(conns.Load()-conns0)*1000/float64(b.N), "conns/1000calls")
+			benchCalls(b, m, toolrouter.ExecRequest{Tool: find(b, m, "s/echo"), Args: map[string]any{"msg": "hi"}}, conns)
 		})
 	}
 }
@@ -425,8 +396,7 @@ func TestMCPCallStreamsLeftOpenAreBounded(t *testing.T) {
 // MCPBENCH_URL=http://127.0.0.1:9101/mcp calls that server instead (say
 // bench/mcpecho, the go-sdk's handler, in a process of its own).
 func BenchmarkMCPCallSSE(b *testing.B) {
-	var conns atomic.Int64
-	hs := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	hs, conns := countingServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost {
 			w.WriteHeader(http.StatusMethodNotAllowed)
 			return
@@ -460,12 +430,6 @@ func BenchmarkMCPCallSSE(b *testing.B) {
 		fmt.Fprintf(w, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":%s}\n\n", id, reply)
 		w.(http.Flusher).Flush()
 	}))
-	hs.Config.ConnState = func(_ net.Conn, st http.ConnState) {
-		if st == http.StateNew {
-			conns.Add(1)
-		}
-	}
-	hs.Start()
 	defer hs.Close()
 	m := mcpclient.New(zerolog.Nop(), nil)
 	defer m.Close()
@@ -474,16 +438,30 @@ func BenchmarkMCPCallSSE(b *testing.B) {
 		url = u
 	}
 	m.Sync(context.Background(), []toolrouter.MCPServer{serverConfig("s", url)})
-	var tool *toolrouter.Tool
-	for _, t := range m.Tools() {
-		if t.Name == "s/echo" {
-			tool = t
+	benchCalls(b, m, toolrouter.ExecRequest{Tool: find(b, m, "s/echo"), Args: map[string]any{"msg": "hi"},
+		ArgsJSON: json.RawMessage(`{"msg":"hi"}`)}, conns)
+}
+
+// countingServer starts h on a test server that counts the connections
+// clients open to it.
+func countingServer(h http.Handler) (*httptest.Server, *atomic.Int64) {
+	hs := httptest.NewUnstartedServer(h)
+	conns := new(atomic.Int64)
+	hs.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+		if st == http.StateNew {
+			conns.Add(1)
 		}
 	}
-	if tool == nil {
-		b.Fatal("s/echo not discovered")
-	}
-	req := toolrouter.ExecRequest{Tool: tool, Args: map[string]any{"msg": "hi"}, ArgsJSON: json.RawMessage(`{"msg":"hi"}`)}
+	hs.Start()
+	return hs, conns
+}
+
+// benchCalls calls req in the benchmark's loop and reports the process's
+// CPU time per call (unlike wall time, it hardly depends on what else runs
+// on the machine) and the connections opened to the server per 1000 calls
+// (a call that leaves its connection unusable costs the next one a new
+// connection).
+func benchCalls(b *testing.B, m *mcpclient.Manager, req toolrouter.ExecRequest, conns *atomic.Int64) {
 	b.ReportAllocs()
 	before, conns0 := cpuTime(), conns.Load()
 	for b.Loop() {

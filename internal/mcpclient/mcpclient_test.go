@@ -302,7 +302,7 @@ func toolNames(tools []*toolrouter.Tool) []string {
 	return out
 }
 
-func find(t *testing.T, m *mcpclient.Manager, name string) *toolrouter.Tool {
+func find(t testing.TB, m *mcpclient.Manager, name string) *toolrouter.Tool {
 	t.Helper()
 	for _, tool := range m.Tools() {
 		if tool.Name == name {
