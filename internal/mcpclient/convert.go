@@ -134,29 +134,10 @@ func outcome(t *toolrouter.Tool, res *mcp.CallToolResult) toolrouter.Outcome {
 	}
 	text, hasText := textOf(res.Content)
 	if res.IsError {
-		msg := strings.TrimSpace(text)
-		if msg == "" {
-			msg = "the MCP tool reported an error without a message"
-		}
-		cat := toolrouter.ClassifyError(msg)
-		if cat == toolrouter.CategoryUnknown {
-			cat = toolrouter.CategoryExecution
-		}
-		return toolrouter.Outcome{Err: msg, Category: cat, Answered: true, MCPResult: encodeResult(res)}
+		return toolError(text, encodeResult(res))
 	}
-	if t != nil && t.ValidateOutput != nil {
-		if res.StructuredContent == nil {
-			return toolrouter.Outcome{Err: "the MCP tool's result has no structuredContent although the tool declares an outputSchema",
-				Category: toolrouter.CategorySchema, Answered: true}
-		}
-		sc, err := decodeAny(res.StructuredContent)
-		if err == nil {
-			err = t.ValidateOutput(sc)
-		}
-		if err != nil {
-			return toolrouter.Outcome{Err: "the MCP tool's structuredContent does not match its outputSchema: " + err.Error(),
-				Category: toolrouter.CategorySchema, Answered: true}
-		}
+	if out, ok := checkOutput(t, res.StructuredContent != nil, func() (any, error) { return decodeAny(res.StructuredContent) }); !ok {
+		return out
 	}
 	out := toolrouter.Outcome{Answered: true, MCPResult: encodeResult(res)}
 	switch {
@@ -185,6 +166,42 @@ func outcome(t *toolrouter.Tool, res *mcp.CallToolResult) toolrouter.Outcome {
 // needsInputMessage is the failure of a call the backend answered with an
 // input_required result (multi round-trip requests, protocol 2026-07-28),
 // naming the input it asks for.
+// toolError is the outcome of a result with isError: its text, as the
+// error, classified (execution when nothing more specific fits).
+func toolError(text string, result json.RawMessage) toolrouter.Outcome {
+	msg := strings.TrimSpace(text)
+	if msg == "" {
+		msg = "the MCP tool reported an error without a message"
+	}
+	cat := toolrouter.ClassifyError(msg)
+	if cat == toolrouter.CategoryUnknown {
+		cat = toolrouter.CategoryExecution
+	}
+	return toolrouter.Outcome{Err: msg, Category: cat, Answered: true, MCPResult: result}
+}
+
+// checkOutput holds a result to t's outputSchema, if t declares one:
+// present says the result has structuredContent, decode gives it. It
+// returns the schema failure and false when the result does not satisfy it.
+func checkOutput(t *toolrouter.Tool, present bool, decode func() (any, error)) (toolrouter.Outcome, bool) {
+	if t == nil || t.ValidateOutput == nil {
+		return toolrouter.Outcome{}, true
+	}
+	if !present {
+		return toolrouter.Outcome{Err: "the MCP tool's result has no structuredContent although the tool declares an outputSchema",
+			Category: toolrouter.CategorySchema, Answered: true}, false
+	}
+	sc, err := decode()
+	if err == nil {
+		err = t.ValidateOutput(sc)
+	}
+	if err != nil {
+		return toolrouter.Outcome{Err: "the MCP tool's structuredContent does not match its outputSchema: " + err.Error(),
+			Category: toolrouter.CategorySchema, Answered: true}, false
+	}
+	return toolrouter.Outcome{}, true
+}
+
 func needsInputMessage(res *mcp.CallToolResult) string {
 	var kinds []string
 	for _, ir := range res.InputRequests {

@@ -633,34 +633,18 @@ func fastOutcome(t *toolrouter.Tool, raw json.RawMessage) (toolrouter.Outcome, e
 		text = strings.Join(parts, "\n")
 	}
 	if res.IsError {
-		msg := strings.TrimSpace(text)
-		if msg == "" {
-			msg = "the MCP tool reported an error without a message"
-		}
-		cat := toolrouter.ClassifyError(msg)
-		if cat == toolrouter.CategoryUnknown {
-			cat = toolrouter.CategoryExecution
-		}
-		return toolrouter.Outcome{Err: msg, Category: cat, Answered: true, MCPResult: raw}, nil
+		return toolError(text, raw), nil
 	}
 	structured := res.StructuredContent
 	if bytes.Equal(bytes.TrimSpace(structured), []byte("null")) {
 		structured = nil
 	}
-	if t != nil && t.ValidateOutput != nil {
-		if structured == nil {
-			return toolrouter.Outcome{Err: "the MCP tool's result has no structuredContent although the tool declares an outputSchema",
-				Category: toolrouter.CategorySchema, Answered: true}, nil
-		}
+	if out, ok := checkOutput(t, structured != nil, func() (any, error) {
 		var sc any
 		err := json.Unmarshal(structured, &sc)
-		if err == nil {
-			err = t.ValidateOutput(sc)
-		}
-		if err != nil {
-			return toolrouter.Outcome{Err: "the MCP tool's structuredContent does not match its outputSchema: " + err.Error(),
-				Category: toolrouter.CategorySchema, Answered: true}, nil
-		}
+		return sc, err
+	}); !ok {
+		return out, nil
 	}
 	out := toolrouter.Outcome{Answered: true, MCPResult: raw}
 	switch {
