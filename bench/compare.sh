@@ -4,6 +4,11 @@
 #
 #   direct           loadgen -> exampletools POST /echo
 #   nginx            loadgen -> nginx (keep-alive reverse proxy) -> exampletools
+#   go-proxy         loadgen -> bench/goproxy (bare Go reverse proxy: net/http server,
+#                    toolrouterd's outbound transport, nothing else) -> exampletools:
+#                    the floor of any Go service on net/http that makes one call
+#   fast-proxy       loadgen -> bench/fastproxy (the same on fasthttp, its own module;
+#                    skipped when it cannot be built) -> exampletools
 #   router-memory    loadgen -> toolrouterd POST /route (memory://) -> exampletools
 #   router-sqlite    ... the default store, sqlite://
 #   router-postgres  ... postgres:// (a throwaway local server; skipped without PostgreSQL)
@@ -92,14 +97,24 @@ tree() { echo "$1" $(pgrep -P "$1" 2>/dev/null || true); }
 
 ensure_nginx
 
-log "building bench/loadgen, bench/mcpload, bench/mcpecho"
+log "building bench/loadgen, bench/mcpload, bench/mcpecho, bench/goproxy"
 go build -o "$TMP/loadgen" ./bench/loadgen
+go build -o "$TMP/goproxy" ./bench/goproxy
+FASTPROXY=""
+if (cd bench/fastproxy && go build -o "$TMP/fastproxy" .) >"$TMP/fastproxy-build.log" 2>&1; then
+	FASTPROXY=$TMP/fastproxy
+else
+	log "SKIPPING fast-proxy: bench/fastproxy did not build (module proxy unreachable?):"
+	cat "$TMP/fastproxy-build.log" >&2
+fi
 go build -o "$TMP/mcpload" ./bench/mcpload
 go build -o "$TMP/mcpecho" ./bench/mcpecho
 
 free_port TOOL_PORT
 free_port NGINX_PORT
 free_port MCP_PORT
+free_port GOPROXY_PORT
+free_port FASTPROXY_PORT
 "${SRV[@]}" "$BIN/exampletools" -addr "127.0.0.1:$TOOL_PORT" >"$TMP/exampletools.log" 2>&1 &
 PIDS+=($!)
 TOOL_PID=$!
@@ -108,6 +123,17 @@ wait_http exampletools "http://127.0.0.1:$TOOL_PORT/healthz" "$TOOL_PID"
 PIDS+=($!)
 MCP_PID=$!
 wait_http mcpecho "http://127.0.0.1:$MCP_PORT/healthz" "$MCP_PID"
+"${SRV[@]}" "$TMP/goproxy" -addr "127.0.0.1:$GOPROXY_PORT" -upstream "http://127.0.0.1:$TOOL_PORT" >"$TMP/goproxy.log" 2>&1 &
+PIDS+=($!)
+GOPROXY_PID=$!
+wait_http goproxy "http://127.0.0.1:$GOPROXY_PORT/healthz" "$GOPROXY_PID"
+FASTPROXY_PID=""
+if [[ -n $FASTPROXY ]]; then
+	"${SRV[@]}" "$FASTPROXY" -addr "127.0.0.1:$FASTPROXY_PORT" -upstream "127.0.0.1:$TOOL_PORT" >"$TMP/fastproxy.log" 2>&1 &
+	PIDS+=($!)
+	FASTPROXY_PID=$!
+	wait_http fastproxy "http://127.0.0.1:$FASTPROXY_PORT/healthz" "$FASTPROXY_PID"
+fi
 NGINX_PID=""
 if [[ -n $NGINX ]]; then
 	start_nginx "$NGINX_PORT" "$TOOL_PORT" "${SRV[@]}"
@@ -196,23 +222,26 @@ printf '%s' '{"plan_id":"bench-mcp","tool_call":{"id":"call_1","type":"function"
 
 TARGETS=(direct)
 [[ -n $NGINX ]] && TARGETS+=(nginx)
+TARGETS+=(go-proxy)
+[[ -n $FASTPROXY ]] && TARGETS+=(fast-proxy)
 TARGETS+=(router-memory router-sqlite)
 [[ -n $PG_URL ]] && TARGETS+=(router-postgres)
 TARGETS+=(mcp-direct mcp-router)
 
 declare -A URL=(
 	[direct]="http://127.0.0.1:$TOOL_PORT/echo" [nginx]="http://127.0.0.1:$NGINX_PORT/echo"
+	[go-proxy]="http://127.0.0.1:$GOPROXY_PORT/echo" [fast-proxy]="http://127.0.0.1:$FASTPROXY_PORT/echo"
 	[router-memory]="http://127.0.0.1:${PORT[memory]}/route" [router-sqlite]="http://127.0.0.1:${PORT[sqlite]}/route"
 	[router-postgres]="http://127.0.0.1:${PORT[postgres]:-0}/route" [mcp-router]="http://127.0.0.1:${PORT[sqlite]}/route"
 )
 declare -A BODY=(
-	[direct]="$TMP/echo.json" [nginx]="$TMP/echo.json" [router-memory]="$TMP/route.json"
+	[direct]="$TMP/echo.json" [nginx]="$TMP/echo.json" [go-proxy]="$TMP/echo.json" [fast-proxy]="$TMP/echo.json" [router-memory]="$TMP/route.json"
 	[router-sqlite]="$TMP/route.json" [router-postgres]="$TMP/route.json" [mcp-router]="$TMP/mcp.json"
 )
 # The server whose CPU each target is charged: the one in front (the echo
 # tool's own CPU is the same for every HTTP target).
 declare -A CPU_OF=(
-	[direct]="$TOOL_PID" [nginx]="${NGINX_PID:-}" [router-memory]="${PID[memory]}" [router-sqlite]="${PID[sqlite]}"
+	[direct]="$TOOL_PID" [nginx]="${NGINX_PID:-}" [go-proxy]="$GOPROXY_PID" [fast-proxy]="$FASTPROXY_PID" [router-memory]="${PID[memory]}" [router-sqlite]="${PID[sqlite]}"
 	[router-postgres]="${PID[postgres]:-}" [mcp-direct]="$MCP_PID" [mcp-router]="${PID[sqlite]}"
 )
 
@@ -282,7 +311,7 @@ for t in "${TARGETS[@]}"; do
 	cpu="$(printf '%.1f [%.1f-%.1f]' "${MEDCPU[$t]}" "$clo" "$chi")"
 	base=""
 	case $t in
-	router-*) [[ -n $NGINX ]] && base=nginx ;;
+	router-* | *-proxy) [[ -n $NGINX ]] && base=nginx ;;
 	mcp-router) base=mcp-direct ;;
 	esac
 	if [[ -n $base ]]; then
@@ -293,7 +322,9 @@ for t in "${TARGETS[@]}"; do
 done
 echo
 echo "rps/base, cpu/base: router-* against nginx (issue 10 aims: rps >= 0.6x, cpu <= 2x on the"
-echo "default store, router-sqlite); mcp-router against mcp-direct (aim: rps >= 0.5x)."
+echo "default store, router-sqlite); mcp-router against mcp-direct (aim: rps >= 0.5x). go-proxy, a"
+echo "bare Go reverse proxy, is the floor any Go service on net/http pays for the same hop;"
+echo "fast-proxy is the same proxy on fasthttp instead of net/http."
 [[ -z $NGINX ]] && echo "(nginx baseline skipped: nginx was not available; see the messages above)"
 
 # ---------------------------------------------------------------------------
