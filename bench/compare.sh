@@ -302,7 +302,7 @@ echo "$PINNING; full speed, $CONCURRENCY workers, $DURATION per run,"
 echo "median of $ROUNDS interleaved rounds [min-max]. cpu/call: CPU time of the server in front"
 echo "(the tool itself for direct targets) per completed call, from /proc/PID/stat; PostgreSQL's"
 echo "own CPU is not in router-postgres's figure."
-printf '\n%-16s %20s %22s %12s %12s\n' target 'rps [spread]' 'cpu us/call [spread]' 'rps/base' 'cpu/base'
+printf '\n%-16s %20s %22s %12s %12s %14s\n' target 'rps [spread]' 'cpu us/call [spread]' 'rps/base' 'cpu/base' 'cpu/go-proxy'
 declare -A MED=() MEDCPU=()
 for t in "${TARGETS[@]}"; do
 	read -r MED[$t] lo hi <<<"$(stats ${RPS[$t]})"
@@ -314,17 +314,20 @@ for t in "${TARGETS[@]}"; do
 	router-* | *-proxy) [[ -n $NGINX ]] && base=nginx ;;
 	mcp-router) base=mcp-direct ;;
 	esac
+	floor=-
+	[[ $t == router-* ]] && floor="$(ratio "${MEDCPU[$t]}" "${MEDCPU[go-proxy]}")x"
 	if [[ -n $base ]]; then
-		printf '%-16s %20s %22s %12s %12s\n' "$t" "$rps" "$cpu" "$(ratio "${MED[$t]}" "${MED[$base]}")x" "$(ratio "${MEDCPU[$t]}" "${MEDCPU[$base]}")x"
+		printf '%-16s %20s %22s %12s %12s %14s\n' "$t" "$rps" "$cpu" "$(ratio "${MED[$t]}" "${MED[$base]}")x" "$(ratio "${MEDCPU[$t]}" "${MEDCPU[$base]}")x" "$floor"
 	else
-		printf '%-16s %20s %22s %12s %12s\n' "$t" "$rps" "$cpu" - -
+		printf '%-16s %20s %22s %12s %12s %14s\n' "$t" "$rps" "$cpu" - - "$floor"
 	fi
 done
 echo
 echo "rps/base, cpu/base: router-* against nginx (issue 10 aims: rps >= 0.6x, cpu <= 2x on the"
 echo "default store, router-sqlite); mcp-router against mcp-direct (aim: rps >= 0.5x). go-proxy, a"
 echo "bare Go reverse proxy, is the floor any Go service on net/http pays for the same hop;"
-echo "fast-proxy is the same proxy on fasthttp instead of net/http."
+echo "fast-proxy is the same proxy on fasthttp instead of net/http. cpu/go-proxy: toolrouterd's"
+echo "CPU per call against that floor (what routing, its checks and the store add to the hop)."
 [[ -z $NGINX ]] && echo "(nginx baseline skipped: nginx was not available; see the messages above)"
 
 # ---------------------------------------------------------------------------
