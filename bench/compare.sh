@@ -97,7 +97,7 @@ tree() { echo "$1" $(pgrep -P "$1" 2>/dev/null || true); }
 
 ensure_nginx
 
-log "building bench/loadgen, bench/mcpload, bench/mcpecho, bench/goproxy"
+log "building bench/loadgen, bench/goproxy, bench/fastproxy, bench/mcpload, bench/mcpecho"
 go build -o "$TMP/loadgen" ./bench/loadgen
 go build -o "$TMP/goproxy" ./bench/goproxy
 FASTPROXY=""
