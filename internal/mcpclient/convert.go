@@ -163,9 +163,6 @@ func outcome(t *toolrouter.Tool, res *mcp.CallToolResult) toolrouter.Outcome {
 	return out
 }
 
-// needsInputMessage is the failure of a call the backend answered with an
-// input_required result (multi round-trip requests, protocol 2026-07-28),
-// naming the input it asks for.
 // toolError is the outcome of a result with isError: its text, as the
 // error, classified (execution when nothing more specific fits).
 func toolError(text string, result json.RawMessage) toolrouter.Outcome {
@@ -202,6 +199,9 @@ func checkOutput(t *toolrouter.Tool, present bool, decode func() (any, error)) (
 	return toolrouter.Outcome{}, true
 }
 
+// needsInputMessage is the failure of a call the backend answered with an
+// input_required result (multi round-trip requests, protocol 2026-07-28),
+// naming the input it asks for.
 func needsInputMessage(res *mcp.CallToolResult) string {
 	var kinds []string
 	for _, ir := range res.InputRequests {
