@@ -20,12 +20,12 @@ import (
 
 // Transport is the http.RoundTripper of every outbound client.
 //
-// A plain-HTTP request of known length that goes to its host directly (no
-// proxy) runs on the caller's goroutine over Transport's own pool of
-// HTTP/1.1 keep-alive connections: the request is written from one buffer
-// and the response read with http.ReadResponse. Everything else (https,
-// proxies, bodies of unknown length, Expect, trailers) goes to the wrapped
-// *http.Transport.
+// A plain-HTTP request of known length (at most maxOwnBody) that goes to
+// its host directly (no proxy) runs on the caller's goroutine over
+// Transport's own pool of HTTP/1.1 keep-alive connections: the request is
+// written from one buffer and the response read with http.ReadResponse.
+// Everything else (https, proxies, bodies of unknown length or larger than
+// maxOwnBody, Expect, trailers) goes to the wrapped *http.Transport.
 //
 // Why not http.Transport for all: it hands every request to a per-connection
 // write goroutine and every response from a read goroutine that also keeps
@@ -58,6 +58,12 @@ const (
 	idleTimeout     = 90 * time.Second
 	maxHeaderBytes  = 1 << 20
 	max1xxResponses = 5
+	// maxOwnBody is the largest request body the own path sends. It
+	// writes a request whole before it reads, so a body must fit in the
+	// sockets' buffers: a server that answers early (413, 401) without
+	// reading a larger one would leave the write waiting until the call's
+	// deadline. http.Transport reads while it writes, and takes those.
+	maxOwnBody = 64 << 10
 )
 
 // hostPool is the idle connections to one host:port, newest last; direct
@@ -145,7 +151,7 @@ func (t *Transport) ownPath(req *http.Request) (string, bool) {
 	u := req.URL
 	if u == nil || u.Scheme != "http" || u.Host == "" || req.Method == http.MethodConnect ||
 		len(req.TransferEncoding) > 0 || len(req.Trailer) > 0 || req.Header.Get("Expect") != "" ||
-		req.Body != nil && req.Body != http.NoBody && req.ContentLength <= 0 {
+		req.Body != nil && req.Body != http.NoBody && (req.ContentLength <= 0 || req.ContentLength > maxOwnBody) {
 		return "", false
 	}
 	addr := u.Host

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/toolrouterd/toolrouterd/internal/outbound"
 )
@@ -466,5 +467,28 @@ func TestBodyEnded(t *testing.T) {
 	resp.Body.Close()
 	if c := s.conns.Load(); c != 2 {
 		t.Errorf("%d connections, want 2 (the early close's, then one reused)", c)
+	}
+}
+
+// A server may answer (413, 401) before it reads a large body, and never
+// read it: the caller gets that answer, as from http.Transport, not a
+// write that waits for the server until the call's deadline.
+func TestTransportEarlyAnswerToLargeBody(t *testing.T) {
+	hold := make(chan struct{})
+	t.Cleanup(func() { close(hold) })
+	s := newRawServer(t, func(c net.Conn, br *bufio.Reader) {
+		if _, err := http.ReadRequest(br); err != nil {
+			return
+		}
+		io.WriteString(c, "HTTP/1.1 413 Request Entity Too Large\r\nContent-Length: 8\r\nConnection: close\r\n\r\ntoo big\n")
+		<-hold // neither reads the body nor closes
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for _, size := range []int{60 << 10, 16 << 20} { // below and above what the own path takes
+		resp, body, err := post(t, outbound.NewTransport(), ctx, s.url(), strings.Repeat("x", size))
+		if err != nil || resp.StatusCode != http.StatusRequestEntityTooLarge || body != "too big\n" {
+			t.Fatalf("a %d-byte body the server answers early: %v %q, %v; want 413 %q", size, resp, body, err, "too big\n")
+		}
 	}
 }
