@@ -115,24 +115,27 @@ free_port NGINX_PORT
 free_port MCP_PORT
 free_port GOPROXY_PORT
 free_port FASTPROXY_PORT
-"${SRV[@]}" "$BIN/exampletools" -addr "127.0.0.1:$TOOL_PORT" >"$TMP/exampletools.log" 2>&1 &
-PIDS+=($!)
-TOOL_PID=$!
-wait_http exampletools "http://127.0.0.1:$TOOL_PORT/healthz" "$TOOL_PID"
-"${SRV[@]}" "$TMP/mcpecho" -addr "127.0.0.1:$MCP_PORT" >"$TMP/mcpecho.log" 2>&1 &
-PIDS+=($!)
-MCP_PID=$!
-wait_http mcpecho "http://127.0.0.1:$MCP_PORT/healthz" "$MCP_PID"
-"${SRV[@]}" "$TMP/goproxy" -addr "127.0.0.1:$GOPROXY_PORT" -upstream "http://127.0.0.1:$TOOL_PORT" >"$TMP/goproxy.log" 2>&1 &
-PIDS+=($!)
-GOPROXY_PID=$!
-wait_http goproxy "http://127.0.0.1:$GOPROXY_PORT/healthz" "$GOPROXY_PID"
+# serve NAME PORT CMD...: starts CMD (listening on PORT) pinned with the
+# servers, logging to $TMP/NAME.log, and waits for its /healthz; SERVED is
+# its pid.
+serve() {
+	local name=$1 port=$2
+	shift 2
+	"${SRV[@]}" "$@" >"$TMP/$name.log" 2>&1 &
+	PIDS+=($!)
+	SERVED=$!
+	wait_http "$name" "http://127.0.0.1:$port/healthz" "$SERVED"
+}
+serve exampletools "$TOOL_PORT" "$BIN/exampletools" -addr "127.0.0.1:$TOOL_PORT"
+TOOL_PID=$SERVED
+serve mcpecho "$MCP_PORT" "$TMP/mcpecho" -addr "127.0.0.1:$MCP_PORT"
+MCP_PID=$SERVED
+serve goproxy "$GOPROXY_PORT" "$TMP/goproxy" -addr "127.0.0.1:$GOPROXY_PORT" -upstream "http://127.0.0.1:$TOOL_PORT"
+GOPROXY_PID=$SERVED
 FASTPROXY_PID=""
 if [[ -n $FASTPROXY ]]; then
-	"${SRV[@]}" "$FASTPROXY" -addr "127.0.0.1:$FASTPROXY_PORT" -upstream "127.0.0.1:$TOOL_PORT" >"$TMP/fastproxy.log" 2>&1 &
-	PIDS+=($!)
-	FASTPROXY_PID=$!
-	wait_http fastproxy "http://127.0.0.1:$FASTPROXY_PORT/healthz" "$FASTPROXY_PID"
+	serve fastproxy "$FASTPROXY_PORT" "$FASTPROXY" -addr "127.0.0.1:$FASTPROXY_PORT" -upstream "127.0.0.1:$TOOL_PORT"
+	FASTPROXY_PID=$SERVED
 fi
 NGINX_PID=""
 if [[ -n $NGINX ]]; then
