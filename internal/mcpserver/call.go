@@ -1,0 +1,226 @@
+package mcpserver
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolrouterd/toolrouterd/internal/access"
+	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
+)
+
+// client is the client a method handler's request came from (nil on an
+// open service).
+func client(req mcp.Request) *access.Client {
+	if ex := req.GetExtra(); ex != nil && ex.TokenInfo != nil {
+		c, _ := ex.TokenInfo.Extra[clientExtra].(*access.Client)
+		return c
+	}
+	return nil
+}
+
+// intercept keeps tools/list in step with the registry and answers every
+// tools/call itself, so a tool missing from the list (unknown, or added by
+// a reload not yet synced) gets the router's not_found result rather than
+// a protocol error.
+func (h *Handler) intercept(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		c := client(req)
+		switch method {
+		case "tools/list":
+			h.Sync()
+			res, err := next(ctx, method, req)
+			if lr, ok := res.(*mcp.ListToolsResult); ok && c != nil {
+				// The client sees only its tools.
+				kept := lr.Tools[:0:0]
+				for _, t := range lr.Tools {
+					if name, _ := t.Meta[MetaToolName].(string); c.Allows(name) {
+						kept = append(kept, t)
+					}
+				}
+				lr.Tools = kept
+			}
+			return res, err
+		case "tools/call":
+			if r, ok := req.(*mcp.CallToolRequest); ok {
+				if err := h.takeCall(ctx, c, req); err != nil {
+					return nil, err
+				}
+				h.inflight.Add(1)
+				defer h.inflight.Add(-1)
+				return h.call(access.NewContext(ctx, c), r)
+			}
+		}
+		return next(ctx, method, req)
+	}
+}
+
+// call routes one tools/call.
+func (h *Handler) call(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	p := req.Params
+	// The session's token (session.go), the same on every replica.
+	sessionID := ""
+	if ex := req.GetExtra(); ex != nil && ex.Header != nil {
+		sessionID = ex.Header.Get(sessionHeader)
+	}
+	planID, err := h.d.PlanID(sessionID, p.Meta)
+	if err != nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: toolrouter.ErrorMessage(err)}
+	}
+	var args any = map[string]any{}
+	if len(bytes.TrimSpace(p.Arguments)) > 0 && !bytes.Equal(bytes.TrimSpace(p.Arguments), []byte("null")) {
+		if err := json.Unmarshal(p.Arguments, &args); err != nil {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "arguments: not valid JSON: " + err.Error()}
+		}
+	}
+	// The call as an MCP client would send it to /route: the router detects
+	// the mcp format, resolves the MCP name (or the canonical one) and
+	// validates the arguments.
+	payload := map[string]any{
+		"jsonrpc": "2.0",
+		"method":  "tools/call",
+		"params":  map[string]any{"name": p.Name, "arguments": args},
+	}
+	modern := modernSession(req.Session)
+	clientName := ""
+	if c := access.FromContext(ctx); c != nil {
+		clientName = c.Name
+	}
+	rl := relay(ctx, req)
+	if modern {
+		rl.ClientCapabilities = clientCapabilities(p.Meta)
+	}
+	if p.RequestState != "" {
+		if rl.RequestState, err = unwrapState(p.RequestState, p.Name, clientName); err != nil {
+			return nil, err
+		}
+	}
+	if p.InputResponses != nil {
+		if rl.InputResponses, err = json.Marshal(p.InputResponses); err != nil {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "inputResponses: " + err.Error()}
+		}
+	}
+	res, err := h.d.Router.Route(toolrouter.WithRelay(ctx, rl), planID, payload, nil)
+	if err != nil {
+		if toolrouter.ErrorCode(err) == toolrouter.EINVALID {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: toolrouter.ErrorMessage(err)}
+		}
+		h.d.Logger.Error().Err(err).Str("plan_id", planID).Str("tool", p.Name).Msg("route MCP tools/call")
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error"}
+	}
+	out := result(res)
+	if out.NeedsInput() {
+		if modern {
+			// Relayed as the backend sent it, with a requestState that
+			// brings the retry back to it (mrtr.go).
+			out.RequestState = wrapState(p.Name, clientName, out.RequestState)
+			return out, nil
+		}
+		// An older client cannot answer it: the call failed.
+		failed := *res
+		failed.MCPResult = nil
+		out = result(&failed)
+	}
+	return withResultType(out, modern), nil
+}
+
+// relay passes what a backend sends about the call on to the caller:
+// progress under the caller's progress token (when it sent one), log
+// messages through its session, which filters them by the caller's level.
+func relay(ctx context.Context, req *mcp.CallToolRequest) *toolrouter.Relay {
+	ss := req.Session
+	if ss == nil {
+		return &toolrouter.Relay{}
+	}
+	r := &toolrouter.Relay{
+		Log: func(level, logger string, data json.RawMessage) {
+			var v any
+			if json.Unmarshal(data, &v) != nil {
+				v = string(data)
+			}
+			_ = ss.Log(ctx, &mcp.LoggingMessageParams{Level: mcp.LoggingLevel(level), Logger: logger, Data: v})
+		},
+	}
+	if token := req.Params.GetProgressToken(); token != nil {
+		r.Progress = func(progress, total float64, message string) {
+			_ = ss.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token, Progress: progress, Total: total, Message: message})
+		}
+	}
+	return r
+}
+
+// result is the CallToolResult of a route result. The CallToolResult of an
+// MCP backend passes through as it came (every content block,
+// structuredContent, isError, _meta), with toolrouter's keys added to its
+// _meta. Otherwise a failure is isError with the error text, and a success
+// is the output's JSON text, plus the output as structuredContent when it
+// is an object (protocol versions up to 2025-11-25 require an object there).
+func result(res *toolrouter.Result) *mcp.CallToolResult {
+	out := &mcp.CallToolResult{}
+	if len(res.MCPResult) > 0 && json.Unmarshal(res.MCPResult, out) != nil {
+		out = &mcp.CallToolResult{}
+	}
+	passed := len(out.Content) > 0 || out.StructuredContent != nil || out.IsError
+	if out.Meta == nil {
+		out.Meta = mcp.Meta{}
+	}
+	out.Meta[MetaToolCallID] = res.ToolCallID
+	out.Meta[MetaSequence] = res.Sequence
+	out.Meta[MetaPlanID] = res.PlanID
+	if res.ToolName != "" {
+		out.Meta[MetaToolName] = res.ToolName
+	}
+	if out.NeedsInput() {
+		return out // the backend's input_required result, for call to relay
+	}
+	if res.Status == toolrouter.ResultAwaitingApproval {
+		// README "Approvals", /mcp: an error result the model and the
+		// client can read, naming the approval and where the result will be.
+		out.IsError = true
+		out.Content = []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf(
+			"awaiting approval: the call of %s was not run; an approver must approve %s (POST /approvals/%s); its result will be at GET /results/%s",
+			res.ToolName, res.ApprovalID, res.ApprovalID, res.ToolCallID)}}
+		out.Meta[MetaApprovalID] = res.ApprovalID
+		out.Meta[MetaStatus] = res.Status
+		return out
+	}
+	if passed {
+		if !res.Success && res.ErrorCategory != nil {
+			out.Meta[MetaErrorCategory] = string(*res.ErrorCategory)
+		}
+		return out
+	}
+	if !res.Success {
+		msg := "tool call failed"
+		if res.Error != nil && *res.Error != "" {
+			msg = *res.Error
+		}
+		out.IsError = true
+		out.Content = []mcp.Content{&mcp.TextContent{Text: msg}}
+		if res.ErrorCategory != nil {
+			out.Meta[MetaErrorCategory] = string(*res.ErrorCategory)
+		}
+		return out
+	}
+	if res.ValidationPassed != nil {
+		out.Meta[MetaValidationPassed] = *res.ValidationPassed
+	}
+	raw := bytes.TrimSpace(res.Output)
+	if len(raw) == 0 {
+		raw = []byte("null")
+	}
+	text := string(raw)
+	var str string
+	if raw[0] == '"' && json.Unmarshal(raw, &str) == nil {
+		text = str // a string output is its own text, not a JSON literal
+	}
+	out.Content = []mcp.Content{&mcp.TextContent{Text: text}}
+	if raw[0] == '{' && json.Valid(raw) {
+		out.StructuredContent = json.RawMessage(raw)
+	}
+	return out
+}
