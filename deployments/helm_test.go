@@ -216,6 +216,31 @@ func TestHelmTemplate(t *testing.T) {
 		if c.pdb.Spec.MinAvailable == nil || c.pdb.Spec.MaxUnavailable != nil {
 			t.Errorf("PDB %+v: minAvailable set wins over maxUnavailable", c.pdb.Spec)
 		}
+		for name, want := range map[string]string{"TOOLROUTER_STORE": "pg-app/uri", "TOOLROUTER_API_KEYS": "tr-secrets/client-keys", "LLM_API_KEY": "llm-keys/api-key"} {
+			if e, _ := env(ct, name); e.ValueFrom == nil || e.ValueFrom.SecretKeyRef == nil || e.ValueFrom.SecretKeyRef.Name+"/"+e.ValueFrom.SecretKeyRef.Key != want {
+				t.Errorf("env %s %+v, want it from the Secret key %s", name, e.ValueFrom, want)
+			}
+		}
+	})
+	t.Run("without HPA and PDB", func(t *testing.T) {
+		c := render(t, "--set", "autoscaling.enabled=false,podDisruptionBudget.enabled=false,replicaCount=2")
+		checkChart(t, c, settings)
+		if c.hpa != nil || c.pdb != nil || c.deploy.Spec.Replicas == nil || *c.deploy.Spec.Replicas != 2 {
+			t.Errorf("want no HPA, no PDB and 2 replicas, got %v replicas %v", slices.Sorted(maps.Keys(c.objects)), c.deploy.Spec.Replicas)
+		}
+	})
+	t.Run("existing ConfigMap, no API keys", func(t *testing.T) {
+		c := render(t, "--set", "registry.existingConfigMap=tools-registry,registry.key=r.yaml,secrets.apiKeysKey=")
+		checkChart(t, c, settings)
+		ct := container(t, &manifests{deploy: *c.deploy})
+		if _, ok := env(ct, "TOOLROUTER_API_KEYS"); ok || c.configMap != nil {
+			t.Error("want no TOOLROUTER_API_KEYS and no ConfigMap of the chart's")
+		}
+		for _, v := range c.deploy.Spec.Template.Spec.Volumes {
+			if v.Name == "registry" && (v.ConfigMap == nil || v.ConfigMap.Name != "tools-registry" || v.ConfigMap.Items[0].Key != "r.yaml") {
+				t.Errorf("registry volume %+v, want the ConfigMap tools-registry's key r.yaml", v.ConfigMap)
+			}
+		}
 	})
 }
 
@@ -263,13 +288,11 @@ func checkChart(t *testing.T, c *chart, settings map[string]bool) {
 	if _, err := config.LoadFrom(func(k string) (string, bool) { v, ok := lookup[k]; return v, ok }); err != nil {
 		t.Errorf("toolrouterd refuses the rendered settings: %v", err)
 	}
-	for _, name := range []string{"TOOLROUTER_STORE", "TOOLROUTER_API_KEYS"} {
-		if e, ok := env(ct, name); ok && (e.ValueFrom == nil || e.ValueFrom.SecretKeyRef == nil) {
-			t.Errorf("env %s must come from a secretKeyRef", name)
-		}
-	}
 	if e, ok := env(ct, "TOOLROUTER_STORE"); !ok || e.ValueFrom == nil || e.ValueFrom.SecretKeyRef == nil {
 		t.Error("TOOLROUTER_STORE must come from a Secret")
+	}
+	if e, ok := env(ct, "TOOLROUTER_API_KEYS"); ok && (e.ValueFrom == nil || e.ValueFrom.SecretKeyRef == nil) {
+		t.Error("TOOLROUTER_API_KEYS must come from a Secret")
 	}
 
 	// The port, the probes on it, the Service onto it.
@@ -478,7 +501,9 @@ func TestHelmMatchesKubernetesManifests(t *testing.T) {
 	var diff []string
 	for _, key := range slices.Sorted(maps.Keys(want)) {
 		a, b := flatten(t, key, want[key]), flatten(t, key, c.objects[key])
-		for _, p := range slices.Sorted(maps.Keys(mergeKeys(a, b))) {
+		paths := maps.Clone(a)
+		maps.Copy(paths, b)
+		for _, p := range slices.Sorted(maps.Keys(paths)) {
 			va, ina := a[p]
 			vb, inb := b[p]
 			switch {
@@ -494,17 +519,6 @@ func TestHelmMatchesKubernetesManifests(t *testing.T) {
 	if len(diff) > 0 {
 		t.Errorf("the chart (default values) and deployments/kubernetes differ; change both, or the chart's values.yaml:\n%s", strings.Join(diff, "\n"))
 	}
-}
-
-func mergeKeys(a, b map[string]string) map[string]bool {
-	keys := map[string]bool{}
-	for k := range a {
-		keys[k] = true
-	}
-	for k := range b {
-		keys[k] = true
-	}
-	return keys
 }
 
 // flatten turns a typed object into path → JSON value lines, lists of
