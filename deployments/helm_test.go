@@ -20,6 +20,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/yaml"
 
 	"github.com/toolrouterd/toolrouterd/internal/config"
 	"github.com/toolrouterd/toolrouterd/internal/registry"
@@ -242,6 +243,45 @@ func TestHelmTemplate(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestHelmConfigValuesAreSettings: config.* in values.schema.json,
+// values.yaml and ci/full-values.yaml are the same keys, one per setting
+// besides the four the chart sets itself (TOOLROUTER_ADDR, _REGISTRY, _STORE,
+// _API_KEYS); with TestHelmTemplate/full (every setting rendered) a value
+// cannot exist without its variable, nor a variable without its value.
+func TestHelmConfigValuesAreSettings(t *testing.T) {
+	configOf := func(file string) []string {
+		data, err := os.ReadFile(filepath.Join(chartDir, file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var v struct {
+			Config     map[string]any `json:"config"`
+			Properties struct {
+				Config struct {
+					Properties map[string]any `json:"properties"`
+				} `json:"config"`
+			} `json:"properties"`
+		}
+		if err := yaml.Unmarshal(data, &v); err != nil {
+			t.Fatalf("%s: %v", file, err)
+		}
+		if v.Config == nil { // the schema
+			v.Config = v.Properties.Config.Properties
+		}
+		return slices.Sorted(maps.Keys(v.Config))
+	}
+	schema := configOf("values.schema.json")
+	for _, f := range []string{"values.yaml", filepath.Join("ci", "full-values.yaml")} {
+		if got := configOf(f); !slices.Equal(got, schema) {
+			t.Errorf("%s config keys %v, values.schema.json has %v", f, got, schema)
+		}
+	}
+	settings := configKeys(t)
+	if want := len(settings) + 2 - 4; len(schema) != want { // + TOOLROUTER_TRACE_CONTENT, _STORE
+		t.Errorf("values.schema.json has %d config values, want %d (one per setting)", len(schema), want)
+	}
 }
 
 // checkChart checks one rendering: the objects fit together and the
