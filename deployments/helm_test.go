@@ -20,6 +20,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
 
 	"github.com/toolrouterd/toolrouterd/internal/config"
@@ -30,6 +31,8 @@ const (
 	chartDir = "helm/toolrouterd"
 	// helmVersion is the Helm scripts/install-helm.sh installs.
 	helmVersion = "v3.22.0"
+	// renderNamespace is the namespace render installs into.
+	renderNamespace = "tools"
 )
 
 // helm runs the pinned Helm (bin/tools/helm, from scripts/install-helm.sh,
@@ -98,7 +101,7 @@ var promDuration = regexp.MustCompile(`^(0|(([0-9]+)y)?(([0-9]+)w)?(([0-9]+)d)?(
 // its output.
 func render(t *testing.T, args ...string) *chart {
 	t.Helper()
-	out, err := helm(t, append([]string{"template", "toolrouterd", chartDir, "--namespace", "tools"}, args...)...)
+	out, err := helm(t, append([]string{"template", "toolrouterd", chartDir, "--namespace", renderNamespace}, args...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -292,9 +295,24 @@ func checkChart(t *testing.T, c *chart, settings map[string]bool) {
 	ct := container(t, &manifests{deploy: *c.deploy})
 	podLabels := labels.Set(c.deploy.Spec.Template.Labels)
 
+	// Names, labels and variable names the API server accepts.
 	for key, obj := range c.objects {
-		if name := obj.(metav1.Object).GetName(); !strings.HasPrefix(name, c.deploy.Name) {
+		o := obj.(metav1.Object)
+		if !strings.HasPrefix(o.GetName(), c.deploy.Name) {
 			t.Errorf("%s: not named after the release (%s)", key, c.deploy.Name)
+		}
+		for _, msg := range validation.IsDNS1035Label(o.GetName()) { // a Service's rule, the strictest
+			t.Errorf("%s: name: %s", key, msg)
+		}
+		for k, v := range o.GetLabels() {
+			for _, msg := range append(validation.IsQualifiedName(k), validation.IsValidLabelValue(v)...) {
+				t.Errorf("%s: label %s=%s: %s", key, k, v, msg)
+			}
+		}
+	}
+	for _, e := range ct.Env {
+		for _, msg := range validation.IsEnvVarName(e.Name) {
+			t.Errorf("env %s: %s", e.Name, msg)
 		}
 	}
 	if sel, err := metav1.LabelSelectorAsSelector(c.deploy.Spec.Selector); err != nil || sel.Empty() || !sel.Matches(podLabels) {
@@ -439,8 +457,8 @@ func checkChart(t *testing.T, c *chart, settings map[string]bool) {
 		if err != nil || sel.Empty() || !sel.Matches(labels.Set(c.service.Labels)) {
 			t.Errorf("ServiceMonitor selector %v does not match the Service's labels %v", sm.Spec.Selector, c.service.Labels)
 		}
-		if !slices.Equal(sm.Spec.NamespaceSelector.MatchNames, []string{c.service.Namespace}) && c.service.Namespace != "" {
-			t.Errorf("ServiceMonitor namespaces %v, want the Service's %s", sm.Spec.NamespaceSelector.MatchNames, c.service.Namespace)
+		if !slices.Equal(sm.Spec.NamespaceSelector.MatchNames, []string{renderNamespace}) {
+			t.Errorf("ServiceMonitor namespaces %v, want the release's %s", sm.Spec.NamespaceSelector.MatchNames, renderNamespace)
 		}
 		if len(sm.Spec.Endpoints) != 1 || sm.Spec.Endpoints[0].Port != c.service.Spec.Ports[0].Name || sm.Spec.Endpoints[0].Path != "/metrics" {
 			t.Errorf("ServiceMonitor endpoints %+v, want /metrics on the Service's port %s", sm.Spec.Endpoints, c.service.Spec.Ports[0].Name)
