@@ -86,14 +86,13 @@ default). Numbers are printed as integers (YAML numbers reach templates as
 float64, which would print as 6.7108864e+07), lists joined with commas. */}}
 {{- define "toolrouterd.configEnv" -}}
 {{- $config := .Values.config }}
-{{- $vars := include "toolrouterd.configVars" . | fromYaml }}
-{{- range $key := include "toolrouterd.configVars" . | splitList "\n" }}
-{{- $key = trim (first (splitList ":" $key)) }}
-{{- $v := get $config $key }}
+{{- range include "toolrouterd.configVars" . | splitList "\n" }}
+{{- $pair := splitList ": " . }}
+{{- $v := get $config (first $pair) }}
 {{- if kindIs "slice" $v }}{{ $v = join "," $v }}{{ end }}
 {{- if kindIs "float64" $v }}{{ $v = int64 $v }}{{ end }}
 {{- if and (not (kindIs "invalid" $v)) (ne (toString $v) "") }}
-- name: {{ get $vars $key }}
+- name: {{ last $pair }}
   value: {{ toString $v | quote }}
 {{- end }}
 {{- end }}
