@@ -3,6 +3,7 @@ package deployments_test
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -45,25 +46,32 @@ func decodeStrict(t *testing.T, file string, into any, apiVersion, kind string) 
 	if regexp.MustCompile(`(?m)^---`).Match(data) {
 		t.Fatalf("%s: one document per file", file)
 	}
-	js, err := yaml.YAMLToJSONStrict(data)
+	tm, err := decodeStrictData(data, into)
 	if err != nil {
 		t.Fatalf("%s: %v", file, err)
-	}
-	dec := json.NewDecoder(bytes.NewReader(js))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(into); err != nil {
-		t.Fatalf("%s: %v", file, err)
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		t.Fatalf("%s: trailing data", file)
-	}
-	var tm metav1.TypeMeta
-	if err := json.Unmarshal(js, &tm); err != nil {
-		t.Fatal(err)
 	}
 	if tm.APIVersion != apiVersion || tm.Kind != kind {
 		t.Fatalf("%s: %s %s, want %s %s", file, tm.APIVersion, tm.Kind, apiVersion, kind)
 	}
+}
+
+// decodeStrictData is decodeStrict's decoding of one YAML document; it
+// returns the document's apiVersion and kind.
+func decodeStrictData(data []byte, into any) (metav1.TypeMeta, error) {
+	var tm metav1.TypeMeta
+	js, err := yaml.YAMLToJSONStrict(data)
+	if err != nil {
+		return tm, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(js))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(into); err != nil {
+		return tm, err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return tm, errors.New("trailing data")
+	}
+	return tm, json.Unmarshal(js, &tm)
 }
 
 type manifests struct {

@@ -8,7 +8,9 @@
 #   - the PostgreSQL server binaries (scripts/install-postgres.sh) that
 #     internal/store/pgtest starts a throwaway server from;
 #   - Chromium (/usr/bin/chromium), the headless browser e2e/console_test.go
-#     drives the console with.
+#     drives the console with;
+#   - Helm (scripts/install-helm.sh, pinned, built from its Go module) for
+#     the chart tests of deployments/helm_test.go.
 # Debian/Ubuntu (apt-get), as root or through sudo.
 #
 #   bash scripts/install-test-deps.sh
@@ -41,3 +43,4 @@ fi
 bash install-postgres.sh
 bash install-mcp-everything.sh
 bash install-mcp-memory.sh
+bash install-helm.sh
