@@ -113,7 +113,7 @@ func BenchmarkMCPCall(b *testing.B) {
 			m := mcpclient.New(zerolog.Nop(), nil)
 			defer m.Close()
 			if path == "sdk" {
-				m.Trace = func(next mcp.MethodHandler) mcp.MethodHandler { return next }
+				mcpclient.SetSDKCalls(m, true)
 			}
 			m.Sync(context.Background(), []toolrouter.MCPServer{serverConfig("s", hs.URL)})
 			benchCalls(b, m, toolrouter.ExecRequest{Tool: find(b, m, "s/echo"), Args: map[string]any{"msg": "hi"}}, conns)
