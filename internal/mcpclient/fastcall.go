@@ -320,8 +320,7 @@ func (s *server) drainStream(ctx context.Context, sess fastSession, want []byte,
 // bodies do, and sseTap passes it on): then a call's stream needs no
 // drain. Without it, the end of the stream would be "drained" by a
 // goroutine with a timer even when it was read already, as it is for
-// ~75-97% of calls (bench/mcpecho pinned with the client on one core,
-// BenchmarkMCPCallSSE): ~6.6k instructions a call.
+// most calls.
 func ended(body io.ReadCloser) bool {
 	e, ok := body.(interface{ Ended() bool })
 	return ok && e.Ended()
