@@ -31,7 +31,7 @@ func TestCallSendsArgsJSON(t *testing.T) {
 	for _, path := range []string{"sdk", "hotpath"} {
 		m := mcpclient.New(zerolog.Nop(), nil)
 		if path == "sdk" {
-			m.Trace = func(next mcp.MethodHandler) mcp.MethodHandler { return next }
+			mcpclient.SetSDKCalls(m, true)
 		}
 		m.Sync(context.Background(), []toolrouter.MCPServer{serverConfig("s", hs.URL)})
 		tool := find(t, m, "s/echo")

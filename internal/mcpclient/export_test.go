@@ -9,3 +9,7 @@ func SetTiming(m *Manager, syncWait, backoffMin, backoffMax time.Duration) {
 
 // MaxDrains is maxDrains, for TestMCPCallStreamsLeftOpenAreBounded.
 const MaxDrains = maxDrains
+
+// SetSDKCalls sends every tools/call of m through the SDK (on) or lets
+// calls take the hot path where it serves them (off).
+func SetSDKCalls(m *Manager, on bool) { m.sdkCalls = on }

@@ -27,7 +27,7 @@ import (
 // that allocates a 32 KiB buffer, four times per call (the request's _meta
 // looked up again before sending, the response event, the result, the
 // result's content), plus a goroutine and channel hand-offs per response.
-// bench-mcp and bench-compare measure the gain (see the commit message).
+// bench/README.md has the measured gain (its decision table).
 //
 // So, on a streamable HTTP session with a protocol before 2026-07-28
 // (session-based: initialize, Mcp-Session-Id), tools/call is sent here:
@@ -36,9 +36,10 @@ import (
 // goroutine, the result decoded once. Everything else stays with the SDK,
 // which owns the session: initialize, tools/list, pings, logging/setLevel,
 // the standalone GET stream and its notifications, DELETE on close. Calls
-// on stdio servers, on 2026-07-28 sessions (per-request _meta, standard
-// headers) and with tracing on (the SDK middleware makes the spans) also go
-// through the SDK.
+// on stdio servers and on 2026-07-28 sessions (per-request _meta, standard
+// headers, which the hot path does not write) also go through the SDK.
+// Tracing changes nothing here: the hot path runs under the same tracing
+// middleware as the SDK's calls (fastCall).
 //
 // Like the SDK, the hot path answers the requests a server sends on the
 // call's stream (ping, roots/list; sampling and elicitation are refused, as
@@ -75,7 +76,7 @@ var errCallTaken = errors.New("the server took the call, then its stream could n
 
 // fast reports whether calls on cs take the hot path.
 func (s *server) fast(cs *mcp.ClientSession) bool {
-	if len(s.command) > 0 || s.m.Trace != nil {
+	if len(s.command) > 0 || s.m.sdkCalls {
 		return false
 	}
 	ir := cs.InitializeResult()
@@ -108,20 +109,44 @@ type fastSession struct {
 // fastCall sends one tools/call and returns its outcome; an error is
 // what CallTool would have returned (a *jsonrpc.Error from the server,
 // mcp.ErrSessionMissing, a transport failure, or the context's error).
+// With tracing on, the call runs under the same sending middleware
+// (Manager.Trace) as the SDK's calls, on the same request and result
+// types: the same code runs, and the same span is made, traced or not.
 func (s *server) fastCall(ctx context.Context, cs *mcp.ClientSession, t *toolrouter.Tool, params *mcp.CallToolParams) (toolrouter.Outcome, error) {
+	if s.m.Trace == nil {
+		out, _, err := s.fastSend(ctx, cs, t, params)
+		return out, err
+	}
+	var out toolrouter.Outcome
+	send := s.m.Trace(func(ctx context.Context, _ string, req mcp.Request) (mcp.Result, error) {
+		var isError bool
+		var err error
+		out, isError, err = s.fastSend(ctx, cs, t, req.GetParams().(*mcp.CallToolParams))
+		if err != nil {
+			return nil, err
+		}
+		// What the middleware reads of a result (telemetry.endMCP).
+		return &mcp.CallToolResult{IsError: isError}, nil
+	})
+	_, err := send(ctx, "tools/call", &mcp.ClientRequest[*mcp.CallToolParams]{Session: cs, Params: params})
+	return out, err
+}
+
+// fastSend is fastCall's request and result; isError is the result's.
+func (s *server) fastSend(ctx context.Context, cs *mcp.ClientSession, t *toolrouter.Tool, params *mcp.CallToolParams) (out toolrouter.Outcome, isError bool, err error) {
 	sess := fastSession{id: cs.ID(), version: cs.InitializeResult().ProtocolVersion}
 	id := fastIDBase + s.callIDs.Add(1)
 	body, err := json.Marshal(callRequest{JSONRPC: "2.0", ID: id, Method: "tools/call", Params: params})
 	if err != nil {
-		return toolrouter.Outcome{}, fmt.Errorf("sending \"tools/call\": %w", err)
+		return out, false, fmt.Errorf("sending \"tools/call\": %w", err)
 	}
 	raw, err := s.roundTrip(ctx, sess, id, body)
 	if err != nil {
 		if ctx.Err() != nil {
 			s.notifyCancelled(ctx, sess, id)
-			return toolrouter.Outcome{}, ctx.Err()
+			return out, false, ctx.Err()
 		}
-		return toolrouter.Outcome{}, err
+		return out, false, err
 	}
 	return fastOutcome(t, raw)
 }
@@ -295,8 +320,7 @@ func (s *server) drainStream(ctx context.Context, sess fastSession, want []byte,
 // bodies do, and sseTap passes it on): then a call's stream needs no
 // drain. Without it, the end of the stream would be "drained" by a
 // goroutine with a timer even when it was read already, as it is for
-// ~75-97% of calls (bench/mcpecho pinned with the client on one core,
-// BenchmarkMCPCallSSE): ~6.6k instructions a call.
+// most calls.
 func ended(body io.ReadCloser) bool {
 	e, ok := body.(interface{ Ended() bool })
 	return ok && e.Ended()
@@ -601,10 +625,10 @@ type wireContent struct {
 // same Outcome, with raw itself as the MCPResult. Only a result whose
 // content is text (the common case) is read here; any other goes through
 // the SDK's CallToolResult and outcome.
-func fastOutcome(t *toolrouter.Tool, raw json.RawMessage) (toolrouter.Outcome, error) {
+func fastOutcome(t *toolrouter.Tool, raw json.RawMessage) (toolrouter.Outcome, bool, error) {
 	var res wireResult
 	if err := json.Unmarshal(raw, &res); err != nil {
-		return toolrouter.Outcome{}, fmt.Errorf("calling \"tools/call\": %w", err)
+		return toolrouter.Outcome{}, false, fmt.Errorf("calling \"tools/call\": %w", err)
 	}
 	simple := res.ResultType == "" || res.ResultType == "complete"
 	for _, c := range res.Content {
@@ -613,13 +637,13 @@ func fastOutcome(t *toolrouter.Tool, raw json.RawMessage) (toolrouter.Outcome, e
 	if !simple {
 		var full mcp.CallToolResult
 		if err := json.Unmarshal(raw, &full); err != nil {
-			return toolrouter.Outcome{}, fmt.Errorf("calling \"tools/call\": %w", err)
+			return toolrouter.Outcome{}, false, fmt.Errorf("calling \"tools/call\": %w", err)
 		}
 		out := outcome(t, &full)
 		if out.MCPResult != nil {
 			out.MCPResult = raw
 		}
-		return out, nil
+		return out, full.IsError, nil
 	}
 	var text string
 	hasText := len(res.Content) > 0
@@ -633,7 +657,7 @@ func fastOutcome(t *toolrouter.Tool, raw json.RawMessage) (toolrouter.Outcome, e
 		text = strings.Join(parts, "\n")
 	}
 	if res.IsError {
-		return toolError(text, raw), nil
+		return toolError(text, raw), true, nil
 	}
 	structured := res.StructuredContent
 	if bytes.Equal(bytes.TrimSpace(structured), []byte("null")) {
@@ -644,7 +668,7 @@ func fastOutcome(t *toolrouter.Tool, raw json.RawMessage) (toolrouter.Outcome, e
 		err := json.Unmarshal(structured, &sc)
 		return sc, err
 	}); !ok {
-		return out, nil
+		return out, false, nil
 	}
 	out := toolrouter.Outcome{Answered: true, MCPResult: raw}
 	switch {
@@ -655,7 +679,7 @@ func fastOutcome(t *toolrouter.Tool, raw json.RawMessage) (toolrouter.Outcome, e
 	default:
 		out.Output = json.RawMessage("null")
 	}
-	return out, nil
+	return out, false, nil
 }
 
 // compact is raw without insignificant whitespace (raw itself when it has

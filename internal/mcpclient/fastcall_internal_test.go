@@ -70,7 +70,7 @@ func TestMCPFastOutcome(t *testing.T) {
 		{raw: `{"content":[{"type":"text","text":"permission denied"}],"isError":true}`, err: "permission denied", cat: toolrouter.CategoryPermission},
 		{raw: `{"content":[{"type":"image","data":"aGk=","mimeType":"image/png"}]}`, output: `[{"type":"image","mimeType":"image/png","data":"aGk="}]`},
 	} {
-		out, err := fastOutcome(nil, json.RawMessage(c.raw))
+		out, _, err := fastOutcome(nil, json.RawMessage(c.raw))
 		if err != nil {
 			t.Errorf("%s: %v", c.raw, err)
 			continue
@@ -82,7 +82,7 @@ func TestMCPFastOutcome(t *testing.T) {
 			t.Errorf("%s: MCPResult %s", c.raw, out.MCPResult)
 		}
 	}
-	if _, err := fastOutcome(nil, json.RawMessage(`{"content":{}}`)); err == nil {
+	if _, _, err := fastOutcome(nil, json.RawMessage(`{"content":{}}`)); err == nil {
 		t.Error("a malformed result was accepted")
 	}
 }

@@ -95,8 +95,8 @@ func cpuTime() time.Duration {
 }
 
 // BenchmarkMCPCall: one tools/call of an echo tool (bench/mcpecho's) over
-// a streamable HTTP session, through the SDK's CallTool (what a traced
-// call takes) and through the hot path. The server runs in-process and
+// a streamable HTTP session, through the SDK's CallTool (what -tags sdkmcp
+// builds) and through the hot path. The server runs in-process and
 // costs both the same, so the difference is the client's.
 //
 //	go test -run '^$' -bench MCPCall -benchmem ./internal/mcpclient/
@@ -113,7 +113,7 @@ func BenchmarkMCPCall(b *testing.B) {
 			m := mcpclient.New(zerolog.Nop(), nil)
 			defer m.Close()
 			if path == "sdk" {
-				m.Trace = func(next mcp.MethodHandler) mcp.MethodHandler { return next }
+				mcpclient.SetSDKCalls(m, true)
 			}
 			m.Sync(context.Background(), []toolrouter.MCPServer{serverConfig("s", hs.URL)})
 			benchCalls(b, m, toolrouter.ExecRequest{Tool: find(b, m, "s/echo"), Args: map[string]any{"msg": "hi"}}, conns)

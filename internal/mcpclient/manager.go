@@ -62,6 +62,9 @@ type Manager struct {
 
 	syncWait time.Duration
 	backoff  outbound.Backoff // between reconnection attempts
+	// sdkCalls sends every tools/call through the SDK, never the hot path
+	// (fastcall.go): sdkOnly in production, set by tests.
+	sdkCalls bool
 
 	syncMu sync.Mutex // serializes Sync and Close
 
@@ -100,6 +103,7 @@ func New(log zerolog.Logger, reg prometheus.Registerer) *Manager {
 			Help: "Attempts to reconnect to an MCP server after its session was lost or it could not be reached, by result (ok or error).",
 		}, []string{"server", "result"}),
 		syncWait: defaultSyncWait,
+		sdkCalls: sdkOnly,
 		backoff:  outbound.Backoff{Base: defaultBackoffMin, Max: defaultBackoffMax, Jitter: 0.2},
 		progress: map[string]*progressSink{},
 	}

@@ -1,0 +1,329 @@
+package mcpclient
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// errSessionLost is why a server is down after it said it no longer knows
+// the session.
+var errSessionLost = errors.New("the server ended the session")
+
+// run is the supervisor: connect, serve the session until it ends,
+// reconnect with backoff.
+func (s *server) run() {
+	defer close(s.done)
+	var delay time.Duration
+	failures := 0 // connection attempts failed in a row
+	for first := true; ; first = false {
+		if delay > 0 {
+			t := time.NewTimer(delay)
+			select {
+			case <-s.ctx.Done():
+				t.Stop()
+				return
+			case <-s.kick:
+				t.Stop()
+			case <-t.C:
+			}
+		}
+		cs, raw, stop, err := s.connect()
+		if s.ctx.Err() != nil {
+			if cs != nil {
+				_ = cs.Close()
+			}
+			stop()
+			return
+		}
+		if !first {
+			result := "ok"
+			if err != nil {
+				result = "error"
+			}
+			s.m.reconnects.WithLabelValues(s.name, result).Inc()
+		}
+		if err != nil {
+			stop()
+			s.attemptFailed(err)
+			failures++
+			delay = s.m.backoff.Delay(failures)
+			continue
+		}
+		gen := s.setUp(cs, raw)
+		began := time.Now()
+		err = s.serve(cs, gen)
+		_ = cs.Close()
+		stop()
+		if s.ctx.Err() != nil {
+			return
+		}
+		s.sessionEnded(gen, err)
+		// Reconnect at once, unless sessions keep dying young (a stdio
+		// server that crashes at once): then back off, longer each time.
+		if time.Since(began) < time.Second {
+			failures++
+			delay = s.m.backoff.Delay(failures)
+		} else {
+			delay, failures = 0, 0
+		}
+	}
+}
+
+// connect opens a session (starting the process of a stdio server) and
+// discovers the tools, within the server's timeout. stop, never nil,
+// stops the process once the session is over or could not be set up.
+func (s *server) connect() (cs *mcp.ClientSession, raw []discovered, stop func(), err error) {
+	ctx, cancel := context.WithTimeout(s.ctx, s.timeout())
+	defer cancel()
+	var t mcp.Transport = &mcp.StreamableClientTransport{Endpoint: s.url, HTTPClient: s.http}
+	stop = func() {}
+	if len(s.command) > 0 {
+		st := s.newStdioTransport()
+		t, stop = st, st.stop
+	}
+	cs, err = s.client.Connect(ctx, t, nil)
+	if err != nil {
+		return nil, nil, stop, fmt.Errorf("connect: %w", err)
+	}
+	if ir := cs.InitializeResult(); ir != nil && ir.Capabilities != nil && ir.Capabilities.Logging != nil {
+		// Log messages of a call reach the /mcp caller that made it
+		// (toolrouter.Relay), filtered by that caller's level.
+		if err := cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "debug"}); err != nil {
+			s.m.log.Debug().Err(err).Str("mcp_server", s.name).Msg("MCP server refused logging/setLevel")
+		}
+	}
+	raw, err = s.list(ctx, cs)
+	if err != nil {
+		_ = cs.Close()
+		return nil, nil, stop, err
+	}
+	return cs, raw, stop, nil
+}
+
+// list runs tools/list over every page.
+func (s *server) list(ctx context.Context, cs *mcp.ClientSession) ([]discovered, error) {
+	var out []discovered
+	seen := map[string]bool{}
+	params := &mcp.ListToolsParams{}
+	for page := 0; ; page++ {
+		if page == maxPages {
+			return nil, fmt.Errorf("tools/list: more than %d pages", maxPages)
+		}
+		res, err := cs.ListTools(ctx, params)
+		if err != nil {
+			return nil, fmt.Errorf("tools/list: %w", err)
+		}
+		for _, t := range res.Tools {
+			if t == nil || seen[t.Name] {
+				continue
+			}
+			seen[t.Name] = true
+			out = append(out, newDiscovered(t))
+		}
+		if res.NextCursor == "" {
+			return out, nil
+		}
+		if res.NextCursor == params.Cursor {
+			return nil, fmt.Errorf("tools/list: the server repeats cursor %q", res.NextCursor)
+		}
+		params = &mcp.ListToolsParams{Cursor: res.NextCursor}
+	}
+}
+
+// serve waits until the session ends (the server closed it, a call found
+// it broken) or the server is stopped, rediscovering the tools when
+// kicked. It returns why the session ended.
+func (s *server) serve(cs *mcp.ClientSession, gen uint64) error {
+	ended := make(chan error, 1)
+	go func() { ended <- cs.Wait() }()
+	for {
+		select {
+		case <-s.ctx.Done():
+			return nil
+		case err := <-ended:
+			if err == nil {
+				err = errors.New("the session was closed")
+			}
+			return fmt.Errorf("session lost: %w", err)
+		case <-s.kick:
+			if broken, err := s.broken(gen); broken {
+				return err
+			}
+			ctx, cancel := context.WithTimeout(s.ctx, s.timeout())
+			raw, err := s.list(ctx, cs)
+			cancel()
+			if s.ctx.Err() != nil {
+				return nil
+			}
+			if err != nil {
+				if serverError(err) != nil {
+					// The server answered: keep the session and the tools.
+					s.m.log.Warn().Str("mcp_server", s.name).Str("error", s.scrub(err)).Msg("MCP tool rediscovery failed")
+					s.mu.Lock()
+					s.nextRound()
+					s.mu.Unlock()
+					continue
+				}
+				return err
+			}
+			s.setTools(raw)
+		}
+	}
+}
+
+// broken reports whether the session gen was given up by a call.
+func (s *server) broken(gen uint64) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.gen == gen && s.cs != nil {
+		return false, nil
+	}
+	return true, s.err
+}
+
+func (s *server) setUp(cs *mcp.ClientSession, raw []discovered) uint64 {
+	s.mu.Lock()
+	s.gen++
+	gen := s.gen
+	s.cs, s.sid, s.err = cs, cs.ID(), nil
+	s.attempts++
+	s.raw, s.listed = raw, true
+	changed := s.rebuild()
+	n := len(s.tools)
+	wasDown := s.downLogged
+	s.downLogged = false
+	// Set before the round ends: a Sync it wakes sees the server up.
+	s.m.up.WithLabelValues(s.name).Set(1)
+	s.nextRound()
+	s.mu.Unlock()
+	ev := s.m.log.Info()
+	if !wasDown && gen > 1 {
+		ev = s.m.log.Debug() // a quiet session renewal
+	}
+	ev.Str("mcp_server", s.name).Int("tools", n).Int("offered", len(raw)).Msg("MCP server connected")
+	if changed {
+		s.m.changed()
+	}
+	return gen
+}
+
+func (s *server) setTools(raw []discovered) {
+	s.mu.Lock()
+	s.raw, s.listed = raw, true
+	changed := s.rebuild()
+	n := len(s.tools)
+	s.nextRound()
+	s.mu.Unlock()
+	s.m.log.Debug().Str("mcp_server", s.name).Int("tools", n).Bool("changed", changed).Msg("MCP tools rediscovered")
+	if changed {
+		s.m.changed()
+	}
+}
+
+// attemptFailed records a failed connection attempt.
+func (s *server) attemptFailed(err error) {
+	s.mu.Lock()
+	s.cs, s.sid = nil, ""
+	s.err = err
+	s.attempts++
+	logIt := !s.downLogged
+	s.downLogged = true
+	s.m.up.WithLabelValues(s.name).Set(0)
+	s.nextRound()
+	s.mu.Unlock()
+	ev := s.m.log.Debug()
+	if logIt {
+		ev = s.m.log.Warn()
+	}
+	ev.Str("mcp_server", s.name).Str("error", s.scrub(err)).Msg("MCP server unavailable; retrying in the background")
+}
+
+// sessionEnded records the end of session gen.
+func (s *server) sessionEnded(gen uint64, err error) {
+	s.mu.Lock()
+	if s.gen == gen && s.cs != nil {
+		s.cs, s.sid = nil, ""
+		s.err = err
+	}
+	if s.err == nil {
+		s.err = err
+	}
+	s.m.up.WithLabelValues(s.name).Set(0)
+	s.mu.Unlock()
+	s.m.log.Debug().Str("mcp_server", s.name).Str("reason", s.scrub(err)).Msg("MCP session ended; reconnecting")
+}
+
+// markBroken gives up session gen after a call found it unusable, and
+// asks the supervisor to reconnect. It returns the number of finished
+// connection attempts, for awaitSession.
+func (s *server) markBroken(gen uint64, err error) uint64 {
+	s.mu.Lock()
+	if s.gen == gen && s.cs != nil {
+		s.cs, s.sid = nil, ""
+		s.err = err
+		s.m.up.WithLabelValues(s.name).Set(0)
+	}
+	n := s.attempts
+	s.mu.Unlock()
+	s.poke()
+	return n
+}
+
+// lost is told by the transport that the server does not know session
+// sid any more.
+func (s *server) lost(sid string) {
+	s.mu.Lock()
+	current := s.cs != nil && s.sid == sid
+	gen := s.gen
+	if current {
+		s.lostGen = gen
+	}
+	s.mu.Unlock()
+	if current {
+		s.markBroken(gen, errSessionLost)
+	}
+}
+
+// lostSession reports whether the transport saw the server disown session
+// gen.
+func (s *server) lostSession(gen uint64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lostGen == gen
+}
+
+// session returns the live session, waiting for the first connection
+// attempt when it is not over yet; with no session it returns why.
+func (s *server) session(ctx context.Context) (*mcp.ClientSession, uint64, error) {
+	return s.awaitSession(ctx, 0)
+}
+
+// awaitSession returns the live session, or waits until more than after
+// connection attempts are finished and none succeeded.
+func (s *server) awaitSession(ctx context.Context, after uint64) (*mcp.ClientSession, uint64, error) {
+	for {
+		s.mu.Lock()
+		cs, gen, err, n, round := s.cs, s.gen, s.err, s.attempts, s.round
+		s.mu.Unlock()
+		switch {
+		case cs != nil:
+			return cs, gen, nil
+		case n > after:
+			if err == nil {
+				err = errors.New("not connected")
+			}
+			return nil, 0, err
+		}
+		select {
+		case <-round:
+		case <-ctx.Done():
+			return nil, 0, ctx.Err()
+		case <-s.ctx.Done():
+			return nil, 0, errors.New("the server was removed from the registry or toolrouterd is stopping")
+		}
+	}
+}
