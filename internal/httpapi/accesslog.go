@@ -23,6 +23,9 @@ func accessLog(m Metrics, lim *logLimiter) func(http.Handler) http.Handler {
 			st := stateOf(r)
 			var ww *statusWriter
 			if st != nil {
+				// The logger here (request id, trace ids); authenticate
+				// replaces it with its child that names the client.
+				st.log = zerolog.Ctx(r.Context())
 				ww = &st.sw // one allocation less per request
 			} else {
 				ww = new(statusWriter)

@@ -11,8 +11,9 @@ import (
 type reqState struct {
 	id  [1]string   // the X-Request-Id header's values
 	lim *logLimiter // limits log lines (limitedLog)
-	// log is the request's latest logger (request id, then client), for
-	// the access log, which runs outside the contexts that carry it.
+	// log is the request's latest logger (request id, trace ids, then
+	// client), for the access log, which runs outside the contexts of the
+	// handlers that add to it.
 	log *zerolog.Logger
 	dw  deadlineWriter // writeDeadline's writer
 	sw  statusWriter   // accessLog's writer
