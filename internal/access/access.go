@@ -9,7 +9,7 @@ import (
 	"context"
 	"strings"
 
-	"github.com/toolrouterd/toolrouterd/internal/registry"
+	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
 
 // Client is an authenticated caller. A nil *Client is the caller of an
@@ -18,7 +18,7 @@ type Client struct {
 	Name     string
 	Admin    bool
 	Approver bool
-	Rate     registry.Rate
+	Rate     toolrouter.Rate
 	tools    Scope
 	approval Scope
 }
@@ -81,7 +81,7 @@ type Scope struct {
 	globs    []string
 }
 
-// NewScope compiles patterns (registry.ValidPattern checked them).
+// NewScope compiles patterns (the registry checked them).
 func NewScope(patterns []string) Scope {
 	var s Scope
 	for _, p := range patterns {

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"sync/atomic"
 
-	"github.com/toolrouterd/toolrouterd/internal/registry"
+	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
 
 // Denied is why credentials were refused; its text is safe to show to the
@@ -20,11 +20,17 @@ func (d Denied) Error() string { return string(d) }
 // header on a service that requires one.
 var ErrNoCredentials = Denied("header missing; send Authorization: Bearer KEY")
 
+// Registry is the registry in force (*registry.Registry): the clients its
+// file declares. A new value is a reload.
+type Registry interface {
+	Clients() []toolrouter.ClientSpec
+}
+
 // Authenticator resolves a request's credentials to a client of the
 // registry in force.
 type Authenticator struct {
 	apiKeys  []string
-	registry func() *registry.Registry
+	registry func() Registry
 	jwt      *JWTVerifier // nil when JWT is off
 	built    atomic.Pointer[built]
 	// OnBuild, when set, is told of every new set of clients (a reload),
@@ -33,15 +39,15 @@ type Authenticator struct {
 }
 
 type built struct {
-	reg     *registry.Registry
+	reg     Registry
 	clients *Clients
 }
 
 // NewAuthenticator returns an authenticator for the keys of
 // TOOLROUTER_API_KEYS and the clients of the registry in force; jwt is
 // nil when JWT bearer tokens are off.
-func NewAuthenticator(apiKeys []string, reg func() *registry.Registry, jwt *JWTVerifier) *Authenticator {
-	return &Authenticator{apiKeys: apiKeys, registry: reg, jwt: jwt}
+func NewAuthenticator[R Registry](apiKeys []string, reg func() R, jwt *JWTVerifier) *Authenticator {
+	return &Authenticator{apiKeys: apiKeys, registry: func() Registry { return reg() }, jwt: jwt}
 }
 
 // JWT is the JWT verifier, nil when JWT is off.
@@ -62,7 +68,7 @@ func (a *Authenticator) Clients() *Clients {
 
 // sameClients reports whether two registries share their clients (the
 // registry with MCP tools added is a new registry with the same clients).
-func sameClients(a, b *registry.Registry) bool {
+func sameClients(a, b Registry) bool {
 	ca, cb := a.Clients(), b.Clients()
 	if len(ca) != len(cb) {
 		return false

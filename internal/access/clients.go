@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/toolrouterd/toolrouterd/internal/registry"
+	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
 
 // Clients are the clients in force: those of the registry file plus one
@@ -29,7 +29,7 @@ type keyed struct {
 // apiKeys (TOOLROUTER_API_KEYS): key i becomes the client "key-i" with
 // every tool and no admin rights. A registry client with the same key as
 // an API key wins (one key is one client), with a warning.
-func NewClients(apiKeys []string, reg []registry.Client) *Clients {
+func NewClients(apiKeys []string, reg []toolrouter.ClientSpec) *Clients {
 	cs := &Clients{bySubject: map[string]*Client{}, byName: map[string]*Client{}}
 	taken := map[[sha256.Size]byte]string{}
 	for _, rc := range reg {

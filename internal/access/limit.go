@@ -8,13 +8,13 @@ import (
 	"sync"
 	"time"
 
-	"github.com/toolrouterd/toolrouterd/internal/registry"
+	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
 
 // Verdict is the answer of a rate limiter to n tool calls of a client.
 type Verdict struct {
 	Allowed bool
-	Rate    registry.Rate
+	Rate    toolrouter.Rate
 	// Remaining is what is left of the window's quota after this answer.
 	Remaining int
 	// Reset is the time until the window ends and the quota is full again.

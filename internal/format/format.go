@@ -135,13 +135,9 @@ func decodeArgs(v any) (map[string]any, error) {
 		if s == "" {
 			return map[string]any{}, nil
 		}
-		out, ok := toolrouter.DecodeJSON(s)
-		if !ok { // invalid, or beyond DecodeJSON: encoding/json's value or error
-			var jv any // not out, which would then always be on the heap
-			if err := json.Unmarshal([]byte(s), &jv); err != nil {
-				return nil, invalid("parse error: arguments are not valid JSON: %v", err)
-			}
-			out = jv
+		var out any
+		if err := json.Unmarshal([]byte(s), &out); err != nil {
+			return nil, invalid("parse error: arguments are not valid JSON: %v", err)
 		}
 		if out == nil { // the text "null"
 			return map[string]any{}, nil

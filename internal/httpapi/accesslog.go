@@ -23,6 +23,9 @@ func accessLog(m Metrics, lim *logLimiter) func(http.Handler) http.Handler {
 			st := stateOf(r)
 			var ww *statusWriter
 			if st != nil {
+				// The logger here (request id, trace ids); authenticate
+				// replaces it with its child that names the client.
+				st.log = zerolog.Ctx(r.Context())
 				ww = &st.sw // one allocation less per request
 			} else {
 				ww = new(statusWriter)
@@ -44,19 +47,20 @@ func accessLog(m Metrics, lim *logLimiter) func(http.Handler) http.Handler {
 				if route == "/healthz" || route == "/readyz" || route == "/metrics" {
 					return
 				}
+				log := zerolog.Ctx(r.Context())
+				if st != nil {
+					log = st.log // with the client, once authenticated
+				}
 				var e *zerolog.Event
 				switch {
 				case status >= 500 && status != statusClientClosed:
-					e = lim.event(zerolog.Ctx(r.Context()), zerolog.WarnLevel, "access "+route+" "+strconv.Itoa(status))
+					e = lim.event(log, zerolog.WarnLevel, "access "+route+" "+strconv.Itoa(status))
 				case status >= 400:
-					e = lim.event(zerolog.Ctx(r.Context()), zerolog.InfoLevel, "access "+route+" "+strconv.Itoa(status))
+					e = lim.event(log, zerolog.InfoLevel, "access "+route+" "+strconv.Itoa(status))
 				case d >= slowRequest:
-					e = lim.event(zerolog.Ctx(r.Context()), zerolog.InfoLevel, "slow "+route)
+					e = lim.event(log, zerolog.InfoLevel, "slow "+route)
 				default:
-					if st != nil && !st.enabled(zerolog.DebugLevel) {
-						return // spare making the request's logger
-					}
-					e = zerolog.Ctx(r.Context()).Debug()
+					e = log.Debug()
 				}
 				e.Str("method", methodLabel(r.Method)).Str("path", clip(r.URL.Path)).Str("route", route).
 					Int("status", status).Int("bytes", ww.BytesWritten()).

@@ -45,11 +45,10 @@ func authenticate(auth Authenticator, issuer string) func(http.Handler) http.Han
 			ctx := r.Context()
 			if c != nil {
 				ctx = access.NewContext(ctx, c)
-				if st := stateOf(r); st != nil && st.base != nil && !st.logMade {
-					st.client = c.Name // in the request's logger when it is made
-				} else {
-					l := zerolog.Ctx(ctx).With().Str("client", c.Name).Logger()
-					ctx = l.WithContext(ctx)
+				l := zerolog.Ctx(ctx).With().Str("client", c.Name).Logger()
+				ctx = l.WithContext(ctx)
+				if st := stateOf(r); st != nil {
+					st.log = &l // for the access log too
 				}
 			}
 			next.ServeHTTP(w, r.WithContext(ctx))

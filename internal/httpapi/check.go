@@ -13,8 +13,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
-	"unsafe"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
@@ -29,7 +27,7 @@ import (
 // breaks SSE. It reads the body once (bounded), validates it against the
 // operation's schema and hands it to the handler through the context, so
 // no handler reads the body again: handlers decode it into their typed
-// request (decode) or take the checked value (body).
+// request (decode), whose Valid checks only what the spec cannot say.
 //
 // It finds the operation by the route pattern chi matched rather than with
 // a second router: two routers disagree on some paths (chi matches
@@ -128,24 +126,20 @@ func unescapeParam(r *http.Request, v string) string {
 	return v
 }
 
-// checkedBody is a request body the checker read and decoded.
-type checkedBody struct {
-	raw []byte
-	obj map[string]any
-}
-
-// body returns the request body decoded by the checker.
+// body returns the request body the checker decoded, as it checked it
+// against the spec (the rate limiter counts a batch's calls in it).
 func body(r *http.Request) map[string]any {
-	if st := stateOf(r); st != nil && st.body != nil {
-		return st.body.obj
+	if st := stateOf(r); st != nil {
+		return st.obj
 	}
 	return nil
 }
 
-// rawBody returns the request body bytes the checker read.
+// rawBody returns the request body bytes the checker read, which handlers
+// decode into their typed request (decode).
 func rawBody(r *http.Request) []byte {
-	if st := stateOf(r); st != nil && st.body != nil {
-		return st.body.raw
+	if st := stateOf(r); st != nil {
+		return st.raw
 	}
 	return nil
 }
@@ -219,24 +213,10 @@ func (c *requestChecker) middleware(next http.Handler) http.Handler {
 			writeError(w, r, errors.New("request checker: no request state (requestID must come first)"))
 			return
 		}
-		// raw is never written to again: its text is read in place.
-		text := unsafe.String(unsafe.SliceData(raw), len(raw))
-		if route.Operation.OperationID == "route" && readTypedRoute(text, &st.route) {
-			// Plainly valid, in a common shape: read straight into the
-			// call (route_typed.go), no generic value.
-			st.cb = checkedBody{raw: raw}
-			st.body, st.typed = &st.cb, true
-			next.ServeHTTP(w, r)
+		var v any
+		if err := json.Unmarshal(raw, &v); err != nil {
+			writeProblem(w, r, http.StatusBadRequest, "body", "body: "+jsonErrorText(err, raw))
 			return
-		}
-		v, ok := toolrouter.DecodeJSON(text)
-		if !ok { // invalid, or beyond DecodeJSON: encoding/json's value or error
-			var jv any // not v, which would then always be on the heap
-			if err := json.Unmarshal(raw, &jv); err != nil {
-				writeProblem(w, r, http.StatusBadRequest, "body", "body: "+jsonErrorText(err, raw))
-				return
-			}
-			v = jv
 		}
 		obj, ok := v.(map[string]any)
 		if !ok {
@@ -244,98 +224,14 @@ func (c *requestChecker) middleware(next http.Handler) http.Handler {
 			return
 		}
 		schema := rb.Value.Content.Get("application/json").Schema.Value
-		if fast := fastValid[route.Operation.OperationID]; fast != nil && fast(obj) {
-			// Plainly valid: kin-openapi would pass it too. Anything else
-			// is left to kin-openapi, for its messages.
-		} else if err := schema.VisitJSON(obj, openapi3.MultiErrors(), openapi3.VisitAsRequest()); err != nil {
+		if err := schema.VisitJSON(obj, openapi3.MultiErrors(), openapi3.VisitAsRequest()); err != nil {
 			field, detail := describe(err)
 			writeProblem(w, r, http.StatusBadRequest, field, detail)
 			return
 		}
-		st.cb = checkedBody{raw: raw, obj: obj}
-		st.body = &st.cb
+		st.raw, st.obj = raw, obj
 		next.ServeHTTP(w, r)
 	})
-}
-
-// fastValid holds, by operationId, checks of the hot operations' request
-// bodies that say "valid" only where their schema in api/openapi.yaml
-// (RouteRequest, BatchRequest) does, and otherwise send the body on to
-// kin-openapi for the problem's wording. They spare the generic schema walk
-// its allocations on every route (issue 10).
-var fastValid = map[string]func(map[string]any) bool{
-	"route": func(b map[string]any) bool {
-		for k, v := range b {
-			switch k {
-			case "plan_id":
-				if !planIDValid(v) {
-					return false
-				}
-			case "tool_call":
-				if _, ok := v.(map[string]any); !ok {
-					return false
-				}
-			case "provider_metadata":
-				if _, ok := v.(map[string]any); !ok {
-					return false
-				}
-			default:
-				return false
-			}
-		}
-		_, ok := b["tool_call"]
-		return ok && b["plan_id"] != nil
-	},
-	"routeBatch": func(b map[string]any) bool {
-		for k, v := range b {
-			switch k {
-			case "plan_id":
-				if !planIDValid(v) {
-					return false
-				}
-			case "tool_calls":
-				calls, ok := v.([]any)
-				if !ok || len(calls) > maxBatchCalls {
-					return false
-				}
-				for _, c := range calls {
-					if _, ok := c.(map[string]any); !ok {
-						return false
-					}
-				}
-			case "message": // any value but null (kin-openapi: not nullable)
-				if v == nil {
-					return false
-				}
-			case "provider_metadata":
-				if _, ok := v.(map[string]any); !ok {
-					return false
-				}
-			default:
-				return false
-			}
-		}
-		return b["plan_id"] != nil
-	},
-}
-
-// planIDValid is the schema of plan_id: a string of 1 to 256 characters
-// without control characters.
-func planIDValid(v any) bool {
-	s, ok := v.(string)
-	return ok && planIDStringValid(s)
-}
-
-func planIDStringValid(s string) bool {
-	if s == "" || utf8.RuneCountInString(s) > 256 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if s[i] < 0x20 || s[i] == 0x7f {
-			return false
-		}
-	}
-	return true
 }
 
 // isJSON reports whether a Content-Type is application/json (with or

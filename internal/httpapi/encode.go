@@ -134,21 +134,31 @@ type validator interface {
 // field.
 func decode[T validator](r *http.Request) (T, error) {
 	var v T
-	dec := json.NewDecoder(bytes.NewReader(rawBody(r)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&v); err != nil {
-		// The schema admitted the body, so what is left is a number that
-		// no Go int holds (max_iterations: 1e300).
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) && te.Field != "" {
-			return v, toolrouter.Invalid(te.Field, "%s: %s is out of range", te.Field, strings.TrimPrefix(te.Value, "number "))
-		}
-		return v, toolrouter.Invalid("body", "body: %v", err)
+	if err := decodeBody(r, &v); err != nil {
+		return v, err
 	}
 	if problems := v.Valid(r.Context()); len(problems) > 0 {
 		return v, toolrouter.InvalidFields(problems)
 	}
 	return v, nil
+}
+
+// decodeBody decodes the body the request checker read (and validated
+// against the spec) into v, the one decoding of a request body into its
+// typed form; errors are EINVALID naming the field.
+func decodeBody(r *http.Request, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(rawBody(r)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		// The schema admitted the body, so what is left is a number that
+		// no Go int holds (max_iterations: 1e300).
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) && te.Field != "" {
+			return toolrouter.Invalid(te.Field, "%s: %s is out of range", te.Field, strings.TrimPrefix(te.Value, "number "))
+		}
+		return toolrouter.Invalid("body", "body: %v", err)
+	}
+	return nil
 }
 
 // problem is an RFC 9457 problem document.

@@ -2,8 +2,9 @@ package httpapi
 
 import (
 	"context"
+	"maps"
 	"net/http"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 
@@ -16,18 +17,12 @@ import (
 const maxBatchCalls = 1024
 
 // invalid is the 400 of the problems a request body's Valid found (each
-// problem's text names its own field), nil when there are none. The body
-// itself is taken from the one the request checker decoded and checked
-// against the spec (so no second JSON decoding), by its from method.
+// problem's text names its own field), nil when there are none.
 func invalid(problems map[string]string) error {
 	if len(problems) == 0 {
 		return nil
 	}
-	fields := make([]string, 0, len(problems))
-	for f := range problems {
-		fields = append(fields, f)
-	}
-	sort.Strings(fields)
+	fields := slices.Sorted(maps.Keys(problems))
 	details := make([]string, len(fields))
 	for i, f := range fields {
 		details[i] = problems[f]
@@ -35,85 +30,44 @@ func invalid(problems map[string]string) error {
 	return toolrouter.Invalid(fields[0], "%s", strings.Join(details, "; "))
 }
 
-// payload is a JSON value of a request kept as decoded (map[string]any,
-// []any, string, float64, bool, nil): tool calls and messages in any
-// provider's shape.
-type payload struct{ v any }
-
-// routeRequest is the body of POST /route.
+// routeRequest is the body of POST /route (api/openapi.yaml, RouteRequest,
+// which the request checker enforced). The tool call is kept as decoded: its
+// shape is the provider's, which the router recognises.
 type routeRequest struct {
 	PlanID           string         `json:"plan_id"`
-	ToolCall         payload        `json:"tool_call"`
+	ToolCall         map[string]any `json:"tool_call"`
 	ProviderMetadata map[string]any `json:"provider_metadata"`
-}
-
-// from takes the fields of the checked body (api/openapi.yaml,
-// RouteRequest: the types are checked, unknown keys refused).
-func (q *routeRequest) from(b map[string]any) {
-	q.PlanID, _ = b["plan_id"].(string)
-	q.ToolCall.v = b["tool_call"]
-	q.ProviderMetadata, _ = b["provider_metadata"].(map[string]any)
 }
 
 // Valid checks what the spec cannot say: a whole assistant turn is not one
 // tool call, and answering it as a parse failure would burn a sequence.
-// It allocates nothing for a valid request.
 func (q *routeRequest) Valid(context.Context) map[string]string {
-	var p map[string]string
-	add := func(k, v string) {
-		if p == nil {
-			p = map[string]string{}
-		}
-		p[k] = v
+	if format.IsTurn(q.ToolCall) {
+		return map[string]string{"tool_call": `tool_call: this is a whole assistant message (or provider response), not one tool call: send it as "message" to POST /route/batch, which routes each of its tool calls and answers with the messages to append`}
 	}
-	if q.PlanID == "" {
-		add("plan_id", "plan_id: must be a non-empty string")
-	}
-	if _, ok := q.ToolCall.v.(map[string]any); !ok {
-		add("tool_call", "tool_call: payload must be a dict (JSON object), got "+toolrouter.JSONKind(q.ToolCall.v))
-	} else if format.IsTurn(q.ToolCall.v) {
-		add("tool_call", `tool_call: this is a whole assistant message (or provider response), not one tool call: send it as "message" to POST /route/batch, which routes each of its tool calls and answers with the messages to append`)
-	}
-	return p
+	return nil
 }
 
-// batchRequest is the body of POST /route/batch: tool_calls, or a whole
-// assistant turn as message.
+// batchRequest is the body of POST /route/batch (api/openapi.yaml,
+// BatchRequest): tool_calls, or a whole assistant turn as message, each
+// kept as decoded.
 type batchRequest struct {
 	PlanID           string         `json:"plan_id"`
-	ToolCalls        []payload      `json:"tool_calls"`
-	Message          payload        `json:"message"`
+	ToolCalls        []any          `json:"tool_calls"`
+	Message          any            `json:"message"`
 	ProviderMetadata map[string]any `json:"provider_metadata"`
 }
 
-// from takes the fields of the checked body (api/openapi.yaml,
-// BatchRequest); a null is as good as absent.
-func (q *batchRequest) from(b map[string]any) {
-	q.PlanID, _ = b["plan_id"].(string)
-	if calls, ok := b["tool_calls"].([]any); ok {
-		q.ToolCalls = make([]payload, len(calls))
-		for i, c := range calls {
-			q.ToolCalls[i].v = c
-		}
-	}
-	q.Message.v = b["message"]
-	q.ProviderMetadata, _ = b["provider_metadata"].(map[string]any)
-}
-
+// Valid checks what the spec cannot say: exactly one of tool_calls and
+// message.
 func (q *batchRequest) Valid(context.Context) map[string]string {
-	p := map[string]string{}
-	if q.PlanID == "" {
-		p["plan_id"] = "plan_id: must be a non-empty string"
-	}
 	switch {
-	case q.ToolCalls != nil && q.Message.v != nil:
-		p["message"] = "tool_calls, message: send exactly one of them, not both"
-	case q.ToolCalls == nil && q.Message.v == nil:
-		p["message"] = "tool_calls, message: one of them is required (tool_calls: a list of tool calls; message: a whole assistant turn)"
-	case len(q.ToolCalls) > maxBatchCalls:
-		p["tool_calls"] = "tool_calls: at most 1024 calls per batch"
+	case q.ToolCalls != nil && q.Message != nil:
+		return map[string]string{"message": "tool_calls, message: send exactly one of them, not both"}
+	case q.ToolCalls == nil && q.Message == nil:
+		return map[string]string{"message": "tool_calls, message: one of them is required (tool_calls: a list of tool calls; message: a whole assistant turn)"}
 	}
-	return p
+	return nil
 }
 
 // batchResponse is the answer of POST /route/batch. Messages, only for a
@@ -128,23 +82,20 @@ type batchResponse struct {
 
 func handleRoute(rt Router, ap Approvals) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		var req routeRequest // not through a generic helper, which would put it on the heap
-		if st := stateOf(r); st != nil && st.typed {
-			// Read typed by the checker: valid, and normalized.
-			req.PlanID, req.ProviderMetadata = st.route.planID, st.route.meta
-			req.ToolCall.v = &st.route.call
-		} else {
-			req.from(body(r))
-			if err := invalid(req.Valid(r.Context())); err != nil {
-				writeError(w, r, err)
-				return
-			}
+		var req routeRequest
+		if err := decodeBody(r, &req); err != nil {
+			writeError(w, r, err)
+			return
+		}
+		if err := invalid(req.Valid(r.Context())); err != nil {
+			writeError(w, r, err)
+			return
 		}
 		if wantsEventStream(r) {
 			streamRoute(w, r, rt, ap, req)
 			return
 		}
-		res, err := rt.Route(r.Context(), req.PlanID, req.ToolCall.v, req.ProviderMetadata)
+		res, err := rt.Route(r.Context(), req.PlanID, req.ToolCall, req.ProviderMetadata)
 		if err != nil {
 			writeError(w, r, err)
 			return
@@ -170,7 +121,7 @@ func streamRoute(w http.ResponseWriter, r *http.Request, rt Router, ap Approvals
 		s        *sse
 		finished bool
 	)
-	res, err := rt.Stream(r.Context(), req.PlanID, req.ToolCall.v, req.ProviderMetadata, func(u toolrouter.Update) {
+	res, err := rt.Stream(r.Context(), req.PlanID, req.ToolCall, req.ProviderMetadata, func(u toolrouter.Update) {
 		mu.Lock()
 		if finished {
 			mu.Unlock()
@@ -219,25 +170,21 @@ func streamRoute(w http.ResponseWriter, r *http.Request, rt Router, ap Approvals
 
 func handleBatch(rt Router) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		var req batchRequest // not through a generic helper, which would put it on the heap
-		req.from(body(r))
-		err := invalid(req.Valid(r.Context()))
+		var req batchRequest
+		err := decodeBody(r, &req)
+		if err == nil {
+			err = invalid(req.Valid(r.Context()))
+		}
 		if err != nil {
 			writeError(w, r, err)
 			return
 		}
-		var calls []any
-		if req.ToolCalls != nil {
-			calls = make([]any, len(req.ToolCalls))
-			for i, c := range req.ToolCalls {
-				calls[i] = c.v
-			}
-		}
+		calls := req.ToolCalls
 		var turn *format.Turn
-		if req.Message.v != nil {
+		if req.Message != nil {
 			// The whole turn is checked before any call is routed, so a
 			// turn refused burns no sequence.
-			if turn, err = format.SplitTurn(req.Message.v); err != nil {
+			if turn, err = format.SplitTurn(req.Message); err != nil {
 				writeError(w, r, err)
 				return
 			}

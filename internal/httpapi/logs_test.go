@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/toolrouterd/toolrouterd/internal/access"
 	"github.com/toolrouterd/toolrouterd/internal/httpapi"
 )
 
@@ -124,5 +126,41 @@ func TestRepeatedWarningsAreRateLimited(t *testing.T) {
 	lines := logLines(t, s)
 	if last := lines[len(lines)-1]; last["suppressed"] != 480.0 {
 		t.Fatalf("last line %v, want suppressed 480", last)
+	}
+}
+
+// authFunc is an Authenticator from a function.
+type authFunc func(*http.Request) (*access.Client, error)
+
+func (f authFunc) Authenticate(_ context.Context, r *http.Request) (*access.Client, error) {
+	return f(r)
+}
+
+// The access log line of a request carries its request id and, once
+// authenticated, its client, through zerolog's public API (the request's
+// logger in the context), and so do the handlers' lines.
+func TestAccessLogCarriesRequestIDAndClient(t *testing.T) {
+	s := newServer(t, func(d *httpapi.Deps) {
+		d.Auth = authFunc(func(*http.Request) (*access.Client, error) { return &access.Client{Name: "alice"}, nil })
+	})
+	w := s.serve("POST", "/route", `{"plan_id":"p"}`, "X-Request-Id", "req-42")
+	if w.Code != http.StatusBadRequest {
+		t.Fatalf("%d %s", w.Code, w.Body)
+	}
+	var found bool
+	for _, line := range strings.Split(strings.TrimSpace(s.log.String()), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("log line %q: %v", line, err)
+		}
+		if m["message"] == "request" {
+			found = true
+			if m["request_id"] != "req-42" || m["client"] != "alice" || m["status"] != 400.0 {
+				t.Errorf("access log line %s: want request_id req-42, client alice, status 400", line)
+			}
+		}
+	}
+	if !found {
+		t.Fatalf("no access log line in %q", s.log.String())
 	}
 }

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"net/http"
 
 	"github.com/rs/zerolog"
@@ -9,9 +10,8 @@ import (
 )
 
 // requestID takes the request id from X-Request-Id (or makes one), echoes it
-// in the response and gives the request's context a logger carrying it
-// (made when first asked for: most requests log nothing) and the request's
-// state (limiter of log lines, see reqState).
+// in the response and gives the request's context its state (see reqState)
+// and a logger carrying the id.
 func requestID(base zerolog.Logger, lim *logLimiter) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -19,18 +19,12 @@ func requestID(base zerolog.Logger, lim *logLimiter) func(http.Handler) http.Han
 			if !validRequestID(id) {
 				id = randid.Hex(12)
 			}
-			st := stateOf(r) // made by entry, ahead of chi
-			fresh := st == nil
-			if fresh {
-				st = &reqState{Context: r.Context()}
-			}
-			st.lim, st.base = lim, &base
+			l := base.With().Str("request_id", id).Logger()
+			st := &reqState{lim: lim, log: &l}
 			st.id[0] = id
 			w.Header()["X-Request-Id"] = st.id[:] // as Header.Set, without a slice of its own
-			if fresh {
-				r = r.WithContext(st)
-			}
-			next.ServeHTTP(w, r)
+			ctx := context.WithValue(r.Context(), stateKey{}, st)
+			next.ServeHTTP(w, r.WithContext(l.WithContext(ctx)))
 		})
 	}
 }

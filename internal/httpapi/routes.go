@@ -67,5 +67,5 @@ func routes(d Deps, doc *openapi3.T) (http.Handler, error) {
 	if d.MCP != nil { // MCP streamable HTTP: authenticated, but not body-checked (the SDK reads the body and streams SSE)
 		r.With(authenticate(d.Auth, d.JWTIssuer), problemErrors).Handle("/mcp", d.MCP)
 	}
-	return entry{Mux: r}, nil
+	return r, nil
 }

@@ -11,51 +11,16 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
 
-// Client is a named caller of the service (README "Clients"): how it is
-// identified (a bearer key, by its SHA-256, or a JWT subject), the tools
-// it may see and call, and its rate limit.
-type Client struct {
-	Name string
-	// KeySHA256 is the SHA-256 of the client's bearer key (from key_env or
-	// key_sha256); nil when the client has no key.
-	KeySHA256 []byte
-	// JWTSubject identifies the client by a JWT's subject claim; "" when
-	// it has none.
-	JWTSubject string
-	// Tools are glob patterns over canonical tool names ("*" is all, "?"
-	// one character); no patterns means no tools.
-	Tools []string
-	// RateLimit bounds the client's tool calls; the zero Rate is no limit.
-	RateLimit Rate
-	Admin     bool
-	Approver  bool
-	// Approval are glob patterns of the tools whose calls by this client
-	// wait for an approver's decision (README "Approvals").
-	Approval []string
-	// Line is where the client is in the file; ToolsLine where its tools
-	// are (for warnings about them).
-	Line, ToolsLine int
-}
+// Client is a client as the file declares it (toolrouter.ClientSpec), the
+// type access builds its clients from.
+type Client = toolrouter.ClientSpec
 
-// Rate is N calls per window.
-type Rate struct {
-	N      int
-	Window time.Duration
-}
-
-// IsZero reports whether the rate is no limit.
-func (r Rate) IsZero() bool { return r.N == 0 }
-
-// String renders the rate as it is written in the file: 600/m.
-func (r Rate) String() string {
-	if r.IsZero() {
-		return ""
-	}
-	unit := map[time.Duration]string{time.Second: "s", time.Minute: "m", time.Hour: "h"}[r.Window]
-	return strconv.Itoa(r.N) + "/" + unit
-}
+// Rate is N calls per window (toolrouter.Rate).
+type Rate = toolrouter.Rate
 
 var (
 	clientName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)

@@ -89,7 +89,7 @@ func TestParseClientProblems(t *testing.T) {
 
 func TestParseRate(t *testing.T) {
 	for in, want := range map[string]registry.Rate{
-		"1/s": {1, time.Second}, "600/m": {600, time.Minute}, "10000/h": {10000, time.Hour},
+		"1/s": {N: 1, Window: time.Second}, "600/m": {N: 600, Window: time.Minute}, "10000/h": {N: 10000, Window: time.Hour},
 	} {
 		if r, err := registry.ParseRate(in); err != nil || r != want {
 			t.Errorf("ParseRate(%q) = %+v, %v", in, r, err)

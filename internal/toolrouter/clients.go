@@ -1,0 +1,51 @@
+package toolrouter
+
+import (
+	"strconv"
+	"time"
+)
+
+// ClientSpec is a named caller of the service as the registry file
+// declares it (README "Clients"): how it is identified (a bearer key, by
+// its SHA-256, or a JWT subject), the tools it may see and call, and its
+// rate limit. access builds its clients from these.
+type ClientSpec struct {
+	Name string
+	// KeySHA256 is the SHA-256 of the client's bearer key (from key_env or
+	// key_sha256); nil when the client has no key.
+	KeySHA256 []byte
+	// JWTSubject identifies the client by a JWT's subject claim; "" when
+	// it has none.
+	JWTSubject string
+	// Tools are glob patterns over canonical tool names ("*" is all, "?"
+	// one character); no patterns means no tools.
+	Tools []string
+	// RateLimit bounds the client's tool calls; the zero Rate is no limit.
+	RateLimit Rate
+	Admin     bool
+	Approver  bool
+	// Approval are glob patterns of the tools whose calls by this client
+	// wait for an approver's decision (README "Approvals").
+	Approval []string
+	// Line is where the client is in the registry file; ToolsLine where
+	// its tools are (for the registry's warnings about them).
+	Line, ToolsLine int
+}
+
+// Rate is N calls per window.
+type Rate struct {
+	N      int
+	Window time.Duration
+}
+
+// IsZero reports whether the rate is no limit.
+func (r Rate) IsZero() bool { return r.N == 0 }
+
+// String renders the rate as it is written in the file: 600/m.
+func (r Rate) String() string {
+	if r.IsZero() {
+		return ""
+	}
+	unit := map[time.Duration]string{time.Second: "s", time.Minute: "m", time.Hour: "h"}[r.Window]
+	return strconv.Itoa(r.N) + "/" + unit
+}
