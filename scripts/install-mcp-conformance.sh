@@ -16,6 +16,10 @@ set -euo pipefail
 version=0.2.0-alpha.12
 pkg=@modelcontextprotocol/conformance
 dir=${1:-${MCP_CONFORMANCE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/toolrouterd/mcp-conformance}}
+# One install at a time: concurrent npm installs into one folder corrupt it.
+mkdir -p "$(dirname "$dir")"
+exec 9>"$dir.lock"
+flock 9
 bin=$dir/node_modules/.bin/conformance
 manifest=$dir/node_modules/$pkg/package.json
 

@@ -15,6 +15,10 @@ set -euo pipefail
 version=2026.8.31
 pkg=@modelcontextprotocol/server-everything
 dir=${1:-${MCP_EVERYTHING_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/toolrouterd/mcp-everything}}
+# One install at a time: concurrent npm installs into one folder corrupt it.
+mkdir -p "$(dirname "$dir")"
+exec 9>"$dir.lock"
+flock 9
 bin=$dir/node_modules/.bin/mcp-server-everything
 manifest=$dir/node_modules/$pkg/package.json
 
