@@ -1,3 +1,5 @@
+//go:build ownhttp
+
 package outbound_test
 
 import (
