@@ -39,6 +39,8 @@
 #   BENCH_RATE_DURATION=10s measured duration of every fixed-rate run
 #   BENCH_ABLATE=           "NAME:TAG[,TAG] ...": one more router-sqlite[NAME] per
 #                           entry, toolrouterd built with those build tags
+#   BENCH_ONLY=             a regex: measure only the targets it matches (e.g.
+#                           '^router-sqlite' for the ablations alone)
 #   BENCH_SOAK=60s          soak duration (0 skips it)
 #   BENCH_SOAK_RATE=500     soak requests/s
 #   BENCH_SERVER_CPU=0      core of the servers
@@ -277,6 +279,12 @@ for a in "${!ABL_BIN[@]}"; do
 	URL[$t]="http://127.0.0.1:${PORT[sqlite-$a]}/route" BODY[$t]=$TMP/route.json CPU_OF[$t]=${PID[sqlite-$a]}
 done
 TARGETS+=(mcp-direct mcp-router)
+if [[ -n ${BENCH_ONLY:-} ]]; then
+	only=()
+	for t in "${TARGETS[@]}"; do [[ $t =~ $BENCH_ONLY ]] && only+=("$t"); done
+	((${#only[@]})) || die "BENCH_ONLY=$BENCH_ONLY matches no target of: ${TARGETS[*]}"
+	TARGETS=("${only[@]}")
+fi
 
 # Sanity: every target answers before anything is measured.
 post() { curl -sf --max-time 5 -X POST -H 'Content-Type: application/json' --data-binary @"$2" "$1" || true; }
@@ -349,9 +357,9 @@ for t in "${TARGETS[@]}"; do
 	mcp-router) base=mcp-direct ;;
 	esac
 	floor=-
-	[[ $t == router-* ]] && floor="$(ratio "${MEDCPU[$t]}" "${MEDCPU[go-proxy]}")x"
+	[[ $t == router-* ]] && floor="$(ratio "${MEDCPU[$t]}" "${MEDCPU[go-proxy]:-}")x"
 	if [[ -n $base ]]; then
-		printf '%-30s %20s %22s %12s %12s %14s\n' "$t" "$rps" "$cpu" "$(ratio "${MED[$t]}" "${MED[$base]}")x" "$(ratio "${MEDCPU[$t]}" "${MEDCPU[$base]}")x" "$floor"
+		printf '%-30s %20s %22s %12s %12s %14s\n' "$t" "$rps" "$cpu" "$(ratio "${MED[$t]}" "${MED[$base]:-}")x" "$(ratio "${MEDCPU[$t]}" "${MEDCPU[$base]:-}")x" "$floor"
 	else
 		printf '%-30s %20s %22s %12s %12s %14s\n' "$t" "$rps" "$cpu" - - "$floor"
 	fi
@@ -408,8 +416,8 @@ if [[ $ROUTE_RATE != 0 ]]; then
 		[[ $t == mcp-* ]] && base=mcp-direct
 		read -r c _ <<<"$(stats ${CPUR[$t]})"
 		printf '%-30s %20s %20s %20s %10s %10s %12.1f\n' "$t" "${cols[@]}" \
-			"$(awk -v a="${M99[$t]}" -v b="${M99[$base]}" 'BEGIN { printf "%+.2f", a - b }')" \
-			"$(awk -v a="${M999[$t]}" -v b="${M999[$base]}" 'BEGIN { printf "%+.2f", a - b }')" "$c"
+			"$(awk -v a="${M99[$t]}" -v b="${M99[$base]:-}" 'BEGIN { printf "%+.2f", a - b }')" \
+			"$(awk -v a="${M999[$t]}" -v b="${M999[$base]:-}" 'BEGIN { printf "%+.2f", a - b }')" "$c"
 	done
 	echo
 	echo "Targets (issue 20, default store router-sqlite): /route p99 <= direct + 1 ms and p99.9 <="
