@@ -68,7 +68,7 @@ type Options struct {
 // deadline lives in the request's context.
 type Client struct {
 	rt             http.RoundTripper
-	hc             *http.Client // over rt, never following a redirect
+	hc             *http.Client // over rt, never following a redirect (noRedirect)
 	maxReplyBytes  int64
 	defaultTimeout time.Duration
 }
@@ -178,7 +178,7 @@ func (c *Client) attempt(ctx, callCtx context.Context, timeout time.Duration, re
 	}
 	setHeaders(hreq, req, basicAuth(hreq.URL), rb.vals[:0])
 
-	resp, err := c.send(hreq)
+	resp, err := c.hc.Do(hreq)
 	if err != nil {
 		out, retry = transportFailure(ctx, callCtx, timeout, err)
 		return out, retry, wait
