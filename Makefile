@@ -7,7 +7,7 @@ ADDR    ?= 127.0.0.1:8080
 TOOLS_ADDR ?= 127.0.0.1:9001
 STORE   ?= sqlite://toolrouter.db
 
-.PHONY: all build run test deps vet bench bench-go bench-load bench-store bench-mcp bench-compare fmt clean
+.PHONY: all build run test deps vet cross bench bench-go bench-load bench-store bench-mcp bench-compare fmt clean
 
 all: build
 
@@ -25,7 +25,7 @@ run: build
 # Everything: vet, unit, golden, godog features and integration tests that
 # start the real binaries. No test skips for want of a tool: deps installs
 # what is missing first.
-test: deps vet
+test: deps vet cross
 	$(GO) test -race -count=1 -timeout 12m ./...
 
 # What the tests need besides Go (gcc for -race, PostgreSQL, Node.js and the
@@ -36,6 +36,12 @@ deps:
 
 vet:
 	$(GO) vet ./...
+
+# The binaries build for windows and darwin too (what they link: every
+# package but the Linux-only test helpers that start PostgreSQL).
+cross:
+	GOOS=windows $(GO) build -o /dev/null ./cmd/...
+	GOOS=darwin $(GO) build -o /dev/null ./cmd/...
 
 # Benchmarks (not part of `make test`): Go benchmarks of the hot path, then
 # a load run against the real binary, a direct tool and nginx.

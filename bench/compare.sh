@@ -14,9 +14,14 @@
 #   router-postgres  ... postgres:// (a throwaway local server; skipped without PostgreSQL)
 #   mcp-direct       mcpload (Go SDK, one session) -> mcpecho tools/call echo
 #   mcp-router       loadgen -> toolrouterd POST /route (default store) -> one MCP session -> mcpecho
+#   router-sqlite[NAME]  ablation: router-sqlite built with the extra build
+#                    tags of BENCH_ABLATE's entry NAME (bench/README.md, decision table)
 #
-# at full speed (closed loop), in interleaved rounds (every target once per
-# round), each figure the median of the rounds with its spread (min-max).
+# first at full speed (closed loop), then at a fixed rate (open loop, each
+# latency from the request's scheduled time: BENCH_ROUTE_RATE for the HTTP
+# targets, BENCH_MCP_RATE for the MCP ones), in interleaved rounds (every
+# target once per round), each figure the median of the rounds with its
+# spread (min-max).
 # Servers (toolrouterd, nginx, the tools, PostgreSQL) are pinned to one core
 # and the load generators to another (taskset), so that they do not compete;
 # each server's CPU per routed call comes from /proc/PID/stat (utime+stime)
@@ -29,6 +34,13 @@
 #   BENCH_DURATION=5s       measured duration of every run
 #   BENCH_WARMUP=1s         unmeasured warmup before every run
 #   BENCH_CONCURRENCY=32    loadgen workers
+#   BENCH_ROUTE_RATE=1000   fixed rate of the HTTP targets, req/s (0 skips the fixed-rate part)
+#   BENCH_MCP_RATE=500      fixed rate of the MCP targets, calls/s
+#   BENCH_RATE_DURATION=10s measured duration of every fixed-rate run
+#   BENCH_ABLATE=           "NAME:TAG[,TAG] ...": one more router-sqlite[NAME] per
+#                           entry, toolrouterd built with those build tags
+#   BENCH_ONLY=             a regex: measure only the targets it matches (e.g.
+#                           '^router-sqlite' for the ablations alone)
 #   BENCH_SOAK=60s          soak duration (0 skips it)
 #   BENCH_SOAK_RATE=500     soak requests/s
 #   BENCH_SERVER_CPU=0      core of the servers
@@ -48,6 +60,10 @@ SOAK_RATE=${BENCH_SOAK_RATE:-500}
 SERVER_CPU=${BENCH_SERVER_CPU:-0}
 LOAD_CPU=${BENCH_LOAD_CPU:-1}
 BIN=${BENCH_BIN:-bin}
+ROUTE_RATE=${BENCH_ROUTE_RATE:-1000}
+MCP_RATE=${BENCH_MCP_RATE:-500}
+RATE_DURATION=${BENCH_RATE_DURATION:-10s}
+ABLATE=${BENCH_ABLATE:-}
 
 BENCH=bench-compare
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -109,6 +125,13 @@ else
 fi
 go build -o "$TMP/mcpload" ./bench/mcpload
 go build -o "$TMP/mcpecho" ./bench/mcpecho
+declare -A ABL_BIN=()
+for a in $ABLATE; do
+	[[ $a == *:* ]] || die "BENCH_ABLATE entry $a: want NAME:TAG[,TAG]"
+	log "building toolrouterd with tags ${a#*:} for router-sqlite[${a%%:*}]"
+	go build -tags "${a#*:}" -o "$TMP/toolrouterd-${a%%:*}" ./cmd/toolrouterd
+	ABL_BIN[${a%%:*}]=$TMP/toolrouterd-${a%%:*}
+done
 
 free_port TOOL_PORT
 free_port NGINX_PORT
@@ -200,17 +223,16 @@ EOF
 "$BIN/toolrouterd" check "$TMP/registry.yaml" >/dev/null
 
 declare -A PORT=() PID=()
-# router NAME STORE: a toolrouterd on STORE, pinned with the servers.
+# router NAME STORE [BINARY]: a toolrouterd on STORE, pinned with the servers.
 router() {
-	free_port "PORT_$1"
-	local port_var="PORT_$1"
-	PORT[$1]=${!port_var}
+	free_port PORT_NEXT
+	PORT[$1]=$PORT_NEXT
 	env TOOLROUTER_ADDR="127.0.0.1:${PORT[$1]}" \
 		TOOLROUTER_REGISTRY="$TMP/registry.yaml" \
 		TOOLROUTER_STORE="$2" \
 		TOOLROUTER_LOG_LEVEL=warn \
 		TOOLROUTER_API_KEYS= \
-		"${SRV[@]}" "$BIN/toolrouterd" >"$TMP/router-$1.log" 2>&1 &
+		"${SRV[@]}" "${3:-$BIN/toolrouterd}" >"$TMP/router-$1.log" 2>&1 &
 	PIDS+=($!)
 	PID[$1]=$!
 	wait_http "router-$1" "http://127.0.0.1:${PORT[$1]}/healthz" "${PID[$1]}"
@@ -218,6 +240,9 @@ router() {
 router memory memory://
 router sqlite "sqlite://$TMP/bench.db"
 [[ -n $PG_URL ]] && router postgres "$PG_URL"
+for a in "${!ABL_BIN[@]}"; do
+	router "sqlite-$a" "sqlite://$TMP/bench-$a.db" "${ABL_BIN[$a]}"
+done
 
 printf '%s' '{"msg":"hi"}' >"$TMP/echo.json"
 printf '%s' '{"plan_id":"bench","tool_call":{"id":"call_1","type":"function","function":{"name":"test/echo","arguments":"{\"msg\":\"hi\"}"}}}' >"$TMP/route.json"
@@ -229,7 +254,6 @@ TARGETS+=(go-proxy)
 [[ -n $FASTPROXY ]] && TARGETS+=(fast-proxy)
 TARGETS+=(router-memory router-sqlite)
 [[ -n $PG_URL ]] && TARGETS+=(router-postgres)
-TARGETS+=(mcp-direct mcp-router)
 
 declare -A URL=(
 	[direct]="http://127.0.0.1:$TOOL_PORT/echo" [nginx]="http://127.0.0.1:$NGINX_PORT/echo"
@@ -247,6 +271,20 @@ declare -A CPU_OF=(
 	[direct]="$TOOL_PID" [nginx]="${NGINX_PID:-}" [go-proxy]="$GOPROXY_PID" [fast-proxy]="$FASTPROXY_PID" [router-memory]="${PID[memory]}" [router-sqlite]="${PID[sqlite]}"
 	[router-postgres]="${PID[postgres]:-}" [mcp-direct]="$MCP_PID" [mcp-router]="${PID[sqlite]}"
 )
+# Ablations: router-sqlite with a hand-written path built back in, measured
+# among the others.
+for a in "${!ABL_BIN[@]}"; do
+	t="router-sqlite[$a]"
+	TARGETS+=("$t")
+	URL[$t]="http://127.0.0.1:${PORT[sqlite-$a]}/route" BODY[$t]=$TMP/route.json CPU_OF[$t]=${PID[sqlite-$a]}
+done
+TARGETS+=(mcp-direct mcp-router)
+if [[ -n ${BENCH_ONLY:-} ]]; then
+	only=()
+	for t in "${TARGETS[@]}"; do [[ $t =~ $BENCH_ONLY ]] && only+=("$t"); done
+	((${#only[@]})) || die "BENCH_ONLY=$BENCH_ONLY matches no target of: ${TARGETS[*]}"
+	TARGETS=("${only[@]}")
+fi
 
 # Sanity: every target answers before anything is measured.
 post() { curl -sf --max-time 5 -X POST -H 'Content-Type: application/json' --data-binary @"$2" "$1" || true; }
@@ -272,7 +310,7 @@ run() {
 	"${gen[@]}" -name "$t-warmup" -duration "$WARMUP" -warmup 0 "$@" >/dev/null
 	pids=$(tree "${CPU_OF[$t]}")
 	before=$(cpu_ticks $pids)
-	out=$("${gen[@]}" -name "$t" -duration "$DURATION" -warmup 0 "$@")
+	out=$("${gen[@]}" -name "$t" -duration "${RUN_DURATION:-$DURATION}" -warmup 0 "$@")
 	after=$(cpu_ticks $pids)
 	awk -v o="$out" -v d=$((after - before)) -v tick="$TICK" -v n="$(field "$out" requests)" 'BEGIN {
 		sub(/}$/, "", o); printf "%s,\"cpu_us_per_call\":%.1f}\n", o, (n > 0 ? d / tick * 1e6 / n : 0) }'
@@ -305,7 +343,7 @@ echo "$PINNING; full speed, $CONCURRENCY workers, $DURATION per run,"
 echo "median of $ROUNDS interleaved rounds [min-max]. cpu/call: CPU time of the server in front"
 echo "(the tool itself for direct targets) per completed call, from /proc/PID/stat; PostgreSQL's"
 echo "own CPU is not in router-postgres's figure."
-printf '\n%-16s %20s %22s %12s %12s %14s\n' target 'rps [spread]' 'cpu us/call [spread]' 'rps/base' 'cpu/base' 'cpu/go-proxy'
+printf '\n%-30s %20s %22s %12s %12s %14s\n' target 'rps [spread]' 'cpu us/call [spread]' 'rps/base' 'cpu/base' 'cpu/go-proxy'
 declare -A MED=() MEDCPU=()
 for t in "${TARGETS[@]}"; do
 	read -r MED[$t] lo hi <<<"$(stats ${RPS[$t]})"
@@ -314,15 +352,16 @@ for t in "${TARGETS[@]}"; do
 	cpu="$(printf '%.1f [%.1f-%.1f]' "${MEDCPU[$t]}" "$clo" "$chi")"
 	base=""
 	case $t in
+	router-sqlite\[*) base=router-sqlite ;;
 	router-* | *-proxy) [[ -n $NGINX ]] && base=nginx ;;
 	mcp-router) base=mcp-direct ;;
 	esac
 	floor=-
-	[[ $t == router-* ]] && floor="$(ratio "${MEDCPU[$t]}" "${MEDCPU[go-proxy]}")x"
+	[[ $t == router-* ]] && floor="$(ratio "${MEDCPU[$t]}" "${MEDCPU[go-proxy]:-}")x"
 	if [[ -n $base ]]; then
-		printf '%-16s %20s %22s %12s %12s %14s\n' "$t" "$rps" "$cpu" "$(ratio "${MED[$t]}" "${MED[$base]}")x" "$(ratio "${MEDCPU[$t]}" "${MEDCPU[$base]}")x" "$floor"
+		printf '%-30s %20s %22s %12s %12s %14s\n' "$t" "$rps" "$cpu" "$(ratio "${MED[$t]}" "${MED[$base]:-}")x" "$(ratio "${MEDCPU[$t]}" "${MEDCPU[$base]:-}")x" "$floor"
 	else
-		printf '%-16s %20s %22s %12s %12s %14s\n' "$t" "$rps" "$cpu" - - "$floor"
+		printf '%-30s %20s %22s %12s %12s %14s\n' "$t" "$rps" "$cpu" - - "$floor"
 	fi
 done
 echo
@@ -331,7 +370,59 @@ echo "default store, router-sqlite); mcp-router against mcp-direct (aim: rps >= 
 echo "bare Go reverse proxy, is the floor any Go service on net/http pays for the same hop;"
 echo "fast-proxy is the same proxy on fasthttp instead of net/http. cpu/go-proxy: toolrouterd's"
 echo "CPU per call against that floor (what routing, its checks and the store add to the hop)."
+echo "router-sqlite[NAME]: the default build with BENCH_ABLATE's hand-written path NAME built in;"
+echo "its rps/base and cpu/base are against router-sqlite (the twin earns its place at >= 5 %)."
 [[ -z $NGINX ]] && echo "(nginx baseline skipped: nginx was not available; see the messages above)"
+
+# ---------------------------------------------------------------------------
+# Fixed rate, open loop: latency as users feel it at moderate load, each
+# request timed from its scheduled send time (bench/loadgen, bench/mcpload).
+
+if [[ $ROUTE_RATE != 0 ]]; then
+	declare -A P50=() P99=() P999=() CPUR=() RATE_OF=()
+	log "fixed rate: ${#TARGETS[@]} targets x $ROUNDS interleaved rounds, $RATE_DURATION each; HTTP $ROUTE_RATE req/s, MCP $MCP_RATE calls/s"
+	for round in $(seq 1 "$ROUNDS"); do
+		for t in "${TARGETS[@]}"; do
+			RATE_OF[$t]=$ROUTE_RATE
+			[[ $t == mcp-* ]] && RATE_OF[$t]=$MCP_RATE
+			log "fixed-rate round $round/$ROUNDS: $t"
+			r=$(RUN_DURATION=$RATE_DURATION run "$t" -rate "${RATE_OF[$t]}" -concurrency 256)
+			printf '%s\n' "$r"
+			if [[ $(field "$r" errors) != 0 || $(field "$r" non2xx) != 0 || $(field "$r" dropped) =~ ^[1-9] ]]; then
+				log "error: $t had errors, failed or dropped calls: $r"
+				bad=1
+			fi
+			P50[$t]+="$(field "$r" p50_ms) " P99[$t]+="$(field "$r" p99_ms) " P999[$t]+="$(field "$r" p999_ms) "
+			CPUR[$t]+="$(field "$r" cpu_us_per_call) "
+		done
+	done
+	echo
+	echo "== fixed rate, open loop ($(date -u +%Y-%m-%dT%H:%M:%SZ)): HTTP targets at $ROUTE_RATE req/s, MCP at $MCP_RATE calls/s =="
+	echo "latency in ms from each request's scheduled send time; median of $ROUNDS interleaved rounds [min-max];"
+	echo "+direct: the median's excess over direct (mcp-router: over mcp-direct)."
+	printf '\n%-30s %20s %20s %20s %10s %10s %12s\n' target p50 p99 p99.9 'p99+direct' 'p99.9+dir' 'cpu us/call'
+	declare -A M99=() M999=()
+	for t in "${TARGETS[@]}"; do
+		cols=()
+		for q in P50 P99 P999; do
+			declare -n arr=$q
+			read -r m lo hi <<<"$(stats ${arr[$t]})"
+			cols+=("$(printf '%.2f [%.2f-%.2f]' "$m" "$lo" "$hi")")
+			[[ $q == P99 ]] && M99[$t]=$m
+			[[ $q == P999 ]] && M999[$t]=$m
+			unset -n arr
+		done
+		base=direct
+		[[ $t == mcp-* ]] && base=mcp-direct
+		read -r c _ <<<"$(stats ${CPUR[$t]})"
+		printf '%-30s %20s %20s %20s %10s %10s %12.1f\n' "$t" "${cols[@]}" \
+			"$(awk -v a="${M99[$t]}" -v b="${M99[$base]:-}" 'BEGIN { printf "%+.2f", a - b }')" \
+			"$(awk -v a="${M999[$t]}" -v b="${M999[$base]:-}" 'BEGIN { printf "%+.2f", a - b }')" "$c"
+	done
+	echo
+	echo "Targets (issue 20, default store router-sqlite): /route p99 <= direct + 1 ms and p99.9 <="
+	echo "direct + 3 ms at 1,000 req/s; MCP p99 <= mcp-direct + 1 ms at 500 calls/s."
+fi
 
 # ---------------------------------------------------------------------------
 # Soak: a fixed rate on the default store; RSS and goroutines should be flat.

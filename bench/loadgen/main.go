@@ -12,16 +12,13 @@
 //     on a fixed timetable and -concurrency workers send them. Latency is
 //     measured from each request's scheduled send time, not from the moment a
 //     worker got round to it, so a server that stalls is charged for the
-//     requests that queued behind the stall (no coordinated omission). The
-//     one exception is the pacer's own timer overshoot (Go's sleep has about
-//     1ms granularity here): a request that fell due while the pacer was
-//     oversleeping is timed from the pacer's wake-up instead. Time the pacer
-//     spends blocked because every worker is busy (the server is behind) is
-//     always charged.
+//     requests that queued behind the stall (no coordinated omission). That
+//     holds for every delay: a worker that is busy (the server is behind),
+//     the Go scheduler, and the pacer's own timer overshoot alike.
 //
 // It prints one JSON line:
 //
-//	{"name":…,"requests":…,"errors":…,"non2xx":…,"rps":…,"p50_ms":…,"p90_ms":…,"p99_ms":…,"max_ms":…, …}
+//	{"name":…,"requests":…,"errors":…,"non2xx":…,"rps":…,"p50_ms":…,"p90_ms":…,"p99_ms":…,"p999_ms":…,"max_ms":…, …}
 //
 // requests counts every completed attempt (errors included); errors are
 // transport failures (no HTTP reply); non2xx are replies with another status.
@@ -99,14 +96,14 @@ type result struct {
 	P50MS       float64 `json:"p50_ms"`
 	P90MS       float64 `json:"p90_ms"`
 	P99MS       float64 `json:"p99_ms"`
+	P999MS      float64 `json:"p999_ms"`
 	MaxMS       float64 `json:"max_ms"`
 	// LagP50MS and LagP99MS (fixed rate only) are how late requests left
-	// the load generator relative to the time their latency is measured
-	// from: the wait for a free worker (the server being behind) plus the
-	// generator's scheduling delay. Lag is included in the latencies; a lag
-	// close to the latencies means queueing or the generator, not the
-	// server's service time, dominates them. OversleepP99MS is the pacer's
-	// own timer overshoot, which is NOT charged (see the package comment).
+	// the load generator after their scheduled time: the wait for a free
+	// worker (the server being behind) plus the generator's own delays.
+	// Lag is included in the latencies; a lag close to the latencies means
+	// queueing or the generator, not the server's service time, dominates
+	// them. OversleepP99MS is the pacer's timer overshoot (part of the lag).
 	LagP50MS       float64 `json:"lag_p50_ms,omitempty"`
 	LagP99MS       float64 `json:"lag_p99_ms,omitempty"`
 	OversleepP99MS float64 `json:"oversleep_p99_ms,omitempty"`
@@ -405,22 +402,16 @@ func (r *runner) phase(d time.Duration, record bool) (*stats, time.Duration) {
 		}
 		total := int64(d.Seconds() * r.cfg.rate)
 		sent := int64(0)
-		var lastWake time.Time
 	pace:
 		for i := int64(0); i < total && !r.full.Load(); i++ {
 			t := start.Add(time.Duration(float64(i) * float64(time.Second) / r.cfg.rate))
 			if wait := time.Until(t); wait > 0 {
+				// Sleep may overshoot: the requests that fell due meanwhile
+				// go out back to back, each still timed from its schedule.
 				time.Sleep(wait)
-				// Sleep overshoots by up to ~1ms: the requests that fell due
-				// meanwhile go out back to back from now, and are timed from
-				// now (the generator's lateness is not the server's).
-				lastWake = time.Now()
 				if record && len(oversleep) < cap(oversleep) {
-					oversleep = append(oversleep, lastWake.Sub(t))
+					oversleep = append(oversleep, time.Since(t))
 				}
-			}
-			if t.Before(lastWake) {
-				t = lastWake
 			}
 			select {
 			case due <- t:
@@ -498,6 +489,7 @@ func run(cfg config) (*result, error) {
 		res.P50MS = ms(quantile(s.lat, 0.50))
 		res.P90MS = ms(quantile(s.lat, 0.90))
 		res.P99MS = ms(quantile(s.lat, 0.99))
+		res.P999MS = ms(quantile(s.lat, 0.999))
 		res.MaxMS = ms(s.lat[len(s.lat)-1])
 	}
 	if len(s.lag) > 0 {

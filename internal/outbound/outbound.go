@@ -1,9 +1,9 @@
 // Package outbound holds what every client of another service shares
 // (remote for tool endpoints, mcpclient for MCP servers, llm for model
-// providers): the tuned transport (Transport), whether an error means the
+// providers): the tuned transport (NewTransport), whether an error means the
 // endpoint could not be reached, jittered exponential backoff and the wait
 // between attempts, the Retry-After reading, and the message of a JSON
-// error body. It depends on the standard library and x/net's httpguts only.
+// error body. It depends on the standard library only.
 package outbound
 
 import (

@@ -10,11 +10,9 @@ package remote
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -64,24 +62,13 @@ type Options struct {
 // connections are shared by every call; it is safe for concurrent use.
 // Create it with New.
 //
-// Requests go to the transport's RoundTrip directly, not through an
-// http.Client: a tool answers itself, so a redirect is a failure reported
-// with its status line and never followed (a 301/302 would turn the POST
-// into a GET, and following could leak Tool.Headers to another host), and
-// the per-call deadline lives in the request's context. What http.Client
-// would still do for such a request (basic auth from the endpoint's
-// userinfo, its errors for a malformed Location and for odd RoundTripper
-// answers) is done by roundTrip.
-//
-// An http.Client with a CheckRedirect of http.ErrUseLastResponse would do
-// the same (every test of this package passes with it): it costs about 3%
-// more user-space instructions per route (callgrind, toolrouterd serving
-// /route: 261k -> 269k per request; BenchmarkRouteHTTP/openai 84k -> 95k
-// per op), under issue 10's 5% bar, but 6 more allocations per route, which would take /route past the
-// issue's ceiling of 40 (BenchmarkRouteHTTP: 40 -> 46). That ceiling is
-// why the direct RoundTrip stays.
+// A tool answers itself, so a redirect is a failure reported with its
+// status line and never followed (a 301/302 would turn the POST into a GET,
+// and following could leak Tool.Headers to another host); the per-call
+// deadline lives in the request's context.
 type Client struct {
 	rt             http.RoundTripper
+	hc             *http.Client // over rt, never following a redirect (noRedirect)
 	maxReplyBytes  int64
 	defaultTimeout time.Duration
 }
@@ -103,6 +90,7 @@ func New(opts Options) *Client {
 	}
 	return &Client{
 		rt:             rt,
+		hc:             &http.Client{Transport: rt, CheckRedirect: noRedirect},
 		maxReplyBytes:  opts.MaxReplyBytes,
 		defaultTimeout: opts.DefaultTimeout,
 	}
@@ -190,7 +178,7 @@ func (c *Client) attempt(ctx, callCtx context.Context, timeout time.Duration, re
 	}
 	setHeaders(hreq, req, basicAuth(hreq.URL), rb.vals[:0])
 
-	resp, err := c.roundTrip(hreq)
+	resp, err := c.hc.Do(hreq)
 	if err != nil {
 		out, retry = transportFailure(ctx, callCtx, timeout, err)
 		return out, retry, wait
@@ -329,38 +317,8 @@ func basicAuth(u *url.URL) string {
 	return "Basic " + base64.StdEncoding.EncodeToString([]byte(u.User.Username()+":"+password))
 }
 
-// roundTrip sends hreq through the transport and does what http.Client
-// would do for it, redirects aside (none is ever followed).
-func (c *Client) roundTrip(hreq *http.Request) (*http.Response, error) {
-	resp, err := c.rt.RoundTrip(hreq)
-	if err != nil {
-		if tlsErr, ok := err.(tls.RecordHeaderError); ok && string(tlsErr.RecordHeader[:]) == "HTTP/" {
-			err = http.ErrSchemeMismatch
-		}
-		return nil, err
-	}
-	if resp == nil {
-		return nil, fmt.Errorf("http: RoundTripper implementation (%T) returned a nil *Response with a nil error", c.rt)
-	}
-	if resp.Body == nil {
-		if resp.ContentLength > 0 {
-			return nil, fmt.Errorf("http: RoundTripper implementation (%T) returned a *Response with content length %d but a nil Body", c.rt, resp.ContentLength)
-		}
-		resp.Body = http.NoBody
-	}
-	switch resp.StatusCode {
-	case http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther, http.StatusTemporaryRedirect, http.StatusPermanentRedirect:
-		// http.Client parses the Location of a redirect before it asks
-		// whether to follow it, and fails the request when it cannot.
-		if loc := resp.Header.Get("Location"); loc != "" {
-			if _, err := hreq.URL.Parse(loc); err != nil {
-				_ = resp.Body.Close()
-				return nil, fmt.Errorf("failed to parse Location header %q: %v", loc, err)
-			}
-		}
-	}
-	return resp, nil
-}
+// noRedirect makes http.Client return a redirect as the reply.
+func noRedirect(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 
 // contextOutcome is the failure of a call whose context is done: the tool's
 // own deadline, the caller's deadline, or the caller's cancellation.

@@ -18,7 +18,7 @@ import (
 type Adapters struct {
 	getenv    func(string) string
 	tel       *telemetry.Telemetry
-	transport *outbound.Transport
+	transport *http.Transport
 	client    *http.Client
 }
 

@@ -11,9 +11,8 @@ import (
 
 const (
 	// seqBlock is how many sequences of a plan one durable commit
-	// reserves: a route takes its sequence from memory, and only one in
-	// seqBlock commits (README "Storage and durability"). A crash skips
-	// the rest of the block; a clean Close gives it back.
+	// reserves (README "Storage and durability"). A crash skips the rest
+	// of the reserved blocks; a clean Close gives it back.
 	seqBlock = 1024
 	// writeQueue bounds the writes waiting for the group commit;
 	// writeBatch bounds one commit.
@@ -24,14 +23,27 @@ const (
 	writeLinger = 2 * time.Millisecond
 )
 
-// sequences are the blocks this store reserved, by plan: next is handed
-// out next, end is the first number not reserved.
+// sequences are the blocks this store reserved, by plan. A route takes
+// its sequence from memory; once a block is half used, the next one is
+// reserved ahead, in the background, so that a route waits for the
+// reservation's durable commit (an fsync) only when a burst uses a whole
+// block before it is done. Nothing is handed out before its block is
+// durably reserved, so a crash never repeats a sequence.
 type sequences struct {
 	mu     sync.Mutex
 	blocks map[string]*block
+	wg     sync.WaitGroup // reservations ahead in flight (Close waits)
 }
 
-type block struct{ next, end int64 }
+// block hands out next up to end. ahead is a block reserved ahead that
+// does not follow this one (another process reserved in between), taken
+// when this one runs out; reserving is closed when the reservation ahead
+// in flight ends (nil when none is).
+type block struct {
+	next, end            int64
+	aheadStart, aheadEnd int64
+	reserving            chan struct{}
+}
 
 // NextSequences implements store.Store: n sequences from the plan's
 // block, reserving a new one (one durable commit) when it has fewer. A
@@ -47,14 +59,27 @@ func (s *Store) NextSequences(ctx context.Context, planID string, n int64) (int6
 		s.seq.blocks = make(map[string]*block)
 	}
 	b := s.seq.blocks[planID]
+	for b != nil && b.end-b.next < n && b.reserving != nil {
+		// A burst outran the reservation ahead: wait for it.
+		wait := b.reserving
+		s.seq.mu.Unlock()
+		select {
+		case <-wait:
+		case <-ctx.Done():
+			s.seq.mu.Lock()
+			return 0, fmt.Errorf("sqlite reserve sequences: %w", ctx.Err())
+		}
+		s.seq.mu.Lock()
+		b = s.seq.blocks[planID]
+	}
+	if b != nil && b.end-b.next < n && b.aheadEnd-b.aheadStart >= n {
+		b.next, b.end, b.aheadStart, b.aheadEnd = b.aheadStart, b.aheadEnd, 0, 0
+	}
 	if b == nil || b.end-b.next < n {
 		size := max(seqBlock, n)
-		var start int64
-		err := s.db.QueryRowContext(ctx, `INSERT INTO plan_sequences (plan_id, next) VALUES (?, ?)
-			ON CONFLICT (plan_id) DO UPDATE SET next = next + excluded.next
-			RETURNING next - ?`, planID, size, size).Scan(&start)
+		start, err := s.reserve(ctx, planID, size)
 		if err != nil {
-			return 0, fmt.Errorf("sqlite reserve sequences: %w", err)
+			return 0, err
 		}
 		switch {
 		case b != nil && start == b.end && b.end-b.next+size >= n:
@@ -66,13 +91,51 @@ func (s *Store) NextSequences(ctx context.Context, planID string, n int64) (int6
 	}
 	first := b.next
 	b.next += n
+	if b.end-b.next < seqBlock/2 && b.reserving == nil && b.aheadEnd == b.aheadStart {
+		b.reserving = make(chan struct{})
+		s.seq.wg.Add(1)
+		go s.reserveAhead(planID, b)
+	}
 	return first, nil
+}
+
+// reserve reserves size sequences of the plan (one durable commit) and
+// returns the first.
+func (s *Store) reserve(ctx context.Context, planID string, size int64) (int64, error) {
+	var start int64
+	err := s.db.QueryRowContext(ctx, `INSERT INTO plan_sequences (plan_id, next) VALUES (?, ?)
+		ON CONFLICT (plan_id) DO UPDATE SET next = next + excluded.next
+		RETURNING next - ?`, planID, size, size).Scan(&start)
+	if err != nil {
+		return 0, fmt.Errorf("sqlite reserve sequences: %w", err)
+	}
+	return start, nil
+}
+
+// reserveAhead reserves the block after b. A failure is not reported: the
+// route that finds the block empty reserves one itself, and gets the error.
+func (s *Store) reserveAhead(planID string, b *block) {
+	defer s.seq.wg.Done()
+	start, err := s.reserve(context.Background(), planID, seqBlock)
+	s.seq.mu.Lock()
+	defer s.seq.mu.Unlock()
+	close(b.reserving)
+	b.reserving = nil
+	switch {
+	case err != nil:
+	case start == b.end:
+		b.end += seqBlock
+	default:
+		b.aheadStart, b.aheadEnd = start, start+seqBlock
+	}
 }
 
 // giveBack returns the unused tail of each block, when no other process
 // reserved after it (compare and set), so that after a clean stop the
-// plans continue where they stopped.
+// plans continue where they stopped. It first waits for the reservations
+// ahead in flight.
 func (s *Store) giveBack() error {
+	s.seq.wg.Wait()
 	s.seq.mu.Lock()
 	defer s.seq.mu.Unlock()
 	ctx := context.Background()
@@ -81,11 +144,15 @@ func (s *Store) giveBack() error {
 		return fmt.Errorf("sqlite give back sequences: %w", err)
 	}
 	for plan, b := range s.seq.blocks {
-		if b.next == b.end {
+		next, end := b.next, b.end
+		if b.aheadEnd > b.aheadStart {
+			next, end = b.aheadStart, b.aheadEnd // the rest of the current block is skipped
+		}
+		if next == end {
 			continue
 		}
 		if _, err := tx.ExecContext(ctx, `UPDATE plan_sequences SET next = ? WHERE plan_id = ? AND next = ?`,
-			b.next, plan, b.end); err != nil {
+			next, plan, end); err != nil {
 			tx.Rollback()
 			return fmt.Errorf("sqlite give back sequences: %w", err)
 		}
