@@ -3,6 +3,7 @@ package agent_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -180,5 +181,45 @@ func TestMaxActiveRuns(t *testing.T) {
 	<-done
 	if _, err := r.Start(context.Background(), agent.Request{Prompt: "three"}); err != nil {
 		t.Fatalf("after the first ended: %v", err)
+	}
+}
+
+// lostRuns is a store where another replica wins every transition of a
+// paused run, and which fails every read after that.
+type lostRuns struct {
+	*memory.Store
+	lost atomic.Bool
+}
+
+func (l *lostRuns) TransitionRun(context.Context, *toolrouter.Run, toolrouter.RunStatus) (bool, error) {
+	l.lost.Store(true)
+	return false, nil
+}
+
+func (l *lostRuns) GetRun(ctx context.Context, id string) (*toolrouter.Run, error) {
+	if l.lost.Load() {
+		return nil, errors.New("store unreachable")
+	}
+	return l.Store.GetRun(ctx, id)
+}
+
+// Cancelling a paused run that another replica resumed meanwhile, when
+// the store then fails to read it, is the store's error (503), not a nil
+// run dereferenced (a panic, 500).
+func TestCancelLostTransitionThenStoreFails(t *testing.T) {
+	r, st := newRunner(&fakeAdapter{}, echoRouter(nil, nil))
+	lr := &lostRuns{Store: st}
+	r.Runs = lr
+	ctx := context.Background()
+	paused := &toolrouter.Run{RunID: "run_paused", Status: toolrouter.RunAwaitingApproval, CreatedAt: time.Now()}
+	if err := st.SaveRun(ctx, paused); err != nil {
+		t.Fatal(err)
+	}
+	got, running, err := r.Cancel(ctx, paused.RunID)
+	if toolrouter.ErrorCode(err) != toolrouter.EUNAVAILABLE || got != nil || running {
+		t.Fatalf("Cancel = %v %v %v; want the store's error (unavailable)", got, running, err)
+	}
+	if err := r.Wait(ctx); err != nil {
+		t.Fatal(err)
 	}
 }
