@@ -16,6 +16,7 @@ import (
 
 	_ "modernc.org/sqlite"
 
+	"github.com/toolrouterd/toolrouterd/internal/poll"
 	"github.com/toolrouterd/toolrouterd/internal/store/pgtest"
 )
 
@@ -94,13 +95,12 @@ func refundCall(plan string, amount float64) map[string]any {
 // waitFor polls f until it is true or the deadline passes.
 func waitFor(t *testing.T, what string, f func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for !f() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
+	poll.Until(t, 15*time.Second, func() error {
+		if !f() {
+			return fmt.Errorf("waiting for %s", what)
 		}
-		time.Sleep(50 * time.Millisecond) // polling interval, not synchronisation
-	}
+		return nil
+	})
 }
 
 // TestApprovals: on SQLite and PostgreSQL, with two replicas on one store,
