@@ -316,10 +316,13 @@ func TestApprovals(t *testing.T) {
 				short := startReplicas(t, 1, approvalRegistry(tool.srv.URL), storeURL, "TOOLROUTER_APPROVAL_TTL=1s")[0].URL()
 				res := do(t, "POST", short+"/route", refundCall("plan-expire", 6), asAgent...).JSON(t)
 				id, tc := res["approval_id"].(string), res["tool_call_id"].(string)
+				// The sweep marks the approval expired, then stores the call's
+				// result (two writes): wait for both.
+				var r map[string]any
 				waitFor(t, "expiry", func() bool {
-					return do(t, "GET", a+"/approvals/"+id, nil, asReviewer...).JSON(t)["status"] == "expired"
+					r = do(t, "GET", a+"/results/"+tc, nil, asAgent...).JSON(t)
+					return r["status"] == "complete" && do(t, "GET", a+"/approvals/"+id, nil, asReviewer...).JSON(t)["status"] == "expired"
 				})
-				r := do(t, "GET", a+"/results/"+tc, nil, asAgent...).JSON(t)
 				if r["error"] != "approval expired" || r["error_category"] != "permission" || r["status"] != "complete" {
 					t.Fatalf("expired result: %v", r)
 				}
