@@ -18,6 +18,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/toolrouterd/toolrouterd/internal/poll"
 )
 
 // The memory tests measure RSS, so they run a binary built without the race
@@ -88,17 +90,13 @@ func rss(t *testing.T, pid int) int64 {
 func peakRSS(t *testing.T, p *proc, deadline time.Duration, done func() bool) int64 {
 	t.Helper()
 	var peak int64
-	end := time.Now().Add(deadline)
-	for {
-		peak = max(peak, rss(t, p.cmd.Process.Pid))
-		if done() {
-			return peak
+	poll.Until(t, deadline, func() error {
+		if peak = max(peak, rss(t, p.cmd.Process.Pid)); !done() {
+			return fmt.Errorf("not done (peak RSS %d MB)", peak>>20)
 		}
-		if time.Now().After(end) {
-			t.Fatalf("not done after %s (peak RSS %d MB)", deadline, peak>>20)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
+	return peak
 }
 
 // Issue 14, item 4: clients that never read a large answer do not hold it:

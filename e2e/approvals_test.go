@@ -16,6 +16,7 @@ import (
 
 	_ "modernc.org/sqlite"
 
+	"github.com/toolrouterd/toolrouterd/internal/poll"
 	"github.com/toolrouterd/toolrouterd/internal/store/pgtest"
 )
 
@@ -94,13 +95,12 @@ func refundCall(plan string, amount float64) map[string]any {
 // waitFor polls f until it is true or the deadline passes.
 func waitFor(t *testing.T, what string, f func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for !f() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
+	poll.Until(t, 15*time.Second, func() error {
+		if !f() {
+			return fmt.Errorf("waiting for %s", what)
 		}
-		time.Sleep(50 * time.Millisecond) // polling interval, not synchronisation
-	}
+		return nil
+	})
 }
 
 // TestApprovals: on SQLite and PostgreSQL, with two replicas on one store,
@@ -316,10 +316,13 @@ func TestApprovals(t *testing.T) {
 				short := startReplicas(t, 1, approvalRegistry(tool.srv.URL), storeURL, "TOOLROUTER_APPROVAL_TTL=1s")[0].URL()
 				res := do(t, "POST", short+"/route", refundCall("plan-expire", 6), asAgent...).JSON(t)
 				id, tc := res["approval_id"].(string), res["tool_call_id"].(string)
+				// The sweep marks the approval expired, then stores the call's
+				// result (two writes): wait for both.
+				var r map[string]any
 				waitFor(t, "expiry", func() bool {
-					return do(t, "GET", a+"/approvals/"+id, nil, asReviewer...).JSON(t)["status"] == "expired"
+					r = do(t, "GET", a+"/results/"+tc, nil, asAgent...).JSON(t)
+					return r["status"] == "complete" && do(t, "GET", a+"/approvals/"+id, nil, asReviewer...).JSON(t)["status"] == "expired"
 				})
-				r := do(t, "GET", a+"/results/"+tc, nil, asAgent...).JSON(t)
 				if r["error"] != "approval expired" || r["error_category"] != "permission" || r["status"] != "complete" {
 					t.Fatalf("expired result: %v", r)
 				}

@@ -24,6 +24,8 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 
 	"github.com/toolrouterd/toolrouterd/api"
+
+	"github.com/toolrouterd/toolrouterd/internal/poll"
 )
 
 // The edge fuzz: thousands of generated malformed and hostile requests
@@ -645,14 +647,13 @@ func goroutines(t *testing.T, base string) int {
 // most want.
 func waitGoroutines(t *testing.T, rt *proc, want int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	n := goroutines(t, rt.URL())
-	for n > want && time.Now().Before(deadline) {
-		time.Sleep(100 * time.Millisecond)
-		n = goroutines(t, rt.URL())
-	}
-	if n > want {
-		t.Errorf("the server has %d goroutines, want at most %d (a leak?); their stacks follow its output", n, want)
+	if err := poll.Wait(10*time.Second, func() error {
+		if n := goroutines(t, rt.URL()); n > want {
+			return fmt.Errorf("the server has %d goroutines, want at most %d", n, want)
+		}
+		return nil
+	}); err != nil {
+		t.Errorf("%v (a leak?); their stacks follow its output", err)
 		// SIGQUIT: the Go runtime prints every goroutine's stack to the
 		// output shown when the test fails.
 		_ = rt.cmd.Process.Signal(syscall.SIGQUIT)

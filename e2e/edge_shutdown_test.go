@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"strings"
@@ -11,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolrouterd/toolrouterd/internal/poll"
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
 
@@ -109,18 +112,14 @@ func TestEdgeShutdownFinishesStreams(t *testing.T) {
 		t.Fatal(err)
 	}
 	// New connections are refused while the streams drain.
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	poll.Until(t, 5*time.Second, func() error {
 		conn, err := net.DialTimeout("tcp", rt.addr, 200*time.Millisecond)
 		if err != nil {
-			break
+			return nil
 		}
 		conn.Close()
-		if time.Now().After(deadline) {
-			t.Fatal("still accepting connections after SIGTERM")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return errors.New("still accepting connections after SIGTERM")
+	})
 
 	last := route.rest()
 	if last.Event != "result" || last.Data["success"] != true || last.Data["tool_name"] != "test/slow" {
@@ -170,21 +169,16 @@ func TestEdgeStreamDisconnectLeavesNoGoroutine(t *testing.T) {
 			Status string `json:"status"`
 		} `json:"runs"`
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	poll.Until(t, 10*time.Second, func() error {
 		json.Unmarshal(do(t, "GET", rt.URL()+"/runs?plan_id=hangup-run", nil).Body, &list)
-		running := 0
 		for _, r := range list.Runs {
 			if r.Status == "running" {
-				running++
+				return fmt.Errorf("runs after their clients hung up: %+v", list.Runs)
 			}
 		}
-		if len(list.Runs) == 10 && running == 0 {
-			break
+		if len(list.Runs) != 10 {
+			return fmt.Errorf("runs after their clients hung up: %+v, want 10", list.Runs)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("runs after their clients hung up: %+v", list.Runs)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return nil
+	})
 }

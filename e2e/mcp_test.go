@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/toolrouterd/toolrouterd/internal/poll"
 )
 
 // The MCP reference server @modelcontextprotocol/server-everything,
@@ -96,23 +98,20 @@ func startEverything(t *testing.T, bin, port string) *everything {
 			t.Logf("server-everything output:\n%s", e.Output())
 		}
 	})
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	poll.Until(t, 30*time.Second, func() error {
 		select {
 		case <-e.done:
 			t.Fatalf("server-everything exited during start-up:\n%s", e.Output())
 		default:
 		}
 		c, err := net.DialTimeout("tcp", "127.0.0.1:"+port, time.Second)
-		if err == nil {
-			c.Close()
-			return e
+		if err != nil {
+			return fmt.Errorf("server-everything does not listen on %s: %v\n%s", port, err, e.Output())
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("server-everything does not listen on %s:\n%s", port, e.Output())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		c.Close()
+		return nil
+	})
+	return e
 }
 
 // stop ends the process (SIGTERM, then SIGKILL) and waits for it.
@@ -193,14 +192,12 @@ mcp_servers:
 
 	// Discovery: the allowlisted tools, under their provider-safe aliases.
 	var aliases map[string]string
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		aliases = openAIAliases(t, router)
-		if len(aliases) == 4 || time.Now().After(deadline) {
-			break
+	poll.Until(t, 20*time.Second, func() error {
+		if aliases = openAIAliases(t, router); len(aliases) != 4 {
+			return fmt.Errorf("exported tools %v, want 4", aliases)
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return nil
+	})
 	for _, name := range []string{"everything/echo", "everything/get-sum", "everything/get-structured-content", "everything/trigger-long-running-operation"} {
 		if a := aliases[name]; a == "" || strings.Contains(a, "/") {
 			t.Fatalf("%s exported as %q; schemas: %v", name, a, aliases)
@@ -280,14 +277,12 @@ mcp_servers:
 	if err := router.cmd.Process.Signal(syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
-	deadline = time.Now().Add(20 * time.Second)
-	for len(aliases) != 1 && time.Now().Before(deadline) {
-		time.Sleep(100 * time.Millisecond)
-		aliases = openAIAliases(t, router)
-	}
-	if _, ok := aliases["everything/echo"]; !ok || len(aliases) != 1 {
-		t.Errorf("after the reload the exported tools are %v, want everything/echo alone", aliases)
-	}
+	poll.Until(t, 20*time.Second, func() error {
+		if aliases = openAIAliases(t, router); len(aliases) != 1 || aliases["everything/echo"] == "" {
+			return fmt.Errorf("after the reload the exported tools are %v, want everything/echo alone", aliases)
+		}
+		return nil
+	})
 
 	// The server restarts (new process, same port): its sessions are
 	// gone, and the next call runs on a new session.
@@ -313,14 +308,12 @@ mcp_servers:
 		t.Errorf("/readyz = %d while an MCP server is down", r.Status)
 	}
 	startEverything(t, bin, srv.port)
-	deadline = time.Now().Add(40 * time.Second) // the reconnect backoff is capped at 30s
-	for {
-		res = routeOpenAI(t, router, echo, map[string]any{"message": "back"})
-		if res["success"] == true || time.Now().After(deadline) {
-			break
+	poll.Until(t, 40*time.Second, func() error { // the reconnect backoff is capped at 30s
+		if res = routeOpenAI(t, router, echo, map[string]any{"message": "back"}); res["success"] != true {
+			return fmt.Errorf("echo after the server came back = %v", res)
 		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return nil
+	})
 	if res["output"] != "Echo: back" {
 		t.Errorf("echo after the server came back = %v", res)
 	}

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolrouterd/toolrouterd/internal/poll"
 )
 
 // The official MCP conformance suite (@modelcontextprotocol/conformance,
@@ -86,17 +88,13 @@ mcp_servers:
     prefix: ""
     tools: ["*"]
 `, fix.URL()))
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		r := do(t, "GET", router.URL()+"/schemas/unknown", nil)
-		if strings.Contains(string(r.Body), `"test_simple_text"`) {
-			return router
+	poll.Until(t, 20*time.Second, func() error {
+		if r := do(t, "GET", router.URL()+"/schemas/unknown", nil); !strings.Contains(string(r.Body), `"test_simple_text"`) {
+			return fmt.Errorf("toolrouterd does not list the fixture's tools: %s", r.Body)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("toolrouterd does not list the fixture's tools: %s", r.Body)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return nil
+	})
+	return router
 }
 
 // conformanceDir installs the suite (idempotent) and returns its

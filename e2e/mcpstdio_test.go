@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/toolrouterd/toolrouterd/internal/poll"
 )
 
 // The MCP reference server @modelcontextprotocol/server-memory, a stdio
@@ -51,23 +53,17 @@ func childPIDs(t *testing.T, pid int) []int {
 // and returns the canonical → alias map.
 func waitTools(t *testing.T, router *proc, want ...string) map[string]string {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		aliases := openAIAliases(t, router)
-		missing := ""
+	var aliases map[string]string
+	poll.Until(t, 30*time.Second, func() error {
+		aliases = openAIAliases(t, router)
 		for _, w := range want {
 			if aliases[w] == "" {
-				missing = w
+				return fmt.Errorf("tool %s not listed; have %v\n%s", w, aliases, router.Output())
 			}
 		}
-		if missing == "" {
-			return aliases
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("tool %s not listed; have %v\n%s", missing, aliases, router.Output())
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return nil
+	})
+	return aliases
 }
 
 // TestMCPStdioServerMemory runs the npm reference server
@@ -130,37 +126,30 @@ mcp_servers:
 	if err := syscall.Kill(kids[0], syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	poll.Until(t, 20*time.Second, func() error {
 		res := readGraph()
-		if res["success"] == false {
-			if res["error_category"] != "resource" || !strings.Contains(fmt.Sprint(res["error"]), "MCP server memory unavailable") {
-				t.Fatalf("while down: %v, want a resource failure", res)
-			}
-			break
+		if res["success"] != false {
+			return fmt.Errorf("calls still succeed after the process was killed: %v", res)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("calls still succeed after the process was killed: %v", res)
+		if res["error_category"] != "resource" || !strings.Contains(fmt.Sprint(res["error"]), "MCP server memory unavailable") {
+			t.Fatalf("while down: %v, want a resource failure", res)
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 	if err := os.Rename(cwd+".away", cwd); err != nil {
 		t.Fatal(err)
 	}
-	deadline = time.Now().Add(40 * time.Second) // the restart backoff grew while the cwd was away
-	for {
+	// The restart backoff grew while the cwd was away.
+	poll.Until(t, 40*time.Second, func() error {
 		res := readGraph()
-		if res["success"] == true {
-			if !strings.Contains(fmt.Sprint(res["output"]), "wrote the first program") {
-				t.Errorf("after the restart read_graph = %v", res)
-			}
-			break
+		if res["success"] != true {
+			return fmt.Errorf("the server was not restarted: %v\n%s", res, grepLines(router.Output(), "memory"))
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the server was not restarted: %v\n%s", res, grepLines(router.Output(), "memory"))
+		if !strings.Contains(fmt.Sprint(res["output"]), "wrote the first program") {
+			t.Errorf("after the restart read_graph = %v", res)
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return nil
+	})
 	kids = childPIDs(t, router.cmd.Process.Pid)
 	if len(kids) != 1 {
 		t.Fatalf("children after the restart = %v", kids)

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolrouterd/toolrouterd/internal/poll"
 	"github.com/toolrouterd/toolrouterd/internal/store/pgtest"
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
@@ -158,20 +159,16 @@ func TestConcurrentSameKeyRunsOnce(t *testing.T) {
 // asking.
 func waitInFlight(t *testing.T, p *proc, n int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	poll.Until(t, 10*time.Second, func() error {
 		for _, line := range strings.Split(string(do(t, "GET", p.URL()+"/metrics", nil).Body), "\n") {
 			if v, ok := strings.CutPrefix(line, "toolrouter_http_requests_in_flight "); ok {
 				if f, _ := strconv.ParseFloat(v, 64); int(f)-1 >= n {
-					return
+					return nil
 				}
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: fewer than %d requests in flight after 10s", p.addr, n)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return fmt.Errorf("%s: fewer than %d requests in flight", p.addr, n)
+	})
 }
 
 // TestRunVisibleFromEveryReplica: a run started on one replica is read from
@@ -255,17 +252,12 @@ func TestReplicaKilledMidBatch(t *testing.T) {
 		}
 	}
 	// The run the victim owned stops heartbeating and is marked interrupted.
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		got := decodeRun(t, do(t, "GET", reps[1].URL()+"/runs/"+runID, nil))
-		if got.Status == "interrupted" {
-			break
+	poll.Until(t, 15*time.Second, func() error {
+		if got := decodeRun(t, do(t, "GET", reps[1].URL()+"/runs/"+runID, nil)); got.Status != "interrupted" {
+			return fmt.Errorf("run still %q after its replica died", got.Status)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("run still %q after its replica died", got.Status)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // TestReadinessFollowsTheDatabase: /readyz fails while PostgreSQL is
@@ -295,13 +287,12 @@ func TestReadinessFollowsTheDatabase(t *testing.T) {
 
 func waitStatus(t *testing.T, f func() int, want int) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for got := f(); got != want; got = f() {
-		if time.Now().After(deadline) {
-			t.Fatalf("status %d, want %d", got, want)
+	poll.Until(t, 20*time.Second, func() error {
+		if got := f(); got != want {
+			return fmt.Errorf("status %d, want %d", got, want)
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // proxy forwards TCP connections to upstream; while cut, it drops them.

@@ -3,6 +3,7 @@ package e2e_test
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -11,6 +12,7 @@ import (
 
 	_ "modernc.org/sqlite"
 
+	"github.com/toolrouterd/toolrouterd/internal/poll"
 	"github.com/toolrouterd/toolrouterd/internal/store/pgtest"
 	"github.com/toolrouterd/toolrouterd/internal/store/sqlite"
 )
@@ -67,17 +69,14 @@ func TestRunCancelAndActiveLimitAcrossReplicas(t *testing.T) {
 // waitRun polls GET /runs/{id} until ok, with a deadline.
 func waitRun(t *testing.T, p *proc, id string, ok func(runResult) bool, header ...string) runResult {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		r := decodeRun(t, do(t, "GET", p.URL()+"/runs/"+id, nil, header...))
-		if ok(r) {
-			return r
+	var r runResult
+	poll.Until(t, 15*time.Second, func() error {
+		if r = decodeRun(t, do(t, "GET", p.URL()+"/runs/"+id, nil, header...)); !ok(r) {
+			return fmt.Errorf("run %s: condition not reached: %+v", id, r)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("run %s: condition not reached: %+v", id, r)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
+	return r
 }
 
 // TestRetentionSweepDoesNotStallRoutes: a store holding many expired route
@@ -122,13 +121,12 @@ func TestRetentionSweepDoesNotStallRoutes(t *testing.T) {
 
 	tools := startTools(t)
 	rt, _ := startRouter(t, exampleRegistry(t, tools.addr), "TOOLROUTER_STORE=sqlite://"+path, "TOOLROUTER_RESULT_RETENTION=24h")
-	deadline := time.Now().Add(20 * time.Second)
-	for count() == expired { // the sweep has begun
-		if time.Now().After(deadline) {
-			t.Fatal("the sweep did not start")
+	poll.Until(t, 20*time.Second, func() error { // the sweep has begun
+		if count() == expired {
+			return errors.New("the sweep did not start")
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
 	r := do(t, "POST", rt.URL()+"/route", map[string]any{"plan_id": "during-sweep", "tool_call": map[string]any{"name": "test/echo", "arguments": map[string]any{"msg": "hi"}}})
 	if r.Status != 200 || r.JSON(t)["success"] != true {
 		t.Fatalf("route during the sweep: %d %s", r.Status, r.Body)
@@ -138,13 +136,12 @@ func TestRetentionSweepDoesNotStallRoutes(t *testing.T) {
 	}
 	// 40 batches with a pause after each: seconds on an idle machine, much
 	// longer on a loaded one (each batch is a durable delete).
-	deadline = time.Now().Add(2 * time.Minute)
-	for count() > 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("sweep incomplete: %d expired results left", count())
+	poll.Until(t, 2*time.Minute, func() error {
+		if n := count(); n > 0 {
+			return fmt.Errorf("sweep incomplete: %d expired results left", n)
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 	// The fresh result stays.
 	var fresh int
 	db.QueryRow(`SELECT count(*) FROM route_results WHERE plan_id = 'during-sweep'`).Scan(&fresh)

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolrouterd/toolrouterd/internal/poll"
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
 
@@ -238,17 +239,12 @@ func TestRunsAgainstEachProvider(t *testing.T) {
 				if !strings.HasPrefix(loc, "/runs/run_") {
 					t.Fatalf("Location %q", loc)
 				}
-				deadline := time.Now().Add(15 * time.Second)
-				for {
-					run := decodeRun(t, do(t, "GET", rt.URL()+loc, nil))
-					if run.Status == "completed" && run.Content == "async answer" {
-						break
+				poll.Until(t, 15*time.Second, func() error {
+					if run := decodeRun(t, do(t, "GET", rt.URL()+loc, nil)); run.Status != "completed" || run.Content != "async answer" {
+						return fmt.Errorf("async run never completed: %+v", run)
 					}
-					if time.Now().After(deadline) {
-						t.Fatalf("async run never completed: %+v", run)
-					}
-					time.Sleep(50 * time.Millisecond)
-				}
+					return nil
+				})
 			})
 
 			t.Run("SSE", func(t *testing.T) {
@@ -327,24 +323,19 @@ func TestRunClientDisconnectCancels(t *testing.T) {
 		resp.Body.Close()
 		t.Fatalf("the run answered before the client gave up: %d", resp.StatusCode)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	poll.Until(t, 10*time.Second, func() error {
 		var list struct {
 			Runs []runResult `json:"runs"`
 		}
 		json.Unmarshal(do(t, "GET", rt.URL()+"/runs?plan_id=plan-hangup", nil).Body, &list)
-		if len(list.Runs) == 1 && list.Runs[0].Status != "running" {
-			run := list.Runs[0]
-			if run.Status != "failed" || run.Error == nil || !strings.Contains(*run.Error, "cancel") || len(run.ToolCalls) != 1 || run.ToolCalls[0].Success {
-				t.Errorf("cancelled run %+v", run)
-			}
-			break
+		if len(list.Runs) != 1 || list.Runs[0].Status == "running" {
+			return fmt.Errorf("run not finished: %+v", list.Runs)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("run not finished: %+v", list.Runs)
+		if run := list.Runs[0]; run.Status != "failed" || run.Error == nil || !strings.Contains(*run.Error, "cancel") || len(run.ToolCalls) != 1 || run.ToolCalls[0].Success {
+			t.Errorf("cancelled run %+v", run)
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	})
 	if reqs := fake.requests(t); len(reqs) != 1 {
 		t.Errorf("the model was called %d times after the client left", len(reqs))
 	}

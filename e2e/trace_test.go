@@ -19,6 +19,8 @@ import (
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/toolrouterd/toolrouterd/internal/poll"
 )
 
 // span is an exported span as the collector received it.
@@ -113,9 +115,9 @@ func (c *collector) env() []string {
 // wait returns the spans of trace once every name in names is among them.
 func (c *collector) wait(t *testing.T, traceID string, names ...string) map[string][]span {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		byName := map[string][]span{}
+	var byName map[string][]span
+	poll.Until(t, 15*time.Second, func() error {
+		byName = map[string][]span{}
 		c.mu.Lock()
 		for _, s := range c.spans {
 			if s.TraceID == traceID {
@@ -123,20 +125,14 @@ func (c *collector) wait(t *testing.T, traceID string, names ...string) map[stri
 			}
 		}
 		c.mu.Unlock()
-		missing := ""
 		for _, n := range names {
 			if len(byName[n]) == 0 {
-				missing = n
+				return fmt.Errorf("span %q of trace %s never arrived; got %v", n, traceID, byName)
 			}
 		}
-		if missing == "" {
-			return byName
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("span %q of trace %s never arrived; got %v", missing, traceID, byName)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
+	return byName
 }
 
 // one returns the only span named name.
@@ -249,10 +245,13 @@ func TestTracesRouteBatchAndHTTPTool(t *testing.T) {
 	}}, "Traceparent", traceparent("22222222222222222222222222222222", callerSpan))
 	spans = col.wait(t, "22222222222222222222222222222222", "POST /route/batch", "execute_tool trace/echo")
 	batch := one(t, spans, "POST /route/batch")
-	calls := col.wait(t, "22222222222222222222222222222222", "execute_tool trace/echo")["execute_tool trace/echo"]
-	for deadline := time.Now().Add(10 * time.Second); len(calls) < 2 && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		calls = col.wait(t, "22222222222222222222222222222222", "execute_tool trace/echo")["execute_tool trace/echo"]
-	}
+	var calls []span
+	poll.Until(t, 10*time.Second, func() error {
+		if calls = col.wait(t, "22222222222222222222222222222222", "execute_tool trace/echo")["execute_tool trace/echo"]; len(calls) < 2 {
+			return fmt.Errorf("batch execute_tool spans: %v, want 2", calls)
+		}
+		return nil
+	})
 	seqs := map[string]bool{}
 	for _, c := range calls {
 		childOf(t, c, batch)
@@ -302,13 +301,12 @@ func TestTracesMCP(t *testing.T) {
 
 	// The server's tools join the registry once discovered.
 	call := map[string]any{"plan_id": "mcp", "tool_call": map[string]any{"name": "tm/echo", "arguments": map[string]any{}}}
-	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		if r := do(t, "POST", rt.URL()+"/route", call); r.JSON(t)["success"] == true {
-			break
-		} else if time.Now().After(deadline) {
-			t.Fatalf("tm/echo never routable: %s", r.Body)
+	poll.Until(t, 15*time.Second, func() error {
+		if r := do(t, "POST", rt.URL()+"/route", call); r.JSON(t)["success"] != true {
+			return fmt.Errorf("tm/echo never routable: %s", r.Body)
 		}
-	}
+		return nil
+	})
 	const trace = "33333333333333333333333333333333"
 	if r := do(t, "POST", rt.URL()+"/route", call, "Traceparent", traceparent(trace, callerSpan)); r.JSON(t)["success"] != true {
 		t.Fatalf("%s", r.Body)

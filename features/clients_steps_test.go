@@ -41,7 +41,6 @@ type clientsEnv struct {
 
 	listed  []string
 	last    map[string]any
-	batch   []any
 	status  int
 	body    []byte
 	mcpRes  *mcp.CallToolResult

@@ -32,6 +32,7 @@ import (
 	"github.com/toolrouterd/toolrouterd/internal/agent"
 	"github.com/toolrouterd/toolrouterd/internal/exampletools"
 	"github.com/toolrouterd/toolrouterd/internal/llm/llmtest"
+	"github.com/toolrouterd/toolrouterd/internal/poll"
 	"github.com/toolrouterd/toolrouterd/internal/registry"
 	"github.com/toolrouterd/toolrouterd/internal/service"
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
@@ -1785,13 +1786,16 @@ func TestRunAgainstEachProvider(t *testing.T) {
 }
 
 // TestRunAsync starts a run with Prefer: respond-async and polls it. The
-// model takes a moment to answer, so the 202 shows the run still running.
+// model's first answer waits until the test has the 202, so the 202 shows
+// the run still running.
 func TestRunAsync(t *testing.T) {
-	var slowFirst sync.Once
+	gate := make(chan struct{})
+	open := sync.OnceFunc(func() { close(gate) })
 	e := newTestEnvWith(t, llmtest.OpenAI, []llmtest.Option{llmtest.WithTurnFunc(func(llmtest.Recorded) llmtest.Turn {
-		slowFirst.Do(func() { time.Sleep(200 * time.Millisecond) })
+		<-gate
 		return llmtest.Turn{} // the script answers
 	})}, echoTool)
+	t.Cleanup(open) // runs before the env's cleanup: a failed test leaves no model waiting
 	e.fake.Script(
 		llmtest.Turn{ToolCalls: []llmtest.Call{{Name: alias(echoTool.name), Arguments: map[string]any{"msg": "async"}}}},
 		llmtest.Turn{Text: "Async answer"},
@@ -1821,21 +1825,17 @@ func TestRunAsync(t *testing.T) {
 	if got := str(started["status"]); got != "running" || started["finished_at"] != nil {
 		t.Errorf("202 body: want the running run, got status %q finished_at %v", got, started["finished_at"])
 	}
-	deadline := time.Now().Add(20 * time.Second)
+	open()
 	var run map[string]any
-	for {
-		run, _, err = e.getRun(id)
-		if err != nil {
+	poll.Until(t, 20*time.Second, func() error {
+		if run, _, err = e.getRun(id); err != nil {
 			t.Fatal(err)
 		}
-		if run["status"] != "running" {
-			break
+		if run["status"] == "running" {
+			return fmt.Errorf("the run is still running: %v", run)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the run is still running after 20s: %v", run)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 	if run["status"] != "completed" || run["content"] != "Async answer" {
 		t.Fatalf("want a completed run answering %q, got status %v content %v error %v", "Async answer", run["status"], run["content"], run["error"])
 	}

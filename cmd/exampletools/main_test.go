@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptrace"
@@ -13,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/toolrouterd/toolrouterd/internal/poll"
 )
 
 // syncBuffer is a goroutine-safe bytes.Buffer.
@@ -42,21 +45,22 @@ func start(t *testing.T, args []string, env map[string]string) (string, context.
 	stderr := &syncBuffer{}
 	done := make(chan error, 1)
 	go func() { done <- run(ctx, args, func(k string) string { return env[k] }, stderr) }()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		if m := listenLine.FindStringSubmatch(stderr.String()); m != nil {
-			return m[1], cancel, done
-		}
+	t.Cleanup(cancel)
+	var url string
+	poll.Until(t, 10*time.Second, func() error {
 		select {
 		case err := <-done:
-			cancel()
 			t.Fatalf("run returned %v before listening; stderr: %s", err, stderr.String())
-		case <-time.After(10 * time.Millisecond):
+		default:
 		}
-	}
-	cancel()
-	t.Fatalf("no listening line; stderr: %q", stderr.String())
-	return "", nil, nil
+		m := listenLine.FindStringSubmatch(stderr.String())
+		if m == nil {
+			return fmt.Errorf("no listening line; stderr: %q", stderr.String())
+		}
+		url = m[1]
+		return nil
+	})
+	return url, cancel, done
 }
 
 func TestRunServesAndShutsDown(t *testing.T) {

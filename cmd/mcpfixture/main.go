@@ -47,6 +47,7 @@ func main() {
 
 func newServer() *mcp.Server {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "mcpfixture", Version: "1.0.0"}, &mcp.ServerOptions{
+		//lint:ignore SA1019 the conformance suite's test_tool_with_logging needs the (deprecated, still served) logging capability
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}, Logging: &mcp.LoggingCapabilities{}},
 	})
 	addTools(srv)
@@ -167,6 +168,7 @@ func addTools(srv *mcp.Server) {
 				if i > 0 {
 					time.Sleep(50 * time.Millisecond)
 				}
+				//lint:ignore SA1019 the conformance suite's test_tool_with_logging sends (deprecated, still served) log notifications
 				_ = req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "info", Logger: "mcpfixture", Data: msg})
 			}
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "Tool with logging executed successfully"}}}, nil
@@ -186,6 +188,7 @@ func addTools(srv *mcp.Server) {
 		})
 	add("test_error_handling", "Always fails.", noArgs,
 		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			//lint:ignore ST1005 the conformance suite's text, verbatim
 			return nil, errors.New("This tool intentionally returns an error for testing")
 		})
 	add("json_schema_2020_12_tool", "Tool with JSON Schema 2020-12 features", json.RawMessage(`{

@@ -12,11 +12,18 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
 	"github.com/toolrouterd/toolrouterd/internal/agent"
 	"github.com/toolrouterd/toolrouterd/internal/llm"
 	"github.com/toolrouterd/toolrouterd/internal/store/memory"
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
+
+// TestMain fails the package when a test leaves a goroutine running: the
+// package starts goroutines (goleak reads every goroutine's stack after
+// the tests, which a hand-written count cannot name).
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // fakeAdapter answers Chat with a function and records the requests.
 type fakeAdapter struct {

@@ -81,8 +81,9 @@ func (r *Runner) Cancel(ctx context.Context, id string) (*toolrouter.Run, bool, 
 		paused := *run
 		paused.Status, paused.Error, paused.FinishedAt = toolrouter.RunCancelled, &stop, &now
 		paused.PendingApprovals, paused.Resume = nil, nil
-		ok, err := r.Runs.TransitionRun(ctx, &paused, toolrouter.RunAwaitingApproval)
-		if err != nil {
+		// err is the function's, not a shadow: the GetRun below sets it.
+		var ok bool
+		if ok, err = r.Runs.TransitionRun(ctx, &paused, toolrouter.RunAwaitingApproval); err != nil {
 			return nil, false, toolrouter.StoreError(err)
 		}
 		if ok {

@@ -27,6 +27,7 @@ var mcpImageResult = json.RawMessage(`{"content":[{"type":"text","text":"Here is
 // provider's native blocks (golden), and a text-only provider gets
 // markers, never base64.
 func TestMultimodalToolResult(t *testing.T) {
+	t.Parallel()
 	const text = `"Here is the chart."`
 	const marker = `[audio: audio/wav, 44 bytes]`
 	tests := []struct {
@@ -70,6 +71,7 @@ func TestMultimodalToolResult(t *testing.T) {
 // TestMultimodalOnlyWithMedia: text-only content, failures and outputs that
 // merely look like content keep the usual result shape.
 func TestMultimodalOnlyWithMedia(t *testing.T) {
+	t.Parallel()
 	call := normalize(t, `{"type":"tool_use","id":"toolu_01","name":"chart","input":{}}`)
 	for _, tc := range []struct{ name, out, want string }{
 		{"text only", `{"content":[{"type":"text","text":"hi"}]}`, `{"type":"tool_result","tool_use_id":"toolu_01","content":"{\"content\":[{\"type\":\"text\",\"text\":\"hi\"}]}","is_error":false}`},
@@ -91,6 +93,7 @@ func TestMultimodalOnlyWithMedia(t *testing.T) {
 // TestMultimodalOpenAISchemas checks the OpenAI shapes against OpenAI's
 // own schema (testdata/openai-subset.schema.json).
 func TestMultimodalOpenAISchemas(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ payload, def string }{
 		{`{"type":"function_call","id":"fc_1","call_id":"call_r","name":"chart","arguments":"{}"}`, "FunctionCallOutputItemParam"},
 		{`{"id":"call_abc","type":"function","function":{"name":"chart","arguments":"{}"}}`, "ChatCompletionRequestToolMessage"},

@@ -12,6 +12,7 @@ import (
 // fixture labels Gemini and Bedrock wrappers "unknown"; the contract names
 // them gemini and bedrock, and the contract wins.
 func TestFixtures(t *testing.T) {
+	t.Parallel()
 	fs := loadFixtures(t)
 	if len(fs) != 66 {
 		t.Fatalf("%d fixtures, want 66", len(fs))
@@ -48,6 +49,7 @@ func TestFixtures(t *testing.T) {
 
 // TestNormalizeGolden covers shapes and details the fixtures do not.
 func TestNormalizeGolden(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		payload string
@@ -208,6 +210,7 @@ func TestNormalizeGolden(t *testing.T) {
 
 // TestSeedDetect ports seed 000's "Detect ..." scenarios.
 func TestSeedDetect(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		payload any
@@ -241,6 +244,7 @@ func TestSeedDetect(t *testing.T) {
 
 // TestSeedNormalize ports seed 000's "Normalize ..." scenarios.
 func TestSeedNormalize(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		payload string
@@ -286,6 +290,7 @@ func TestSeedNormalize(t *testing.T) {
 }
 
 func TestNormalizeUnknownNoArguments(t *testing.T) {
+	t.Parallel()
 	c, err := format.NormalizeAs(decode(t, `{"name":"x","arguments":"oops","args":5}`), toolrouter.FormatUnknown)
 	if err != nil {
 		t.Fatal(err)
@@ -296,6 +301,7 @@ func TestNormalizeUnknownNoArguments(t *testing.T) {
 }
 
 func TestNormalizeErrors(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		payload any
@@ -344,6 +350,7 @@ func TestNormalizeErrors(t *testing.T) {
 // A *toolrouter.Error must be returned as a non-nil error interface only
 // on failure, and the normalization error must classify as parse.
 func TestNormalizeErrorsClassifyAsParse(t *testing.T) {
+	t.Parallel()
 	for _, p := range []string{`{"arguments":"{}"}`, `{"name":"f","arguments":"{x"}`, `{"name":"f","args":[1]}`} {
 		_, err := format.Normalize(decode(t, p))
 		if err == nil {
@@ -356,6 +363,7 @@ func TestNormalizeErrorsClassifyAsParse(t *testing.T) {
 }
 
 func TestParseFormatAndSchemaFormats(t *testing.T) {
+	t.Parallel()
 	want := []toolrouter.Format{"openai", "anthropic", "langchain", "unknown", "gemini", "bedrock", "mcp"}
 	got := format.SchemaFormats()
 	if !reflect.DeepEqual(got, want) {

@@ -61,6 +61,7 @@ func mapToolResult(call toolrouter.Call, success bool, output json.RawMessage, e
 }
 
 func TestToolResultMarshalsAsMaps(t *testing.T) {
+	t.Parallel()
 	outputs := []json.RawMessage{
 		nil, json.RawMessage(``), json.RawMessage(`  `), json.RawMessage(`null`), json.RawMessage(`{"temp": 21, "h":"<&>"}`),
 		json.RawMessage(" {\"a\" :\n [1, 2.50, \"\\u00e9\"]} \n"), json.RawMessage(`"héllo \"you\" <b>"`), json.RawMessage(`"\u2028"`),
@@ -96,6 +97,7 @@ func TestToolResultMarshalsAsMaps(t *testing.T) {
 // TestMayHaveContent: the filter before mediaBlocks' decoding must say
 // yes to every key encoding/json would take as "content".
 func TestMayHaveContent(t *testing.T) {
+	t.Parallel()
 	for s, want := range map[string]bool{
 		`{"content":[]}`: true, `{"CONTENT":[]}`: true, `{"Content":1}`: true, `{"\u0063ontent":[]}`: true,
 		`{"a":"\u0041"}`: true, `{"a":"\n\""}`: false, `{"msg":"hi"}`: false, `{"conten":1}`: false, `{"c":"c"}`: false, `{}`: false,
@@ -110,6 +112,7 @@ func TestMayHaveContent(t *testing.T) {
 // TestMayHaveMedia: the filter before mediaBlocks' decoding must say yes
 // to every result encoding/json could read a media block from.
 func TestMayHaveMedia(t *testing.T) {
+	t.Parallel()
 	for s, want := range map[string]bool{
 		`{"content":[{"type":"image","data":"AA==","mimeType":"image/png"}]}`:                  true,
 		`{"content":[{"type": "audio","data":"AA==","mimeType":"audio/wav"}]}`:                 true,

@@ -10,6 +10,7 @@ import (
 // TestToolResult normalizes a real call of every format and checks the
 // result message for success and failure, keyed by the provider's own id.
 func TestToolResult(t *testing.T) {
+	t.Parallel()
 	out := json.RawMessage(`{"temp": 21}`)
 	const boom = "Tool 'w' not found"
 	tests := []struct {
@@ -107,6 +108,7 @@ func TestToolResult(t *testing.T) {
 
 // TestToolResultOutputs checks string, non-object, empty and invalid outputs.
 func TestToolResultOutputs(t *testing.T) {
+	t.Parallel()
 	chat, _ := format.Normalize(decode(t, `{"id":"c1","function":{"name":"f","arguments":"{}"}}`))
 	bedrock, _ := format.Normalize(decode(t, `{"toolUse":{"toolUseId":"t1","name":"f","input":{}}}`))
 	mcp, _ := format.Normalize(decode(t, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"f"}}`))
@@ -149,6 +151,7 @@ func TestToolResultOutputs(t *testing.T) {
 // TestEmptyProviderCallID: an id sent as "" counts as sent (the router then
 // answers "" rather than its tc_ id); an absent or non-string one does not.
 func TestEmptyProviderCallID(t *testing.T) {
+	t.Parallel()
 	for payload, has := range map[string]bool{
 		`{"id":"","type":"function","function":{"name":"w","arguments":""}}`:            true,
 		`{"type":"function_call","call_id":"","id":"fc_1","name":"w","arguments":"{}"}`: true,

@@ -81,6 +81,7 @@ func asInstance(t *testing.T, v any) any {
 }
 
 func TestOpenAIDefinitionValidates(t *testing.T) {
+	t.Parallel()
 	sch := chatCompletionTool(t)
 	// The schema must be able to reject a definition.
 	if err := sch.Validate(asInstance(t, map[string]any{"type": "tool", "function": map[string]any{}})); err == nil {
@@ -112,6 +113,7 @@ func TestOpenAIDefinitionValidates(t *testing.T) {
 }
 
 func TestDefinitionNames(t *testing.T) {
+	t.Parallel()
 	rules := map[toolrouter.Format]*regexp.Regexp{
 		toolrouter.FormatOpenAI:    strictName,
 		toolrouter.FormatAnthropic: strictName,
@@ -163,6 +165,7 @@ func definitionDescription(d map[string]any) string {
 }
 
 func TestDefinitionTruncatesDescription(t *testing.T) {
+	t.Parallel()
 	for _, desc := range []string{strings.Repeat("word ", 60), strings.Repeat("é☀", 80)} {
 		tool := weatherTool("test/echo")
 		tool.Description = desc
@@ -182,6 +185,7 @@ func TestDefinitionTruncatesDescription(t *testing.T) {
 }
 
 func TestTruncateBoundary(t *testing.T) {
+	t.Parallel()
 	tool := &toolrouter.Tool{Name: "x"}
 	for _, tt := range []struct {
 		desc string
@@ -203,6 +207,7 @@ func TestTruncateBoundary(t *testing.T) {
 }
 
 func TestCheckMaxDescription(t *testing.T) {
+	t.Parallel()
 	for _, n := range []int{0, -1} {
 		wantInvalid(t, format.CheckMaxDescription(n), "max_description_length", "max_description_length must be >= 1")
 	}
@@ -213,6 +218,7 @@ func TestCheckMaxDescription(t *testing.T) {
 
 // TestSeedSchemas ports seed 000's schema normalization scenarios.
 func TestSeedSchemas(t *testing.T) {
+	t.Parallel()
 	tool := &toolrouter.Tool{Name: "test/echo", Description: "Echo tool"}
 	for f, key := range map[toolrouter.Format]string{
 		toolrouter.FormatAnthropic: "input_schema",
@@ -240,6 +246,7 @@ func TestSeedSchemas(t *testing.T) {
 }
 
 func TestDefinitionShapes(t *testing.T) {
+	t.Parallel()
 	tool := &toolrouter.Tool{Name: "get_weather", Description: "Weather", InputSchema: map[string]any{
 		"type": "object", "properties": map[string]any{"city": map[string]any{"type": "string"}}}}
 	const schema = `{"type":"object","properties":{"city":{"type":"string"}}}`
@@ -279,6 +286,7 @@ func TestDefinitionShapes(t *testing.T) {
 }
 
 func TestGeminiSchemaSanitized(t *testing.T) {
+	t.Parallel()
 	tool := &toolrouter.Tool{Name: "register", InputSchema: decode(t, `{
 		"$schema": "https://json-schema.org/draft/2020-12/schema",
 		"$id": "https://example.com/register",
@@ -330,6 +338,7 @@ func TestGeminiSchemaSanitized(t *testing.T) {
 // TestDefinitionDoesNotShareSchema checks that definitions are copies: no
 // format may change the tool, and changing a definition must not either.
 func TestDefinitionDoesNotShareSchema(t *testing.T) {
+	t.Parallel()
 	for _, f := range format.SchemaFormats() {
 		tool := weatherTool("test/echo")
 		tool.InputSchema = map[string]any{"properties": map[string]any{"a": map[string]any{"type": "string"}}}

@@ -54,6 +54,7 @@ type turnGolden struct {
 // response (a choice's message, a candidate and its content, the output
 // array) gives the same turn.
 func TestTurnFixtures(t *testing.T) {
+	t.Parallel()
 	files, err := filepath.Glob("testdata/turns/*.json")
 	if err != nil || len(files) != 10 {
 		t.Fatalf("fixtures: %v, %d files, want 10", err, len(files))
@@ -140,6 +141,7 @@ func nested(whole any) []any {
 // TestSplitTurn covers what the fixtures do not: text, thinking and
 // reasoning skipped; provider-run calls skipped; ids sent as ""; failures.
 func TestSplitTurn(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name     string
 		message  string
@@ -223,6 +225,7 @@ func TestSplitTurn(t *testing.T) {
 // TestSplitTurnErrors: what is neither a call nor skippable is refused,
 // naming the value, before any call is routed.
 func TestSplitTurnErrors(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		message string
 		field   string
@@ -254,6 +257,7 @@ func TestSplitTurnErrors(t *testing.T) {
 // TestIsTurn: whole turns and responses are told from single tool calls;
 // no real tool call of testdata/toolcalls.json reads as a turn.
 func TestIsTurn(t *testing.T) {
+	t.Parallel()
 	for _, fx := range loadFixtures(t) {
 		if format.IsTurn(fx.ToolCall) {
 			t.Errorf("%s: a tool call reads as a turn", fx.ID)

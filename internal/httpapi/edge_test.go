@@ -27,6 +27,7 @@ import (
 	"github.com/toolrouterd/toolrouterd/internal/agent"
 	"github.com/toolrouterd/toolrouterd/internal/httpapi"
 	"github.com/toolrouterd/toolrouterd/internal/metrics"
+	"github.com/toolrouterd/toolrouterd/internal/poll"
 	"github.com/toolrouterd/toolrouterd/internal/registry"
 	"github.com/toolrouterd/toolrouterd/internal/remote"
 	"github.com/toolrouterd/toolrouterd/internal/router"
@@ -587,17 +588,14 @@ func TestIdempotentCallOutlivesTheClient(t *testing.T) {
 // want, failing t after a while.
 func settleGoroutines(t *testing.T, want int) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		n := runtime.NumGoroutine()
-		if n <= want {
-			return
+	if err := poll.Wait(5*time.Second, func() error {
+		if n := runtime.NumGoroutine(); n > want {
+			return fmt.Errorf("%d goroutines, want at most %d", n, want)
 		}
-		if time.Now().After(deadline) {
-			buf := make([]byte, 1<<20)
-			t.Fatalf("%d goroutines, want at most %d:\n%s", n, want, buf[:runtime.Stack(buf, true)])
-		}
-		time.Sleep(20 * time.Millisecond)
+		return nil
+	}); err != nil {
+		buf := make([]byte, 1<<20)
+		t.Fatalf("%v:\n%s", err, buf[:runtime.Stack(buf, true)])
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 )
 
 func TestValidator(t *testing.T) {
+	t.Parallel()
 	validate, err := inputschema.Validator(map[string]any{
 		"$schema":    "http://json-schema.org/draft-07/schema#",
 		"type":       "object",

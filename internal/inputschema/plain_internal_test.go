@@ -8,6 +8,7 @@ import (
 // plainCheck says valid only where the full validator does, and does say
 // it for plain schemas (else it would spare nothing).
 func TestPlainCheckAgreesWithTheValidator(t *testing.T) {
+	t.Parallel()
 	schemas := []string{
 		`{"type":"object","properties":{"msg":{"type":"string"}}}`,
 		`{"type":"object","properties":{"n":{"type":"integer"},"x":{"type":["number","null"]}},"required":["n"],"additionalProperties":false}`,

@@ -36,6 +36,7 @@ func send(ctx context.Context, cfg llm.Config, url string) ([]byte, error) {
 }
 
 func TestSendSuccess(t *testing.T) {
+	t.Parallel()
 	srv, n := counting(t, func(_ int, w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
 		if r.Method != http.MethodPost || string(b) != `{"q":1}` || r.Header.Get("Content-Type") != "application/json" ||
@@ -52,6 +53,7 @@ func TestSendSuccess(t *testing.T) {
 }
 
 func TestSendRetryAfterHTTPDate(t *testing.T) {
+	t.Parallel()
 	srv, n := counting(t, func(i int, w http.ResponseWriter, _ *http.Request) {
 		if i == 1 {
 			w.Header().Set("Retry-After", time.Now().Add(2*time.Second).UTC().Format(http.TimeFormat))
@@ -73,6 +75,7 @@ func TestSendRetryAfterHTTPDate(t *testing.T) {
 }
 
 func TestSendRetryAfterMs(t *testing.T) {
+	t.Parallel()
 	srv, n := counting(t, func(i int, w http.ResponseWriter, _ *http.Request) {
 		if i < 3 {
 			w.Header().Set("Retry-After-Ms", "20")
@@ -90,6 +93,7 @@ func TestSendRetryAfterMs(t *testing.T) {
 }
 
 func TestSendRetryCounts(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		maxRetries int
 		attempts   int32
@@ -110,6 +114,7 @@ func TestSendRetryCounts(t *testing.T) {
 }
 
 func TestSendNoRetryOn4xx(t *testing.T) {
+	t.Parallel()
 	for _, status := range []int{400, 401, 403, 404, 422} {
 		srv, n := counting(t, func(_ int, w http.ResponseWriter, _ *http.Request) {
 			w.WriteHeader(status)
@@ -130,6 +135,7 @@ func TestSendNoRetryOn4xx(t *testing.T) {
 }
 
 func TestSendConnectionErrorsRetried(t *testing.T) {
+	t.Parallel()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -161,6 +167,7 @@ func TestSendConnectionErrorsRetried(t *testing.T) {
 }
 
 func TestSendStopsWhenContextEnds(t *testing.T) {
+	t.Parallel()
 	srv, n := counting(t, func(_ int, w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Retry-After", "20")
 		w.WriteHeader(http.StatusTooManyRequests)
@@ -193,6 +200,7 @@ func TestSendStopsWhenContextEnds(t *testing.T) {
 }
 
 func TestSendResponseTooLarge(t *testing.T) {
+	t.Parallel()
 	srv, n := counting(t, func(_ int, w http.ResponseWriter, _ *http.Request) {
 		chunk := strings.Repeat("x", 1<<20)
 		for range llm.MaxResponseBytes>>20 + 1 {
@@ -208,6 +216,7 @@ func TestSendResponseTooLarge(t *testing.T) {
 }
 
 func TestSendFallbackMessages(t *testing.T) {
+	t.Parallel()
 	for body, want := range map[string]string{
 		"":                         "Bad Request",
 		"<html>bad gateway</html>": "<html>bad gateway</html>",
@@ -227,6 +236,7 @@ func TestSendFallbackMessages(t *testing.T) {
 }
 
 func TestProviderMessage(t *testing.T) {
+	t.Parallel()
 	for body, want := range map[string]string{
 		`{"error":{"message":"Invalid 'messages'","type":"invalid_request_error"}}`:       "Invalid 'messages'",
 		`{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`:     "Overloaded",
@@ -243,6 +253,7 @@ func TestProviderMessage(t *testing.T) {
 }
 
 func TestSendBadURLNotRetried(t *testing.T) {
+	t.Parallel()
 	start := time.Now()
 	_, err := send(context.Background(), llm.Config{APIKey: secret}, "http://[::1:bad/chat")
 	var pe *llm.ProviderError

@@ -142,6 +142,7 @@ func relay(ctx context.Context, req *mcp.CallToolRequest) *toolrouter.Relay {
 			if json.Unmarshal(data, &v) != nil {
 				v = string(data)
 			}
+			//lint:ignore SA1019 logging is deprecated by 2026-07-28 (SEP-2577) but in force for the revisions up to 2025-11-25 that this server still serves
 			_ = ss.Log(ctx, &mcp.LoggingMessageParams{Level: mcp.LoggingLevel(level), Logger: logger, Data: v})
 		},
 	}

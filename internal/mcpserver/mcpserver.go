@@ -194,6 +194,7 @@ func New(d Deps) *Handler {
 		Logger: slogger,
 		// Advertise tools (and list_changed) even while the registry is empty,
 		// and logging: a backend's log messages reach the caller.
+		//lint:ignore SA1019 logging is deprecated by 2026-07-28 (SEP-2577) but in force for the revisions up to 2025-11-25 that this server still serves
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}, Logging: &mcp.LoggingCapabilities{}},
 		// A list may change with a registry reload, and what a caller may
 		// see is the caller's: cache it briefly, and privately.

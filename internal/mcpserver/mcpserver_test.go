@@ -3,6 +3,7 @@ package mcpserver_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http/httptest"
 	"strings"
 	"sync/atomic"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/toolrouterd/toolrouterd/internal/exampletools"
 	"github.com/toolrouterd/toolrouterd/internal/mcpserver"
+	"github.com/toolrouterd/toolrouterd/internal/poll"
 	"github.com/toolrouterd/toolrouterd/internal/registry"
 	"github.com/toolrouterd/toolrouterd/internal/remote"
 	"github.com/toolrouterd/toolrouterd/internal/router"
@@ -414,16 +416,12 @@ func TestMCPServerSessionCap(t *testing.T) {
 		t.Errorf("existing session: %v", err)
 	}
 	a.Close()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	poll.Until(t, 5*time.Second, func() error {
 		cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: e.url}, legacy)
-		if err == nil {
-			cs.Close()
-			break
+		if err != nil {
+			return fmt.Errorf("no room after a session closed: %v", err)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no room after a session closed: %v", err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		cs.Close()
+		return nil
+	})
 }

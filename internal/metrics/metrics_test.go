@@ -45,6 +45,7 @@ func wantSeries(t *testing.T, got map[string]float64, want map[string]float64) {
 }
 
 func TestToolCallAndHTTPRequestCount(t *testing.T) {
+	t.Parallel()
 	m := New()
 	for range 3 {
 		m.ToolCall(context.Background(), "billing", "test/echo", "success", 2*time.Millisecond)
@@ -77,6 +78,7 @@ func TestToolCallAndHTTPRequestCount(t *testing.T) {
 }
 
 func TestChildCacheIsBounded(t *testing.T) {
+	t.Parallel()
 	m := New()
 	for i := range maxCachedChildren + 100 {
 		m.HTTPRequest("/route", fmt.Sprintf("M%d", i), 200, time.Millisecond)
@@ -98,6 +100,7 @@ func TestChildCacheIsBounded(t *testing.T) {
 }
 
 func TestInvalidLabelPanicsEveryTime(t *testing.T) {
+	t.Parallel()
 	m := New()
 	for range 2 {
 		func() {

@@ -8,6 +8,7 @@ import (
 )
 
 func TestHex(t *testing.T) {
+	t.Parallel()
 	re := regexp.MustCompile(`^[0-9a-f]{24}$`)
 	seen := map[string]bool{}
 	for range 100 {

@@ -12,6 +12,7 @@ import (
 // An endless or huge file is rejected with a clear error instead of being
 // read into memory (issue 14, item 8); a reload keeps the registry in force.
 func TestLoadCapsTheFileSize(t *testing.T) {
+	t.Parallel()
 	if _, err := os.Stat("/dev/zero"); err == nil {
 		_, err := registry.Load("/dev/zero", nil)
 		if err == nil || !strings.Contains(err.Error(), "larger than 16 MiB") {
@@ -42,6 +43,7 @@ func TestLoadCapsTheFileSize(t *testing.T) {
 // Endpoint URLs: ports outside 1..65535 and credentials written in the
 // file are problems; ${VAR} expands as in headers (issue 14, item 10).
 func TestEndpointURLs(t *testing.T) {
+	t.Parallel()
 	bad := []struct{ name, src, want string }{
 		{"port 99999", "tools:\n  - name: t\n    endpoint: http://127.0.0.1:99999/t\n", `r.yaml:3: tool "t": endpoint: port 99999 is outside 1..65535`},
 		{"port 0", "tools:\n  - name: t\n    endpoint: http://127.0.0.1:0/t\n", `r.yaml:3: tool "t": endpoint: port 0 is outside 1..65535`},

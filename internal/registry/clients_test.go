@@ -11,6 +11,7 @@ import (
 )
 
 func TestParseClients(t *testing.T) {
+	t.Parallel()
 	sum := sha256.Sum256([]byte("support-key"))
 	src := head + `clients:
   - name: billing-agent
@@ -52,6 +53,7 @@ func TestParseClients(t *testing.T) {
 }
 
 func TestParseClientProblems(t *testing.T) {
+	t.Parallel()
 	sum := sha256.Sum256([]byte("k1"))
 	for _, tc := range []struct {
 		name, src, want string
@@ -88,6 +90,7 @@ func TestParseClientProblems(t *testing.T) {
 }
 
 func TestParseRate(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]registry.Rate{
 		"1/s": {N: 1, Window: time.Second}, "600/m": {N: 600, Window: time.Minute}, "10000/h": {N: 10000, Window: time.Hour},
 	} {

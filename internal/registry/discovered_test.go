@@ -15,6 +15,7 @@ func mcpTool(name string) *toolrouter.Tool {
 }
 
 func TestWithMCPTools(t *testing.T) {
+	t.Parallel()
 	file := parse(t, `
 tools:
   - name: files/read
@@ -88,6 +89,7 @@ mcp_servers:
 }
 
 func TestHolderSetExtraMCPToolsSurviveReload(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "registry.yaml")
 	writeFile(t, path, oneTool("first"))
 	h := registry.NewHolder(path, nil, load(t, path, nil))

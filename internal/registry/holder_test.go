@@ -34,6 +34,7 @@ func oneTool(name string) string {
 }
 
 func TestHolderReload(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "registry.yaml")
 	writeFile(t, path, oneTool("first"))
 	initial := load(t, path, nil)
@@ -86,6 +87,7 @@ func TestHolderReload(t *testing.T) {
 }
 
 func TestHolderReloadExpandsWithItsGetenv(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "registry.yaml")
 	writeFile(t, path, oneTool("t")+"    headers: {X-Key: \"${KEY}\"}\n")
 	var key atomic.Value
@@ -118,6 +120,7 @@ func TestHolderReloadExpandsWithItsGetenv(t *testing.T) {
 // TestHolderConcurrent reloads while readers use the registry; run with
 // -race. Every registry a reader sees is complete: both of its tools.
 func TestHolderConcurrent(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "registry.yaml")
 	good := func(gen int) string {
 		return fmt.Sprintf("tools:\n  - name: a/%d\n    endpoint: http://tools.example/a\n  - name: b/%d\n    endpoint: http://tools.example/b\n", gen, gen)

@@ -30,6 +30,7 @@ func problems(t *testing.T, err error) registry.Problems {
 }
 
 func TestParseProblems(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		src  string
@@ -184,6 +185,7 @@ func TestParseProblems(t *testing.T) {
 // TestParseCollectsEveryProblem checks that a file with many faults lists
 // all of them, in file order.
 func TestParseCollectsEveryProblem(t *testing.T) {
+	t.Parallel()
 	_, err := registry.Load("testdata/bad_many.yaml", env())
 	ps := problems(t, err)
 	want := []string{
@@ -223,6 +225,7 @@ func TestParseCollectsEveryProblem(t *testing.T) {
 }
 
 func TestLoadSyntaxError(t *testing.T) {
+	t.Parallel()
 	_, err := registry.Load("testdata/bad_syntax.yaml", nil)
 	if got, want := problems(t, err).Error(), "testdata/bad_syntax.yaml:3: invalid YAML: found unexpected end of stream"; got != want {
 		t.Errorf("got %q, want %q", got, want)
@@ -230,6 +233,7 @@ func TestLoadSyntaxError(t *testing.T) {
 }
 
 func TestLoadMissingFile(t *testing.T) {
+	t.Parallel()
 	_, err := registry.Load("testdata/does-not-exist.yaml", nil)
 	if err == nil {
 		t.Fatal("Load of a missing file succeeded")
@@ -241,6 +245,7 @@ func TestLoadMissingFile(t *testing.T) {
 }
 
 func TestHeaderValueNeverPrinted(t *testing.T) {
+	t.Parallel()
 	src := head + "    headers:\n      Authorization: Bearer ${SECRET} ${MISSING}\n"
 	_, err := registry.Parse("r.yaml", []byte(src), env("SECRET", "hunter2-very-secret"))
 	if err == nil {
@@ -255,6 +260,7 @@ func TestHeaderValueNeverPrinted(t *testing.T) {
 }
 
 func TestProblemString(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		p    registry.Problem
 		want string

@@ -33,6 +33,7 @@ func parse(t *testing.T, src string, getenv func(string) string) *registry.Regis
 var validEnv = env("ECHO_TOKEN", "s3cret", "FILES_TOKEN", "f-token")
 
 func TestLoadValid(t *testing.T) {
+	t.Parallel()
 	r := load(t, "testdata/valid.yaml", validEnv)
 
 	var names []string
@@ -109,6 +110,7 @@ func TestLoadValid(t *testing.T) {
 }
 
 func TestAccessorsReturnCopies(t *testing.T) {
+	t.Parallel()
 	r := load(t, "testdata/valid.yaml", validEnv)
 	r.Tools()[0] = nil
 	r.Providers()[0].Name = "changed"
@@ -122,6 +124,7 @@ func TestAccessorsReturnCopies(t *testing.T) {
 }
 
 func TestParseEmpty(t *testing.T) {
+	t.Parallel()
 	for _, src := range []string{"", "\n", "# nothing yet\n", "tools: []\n", "tools:\n", "tools: []\nproviders: []\nmcp_servers: []\n"} {
 		r := parse(t, src, nil)
 		if len(r.Tools()) != 0 || len(r.Providers()) != 0 || len(r.MCPServers()) != 0 || r.DefaultProvider() != "" {
@@ -141,6 +144,7 @@ func TestParseEmpty(t *testing.T) {
 }
 
 func TestDefaultProviderIsFirst(t *testing.T) {
+	t.Parallel()
 	r := parse(t, "providers:\n  - {name: a, kind: ollama, model: llama3}\n  - {name: b, kind: openai, model: gpt-4o}\n", nil)
 	if got := r.DefaultProvider(); got != "a" {
 		t.Errorf("DefaultProvider() = %q, want the first provider", got)
@@ -154,6 +158,7 @@ func TestDefaultProviderIsFirst(t *testing.T) {
 }
 
 func TestLookupByAlias(t *testing.T) {
+	t.Parallel()
 	r := load(t, "testdata/valid.yaml", validEnv)
 	echo, ok := r.Lookup("test/echo")
 	if !ok || echo.Name != "test/echo" {
@@ -182,6 +187,7 @@ func TestLookupByAlias(t *testing.T) {
 }
 
 func TestInputSchemaIsJSON(t *testing.T) {
+	t.Parallel()
 	src := head + `    input_schema:
       type: object
       properties:
@@ -213,6 +219,7 @@ func TestInputSchemaIsJSON(t *testing.T) {
 }
 
 func TestAnchorsAndMergeKeys(t *testing.T) {
+	t.Parallel()
 	src := `tools:
   - name: a
     endpoint: http://tools.example/a
@@ -246,6 +253,7 @@ func TestAnchorsAndMergeKeys(t *testing.T) {
 }
 
 func TestSelfReferentialAliasIsBounded(t *testing.T) {
+	t.Parallel()
 	src := head + "    input_schema: &s\n      type: object\n      properties:\n        x: *s\n"
 	_, err := registry.Parse("r.yaml", []byte(src), nil)
 	if err == nil {
@@ -257,6 +265,7 @@ func TestSelfReferentialAliasIsBounded(t *testing.T) {
 }
 
 func TestHeaderExpansion(t *testing.T) {
+	t.Parallel()
 	src := head + `    headers:
       Authorization: Bearer ${TOKEN}
       X-Both: ${A}-${B}
@@ -271,6 +280,7 @@ func TestHeaderExpansion(t *testing.T) {
 }
 
 func TestValidateArgs(t *testing.T) {
+	t.Parallel()
 	src := head + `    input_schema:
       type: object
       properties:
@@ -343,6 +353,7 @@ func TestValidateArgs(t *testing.T) {
 }
 
 func TestValidateArgsConcurrent(t *testing.T) {
+	t.Parallel()
 	r := load(t, "testdata/valid.yaml", validEnv)
 	echo, _ := r.Lookup("test/echo")
 	var wg sync.WaitGroup
@@ -367,6 +378,7 @@ func TestValidateArgsConcurrent(t *testing.T) {
 }
 
 func TestToolApproval(t *testing.T) {
+	t.Parallel()
 	r := parse(t, "tools:\n  - name: billing/refund\n    endpoint: http://tools.example/r\n    approval: required\n"+
 		"  - name: plain\n    endpoint: http://tools.example/p\n    approval: none\n", nil)
 	if tl := r.Tools(); !tl[0].Approval || tl[1].Approval {
@@ -375,6 +387,7 @@ func TestToolApproval(t *testing.T) {
 }
 
 func TestStdioMCPServer(t *testing.T) {
+	t.Parallel()
 	src := `mcp_servers:
   - name: memory
     command: [npx, -y, "@modelcontextprotocol/server-memory"]

@@ -47,6 +47,7 @@ func approved(t *testing.T, st *memory.Store, id, tool, status string, at time.T
 // resumes; before the grace, or once final, it is left alone (README
 // "Approvals").
 func TestSettleAbandonedApproval(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	st := memory.New()
 	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)

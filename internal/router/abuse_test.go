@@ -12,6 +12,7 @@ import (
 // A batch holds at most MaxBatchOutput output bytes; the calls over it fail
 // as resource with an error naming the limit (issue 14, item 5).
 func TestBatchOutputCap(t *testing.T) {
+	t.Parallel()
 	out := json.RawMessage(`"` + strings.Repeat("x", 998) + `"`) // 1000 bytes
 	rt := newTestRouter(t, &stubExec{out: toolrouter.Outcome{Output: out, Status: 200, Attempts: 1, Answered: true}}, nil)
 	rt.BatchConcurrency = 1

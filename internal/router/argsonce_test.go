@@ -49,6 +49,7 @@ func (a *recordingAuditor) RecordWith(ctx context.Context, save toolrouter.Audit
 // the tool still gets json.Marshal's bytes (keys sorted) and the record
 // the digest of those bytes, as when each encoded them.
 func TestAuditedRouteEncodesArgumentsOnce(t *testing.T) {
+	t.Parallel()
 	reg, err := registry.Parse("t.yaml", []byte(benchRegistry), os.Getenv)
 	if err != nil {
 		t.Fatal(err)

@@ -45,6 +45,7 @@ func (c *manualClock) add(d time.Duration) {
 // write at most lograte.Burst "store route result" lines per period, and
 // the next period's first line counts the ones suppressed.
 func TestStoreFailuresAreRateLimitedInTheLog(t *testing.T) {
+	t.Parallel()
 	reg, err := registry.Parse("t.yaml", []byte(benchRegistry), os.Getenv)
 	if err != nil {
 		t.Fatal(err)

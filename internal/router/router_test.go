@@ -100,6 +100,7 @@ func resultJSON(t *testing.T, res *toolrouter.Result) string {
 }
 
 func TestRouteResults(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name, payload string
 		meta          map[string]any
@@ -250,6 +251,7 @@ type errSchema struct{}
 func (errSchema) Error() string { return "SCHEMA" }
 
 func TestBatchResultsInOrder(t *testing.T) {
+	t.Parallel()
 	exec := &stubExec{out: toolrouter.Outcome{Output: json.RawMessage(`{}`), Status: 200, Attempts: 1, Answered: true}}
 	rt := newTestRouter(t, exec, nil)
 	rt.BatchConcurrency = 1 // stubExec records one request at a time
@@ -276,6 +278,7 @@ func (m toolMap) Lookup(name string) (*toolrouter.Tool, bool) { t, ok := m[name]
 // executor, any other to the HTTP one; without an MCP executor, an MCP
 // tool fails with category resource.
 func TestRouteDispatchesByBackend(t *testing.T) {
+	t.Parallel()
 	httpExec := &stubExec{out: toolrouter.Outcome{Output: json.RawMessage(`"http"`), Answered: true}}
 	mcpExec := &stubExec{out: toolrouter.Outcome{Output: json.RawMessage(`"mcp"`), Answered: true}}
 	tools := toolMap{
@@ -323,6 +326,7 @@ func (s *countingSeq) NextSequences(ctx context.Context, plan string, n int64) (
 // A batch allocates its sequences in one store round trip, whatever its
 // size (issue 10); its results go to Results, which queue them.
 func TestBatchTakesOneSequenceBlock(t *testing.T) {
+	t.Parallel()
 	exec := &stubExec{out: toolrouter.Outcome{Output: json.RawMessage(`{}`), Status: 200, Attempts: 1, Answered: true}}
 	rt := newTestRouter(t, exec, nil)
 	seq := &countingSeq{Sequencer: memory.New()}

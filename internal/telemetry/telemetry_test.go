@@ -13,6 +13,7 @@ import (
 func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
 
 func TestSetupErrorsNameTheVariable(t *testing.T) {
+	t.Parallel()
 	for v, val := range map[string]string{
 		"OTEL_TRACES_EXPORTER":        "zipkin",
 		"OTEL_EXPORTER_OTLP_PROTOCOL": "http/json",
@@ -28,6 +29,7 @@ func TestSetupErrorsNameTheVariable(t *testing.T) {
 
 // With the default (no exporter) nothing is traced and nothing is wrapped.
 func TestOffByDefault(t *testing.T) {
+	t.Parallel()
 	tel, err := telemetry.Setup(context.Background(), env(nil))
 	if err != nil || tel.Enabled() {
 		t.Fatalf("%v %v", tel.Enabled(), err)

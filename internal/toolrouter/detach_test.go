@@ -13,6 +13,7 @@ type detachKey struct{}
 // caller, has a deadline SaveTimeout to SaveTimeout+1s away, and a context
 // derived from it is cancelled with it.
 func TestSavesContext(t *testing.T) {
+	t.Parallel()
 	var s Saves
 	parent, cancel := context.WithCancel(context.WithValue(context.Background(), detachKey{}, "v"))
 	start := time.Now()

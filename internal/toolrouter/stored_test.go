@@ -9,6 +9,7 @@ import (
 
 // A stored run keeps its resume state, which its API form never shows.
 func TestStoredRunKeepsResume(t *testing.T) {
+	t.Parallel()
 	run := &toolrouter.Run{RunID: "run_1", Status: toolrouter.RunAwaitingApproval, Resume: json.RawMessage(`{"iteration":2}`)}
 	b, err := toolrouter.EncodeStored(run)
 	if err != nil {

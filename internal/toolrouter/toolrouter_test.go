@@ -12,6 +12,7 @@ import (
 )
 
 func TestToolCallID(t *testing.T) {
+	t.Parallel()
 	sum := sha256.Sum256([]byte("plan-001:0"))
 	want := "tc_" + hex.EncodeToString(sum[:])[:24]
 	if got, _ := toolrouter.ToolCallID("plan-001", 0); got != want {
@@ -32,6 +33,7 @@ func TestToolCallID(t *testing.T) {
 }
 
 func TestClassifyError(t *testing.T) {
+	t.Parallel()
 	for msg, want := range map[string]toolrouter.ErrorCategory{
 		"Operation timed out after 30s":     toolrouter.CategoryTimeout,
 		"context deadline exceeded":         toolrouter.CategoryTimeout,
@@ -55,6 +57,7 @@ func TestClassifyError(t *testing.T) {
 }
 
 func TestClassifyStatus(t *testing.T) {
+	t.Parallel()
 	for code, want := range map[int]toolrouter.ErrorCategory{
 		408: toolrouter.CategoryTimeout, 504: toolrouter.CategoryTimeout,
 		401: toolrouter.CategoryPermission, 403: toolrouter.CategoryPermission,
@@ -71,6 +74,7 @@ func TestClassifyStatus(t *testing.T) {
 }
 
 func TestAliases(t *testing.T) {
+	t.Parallel()
 	strict := regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
 	gemini := regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_.:-]{0,127}$`)
 	mcp := regexp.MustCompile(`^[A-Za-z0-9_.-]{1,128}$`)

@@ -153,6 +153,7 @@ func checkAlternation(t *testing.T, body []byte) {
 }
 
 func TestPrepareRequestGolden(t *testing.T) {
+	t.Parallel()
 	body, err := anthropic.New(llm.Config{}).PrepareRequest(conversation())
 	if err != nil {
 		t.Fatal(err)
@@ -162,6 +163,7 @@ func TestPrepareRequestGolden(t *testing.T) {
 }
 
 func TestPrepareRequestMerges(t *testing.T) {
+	t.Parallel()
 	req := llm.Request{
 		Model:     "m",
 		MaxTokens: 100,
@@ -192,6 +194,7 @@ func TestPrepareRequestMerges(t *testing.T) {
 }
 
 func TestToolChoice(t *testing.T) {
+	t.Parallel()
 	a := anthropic.New(llm.Config{})
 	for choice, want := range map[string]any{"auto": map[string]any{"type": "auto"}, "required": map[string]any{"type": "any"},
 		"none": map[string]any{"type": "none"}, "": nil} {
@@ -215,6 +218,7 @@ func TestToolChoice(t *testing.T) {
 }
 
 func TestPrepareRequestRejectsBrokenToolPairing(t *testing.T) {
+	t.Parallel()
 	a := anthropic.New(llm.Config{})
 	call := llm.Message{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{{ID: "c1", Name: "f"}, {ID: "c2", Name: "f"}}}
 	cases := map[string][]llm.Message{
@@ -234,6 +238,7 @@ func TestPrepareRequestRejectsBrokenToolPairing(t *testing.T) {
 }
 
 func TestFormatToolResult(t *testing.T) {
+	t.Parallel()
 	a := anthropic.New(llm.Config{})
 	got := a.FormatToolResult("toolu_1", "get_weather", llm.ToolResult{Success: true, Output: json.RawMessage(`"sunny"`)})
 	want := map[string]any{"type": "tool_result", "tool_use_id": "toolu_1", "content": "sunny", "is_error": false}
@@ -257,6 +262,7 @@ func readFixture(t *testing.T, name string) []byte {
 }
 
 func TestParseRecordedToolUse(t *testing.T) {
+	t.Parallel()
 	r, err := anthropic.New(llm.Config{}).ParseResponse(readFixture(t, "anthropic_tool_use.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -274,6 +280,7 @@ func TestParseRecordedToolUse(t *testing.T) {
 }
 
 func TestParseRecordedFinal(t *testing.T) {
+	t.Parallel()
 	r, err := anthropic.New(llm.Config{}).ParseResponse(readFixture(t, "anthropic_final.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -289,6 +296,7 @@ func TestParseRecordedFinal(t *testing.T) {
 }
 
 func TestParseBlocksAndIDs(t *testing.T) {
+	t.Parallel()
 	body := `{"type":"message","role":"assistant","content":[
 		{"type":"thinking","thinking":"hmm","signature":"x"},
 		{"type":"text","text":"Part one, "},{"type":"text","text":"part two."},
@@ -360,6 +368,7 @@ func newServer(t *testing.T, wantBody []byte, replies ...reply) (*httptest.Serve
 }
 
 func TestChat(t *testing.T) {
+	t.Parallel()
 	req := conversation()
 	want, err := anthropic.New(llm.Config{}).PrepareRequest(req)
 	if err != nil {
@@ -377,6 +386,7 @@ func TestChat(t *testing.T) {
 }
 
 func TestChatRetriesAfterRetryAfter(t *testing.T) {
+	t.Parallel()
 	srv, n := newServer(t, nil,
 		reply{status: 429, headers: map[string]string{"Retry-After": "1"},
 			body: `{"type":"error","error":{"type":"rate_limit_error","message":"Number of request tokens has exceeded your per-minute rate limit"}}`},
@@ -399,6 +409,7 @@ func TestChatRetriesAfterRetryAfter(t *testing.T) {
 }
 
 func TestChatBadRequest(t *testing.T) {
+	t.Parallel()
 	srv, n := newServer(t, nil, reply{status: 400,
 		body: `{"type":"error","error":{"type":"invalid_request_error","message":"messages.2: tool_use ids were found without tool_result blocks immediately after: toolu_1"}}`})
 	a := anthropic.New(llm.Config{BaseURL: srv.URL, APIKey: testKey})
@@ -414,6 +425,7 @@ func TestChatBadRequest(t *testing.T) {
 }
 
 func TestChatServerErrorsExhaustRetries(t *testing.T) {
+	t.Parallel()
 	srv, n := newServer(t, nil, reply{status: 500,
 		body: `{"type":"error","error":{"type":"api_error","message":"Internal server error (key ` + testKey + `)"}}`})
 	a := anthropic.New(llm.Config{BaseURL: srv.URL, APIKey: testKey, MaxRetries: 2})

@@ -120,6 +120,7 @@ func (d *ollamaDuration) UnmarshalJSON(b []byte) error {
 		}
 		d.Duration = dur
 	default:
+		//lint:ignore ST1005 Ollama's own text, verbatim (api.Duration.UnmarshalJSON)
 		return fmt.Errorf("Unsupported type: '%T'", v)
 	}
 	return nil

@@ -98,6 +98,7 @@ func jsonEqual(t *testing.T, got []byte, want string) {
 }
 
 func TestPrepareRequestGolden(t *testing.T) {
+	t.Parallel()
 	body, err := ollama.New(llm.Config{}).PrepareRequest(conversation())
 	if err != nil {
 		t.Fatal(err)
@@ -106,6 +107,7 @@ func TestPrepareRequestGolden(t *testing.T) {
 }
 
 func TestPrepareRequestStreamFalseAndToolChoice(t *testing.T) {
+	t.Parallel()
 	a := ollama.New(llm.Config{})
 	body, err := a.PrepareRequest(llm.Request{Model: "m", Messages: []llm.Message{{Role: llm.RoleUser, Content: "hi"}}})
 	if err != nil {
@@ -134,6 +136,7 @@ func TestPrepareRequestStreamFalseAndToolChoice(t *testing.T) {
 }
 
 func TestFormatToolResult(t *testing.T) {
+	t.Parallel()
 	a := ollama.New(llm.Config{})
 	got := a.FormatToolResult("call_1", "get_weather", llm.ToolResult{Success: true, Output: json.RawMessage(`{"temp_c":21}`)})
 	want := map[string]any{"role": "tool", "content": `{"temp_c":21}`, "tool_name": "get_weather"}
@@ -157,6 +160,7 @@ func readFixture(t *testing.T, name string) []byte {
 }
 
 func TestParseRecordedToolCalls(t *testing.T) {
+	t.Parallel()
 	r, err := ollama.New(llm.Config{}).ParseResponse(readFixture(t, "ollama_chat_tool_calls.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -175,6 +179,7 @@ func TestParseRecordedToolCalls(t *testing.T) {
 }
 
 func TestParseRecordedFinal(t *testing.T) {
+	t.Parallel()
 	r, err := ollama.New(llm.Config{}).ParseResponse(readFixture(t, "ollama_chat_final.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -187,6 +192,7 @@ func TestParseRecordedFinal(t *testing.T) {
 }
 
 func TestParseGeneratesUniqueIDs(t *testing.T) {
+	t.Parallel()
 	body := `{"message":{"role":"assistant","content":"","tool_calls":[
 		{"function":{"name":"get_weather","arguments":{"city":"A"}}},
 		{"function":{"name":"get_weather","arguments":{"city":"B"}}},
@@ -211,6 +217,7 @@ func TestParseGeneratesUniqueIDs(t *testing.T) {
 }
 
 func TestParseNDJSON(t *testing.T) {
+	t.Parallel()
 	body := strings.Join([]string{
 		`{"model":"qwen3","created_at":"2025-07-07T20:32:53Z","message":{"role":"assistant","content":"Let me "},"done":false}`,
 		`{"model":"qwen3","created_at":"2025-07-07T20:32:53Z","message":{"role":"assistant","content":"check."},"done":false}`,
@@ -248,6 +255,7 @@ func contentBody(content string) []byte {
 }
 
 func TestTextToolCallRecovery(t *testing.T) {
+	t.Parallel()
 	tools := weatherTools()
 	cases := []struct {
 		name, content, rest string
@@ -321,6 +329,7 @@ func newServer(t *testing.T, wantBody []byte, replies ...reply) (*httptest.Serve
 }
 
 func TestChat(t *testing.T) {
+	t.Parallel()
 	req := conversation()
 	want, err := ollama.New(llm.Config{}).PrepareRequest(req)
 	if err != nil {
@@ -338,6 +347,7 @@ func TestChat(t *testing.T) {
 }
 
 func TestChatRecoversTextToolCalls(t *testing.T) {
+	t.Parallel()
 	srv, _ := newServer(t, nil, reply{status: 200, body: string(contentBody(`{"name": "get_time", "arguments": {"city": "Lima"}}`))})
 	r, err := ollama.New(llm.Config{BaseURL: srv.URL, APIKey: testKey}).Chat(context.Background(), conversation())
 	if err != nil {
@@ -349,6 +359,7 @@ func TestChatRecoversTextToolCalls(t *testing.T) {
 }
 
 func TestChatRetriesAfterRetryAfter(t *testing.T) {
+	t.Parallel()
 	srv, n := newServer(t, nil,
 		reply{status: 429, headers: map[string]string{"Retry-After": "1"}, body: `{"error":"too many requests"}`},
 		reply{status: 200, body: string(readFixture(t, "ollama_chat_final.json"))})
@@ -370,6 +381,7 @@ func TestChatRetriesAfterRetryAfter(t *testing.T) {
 }
 
 func TestChatBadRequest(t *testing.T) {
+	t.Parallel()
 	srv, n := newServer(t, nil, reply{status: 404, body: `{"error":"model \"llama9\" not found, try pulling it first"}`})
 	_, err := ollama.New(llm.Config{BaseURL: srv.URL, APIKey: testKey}).Chat(context.Background(), conversation())
 	var pe *llm.ProviderError
@@ -388,6 +400,7 @@ func TestChatBadRequest(t *testing.T) {
 }
 
 func TestChatServerErrorsExhaustRetries(t *testing.T) {
+	t.Parallel()
 	srv, n := newServer(t, nil, reply{status: 500, body: `{"error":"llama runner process has terminated (key ` + testKey + `)"}`})
 	a := ollama.New(llm.Config{BaseURL: srv.URL, APIKey: testKey, MaxRetries: 2})
 	_, err := a.Chat(context.Background(), conversation())

@@ -11,6 +11,7 @@ import (
 	"os"
 	"reflect"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -100,34 +101,33 @@ func jsonEqual(t *testing.T, got []byte, want string) {
 	}
 }
 
-var requestSchema = func() func(t *testing.T) *jsonschema.Schema {
-	var sch *jsonschema.Schema
-	return func(t *testing.T) *jsonschema.Schema {
-		t.Helper()
-		if sch != nil {
-			return sch
-		}
-		b, err := os.ReadFile("testdata/openai-subset.schema.json")
-		if err != nil {
-			t.Fatal(err)
-		}
-		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
-		if err != nil {
-			t.Fatal(err)
-		}
-		const url = "https://toolrouterd.test/openai-subset.schema.json"
-		c := jsonschema.NewCompiler()
-		if err := c.AddResource(url, doc); err != nil {
-			t.Fatal(err)
-		}
-		s, err := c.Compile(url + "#/components/schemas/CreateChatCompletionRequest")
-		if err != nil {
-			t.Fatal(err)
-		}
-		sch = s
-		return sch
+// compiledSchema compiles the request schema once for all the (parallel)
+// tests.
+var compiledSchema = sync.OnceValues(func() (*jsonschema.Schema, error) {
+	b, err := os.ReadFile("testdata/openai-subset.schema.json")
+	if err != nil {
+		return nil, err
 	}
-}()
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
+	if err != nil {
+		return nil, err
+	}
+	const url = "https://toolrouterd.test/openai-subset.schema.json"
+	c := jsonschema.NewCompiler()
+	if err := c.AddResource(url, doc); err != nil {
+		return nil, err
+	}
+	return c.Compile(url + "#/components/schemas/CreateChatCompletionRequest")
+})
+
+func requestSchema(t *testing.T) *jsonschema.Schema {
+	t.Helper()
+	sch, err := compiledSchema()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sch
+}
 
 func validateRequest(t *testing.T, body []byte) {
 	t.Helper()
@@ -141,6 +141,7 @@ func validateRequest(t *testing.T, body []byte) {
 }
 
 func TestSchemaCanReject(t *testing.T) {
+	t.Parallel()
 	// The schema must be able to fail, or validating against it proves nothing.
 	for _, bad := range []string{
 		`{"model":"m","messages":[{"role":"tool","content":"x"}]}`,                                                                           // no tool_call_id
@@ -159,6 +160,7 @@ func TestSchemaCanReject(t *testing.T) {
 }
 
 func TestPrepareRequestGolden(t *testing.T) {
+	t.Parallel()
 	a := openai.New(llm.Config{BaseURL: "http://127.0.0.1:11434/v1"})
 	body, err := a.PrepareRequest(conversation())
 	if err != nil {
@@ -169,6 +171,7 @@ func TestPrepareRequestGolden(t *testing.T) {
 }
 
 func TestPrepareRequestOpenAIUsesMaxCompletionTokens(t *testing.T) {
+	t.Parallel()
 	a := openai.New(llm.Config{BaseURL: "https://api.openai.com/v1"})
 	body, err := a.PrepareRequest(conversation())
 	if err != nil {
@@ -183,6 +186,7 @@ func TestPrepareRequestOpenAIUsesMaxCompletionTokens(t *testing.T) {
 }
 
 func TestPrepareRequestMinimal(t *testing.T) {
+	t.Parallel()
 	a := openai.New(llm.Config{})
 	body, err := a.PrepareRequest(llm.Request{Model: "m", ToolChoice: "required",
 		Messages: []llm.Message{{Role: llm.RoleUser, Content: "hi"}}})
@@ -214,6 +218,7 @@ func TestPrepareRequestMinimal(t *testing.T) {
 }
 
 func TestPrepareRequestRejectsBrokenToolPairing(t *testing.T) {
+	t.Parallel()
 	a := openai.New(llm.Config{})
 	call := llm.Message{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{
 		{ID: "c1", Name: "f"}, {ID: "c2", Name: "f"}}}
@@ -240,6 +245,7 @@ func TestPrepareRequestRejectsBrokenToolPairing(t *testing.T) {
 }
 
 func TestFormatToolResult(t *testing.T) {
+	t.Parallel()
 	a := openai.New(llm.Config{})
 	got := a.FormatToolResult("call_1", "get_weather", llm.ToolResult{Success: true, Output: json.RawMessage(`{"temp_c":21}`)})
 	want := map[string]any{"role": "tool", "tool_call_id": "call_1", "content": `{"temp_c":21}`}
@@ -263,6 +269,7 @@ func readFixture(t *testing.T, name string) []byte {
 }
 
 func TestParseRecordedToolCalls(t *testing.T) {
+	t.Parallel()
 	a := openai.New(llm.Config{})
 	r, err := a.ParseResponse(readFixture(t, "openai_chat_tool_calls.json"))
 	if err != nil {
@@ -283,6 +290,7 @@ func TestParseRecordedToolCalls(t *testing.T) {
 }
 
 func TestParseRecordedFinal(t *testing.T) {
+	t.Parallel()
 	a := openai.New(llm.Config{})
 	r, err := a.ParseResponse(readFixture(t, "openai_chat_final.json"))
 	if err != nil {
@@ -295,6 +303,7 @@ func TestParseRecordedFinal(t *testing.T) {
 }
 
 func TestParseArgumentsEdgeCases(t *testing.T) {
+	t.Parallel()
 	body := `{"choices":[{"message":{"role":"assistant","content":null,"tool_calls":[
 		{"id":"a","type":"function","function":{"name":"f","arguments":""}},
 		{"id":"b","type":"function","function":{"name":"g","arguments":"null"}},
@@ -330,6 +339,7 @@ func TestParseArgumentsEdgeCases(t *testing.T) {
 }
 
 func TestParseGeneratesUniqueIDs(t *testing.T) {
+	t.Parallel()
 	body := `{"choices":[{"message":{"role":"assistant","content":"","tool_calls":[
 		{"type":"function","function":{"name":"get_weather","arguments":"{}"}},
 		{"id":"","type":"function","function":{"name":"get_weather","arguments":"{}"}},
@@ -358,6 +368,7 @@ func TestParseGeneratesUniqueIDs(t *testing.T) {
 }
 
 func TestParseErrors(t *testing.T) {
+	t.Parallel()
 	a := openai.New(llm.Config{})
 	if _, err := a.ParseResponse([]byte(`not json`)); err == nil {
 		t.Error("no error for invalid JSON")
@@ -379,6 +390,7 @@ func textBody(content string) []byte {
 }
 
 func TestTextToolCallRecovery(t *testing.T) {
+	t.Parallel()
 	tools := weatherTools()
 	cases := []struct {
 		name, content, rest string
@@ -472,6 +484,7 @@ func newServer(t *testing.T, wantBody []byte, replies ...reply) (*httptest.Serve
 }
 
 func TestChat(t *testing.T) {
+	t.Parallel()
 	req := conversation()
 	want, err := openai.New(llm.Config{BaseURL: "http://127.0.0.1/v1"}).PrepareRequest(req)
 	if err != nil {
@@ -490,6 +503,7 @@ func TestChat(t *testing.T) {
 }
 
 func TestChatRecoversTextToolCalls(t *testing.T) {
+	t.Parallel()
 	srv, _ := newServer(t, nil, reply{status: 200, body: string(textBody(`<tool_call>{"name": "get_weather", "arguments": {"city": "Lima"}}</tool_call>`))})
 	a := openai.New(llm.Config{BaseURL: srv.URL + "/v1", APIKey: testKey})
 	r, err := a.Chat(context.Background(), conversation())
@@ -502,6 +516,7 @@ func TestChatRecoversTextToolCalls(t *testing.T) {
 }
 
 func TestChatRetriesAfterRetryAfter(t *testing.T) {
+	t.Parallel()
 	srv, n := newServer(t, nil,
 		reply{status: 429, headers: map[string]string{"Retry-After": "1"}, body: `{"error":{"message":"Rate limit reached","type":"requests"}}`},
 		reply{status: 200, body: string(readFixture(t, "openai_chat_final.json"))})
@@ -523,6 +538,7 @@ func TestChatRetriesAfterRetryAfter(t *testing.T) {
 }
 
 func TestChatBadRequest(t *testing.T) {
+	t.Parallel()
 	srv, n := newServer(t, nil, reply{status: 400, body: `{"error":{"message":"Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls'.","type":"invalid_request_error","param":"messages.[3].role","code":null}}`})
 	a := openai.New(llm.Config{BaseURL: srv.URL + "/v1", APIKey: testKey})
 	_, err := a.Chat(context.Background(), conversation())
@@ -540,6 +556,7 @@ func TestChatBadRequest(t *testing.T) {
 }
 
 func TestChatServerErrorsExhaustRetries(t *testing.T) {
+	t.Parallel()
 	// The server echoes the key back; it must not reach the error.
 	srv, n := newServer(t, nil, reply{status: 500, body: `{"error":{"message":"internal error for key ` + testKey + `"}}`})
 	a := openai.New(llm.Config{BaseURL: srv.URL + "/v1", APIKey: testKey, MaxRetries: 2})
@@ -559,6 +576,7 @@ func TestChatServerErrorsExhaustRetries(t *testing.T) {
 // TestPrepareRequestSendsFormattedToolResult: a tool message the loop
 // formatted with FormatToolResult is sent as it is.
 func TestPrepareRequestSendsFormattedToolResult(t *testing.T) {
+	t.Parallel()
 	a := openai.New(llm.Config{})
 	res := llm.ToolResult{Success: true, Output: json.RawMessage(`{"pong":true}`)}
 	body, err := a.PrepareRequest(llm.Request{Model: "m", Messages: []llm.Message{

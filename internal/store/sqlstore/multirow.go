@@ -1,9 +1,6 @@
 package sqlstore
 
-import (
-	"strconv"
-	"strings"
-)
+import "strings"
 
 // RowChunk is how many of n rows to insert in the next multi-row
 // statement: the largest of a few fixed sizes that fits, so that a store
@@ -19,9 +16,8 @@ func RowChunk(n int) int {
 }
 
 // MultiRow is the one-row INSERT q with its VALUES tuple repeated n
-// times; $k placeholders (PostgreSQL) are renumbered so that row i uses
-// $(k + i*m), m being the highest placeholder of the tuple. ? placeholders
-// (SQLite) stay as they are.
+// times. Its placeholders must be ? (SQLite, the one user): numbered $k
+// placeholders would need renumbering, so a tuple with $ panics.
 func MultiRow(q string, n int) string {
 	if n == 1 {
 		return q
@@ -42,50 +38,8 @@ func MultiRow(q string, n int) string {
 		}
 	}
 	tuple := q[open : end+1]
-	m := 0
-	for _, p := range placeholders(tuple) {
-		m = max(m, p.n)
+	if strings.Contains(tuple, "$") {
+		panic("sqlstore.MultiRow: $ placeholders in " + q)
 	}
-	var b strings.Builder
-	b.WriteString(q[:open])
-	for i := range n {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		if m == 0 {
-			b.WriteString(tuple)
-			continue
-		}
-		at := 0
-		for _, p := range placeholders(tuple) {
-			b.WriteString(tuple[at:p.start])
-			b.WriteString("$" + strconv.Itoa(p.n+i*m))
-			at = p.end
-		}
-		b.WriteString(tuple[at:])
-	}
-	b.WriteString(q[end+1:])
-	return b.String()
-}
-
-type placeholder struct{ start, end, n int }
-
-// placeholders are the $k of s.
-func placeholders(s string) []placeholder {
-	var ps []placeholder
-	for i := 0; i < len(s); i++ {
-		if s[i] != '$' {
-			continue
-		}
-		j := i + 1
-		for j < len(s) && s[j] >= '0' && s[j] <= '9' {
-			j++
-		}
-		if j > i+1 {
-			n, _ := strconv.Atoi(s[i+1 : j])
-			ps = append(ps, placeholder{i, j, n})
-			i = j - 1
-		}
-	}
-	return ps
+	return q[:open] + strings.Repeat(tuple+", ", n-1) + tuple + q[end+1:]
 }

@@ -14,14 +14,22 @@ func TestMultiRow(t *testing.T) {
 	}{
 		{`INSERT INTO t (a, b) VALUES (?, ?) ON CONFLICT (a) DO NOTHING`, 3,
 			`INSERT INTO t (a, b) VALUES (?, ?), (?, ?), (?, ?) ON CONFLICT (a) DO NOTHING`},
-		{`INSERT INTO t (a, b, c) VALUES ($1, COALESCE($3::timestamptz, now()), $2)`, 2,
-			`INSERT INTO t (a, b, c) VALUES ($1, COALESCE($3::timestamptz, now()), $2), ($4, COALESCE($6::timestamptz, now()), $5)`},
-		{`INSERT INTO t (a) VALUES ($1)`, 1, `INSERT INTO t (a) VALUES ($1)`},
+		{`INSERT INTO t (a, b) VALUES (?, COALESCE(?, now()))`, 2,
+			`INSERT INTO t (a, b) VALUES (?, COALESCE(?, now())), (?, COALESCE(?, now()))`},
+		{`INSERT INTO t (a) VALUES (?)`, 1, `INSERT INTO t (a) VALUES (?)`},
 	} {
 		if got := sqlstore.MultiRow(c.q, c.n); got != c.want {
 			t.Errorf("MultiRow(%q, %d)\n got %q\nwant %q", c.q, c.n, got, c.want)
 		}
 	}
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Error("MultiRow of a $1 tuple did not panic")
+			}
+		}()
+		sqlstore.MultiRow(`INSERT INTO t (a) VALUES ($1)`, 2)
+	}()
 	for n, want := range map[int]int{1: 1, 3: 1, 4: 4, 15: 4, 16: 16, 63: 16, 64: 64, 500: 64} {
 		if got := sqlstore.RowChunk(n); got != want {
 			t.Errorf("RowChunk(%d) = %d, want %d", n, got, want)

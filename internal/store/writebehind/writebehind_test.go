@@ -8,8 +8,15 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
 	"github.com/toolrouterd/toolrouterd/internal/store/writebehind"
 )
+
+// TestMain fails the package when a test leaves a goroutine running: the
+// package starts goroutines (goleak reads every goroutine's stack after
+// the tests, which a hand-written count cannot name).
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // Writes queued while a commit runs are committed together in the next
 // one, in order, and Close commits what is left.
