@@ -2,7 +2,6 @@ package access_test
 
 import (
 	"context"
-	"crypto/sha256"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -59,8 +58,6 @@ func TestNilClientAllowsAll(t *testing.T) {
 		t.Error("FromContext of an empty context")
 	}
 }
-
-func digest(k string) []byte { d := sha256.Sum256([]byte(k)); return d[:] }
 
 func reg(t *testing.T, src string, env map[string]string) *registry.Registry {
 	t.Helper()

@@ -225,7 +225,7 @@ func TestJWTSubjectClaimPicksClient(t *testing.T) {
 }
 
 func TestJWKSDown(t *testing.T) {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { http.Error(w, "down", 503) }))
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { http.Error(w, "down", http.StatusServiceUnavailable) }))
 	defer srv.Close()
 	v := access.NewJWTVerifier(access.JWTConfig{Issuer: "iss", JWKSURL: srv.URL, Audience: "aud"})
 	_, err := v.Verify(context.Background(), "eyJhbGciOiJSUzI1NiIsImtpZCI6ImsifQ.eyJzdWIiOiJ4In0.c2ln")

@@ -115,7 +115,7 @@ func TestMCPCallPathsAgree(t *testing.T) {
 			}
 			var attrs []string
 			for _, a := range sp.Attributes {
-				v := a.Value.Emit()
+				v := a.Value.String()
 				switch a.Key {
 				case "jsonrpc.request.id":
 					// The hot path numbers its requests from 1<<40.

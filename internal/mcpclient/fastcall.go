@@ -1,5 +1,7 @@
 package mcpclient
 
+//lint:file-ignore SA1019 roots, sampling and logging are deprecated by MCP 2026-07-28 (SEP-2577) and still served to servers of the older revisions
+
 import (
 	"bufio"
 	"bytes"
@@ -685,7 +687,7 @@ func fastOutcome(t *toolrouter.Tool, raw json.RawMessage) (toolrouter.Outcome, b
 // compact is raw without insignificant whitespace (raw itself when it has
 // none).
 func compact(raw json.RawMessage) json.RawMessage {
-	if bytes.IndexAny(raw, " \t\r\n") < 0 {
+	if !bytes.ContainsAny(raw, " \t\r\n") {
 		return raw
 	}
 	var buf bytes.Buffer

@@ -1,5 +1,7 @@
 package mcpclient_test
 
+//lint:file-ignore SA1019 roots, sampling and logging are deprecated by MCP 2026-07-28 (SEP-2577) and still served to servers of the older revisions
+
 import (
 	"context"
 	"encoding/json"

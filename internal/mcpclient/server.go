@@ -1,5 +1,7 @@
 package mcpclient
 
+//lint:file-ignore SA1019 roots, sampling and logging are deprecated by MCP 2026-07-28 (SEP-2577) and still served to servers of the older revisions
+
 import (
 	"context"
 	"encoding/json"
@@ -115,7 +117,7 @@ func newServer(m *Manager, cfg toolrouter.MCPServer) *server {
 		s.client.AddSendingMiddleware(m.Trace)
 	}
 	for _, uri := range cfg.Roots {
-		s.client.AddRoots(&mcp.Root{URI: uri}) //nolint:staticcheck // roots are deprecated in 2026-07-28, still served to older servers
+		s.client.AddRoots(&mcp.Root{URI: uri})
 	}
 	return s
 }

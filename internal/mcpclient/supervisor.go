@@ -1,5 +1,7 @@
 package mcpclient
 
+//lint:file-ignore SA1019 roots, sampling and logging are deprecated by MCP 2026-07-28 (SEP-2577) and still served to servers of the older revisions
+
 import (
 	"context"
 	"errors"
@@ -294,12 +296,6 @@ func (s *server) lostSession(gen uint64) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.lostGen == gen
-}
-
-// session returns the live session, waiting for the first connection
-// attempt when it is not over yet; with no session it returns why.
-func (s *server) session(ctx context.Context) (*mcp.ClientSession, uint64, error) {
-	return s.awaitSession(ctx, 0)
 }
 
 // awaitSession returns the live session, or waits until more than after
