@@ -18,6 +18,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -33,7 +34,16 @@ const (
 	OpenAI    Provider = "openai"
 	Anthropic Provider = "anthropic"
 	Ollama    Provider = "ollama"
+	// OpenAIResponses is the OpenAI Responses API (POST /v1/responses).
+	OpenAIResponses Provider = "openai-responses"
+	// Gemini is the Gemini API's models/{model}:generateContent.
+	Gemini Provider = "gemini"
+	// Bedrock is the Amazon Bedrock Converse API.
+	Bedrock Provider = "bedrock"
 )
+
+// Providers lists every fake, in the order tests run them.
+var Providers = []Provider{OpenAI, Anthropic, Ollama, OpenAIResponses, Gemini, Bedrock}
 
 // A Turn is what the fake model answers next: text, tool calls, or an HTTP
 // failure.
@@ -56,13 +66,16 @@ type Turn struct {
 	// do: one call is {"name": …, "arguments": {…}}, several are a JSON list
 	// of those. Anthropic ignores it.
 	TextToolCall bool `json:"text_tool_call,omitempty"`
+	// FinishReason (Gemini only) stops the candidate for this reason
+	// ("SAFETY", "RECITATION", …) without content.
+	FinishReason string `json:"finish_reason,omitempty"`
 }
 
 // IsZero reports whether t says nothing at all (a TurnFunc returning it
 // defers to the script).
 func (t Turn) IsZero() bool {
 	return t.Text == "" && len(t.ToolCalls) == 0 && t.Status == 0 && t.Usage == nil && !t.TextToolCall &&
-		t.RetryAfter == "" && t.ErrorMessage == ""
+		t.RetryAfter == "" && t.ErrorMessage == "" && t.FinishReason == ""
 }
 
 // Call is one tool call of a Turn.
@@ -143,6 +156,8 @@ type Server struct {
 	cfg      config
 
 	mu         sync.Mutex
+	reasoning  map[string]issuedReasoning // Responses: call_id → its reasoning item
+	signatures map[string]string          // Gemini: function call name+args → its thoughtSignature
 	queue      []Turn
 	requests   []Recorded
 	rejections []string
@@ -154,9 +169,7 @@ type Server struct {
 // NewServer builds a fake for p; it serves nothing until Start (or use it as
 // an http.Handler). It panics on an unknown provider.
 func NewServer(p Provider, opts ...Option) *Server {
-	switch p {
-	case OpenAI, Anthropic, Ollama:
-	default:
+	if !slices.Contains(Providers, p) {
 		panic("llmtest: unknown provider " + string(p))
 	}
 	s := &Server{provider: p}
@@ -210,7 +223,7 @@ func (s *Server) Close() error {
 func (s *Server) setOrigin(origin string) {
 	s.Origin = strings.TrimRight(origin, "/")
 	s.URL = s.Origin
-	if s.provider == OpenAI {
+	if s.provider == OpenAI || s.provider == OpenAIResponses {
 		s.URL = s.Origin + "/v1"
 	}
 }
@@ -310,6 +323,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.serveAnthropic(w, r, rec)
 	case Ollama:
 		s.serveOllama(w, r, rec)
+	case OpenAIResponses:
+		s.serveResponses(w, r, rec)
+	case Gemini:
+		s.serveGemini(w, r, rec)
+	case Bedrock:
+		s.serveBedrock(w, r, rec)
 	}
 }
 
