@@ -342,7 +342,9 @@ func (a *Adapter) ParseResponse(body []byte) (llm.Response, error) {
 		Content: []types.ContentBlock{&types.ContentBlockMemberText{Value: "parse"}}}}}
 	out, err := a.client.Converse(context.Background(), in, func(o *bedrockruntime.Options) {
 		o.HTTPClient = bodyDoer(body)
-		o.Credentials = aws.AnonymousCredentials{}
+		o.Credentials = aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
+			return aws.Credentials{AccessKeyID: "parse", SecretAccessKey: "parse"}, nil // nothing is sent
+		})
 		o.RetryMaxAttempts = 1
 	})
 	if err != nil {

@@ -201,7 +201,7 @@ func partKinds(p *genai.Part) int {
 
 func geminiCallKey(fc *genai.FunctionCall) string {
 	b, _ := json.Marshal(fc.Args)
-	return fc.Name + "\x00" + fc.ID + "\x00" + string(b)
+	return fc.Name + "\x00" + string(b)
 }
 
 func (s *Server) geminiSignature(fc *genai.FunctionCall) (string, bool) {
