@@ -5,11 +5,15 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/toolrouterd/toolrouterd/internal/llm/llmtest"
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
 
@@ -80,20 +84,37 @@ func toolCall(name string, args map[string]any) map[string]any {
 }
 
 // runsRegistry is the example registry plus a provider pointing at the
-// fake; with keyEnv the provider takes its key from that variable.
+// fake; with keyEnv the provider takes its key from that variable (a
+// bedrock provider has a region instead: its credentials come from the
+// environment, bedrockEnv).
 func runsRegistry(t *testing.T, toolsAddr string, f *fakeLLM, keyEnv ...string) string {
 	key := ""
 	if len(keyEnv) > 0 {
 		key = "\n    api_key_env: " + keyEnv[0]
+	}
+	model := "fake-model"
+	switch f.provider {
+	case "bedrock":
+		key = "\n    region: us-west-2"
+	case "gemini":
+		model = "gemini-3-flash-preview" // thought signatures
 	}
 	return exampleRegistry(t, toolsAddr) + fmt.Sprintf(`
 providers:
   - name: fake
     kind: %s
     base_url: %s
-    model: fake-model%s
+    model: %s%s
 default_provider: fake
-`, f.provider, f.baseURL, key)
+`, f.provider, f.baseURL, model, key)
+}
+
+// bedrockEnv are AWS credentials for the SDK's default chain that the
+// Bedrock fake accepts (access key id: the fake's -api-key).
+func bedrockEnv(accessKey string) []string {
+	return []string{"AWS_ACCESS_KEY_ID=" + accessKey, "AWS_SECRET_ACCESS_KEY=" + llmtest.BedrockSecretKey,
+		"AWS_SESSION_TOKEN=", "AWS_PROFILE=", "AWS_CONFIG_FILE=" + os.DevNull, "AWS_SHARED_CREDENTIALS_FILE=" + os.DevNull,
+		"AWS_EC2_METADATA_DISABLED=true"}
 }
 
 type runResult struct {
@@ -131,13 +152,16 @@ func decodeRun(t *testing.T, r response) runResult {
 }
 
 // TestRunsAgainstEachProvider drives the real binary's /runs against a
-// fake of each provider, speaking its exact wire format.
+// fake of each provider kind (openai, anthropic, ollama, openai-responses,
+// gemini, bedrock), speaking its exact wire format and refusing what the
+// real API refuses: multi-turn loops, parallel calls, errors fed back.
 func TestRunsAgainstEachProvider(t *testing.T) {
-	for _, provider := range []string{"openai", "anthropic", "ollama"} {
+	for _, provider := range llmtest.Providers {
+		provider := string(provider)
 		t.Run(provider, func(t *testing.T) {
 			tools := startTools(t)
 			fake := startFakeLLM(t, provider, "-api-key", "sk-test-123")
-			rt, _ := startRouter(t, runsRegistry(t, tools.addr, fake, "FAKE_LLM_KEY"), "FAKE_LLM_KEY=sk-test-123")
+			rt, _ := startRouter(t, runsRegistry(t, tools.addr, fake, "FAKE_LLM_KEY"), append(bedrockEnv("sk-test-123"), "FAKE_LLM_KEY=sk-test-123")...)
 
 			t.Run("single call", func(t *testing.T) {
 				fake.script(t,
@@ -372,5 +396,45 @@ func TestRunStrictToolGetsActorContext(t *testing.T) {
 	args, _ := out["arguments"].(map[string]any)
 	if args["sandbox_root"] != "/tmp/sb" || args["path"] != "a.txt" || run.ToolCalls[0].Inputs["sandbox_root"] != "/tmp/sb" {
 		t.Errorf("tool received %v, record inputs %v", out, run.ToolCalls[0].Inputs)
+	}
+}
+
+// TestRunsRegistryProviderKinds: `toolrouterd check` takes a provider of
+// each kind, and names the field of each mistake in the new ones.
+func TestRunsRegistryProviderKinds(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good.yaml")
+	os.WriteFile(good, []byte(`providers:
+  - {name: chat, kind: openai, model: gpt-4o-mini}
+  - {name: gpt, kind: openai-responses, model: gpt-5-mini, api_key_env: OPENAI_API_KEY}
+  - {name: claude, kind: anthropic, model: claude-sonnet-4-5}
+  - {name: gemini, kind: gemini, model: gemini-3-flash-preview, api_key_env: GEMINI_API_KEY}
+  - {name: bedrock, kind: bedrock, model: anthropic.claude-3-5-haiku-20241022-v1:0, region: us-east-1}
+  - {name: local, kind: ollama, model: qwen2.5:7b}
+`), 0o600)
+	out, err := exec.Command(filepath.Join(binDir, "toolrouterd"), "check", good).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "6 provider(s)") {
+		t.Errorf("check refused the six kinds: %v\n%s", err, out)
+	}
+	bad := filepath.Join(dir, "bad.yaml")
+	os.WriteFile(bad, []byte(`providers:
+  - {name: b1, kind: bedrock, model: m}
+  - {name: b2, kind: bedrock, model: m, region: us-east-1, api_key_env: AWS_KEY}
+  - {name: g, kind: gemini, model: m, region: us-east-1}
+  - {name: x, kind: vertex, model: m}
+`), 0o600)
+	out, err = exec.Command(filepath.Join(binDir, "toolrouterd"), "check", bad).CombinedOutput()
+	if err == nil {
+		t.Fatalf("check passed a bad file:\n%s", out)
+	}
+	for _, want := range []string{
+		"bad.yaml:2: providers[0].region: required for kind bedrock",
+		"bad.yaml:3: providers[1].api_key_env: kind bedrock takes AWS credentials from the SDK's default chain",
+		"bad.yaml:4: providers[2].region: only kind bedrock takes a region",
+		`bad.yaml:5: providers[3].kind: must be openai, openai-responses, anthropic, gemini, bedrock or ollama, got "vertex"`,
+	} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("check output lacks %q:\n%s", want, out)
+		}
 	}
 }

@@ -54,9 +54,6 @@ func New(ctx context.Context, cfg llm.Config, region string) (*Adapter, error) {
 		return nil, fmt.Errorf("%s: no region", Provider)
 	}
 	opts := []func(*config.LoadOptions) error{config.WithRegion(region)}
-	if cfg.HTTPClient != nil {
-		opts = append(opts, config.WithHTTPClient(cfg.HTTPClient))
-	}
 	switch {
 	case cfg.MaxRetries > 0:
 		opts = append(opts, config.WithRetryMaxAttempts(cfg.MaxRetries+1))
@@ -71,6 +68,12 @@ func New(ctx context.Context, cfg llm.Config, region string) (*Adapter, error) {
 	client := bedrockruntime.NewFromConfig(awsCfg, func(o *bedrockruntime.Options) {
 		if base != "" {
 			o.BaseEndpoint = aws.String(base)
+		}
+		// toolrouterd's own client (its transport, traceparent) for the
+		// model calls; the SDK's own for the credential providers (STS,
+		// SSO, IMDS), which honour AWS_CA_BUNDLE.
+		if cfg.HTTPClient != nil {
+			o.HTTPClient = cfg.HTTPClient
 		}
 	})
 	return &Adapter{client: client}, nil

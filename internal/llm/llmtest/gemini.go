@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"regexp"
+	"slices"
 	"strings"
 
 	"google.golang.org/genai"
@@ -153,7 +154,7 @@ func (s *Server) geminiCheckRequest(raw []byte, model string) string {
 					return fmt.Sprintf("contents[%d]: a functionCall part must be in a model turn", i)
 				}
 				if strings.HasPrefix(model, "gemini-3") && len(calls) == 0 {
-					if want, issued := s.geminiSignature(p.FunctionCall); issued && base64.StdEncoding.EncodeToString(p.ThoughtSignature) != want {
+					if issued := s.geminiSignatures(p.FunctionCall); len(issued) > 0 && !slices.Contains(issued, base64.StdEncoding.EncodeToString(p.ThoughtSignature)) {
 						return fmt.Sprintf("Function call is missing a thought_signature in functionCall parts. This is required for tools to work correctly, and missing thought_signature may lead to degraded model performance. Additional data, function call `default_api:%s` , position %d. Please refer to https://ai.google.dev/gemini-api/docs/thought-signatures for more details.", p.FunctionCall.Name, i+1)
 					}
 				}
@@ -204,11 +205,12 @@ func geminiCallKey(fc *genai.FunctionCall) string {
 	return fc.Name + "\x00" + string(b)
 }
 
-func (s *Server) geminiSignature(fc *genai.FunctionCall) (string, bool) {
+// geminiSignatures are the signatures the fake issued with calls like fc
+// (the same call may come in several turns, each with its own).
+func (s *Server) geminiSignatures(fc *genai.FunctionCall) []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	sig, ok := s.signatures[geminiCallKey(fc)]
-	return sig, ok
+	return s.signatures[geminiCallKey(fc)]
 }
 
 // geminiResponse is a GenerateContentResponse as the API sends it. A turn
@@ -236,9 +238,10 @@ func (s *Server) geminiResponse(model string, t Turn) map[string]any {
 			part["thoughtSignature"] = sig
 			s.mu.Lock()
 			if s.signatures == nil {
-				s.signatures = map[string]string{}
+				s.signatures = map[string][]string{}
 			}
-			s.signatures[geminiCallKey(&genai.FunctionCall{Name: c.Name, ID: c.ID, Args: args})] = sig
+			key := geminiCallKey(&genai.FunctionCall{Name: c.Name, ID: c.ID, Args: args})
+			s.signatures[key] = append(s.signatures[key], sig)
 			s.mu.Unlock()
 		}
 		parts = append(parts, part)

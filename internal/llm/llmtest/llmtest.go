@@ -157,7 +157,7 @@ type Server struct {
 
 	mu         sync.Mutex
 	reasoning  map[string]issuedReasoning // Responses: call_id → its reasoning item
-	signatures map[string]string          // Gemini: function call name+args → its thoughtSignature
+	signatures map[string][]string        // Gemini: function call name+args → the thoughtSignatures sent with it
 	queue      []Turn
 	requests   []Recorded
 	rejections []string
