@@ -438,3 +438,52 @@ func TestRunsRegistryProviderKinds(t *testing.T) {
 		}
 	}
 }
+
+// TestRunsApprovalResumeEachNewProvider: with openai-responses, gemini (a
+// Gemini 3 model) and bedrock, a run whose turn holds a call needing
+// approval pauses, and once approved resumes from its stored state with
+// what the API needs of the paused turn (Responses reasoning items, Gemini
+// thought signatures) intact: the fakes, which refuse a request without
+// them, accept the resumed run's next turn.
+func TestRunsApprovalResumeEachNewProvider(t *testing.T) {
+	for _, provider := range []string{"openai-responses", "gemini", "bedrock"} {
+		t.Run(provider, func(t *testing.T) {
+			tool := newBodyTool(t)
+			fake := startFakeLLM(t, provider, "-api-key", "sk-test-123")
+			entry := fmt.Sprintf("{name: fake, kind: %s, base_url: %q, model: gemini-3-flash-preview, api_key_env: FAKE_LLM_KEY}", provider, fake.baseURL)
+			if provider == "bedrock" {
+				entry = fmt.Sprintf("{name: fake, kind: bedrock, base_url: %q, model: fake-model, region: us-west-2}", fake.baseURL)
+			}
+			reg := strings.Replace(approvalRegistry(tool.srv.URL), "clients:", "providers:\n  - "+entry+"\ndefault_provider: fake\nclients:", 1)
+			rt, _ := startRouter(t, reg, append(bedrockEnv("sk-test-123"), "FAKE_LLM_KEY=sk-test-123")...)
+
+			fake.script(t,
+				map[string]any{"tool_calls": []any{
+					toolCall("billing/refund", map[string]any{"amount": 5, "to": "acct-7"}),
+					toolCall("kb/search", map[string]any{"q": "policy"}),
+				}},
+				map[string]any{"text": "Refunded 5 to acct-7."})
+			resp := do(t, "POST", rt.URL()+"/runs", map[string]any{"prompt": "refund acct-7"}, asAgent...)
+			run := decodeRun(t, resp)
+			pending := pendingOf(t, resp)
+			if resp.Status != 202 || run.Status != "awaiting_approval" || len(pending) != 1 {
+				t.Fatalf("sync POST /runs: %d %s", resp.Status, resp.Body)
+			}
+			if d := do(t, "POST", rt.URL()+"/approvals/"+pending[0], map[string]any{"decision": "approve"}, asReviewer...); d.Status != 200 {
+				t.Fatalf("approve: %d %s", d.Status, d.Body)
+			}
+			done := waitRun(t, rt, run.RunID, func(r runResult) bool { return r.Status != "awaiting_approval" && r.Status != "running" }, asAgent...)
+			if done.Status != "completed" || done.Content != "Refunded 5 to acct-7." || len(done.ToolCalls) != 2 || !done.ToolCalls[0].Success {
+				t.Fatalf("resumed run: %+v", done)
+			}
+			reqs := fake.requests(t)
+			if len(reqs) != 2 {
+				t.Fatalf("model calls: want 2, got %d", len(reqs))
+			}
+			text, _ := json.Marshal(reqs[1])
+			if !strings.Contains(string(text), "acct-7") || !strings.Contains(string(text), "policy") {
+				t.Errorf("the resumed turn lacks the tools' results: %s", text)
+			}
+		})
+	}
+}
