@@ -55,15 +55,15 @@ func (a *Adapters) For(p toolrouter.Provider) (llm.Adapter, error) {
 	case "ollama":
 		return a.tel.Adapter(ollama.New(cfg), "ollama"), nil
 	case "openai-responses":
-		return a.tel.Adapter(responses.New(cfg), responses.Provider), nil
+		return a.tel.Adapter(responses.New(cfg), "openai"), nil // gen_ai.provider.name: the semantic conventions' values
 	case "gemini":
-		return a.tel.Adapter(gemini.New(cfg), gemini.Provider), nil
+		return a.tel.Adapter(gemini.New(cfg), "gcp.gemini"), nil
 	case "bedrock":
 		b, err := a.bedrockFor(p, cfg)
 		if err != nil {
 			return nil, err
 		}
-		return a.tel.Adapter(b, bedrock.Provider), nil
+		return a.tel.Adapter(b, "aws.bedrock"), nil
 	}
 	return nil, fmt.Errorf("unsupported provider kind %q", p.Kind)
 }

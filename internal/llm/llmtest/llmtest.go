@@ -1,8 +1,10 @@
 // Package llmtest provides fake LLM provider servers for tests: OpenAI Chat
-// Completions, Anthropic Messages and Ollama /api/chat. Each fake speaks the
-// provider's real wire format (taken from recorded responses, not from this
-// project's adapters), rejects what the real service rejects with the real
-// status and error body, and answers with scripted turns.
+// Completions, Anthropic Messages, Ollama /api/chat, OpenAI Responses,
+// Gemini generateContent and Bedrock Converse. Each fake speaks the
+// provider's real wire format (taken from recorded responses and the
+// providers' own specs and SDK types, not from this project's adapters),
+// rejects what the real service rejects with the real status and error
+// body, and answers with scripted turns.
 //
 // The core type needs no testing.TB: NewServer builds a fake, Start serves it
 // on an address (cmd/fakellm does this), and New wraps both around an
@@ -122,8 +124,10 @@ type config struct {
 }
 
 // WithAPIKey makes the fake require this key: OpenAI "Authorization: Bearer
-// KEY", Anthropic "x-api-key: KEY". Ollama has no authentication and ignores
-// it. Without it any key (or none) is accepted.
+// KEY", Anthropic "x-api-key: KEY", Gemini "x-goog-api-key: KEY", Bedrock a
+// SigV4 signature by the access key id KEY (and BedrockSecretKey). Ollama
+// has no authentication and ignores it. Without it any key (or none) is
+// accepted (Bedrock still wants a valid signature).
 func WithAPIKey(key string) Option { return func(c *config) { c.apiKey = key } }
 
 // WithModel makes the fake know only this model; a request naming another
@@ -147,7 +151,7 @@ func WithoutToolCallIDs() Option { return func(c *config) { c.noToolCallIDs = tr
 // Server is one fake provider.
 type Server struct {
 	// URL is the base_url to configure, as CONTRACT §3 and the official
-	// SDKs take it: OpenAI Origin+"/v1", Anthropic and Ollama Origin.
+	// SDKs take it: OpenAI (both APIs) Origin+"/v1", the others Origin.
 	URL string
 	// Origin is scheme://host:port of the fake.
 	Origin string
