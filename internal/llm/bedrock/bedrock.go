@@ -394,9 +394,15 @@ func response(out *bedrockruntime.ConverseOutput) (llm.Response, error) {
 			if name == "" {
 				return r, fmt.Errorf("%s: toolUse block %d has no name", Provider, i)
 			}
+			// Through JSON: UnmarshalSmithyDocument would leave numbers as
+			// document.Number, which tools' schemas do not take.
 			args := map[string]any{}
 			if b.Value.Input != nil {
-				if err := b.Value.Input.UnmarshalSmithyDocument(&args); err != nil {
+				raw, err := b.Value.Input.MarshalSmithyDocument()
+				if err == nil {
+					err = json.Unmarshal(raw, &args)
+				}
+				if err != nil {
 					return r, fmt.Errorf("%s: toolUse %q: input is not a JSON object: %w", Provider, name, err)
 				}
 				if args == nil {

@@ -123,12 +123,12 @@ func TestStopReasonsAndParse(t *testing.T) {
 	}
 	resp, err := a.ParseResponse([]byte(`{"output":{"message":{"role":"assistant","content":[
 		{"reasoningContent":{"reasoningText":{"text":"hmm","signature":"sig1"}}},
-		{"toolUse":{"toolUseId":"tooluse_1","name":"get_weather","input":{"city":"Paris"}}}]}},
+		{"toolUse":{"toolUseId":"tooluse_1","name":"get_weather","input":{"city":"Paris","days":2}}}]}},
 		"stopReason":"tool_use","usage":{"inputTokens":5,"outputTokens":6,"totalTokens":11,"cacheReadInputTokens":2}}`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(resp.ToolCalls) != 1 || resp.ToolCalls[0].ID != "tooluse_1" || resp.ToolCalls[0].Arguments["city"] != "Paris" ||
+	if len(resp.ToolCalls) != 1 || resp.ToolCalls[0].ID != "tooluse_1" || resp.ToolCalls[0].Arguments["city"] != "Paris" || resp.ToolCalls[0].Arguments["days"] != float64(2) ||
 		resp.Usage.InputTokens != 7 || !strings.Contains(string(resp.Provider), "sig1") {
 		t.Fatalf("parsed: %+v %s", resp, resp.Provider)
 	}
