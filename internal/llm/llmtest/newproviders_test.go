@@ -31,6 +31,7 @@ func TestResponsesFakeRefusesOffSpecRequests(t *testing.T) {
 	fake := llmtest.New(t, llmtest.OpenAIResponses)
 	tool := `{"type":"function","name":"get_weather","parameters":{"type":"object","properties":{}},"strict":false}`
 	for _, c := range []offSpec{
+		{"no model", `{"input":"hi"}`, 400, "Missing required parameter: 'model'"},
 		{"unknown parameter", `{"model":"m","input":"hi","messages":[]}`, 400, "Unknown parameter: 'messages'"},
 		{"tool without strict", `{"model":"m","input":"hi","tools":[{"type":"function","name":"f","parameters":{}}]}`, 400, "strict"},
 		{"bad tool name", `{"model":"m","input":"hi","tools":[` + strings.Replace(tool, "get_weather", "test/echo", 1) + `]}`, 400, "does not match pattern"},

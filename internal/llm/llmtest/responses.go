@@ -16,6 +16,7 @@ import (
 // (testdata/openai-subset.schema.json, components.schemas taken from
 // openai/openai-openapi), then as the API checks what the schema cannot
 // say:
+//   - a model is named (or a stored prompt);
 //   - tool names match ^[a-zA-Z0-9_-]+$, at most 64 characters;
 //   - with store: false nothing is persisted, so an input item naming an
 //     id ("fc_…", "msg_…", or a reasoning item without encrypted_content)
@@ -117,6 +118,11 @@ func (s *Server) responsesCheckRequest(raw []byte, body map[string]any) (openAIE
 			return openAIValidationError(ve, inst), true
 		}
 		return fail("", "", "llmtest: %v", err)
+	}
+	// The spec leaves model optional (a stored prompt may name one); the
+	// API wants one or the other.
+	if _, ok := body["model"]; !ok && body["prompt"] == nil {
+		return fail("model", "missing_required_parameter", "Missing required parameter: 'model'.")
 	}
 	tools, _ := body["tools"].([]any)
 	for i, t := range tools {
