@@ -109,6 +109,9 @@ default_provider: fake
 `, f.provider, f.baseURL, model, key)
 }
 
+// pixelPNG is a 1×1 PNG, base64.
+const pixelPNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg=="
+
 // bedrockEnv are AWS credentials for the SDK's default chain that the
 // Bedrock fake accepts (access key id: the fake's -api-key).
 func bedrockEnv(accessKey string) []string {
@@ -212,6 +215,31 @@ func TestRunsAgainstEachProvider(t *testing.T) {
 					t.Errorf("tool results not fed back in order: %s", text)
 				}
 			})
+
+			// A tool answering with MCP image content (test/echo echoes it):
+			// the new kinds send the image back in their API's own form.
+			if want, ok := map[string]string{
+				"openai-responses": `{"image_url":"data:image/png;base64,` + pixelPNG + `","type":"input_image"}`,
+				"gemini":           `{"inlineData":{"data":"` + pixelPNG + `","mimeType":"image/png"}}`,
+				"bedrock":          `{"image":{"format":"png","source":{"bytes":"` + pixelPNG + `"}}}`,
+			}[provider]; ok {
+				t.Run("image result", func(t *testing.T) {
+					fake.script(t,
+						map[string]any{"tool_calls": []any{toolCall("test/echo", map[string]any{"content": []any{
+							map[string]any{"type": "text", "text": "a pixel"},
+							map[string]any{"type": "image", "mimeType": "image/png", "data": pixelPNG}}})}},
+						map[string]any{"text": "I see a pixel."})
+					before := len(fake.requests(t))
+					run := decodeRun(t, do(t, "POST", rt.URL()+"/runs", map[string]any{"prompt": "Show me"}))
+					if run.Status != "completed" || run.Content != "I see a pixel." {
+						t.Fatalf("%+v", run)
+					}
+					text, _ := json.Marshal(fake.requests(t)[before+1])
+					if !strings.Contains(string(text), want) {
+						t.Errorf("the image did not go back as %s: %s", want, text)
+					}
+				})
+			}
 
 			t.Run("max iterations", func(t *testing.T) {
 				var turns []map[string]any
