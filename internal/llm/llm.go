@@ -141,6 +141,14 @@ func (r ToolResult) Text() string {
 	return string(r.Output)
 }
 
+// TextJSON is text as a JSON string: the output of a tool message rebuilt
+// from its Content (a paused run's earlier turns have no Formatted form), so
+// that the result reads as that text.
+func TextJSON(text string) json.RawMessage {
+	b, _ := json.Marshal(text)
+	return b
+}
+
 // NewCallID is a fresh tool call id, "call_" + 24 random hex digits, for
 // calls a provider sent without one (never the function name).
 func NewCallID() string {

@@ -146,7 +146,7 @@ func input(req llm.Request) (*bedrockruntime.ConverseInput, error) {
 			pending = slices.Delete(pending, j, j+1)
 			block, ok := m.Formatted.(types.ContentBlock)
 			if !ok {
-				b, err := resultBlock(m.ToolCallID, m.Name, !m.IsError, textJSON(m.Content), m.Content)
+				b, err := resultBlock(m.ToolCallID, m.Name, !m.IsError, llm.TextJSON(m.Content), m.Content)
 				if err != nil {
 					return nil, fmt.Errorf("%s: message %d: %w", Provider, i, err)
 				}
@@ -225,11 +225,6 @@ func reasoningBlocks(raw json.RawMessage) ([]types.ContentBlock, error) {
 		out = append(out, &types.ContentBlockMemberReasoningContent{Value: rc})
 	}
 	return out, nil
-}
-
-func textJSON(s string) json.RawMessage {
-	b, _ := json.Marshal(s)
-	return b
 }
 
 // resultBlock is the toolResult block of format.ToolResult (README,

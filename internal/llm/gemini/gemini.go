@@ -147,7 +147,7 @@ func (a *Adapter) PrepareRequest(req llm.Request) (json.RawMessage, error) {
 				return nil, fmt.Errorf("%s: message %d: tool result for %q answers no pending function call of the preceding model turn", Provider, i, m.ToolCallID)
 			}
 			pending = slices.Delete(pending, j, j+1)
-			part, err := responsePart(llm.Formatted(m, resultPart(m.ToolCallID, m.Name, !m.IsError, textJSON(m.Content), m.Content)), givenID[m.ToolCallID])
+			part, err := responsePart(llm.Formatted(m, resultPart(m.ToolCallID, m.Name, !m.IsError, llm.TextJSON(m.Content), m.Content)), givenID[m.ToolCallID])
 			if err != nil {
 				return nil, fmt.Errorf("%s: message %d: %w", Provider, i, err)
 			}
@@ -270,11 +270,6 @@ func responsePart(formatted any, keepID bool) (any, error) {
 	}
 	delete(p["functionResponse"], "id")
 	return p, nil
-}
-
-func textJSON(s string) json.RawMessage {
-	b, _ := json.Marshal(s)
-	return b
 }
 
 // resultPart is the functionResponse part (format.ToolResult): {"output":

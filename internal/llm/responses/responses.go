@@ -151,7 +151,7 @@ func (a *Adapter) PrepareRequest(req llm.Request) (json.RawMessage, error) {
 				return nil, fmt.Errorf("%s: message %d: tool result for %q answers no pending function call of the preceding assistant turn", Provider, i, m.ToolCallID)
 			}
 			pending = slices.Delete(pending, j, j+1)
-			out.Input = append(out.Input, llm.Formatted(m, outputItemFor(m.ToolCallID, m.Name, !m.IsError, textJSON(m.Content), m.Content)))
+			out.Input = append(out.Input, llm.Formatted(m, outputItemFor(m.ToolCallID, m.Name, !m.IsError, llm.TextJSON(m.Content), m.Content)))
 		default:
 			return nil, fmt.Errorf("%s: message %d: unknown role %q", Provider, i, m.Role)
 		}
@@ -258,13 +258,6 @@ func encodeArguments(args map[string]any) (string, error) {
 		return "", fmt.Errorf("encoding arguments: %w", err)
 	}
 	return string(b), nil
-}
-
-// textJSON is a tool message's text as a JSON string output, so that the
-// result is rebuilt as that text.
-func textJSON(s string) json.RawMessage {
-	b, _ := json.Marshal(s)
-	return b
 }
 
 // outputItemFor is the function_call_output item: its output is the
