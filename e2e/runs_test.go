@@ -5,11 +5,15 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/toolrouterd/toolrouterd/internal/llm/llmtest"
 	"github.com/toolrouterd/toolrouterd/internal/poll"
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
@@ -81,20 +85,40 @@ func toolCall(name string, args map[string]any) map[string]any {
 }
 
 // runsRegistry is the example registry plus a provider pointing at the
-// fake; with keyEnv the provider takes its key from that variable.
+// fake; with keyEnv the provider takes its key from that variable (a
+// bedrock provider has a region instead: its credentials come from the
+// environment, bedrockEnv).
 func runsRegistry(t *testing.T, toolsAddr string, f *fakeLLM, keyEnv ...string) string {
 	key := ""
 	if len(keyEnv) > 0 {
 		key = "\n    api_key_env: " + keyEnv[0]
+	}
+	model := "fake-model"
+	switch f.provider {
+	case "bedrock":
+		key = "\n    region: us-west-2"
+	case "gemini":
+		model = "gemini-3-flash-preview" // thought signatures
 	}
 	return exampleRegistry(t, toolsAddr) + fmt.Sprintf(`
 providers:
   - name: fake
     kind: %s
     base_url: %s
-    model: fake-model%s
+    model: %s%s
 default_provider: fake
-`, f.provider, f.baseURL, key)
+`, f.provider, f.baseURL, model, key)
+}
+
+// pixelPNG is a 1×1 PNG, base64.
+const pixelPNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg=="
+
+// bedrockEnv are AWS credentials for the SDK's default chain that the
+// Bedrock fake accepts (access key id: the fake's -api-key).
+func bedrockEnv(accessKey string) []string {
+	return []string{"AWS_ACCESS_KEY_ID=" + accessKey, "AWS_SECRET_ACCESS_KEY=" + llmtest.BedrockSecretKey,
+		"AWS_SESSION_TOKEN=", "AWS_PROFILE=", "AWS_CONFIG_FILE=" + os.DevNull, "AWS_SHARED_CREDENTIALS_FILE=" + os.DevNull,
+		"AWS_EC2_METADATA_DISABLED=true"}
 }
 
 type runResult struct {
@@ -132,13 +156,16 @@ func decodeRun(t *testing.T, r response) runResult {
 }
 
 // TestRunsAgainstEachProvider drives the real binary's /runs against a
-// fake of each provider, speaking its exact wire format.
+// fake of each provider kind (openai, anthropic, ollama, openai-responses,
+// gemini, bedrock), speaking its exact wire format and refusing what the
+// real API refuses: multi-turn loops, parallel calls, errors fed back.
 func TestRunsAgainstEachProvider(t *testing.T) {
-	for _, provider := range []string{"openai", "anthropic", "ollama"} {
+	for _, provider := range llmtest.Providers {
+		provider := string(provider)
 		t.Run(provider, func(t *testing.T) {
 			tools := startTools(t)
 			fake := startFakeLLM(t, provider, "-api-key", "sk-test-123")
-			rt, _ := startRouter(t, runsRegistry(t, tools.addr, fake, "FAKE_LLM_KEY"), "FAKE_LLM_KEY=sk-test-123")
+			rt, _ := startRouter(t, runsRegistry(t, tools.addr, fake, "FAKE_LLM_KEY"), append(bedrockEnv("sk-test-123"), "FAKE_LLM_KEY=sk-test-123")...)
 
 			t.Run("single call", func(t *testing.T) {
 				fake.script(t,
@@ -189,6 +216,31 @@ func TestRunsAgainstEachProvider(t *testing.T) {
 					t.Errorf("tool results not fed back in order: %s", text)
 				}
 			})
+
+			// A tool answering with MCP image content (test/echo echoes it):
+			// the new kinds send the image back in their API's own form.
+			if want, ok := map[string]string{
+				"openai-responses": `{"image_url":"data:image/png;base64,` + pixelPNG + `","type":"input_image"}`,
+				"gemini":           `{"inlineData":{"data":"` + pixelPNG + `","mimeType":"image/png"}}`,
+				"bedrock":          `{"image":{"format":"png","source":{"bytes":"` + pixelPNG + `"}}}`,
+			}[provider]; ok {
+				t.Run("image result", func(t *testing.T) {
+					fake.script(t,
+						map[string]any{"tool_calls": []any{toolCall("test/echo", map[string]any{"content": []any{
+							map[string]any{"type": "text", "text": "a pixel"},
+							map[string]any{"type": "image", "mimeType": "image/png", "data": pixelPNG}}})}},
+						map[string]any{"text": "I see a pixel."})
+					before := len(fake.requests(t))
+					run := decodeRun(t, do(t, "POST", rt.URL()+"/runs", map[string]any{"prompt": "Show me"}))
+					if run.Status != "completed" || run.Content != "I see a pixel." {
+						t.Fatalf("%+v", run)
+					}
+					text, _ := json.Marshal(fake.requests(t)[before+1])
+					if !strings.Contains(string(text), want) {
+						t.Errorf("the image did not go back as %s: %s", want, text)
+					}
+				})
+			}
 
 			t.Run("max iterations", func(t *testing.T) {
 				var turns []map[string]any
@@ -363,5 +415,94 @@ func TestRunStrictToolGetsActorContext(t *testing.T) {
 	args, _ := out["arguments"].(map[string]any)
 	if args["sandbox_root"] != "/tmp/sb" || args["path"] != "a.txt" || run.ToolCalls[0].Inputs["sandbox_root"] != "/tmp/sb" {
 		t.Errorf("tool received %v, record inputs %v", out, run.ToolCalls[0].Inputs)
+	}
+}
+
+// TestRunsRegistryProviderKinds: `toolrouterd check` takes a provider of
+// each kind, and names the field of each mistake in the new ones.
+func TestRunsRegistryProviderKinds(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good.yaml")
+	os.WriteFile(good, []byte(`providers:
+  - {name: chat, kind: openai, model: gpt-4o-mini}
+  - {name: gpt, kind: openai-responses, model: gpt-5-mini, api_key_env: OPENAI_API_KEY}
+  - {name: claude, kind: anthropic, model: claude-sonnet-4-5}
+  - {name: gemini, kind: gemini, model: gemini-3-flash-preview, api_key_env: GEMINI_API_KEY}
+  - {name: bedrock, kind: bedrock, model: anthropic.claude-3-5-haiku-20241022-v1:0, region: us-east-1}
+  - {name: local, kind: ollama, model: qwen2.5:7b}
+`), 0o600)
+	out, err := exec.Command(filepath.Join(binDir, "toolrouterd"), "check", good).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "6 provider(s)") {
+		t.Errorf("check refused the six kinds: %v\n%s", err, out)
+	}
+	bad := filepath.Join(dir, "bad.yaml")
+	os.WriteFile(bad, []byte(`providers:
+  - {name: b1, kind: bedrock, model: m}
+  - {name: b2, kind: bedrock, model: m, region: us-east-1, api_key_env: AWS_KEY}
+  - {name: g, kind: gemini, model: m, region: us-east-1}
+  - {name: x, kind: vertex, model: m}
+`), 0o600)
+	out, err = exec.Command(filepath.Join(binDir, "toolrouterd"), "check", bad).CombinedOutput()
+	if err == nil {
+		t.Fatalf("check passed a bad file:\n%s", out)
+	}
+	for _, want := range []string{
+		"bad.yaml:2: providers[0].region: required for kind bedrock",
+		"bad.yaml:3: providers[1].api_key_env: kind bedrock takes AWS credentials from the SDK's default chain",
+		"bad.yaml:4: providers[2].region: only kind bedrock takes a region",
+		`bad.yaml:5: providers[3].kind: must be openai, openai-responses, anthropic, gemini, bedrock or ollama, got "vertex"`,
+	} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("check output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// TestRunsApprovalResumeEachNewProvider: with openai-responses, gemini (a
+// Gemini 3 model) and bedrock, a run whose turn holds a call needing
+// approval pauses, and once approved resumes from its stored state with
+// what the API needs of the paused turn (Responses reasoning items, Gemini
+// thought signatures) intact: the fakes, which refuse a request without
+// them, accept the resumed run's next turn.
+func TestRunsApprovalResumeEachNewProvider(t *testing.T) {
+	for _, provider := range []string{"openai-responses", "gemini", "bedrock"} {
+		t.Run(provider, func(t *testing.T) {
+			tool := newBodyTool(t)
+			fake := startFakeLLM(t, provider, "-api-key", "sk-test-123")
+			entry := fmt.Sprintf("{name: fake, kind: %s, base_url: %q, model: gemini-3-flash-preview, api_key_env: FAKE_LLM_KEY}", provider, fake.baseURL)
+			if provider == "bedrock" {
+				entry = fmt.Sprintf("{name: fake, kind: bedrock, base_url: %q, model: fake-model, region: us-west-2}", fake.baseURL)
+			}
+			reg := strings.Replace(approvalRegistry(tool.srv.URL), "clients:", "providers:\n  - "+entry+"\ndefault_provider: fake\nclients:", 1)
+			rt, _ := startRouter(t, reg, append(bedrockEnv("sk-test-123"), "FAKE_LLM_KEY=sk-test-123")...)
+
+			fake.script(t,
+				map[string]any{"tool_calls": []any{
+					toolCall("billing/refund", map[string]any{"amount": 5, "to": "acct-7"}),
+					toolCall("kb/search", map[string]any{"q": "policy"}),
+				}},
+				map[string]any{"text": "Refunded 5 to acct-7."})
+			resp := do(t, "POST", rt.URL()+"/runs", map[string]any{"prompt": "refund acct-7"}, asAgent...)
+			run := decodeRun(t, resp)
+			pending := pendingOf(t, resp)
+			if resp.Status != 202 || run.Status != "awaiting_approval" || len(pending) != 1 {
+				t.Fatalf("sync POST /runs: %d %s", resp.Status, resp.Body)
+			}
+			if d := do(t, "POST", rt.URL()+"/approvals/"+pending[0], map[string]any{"decision": "approve"}, asReviewer...); d.Status != 200 {
+				t.Fatalf("approve: %d %s", d.Status, d.Body)
+			}
+			done := waitRun(t, rt, run.RunID, func(r runResult) bool { return r.Status != "awaiting_approval" && r.Status != "running" }, asAgent...)
+			if done.Status != "completed" || done.Content != "Refunded 5 to acct-7." || len(done.ToolCalls) != 2 || !done.ToolCalls[0].Success {
+				t.Fatalf("resumed run: %+v", done)
+			}
+			reqs := fake.requests(t)
+			if len(reqs) != 2 {
+				t.Fatalf("model calls: want 2, got %d", len(reqs))
+			}
+			text, _ := json.Marshal(reqs[1])
+			if !strings.Contains(string(text), "acct-7") || !strings.Contains(string(text), "policy") {
+				t.Errorf("the resumed turn lacks the tools' results: %s", text)
+			}
+		})
 	}
 }

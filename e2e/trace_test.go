@@ -367,20 +367,32 @@ func TestTracesMCP(t *testing.T) {
 }
 
 // TestTracesRun: a /runs run is invoke_agent → iteration N → chat {model}
-// (with usage and finish reasons) and execute_tool, and the provider gets
-// the context in traceparent.
+// (with usage and finish reasons, gen_ai.provider.name as the semantic
+// conventions name it) and execute_tool, and the provider gets the context
+// in traceparent; with every provider kind.
 func TestTracesRun(t *testing.T) {
+	for provider, name := range map[string]string{"openai": "openai", "anthropic": "anthropic", "ollama": "ollama",
+		"openai-responses": "openai", "gemini": "gcp.gemini", "bedrock": "aws.bedrock"} {
+		t.Run(provider, func(t *testing.T) { testTracesRun(t, provider, name) })
+	}
+}
+
+func testTracesRun(t *testing.T, provider, providerName string) {
 	col := startCollector(t)
 	tools := startTools(t)
-	fake := startFakeLLM(t, "openai")
-	rt, _ := startRouter(t, runsRegistry(t, tools.addr, fake), col.env()...)
+	fake := startFakeLLM(t, provider)
+	rt, _ := startRouter(t, runsRegistry(t, tools.addr, fake), append(col.env(), bedrockEnv("AKIDTRACES")...)...)
+	model := "fake-model"
+	if provider == "gemini" {
+		model = "gemini-3-flash-preview"
+	}
 	fake.script(t, map[string]any{"tool_calls": []any{toolCall("test/echo", map[string]any{"msg": "x"})}}, map[string]any{"text": "done"})
 	const trace = "55555555555555555555555555555555"
 	resp := do(t, "POST", rt.URL()+"/runs", map[string]any{"prompt": "echo"}, "Traceparent", traceparent(trace, callerSpan))
 	if run := decodeRun(t, resp); run.Status != "completed" {
 		t.Fatalf("%s", resp.Body)
 	}
-	spans := col.wait(t, trace, "POST /runs", "invoke_agent toolrouterd", "iteration 1", "iteration 2", "chat fake-model", "execute_tool test/echo")
+	spans := col.wait(t, trace, "POST /runs", "invoke_agent toolrouterd", "iteration 1", "iteration 2", "chat "+model, "execute_tool test/echo")
 	agent := one(t, spans, "invoke_agent toolrouterd")
 	childOf(t, agent, one(t, spans, "POST /runs"))
 	wantAttrs(t, agent, map[string]string{"gen_ai.operation.name": "invoke_agent", "toolrouterd.run.status": "completed"})
@@ -388,7 +400,7 @@ func TestTracesRun(t *testing.T) {
 	childOf(t, it1, agent)
 	childOf(t, it2, agent)
 	childOf(t, one(t, spans, "execute_tool test/echo"), it1)
-	chats := spans["chat fake-model"]
+	chats := spans["chat "+model]
 	if len(chats) != 2 {
 		t.Fatalf("chat spans: %v", chats)
 	}
@@ -396,7 +408,7 @@ func TestTracesRun(t *testing.T) {
 		if c.Parent != it1.SpanID && c.Parent != it2.SpanID || c.Kind != tracepb.Span_SPAN_KIND_CLIENT {
 			t.Errorf("chat span %+v", c)
 		}
-		wantAttrs(t, c, map[string]string{"gen_ai.operation.name": "chat", "gen_ai.provider.name": "openai", "gen_ai.request.model": "fake-model",
+		wantAttrs(t, c, map[string]string{"gen_ai.operation.name": "chat", "gen_ai.provider.name": providerName, "gen_ai.request.model": model,
 			"gen_ai.usage.input_tokens": "*", "gen_ai.usage.output_tokens": "*", "gen_ai.response.finish_reasons": "*"})
 	}
 	// The provider's requests carry the trace.

@@ -25,6 +25,7 @@ import (
 	"github.com/toolrouterd/toolrouterd/internal/config"
 	"github.com/toolrouterd/toolrouterd/internal/exampletools"
 	"github.com/toolrouterd/toolrouterd/internal/format"
+	"github.com/toolrouterd/toolrouterd/internal/llm/llmtest"
 	"github.com/toolrouterd/toolrouterd/internal/registry"
 	"github.com/toolrouterd/toolrouterd/internal/service"
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
@@ -692,7 +693,13 @@ func resultSuccess(res map[string]any, want bool) error {
 // Steps
 
 func initializeScenario(sc *godog.ScenarioContext) {
-	initRuntimeSteps(sc)
+	initializeScenarioWith(sc, runtimeProvider)
+}
+
+// initializeScenarioWith registers every step; runtime.feature's fake LLM
+// provider is the one provider returns.
+func initializeScenarioWith(sc *godog.ScenarioContext, provider func() (llmtest.Provider, error)) {
+	initRuntimeSteps(sc, provider)
 	initClientSteps(sc)
 	initIsolationSteps(sc)
 	initMessageSteps(sc)

@@ -8,7 +8,9 @@ package features_test
 // "running the tool loop" is POST /runs.
 //
 // The fake provider is OpenAI unless TOOLROUTERD_FEATURES_LLM names another
-// one (anthropic, ollama): the whole feature then runs against that fake.
+// one (anthropic, ollama, openai-responses, gemini, bedrock): the whole
+// feature then runs against that fake. TestRuntimeFeatureEachProvider runs
+// runtime.feature against every other fake.
 
 import (
 	"context"
@@ -21,6 +23,7 @@ import (
 	"net/url"
 	"os"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -50,29 +53,45 @@ const (
 // fakeModels is the model each fake knows (llmtest.WithModel): a request
 // for another model is rejected.
 var fakeModels = map[llmtest.Provider]string{
-	llmtest.OpenAI:    "gpt-4o-mini",
-	llmtest.Anthropic: "claude-3-5-haiku-20241022",
-	llmtest.Ollama:    "qwen2.5:7b",
+	llmtest.OpenAI:          "gpt-4o-mini",
+	llmtest.Anthropic:       "claude-3-5-haiku-20241022",
+	llmtest.Ollama:          "qwen2.5:7b",
+	llmtest.OpenAIResponses: "gpt-5-mini",
+	llmtest.Gemini:          "gemini-3-flash-preview", // thought signatures
+	llmtest.Bedrock:         "anthropic.claude-3-5-haiku-20241022-v1:0",
 }
 
 // chatPaths is where each provider's adapter must send a turn.
 var chatPaths = map[llmtest.Provider]string{
-	llmtest.OpenAI:    "/v1/chat/completions",
-	llmtest.Anthropic: "/v1/messages",
-	llmtest.Ollama:    "/api/chat",
+	llmtest.OpenAI:          "/v1/chat/completions",
+	llmtest.Anthropic:       "/v1/messages",
+	llmtest.Ollama:          "/api/chat",
+	llmtest.OpenAIResponses: "/v1/responses",
+	llmtest.Gemini:          "/v1beta/models/" + fakeModels[llmtest.Gemini] + ":generateContent",
+	llmtest.Bedrock:         "/model/" + fakeModels[llmtest.Bedrock] + "/converse",
 }
 
 func runtimeProvider() (llmtest.Provider, error) {
-	switch v := os.Getenv(runtimeProviderEnv); v {
-	case "", "openai":
+	v := os.Getenv(runtimeProviderEnv)
+	if v == "" {
 		return llmtest.OpenAI, nil
-	case "anthropic":
-		return llmtest.Anthropic, nil
-	case "ollama":
-		return llmtest.Ollama, nil
-	default:
-		return "", fmt.Errorf("%s=%q: want openai, anthropic or ollama", runtimeProviderEnv, v)
 	}
+	if p := llmtest.Provider(v); slices.Contains(llmtest.Providers, p) {
+		return p, nil
+	}
+	return "", fmt.Errorf("%s=%q: want one of %v", runtimeProviderEnv, v, llmtest.Providers)
+}
+
+// bedrockCredentials are the AWS credentials the Bedrock fake checks
+// signatures with; the adapter finds them in the environment (the SDK's
+// default chain), which tests that run the Bedrock fake set.
+func bedrockCredentials(t *testing.T) {
+	t.Setenv("AWS_ACCESS_KEY_ID", fakeKey)
+	t.Setenv("AWS_SECRET_ACCESS_KEY", llmtest.BedrockSecretKey)
+	t.Setenv("AWS_SESSION_TOKEN", "")
+	t.Setenv("AWS_PROFILE", "")
+	t.Setenv("AWS_CONFIG_FILE", os.DevNull)
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", os.DevNull)
 }
 
 // alias is the name the model sees (and calls) for a registry tool.
@@ -242,7 +261,11 @@ func (e *rtEnv) registryYAML(toolBase, llmBase string, tools []rtTool) string {
 	fmt.Fprintf(&b, "    kind: %s\n", e.provider)
 	fmt.Fprintf(&b, "    base_url: %s\n", strconv.Quote(llmBase))
 	fmt.Fprintf(&b, "    model: %s\n", strconv.Quote(e.model()))
-	fmt.Fprintf(&b, "    api_key_env: %s\n", fakeKeyEnv)
+	if e.provider == llmtest.Bedrock {
+		b.WriteString("    region: us-east-1\n") // credentials: bedrockCredentials
+	} else {
+		fmt.Fprintf(&b, "    api_key_env: %s\n", fakeKeyEnv)
+	}
 	fmt.Fprintf(&b, "default_provider: %s\n", fakeProviderName)
 	return b.String()
 }
@@ -600,6 +623,64 @@ type toolResultMsg struct {
 // order, in the provider's own wire format.
 func toolResultsIn(p llmtest.Provider, body map[string]any) []toolResultMsg {
 	var out []toolResultMsg
+	asJSON := func(v any) string {
+		if s, ok := v.(string); ok {
+			return s
+		}
+		b, _ := json.Marshal(v)
+		return string(b)
+	}
+	switch p {
+	case llmtest.OpenAIResponses:
+		items, _ := body["input"].([]any)
+		for _, it := range items {
+			im, _ := it.(map[string]any)
+			if im["type"] == "function_call_output" {
+				out = append(out, toolResultMsg{id: str(im["call_id"]), content: textOf(im["output"])})
+			}
+		}
+		return out
+	case llmtest.Gemini:
+		contents, _ := body["contents"].([]any)
+		for _, c := range contents {
+			parts, _ := c.(map[string]any)["parts"].([]any)
+			for _, part := range parts {
+				fr, ok := part.(map[string]any)["functionResponse"].(map[string]any)
+				if !ok {
+					continue
+				}
+				resp, _ := fr["response"].(map[string]any)
+				r := toolResultMsg{id: str(fr["id"]), name: str(fr["name"]), content: asJSON(resp["output"])}
+				if e, failed := resp["error"]; failed {
+					r.content = asJSON(e)
+				}
+				out = append(out, r)
+			}
+		}
+		return out
+	case llmtest.Bedrock:
+		msgs, _ := body["messages"].([]any)
+		for _, m := range msgs {
+			blocks, _ := m.(map[string]any)["content"].([]any)
+			for _, b := range blocks {
+				tr, ok := b.(map[string]any)["toolResult"].(map[string]any)
+				if !ok {
+					continue
+				}
+				var content strings.Builder
+				for _, c := range asList(tr["content"]) {
+					cm, _ := c.(map[string]any)
+					if j, ok := cm["json"]; ok {
+						content.WriteString(asJSON(j))
+					}
+					content.WriteString(str(cm["text"]))
+				}
+				isErr := tr["status"] == "error"
+				out = append(out, toolResultMsg{id: str(tr["toolUseId"]), content: content.String(), isError: &isErr})
+			}
+		}
+		return out
+	}
 	msgs, _ := body["messages"].([]any)
 	for _, m := range msgs {
 		mm, _ := m.(map[string]any)
@@ -631,6 +712,11 @@ func toolResultsIn(p llmtest.Provider, body map[string]any) []toolResultMsg {
 		}
 	}
 	return out
+}
+
+func asList(v any) []any {
+	l, _ := v.([]any)
+	return l
 }
 
 // textOf is a message content: a string, or the text of content blocks.
@@ -665,11 +751,11 @@ func (e *rtEnv) checkFedBack(recs []map[string]any, iters int, last llmtest.Reco
 	for i, rec := range want {
 		g := got[i]
 		switch e.provider {
-		case llmtest.OpenAI, llmtest.Anthropic:
+		case llmtest.OpenAI, llmtest.Anthropic, llmtest.OpenAIResponses, llmtest.Bedrock:
 			if g.id != str(rec["provider_call_id"]) {
 				return fmt.Errorf("tool result %d answers call %q, want %q (the call's provider id)", i, g.id, rec["provider_call_id"])
 			}
-		case llmtest.Ollama:
+		case llmtest.Ollama, llmtest.Gemini: // by name: the fakes send no call ids
 			if want := alias(str(rec["tool_name"])); g.name != want && g.name != str(rec["tool_name"]) {
 				return fmt.Errorf("tool result %d has tool_name %q, want %q", i, g.name, want)
 			}
@@ -698,9 +784,25 @@ func (e *rtEnv) checkFedBack(recs []map[string]any, iters int, last llmtest.Reco
 func offeredTools(p llmtest.Provider, body map[string]any) []string {
 	var out []string
 	list, _ := body["tools"].([]any)
+	switch p {
+	case llmtest.Gemini:
+		for _, t := range list {
+			for _, d := range asList(t.(map[string]any)["functionDeclarations"]) {
+				out = append(out, str(d.(map[string]any)["name"]))
+			}
+		}
+		return out
+	case llmtest.Bedrock:
+		tc, _ := body["toolConfig"].(map[string]any)
+		for _, t := range asList(tc["tools"]) {
+			spec, _ := t.(map[string]any)["toolSpec"].(map[string]any)
+			out = append(out, str(spec["name"]))
+		}
+		return out
+	}
 	for _, t := range list {
 		tm, _ := t.(map[string]any)
-		if p == llmtest.Anthropic {
+		if p == llmtest.Anthropic || p == llmtest.OpenAIResponses {
 			out = append(out, str(tm["name"]))
 			continue
 		}
@@ -814,10 +916,10 @@ func (s *rtState) modelCalls(name string, args map[string]any, text string) erro
 // ---------------------------------------------------------------------------
 // Steps
 
-func initRuntimeSteps(sc *godog.ScenarioContext) {
+func initRuntimeSteps(sc *godog.ScenarioContext, provider func() (llmtest.Provider, error)) {
 	sc.Before(func(ctx context.Context, _ *godog.Scenario) (context.Context, error) {
 		s := &rtState{}
-		p, err := runtimeProvider()
+		p, err := provider()
 		if err != nil {
 			s.envErr = err
 		} else {
@@ -1715,10 +1817,40 @@ func newTestEnvWith(t *testing.T, p llmtest.Provider, opts []llmtest.Option, too
 	return e
 }
 
+// TestRuntimeFeatureEachProvider runs every scenario of runtime.feature
+// (seed 001: the loop, approvals, scopes, rate limits, traces, limits,
+// cancel, events, errors fed back, max iterations) against each fake
+// provider but the one TestFeatures uses, through the real HTTP API.
+func TestRuntimeFeatureEachProvider(t *testing.T) {
+	bedrockCredentials(t)
+	def, err := runtimeProvider()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range llmtest.Providers {
+		if p == def {
+			continue
+		}
+		t.Run(string(p), func(t *testing.T) {
+			suite := godog.TestSuite{
+				Name: "runtime-" + string(p),
+				ScenarioInitializer: func(sc *godog.ScenarioContext) {
+					initializeScenarioWith(sc, func() (llmtest.Provider, error) { return p, nil })
+				},
+				Options: &godog.Options{Format: "progress", Paths: []string{"runtime.feature"}, TestingT: t, Strict: true, Concurrency: 4},
+			}
+			if suite.Run() != 0 {
+				t.Fatalf("runtime.feature failed against the %s fake", p)
+			}
+		})
+	}
+}
+
 // TestRunAgainstEachProvider runs the single tool call loop through the
 // HTTP API against each fake provider.
 func TestRunAgainstEachProvider(t *testing.T) {
-	for _, p := range []llmtest.Provider{llmtest.OpenAI, llmtest.Anthropic, llmtest.Ollama} {
+	bedrockCredentials(t)
+	for _, p := range llmtest.Providers {
 		t.Run(string(p), func(t *testing.T) {
 			e := newTestEnv(t, p, echoTool)
 			e.fake.Script(
@@ -1763,8 +1895,8 @@ func TestRunAgainstEachProvider(t *testing.T) {
 				t.Fatalf("model calls: want 2, got %d", len(reqs))
 			}
 			for i, r := range reqs {
-				if r.Body["model"] != e.model() {
-					t.Errorf("model call %d: model %v, want %s", i+1, r.Body["model"], e.model())
+				if r.Body["model"] != e.model() && r.Path != chatPaths[p] { // Gemini and Bedrock: the model is in the path
+					t.Errorf("model call %d: model %v (path %s), want %s", i+1, r.Body["model"], r.Path, e.model())
 				}
 				switch p {
 				case llmtest.OpenAI:
@@ -1774,6 +1906,14 @@ func TestRunAgainstEachProvider(t *testing.T) {
 				case llmtest.Anthropic:
 					if got := r.Header.Get("x-api-key"); got != fakeKey {
 						t.Errorf("model call %d: x-api-key %q", i+1, got)
+					}
+				case llmtest.Gemini:
+					if got := r.Header.Get("x-goog-api-key"); got != fakeKey {
+						t.Errorf("model call %d: x-goog-api-key %q", i+1, got)
+					}
+				case llmtest.Bedrock:
+					if got := r.Header.Get("Authorization"); !strings.HasPrefix(got, "AWS4-HMAC-SHA256 Credential="+fakeKey+"/") {
+						t.Errorf("model call %d: Authorization %q", i+1, got)
 					}
 				}
 			}

@@ -1,7 +1,7 @@
 // Command fakellm serves one fake LLM provider (internal/llm/llmtest) so
 // integration tests can run the real toolrouterd against a provider process.
 //
-//	fakellm -provider openai|anthropic|ollama -addr 127.0.0.1:PORT
+//	fakellm -provider openai|anthropic|ollama|openai-responses|gemini|bedrock -addr 127.0.0.1:PORT
 //	        [-script turns.json] [-always-tool NAME [-always-args JSON]]
 //	        [-api-key KEY] [-model NAME] [-no-tool-call-ids]
 //
@@ -24,6 +24,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -47,12 +48,12 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("fakellm", flag.ContinueOnError)
 	var usage strings.Builder
 	fs.SetOutput(&usage)
-	provider := fs.String("provider", "", "openai, anthropic or ollama")
+	provider := fs.String("provider", "", "openai, anthropic, ollama, openai-responses, gemini or bedrock")
 	addr := fs.String("addr", "127.0.0.1:0", "listen address (port 0: a free one)")
 	script := fs.String("script", "", "JSON file: a list of turns answered in order")
 	alwaysTool := fs.String("always-tool", "", "answer every request (after the script) with a call of this tool")
 	alwaysArgs := fs.String("always-args", "{}", "arguments (a JSON object) of the -always-tool call")
-	apiKey := fs.String("api-key", "", "require this key (OpenAI Bearer, Anthropic x-api-key)")
+	apiKey := fs.String("api-key", "", "require this key (OpenAI Bearer, Anthropic x-api-key, Gemini x-goog-api-key; Bedrock: the SigV4 access key id, secret llmtest.BedrockSecretKey)")
 	model := fs.String("model", "", "know only this model")
 	noIDs := fs.Bool("no-tool-call-ids", false, "Ollama: send tool calls without ids (before v0.12.10)")
 	if err := fs.Parse(args); err != nil {
@@ -62,10 +63,8 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	p := llmtest.Provider(*provider)
-	switch p {
-	case llmtest.OpenAI, llmtest.Anthropic, llmtest.Ollama:
-	default:
-		return fmt.Errorf("-provider must be openai, anthropic or ollama, not %q", *provider)
+	if !slices.Contains(llmtest.Providers, p) {
+		return fmt.Errorf("-provider must be one of %v, not %q", llmtest.Providers, *provider)
 	}
 	var opts []llmtest.Option
 	if *apiKey != "" {

@@ -162,7 +162,7 @@ func TestRunBadArguments(t *testing.T) {
 	_ = os.WriteFile(bad, []byte(`[{"txt":"typo"}]`), 0o644)
 	for _, args := range [][]string{
 		{},
-		{"-provider", "gemini"},
+		{"-provider", "vertex"},
 		{"-provider", "openai", "-script", filepath.Join(dir, "missing.json")},
 		{"-provider", "openai", "-script", bad},
 		{"-provider", "openai", "-always-tool", "x", "-always-args", "[1]"},
@@ -172,6 +172,23 @@ func TestRunBadArguments(t *testing.T) {
 	} {
 		if err := run(context.Background(), args, io.Discard); err == nil {
 			t.Errorf("%q: no error", args)
+		}
+	}
+}
+
+// The new provider kinds serve their own endpoints.
+func TestRunNewProviders(t *testing.T) {
+	for p, path := range map[string]string{"openai-responses": "/v1/responses", "gemini": "/v1beta/models/m:generateContent", "bedrock": "/model/m/converse"} {
+		base := start(t, "-provider", p)
+		resp, err := http.Post(strings.TrimSuffix(base, "/v1")+path, "application/json", strings.NewReader(`{}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		// {} is off-spec for each (no input, no contents, no signature):
+		// refused with the API's own client error.
+		if resp.StatusCode < 400 || resp.StatusCode >= 500 {
+			t.Errorf("%s: POST %s {}: want a 4xx, got %s", p, path, resp.Status)
 		}
 	}
 }

@@ -171,7 +171,7 @@ func (x *execution) turn(ctx context.Context, iter int) *outcome {
 	if len(resp.ToolCalls) == 0 {
 		return &outcome{status: toolrouter.RunCompleted}
 	}
-	x.messages = append(x.messages, llm.Message{Role: llm.RoleAssistant, Content: resp.Content, ToolCalls: resp.ToolCalls})
+	x.messages = append(x.messages, llm.Message{Role: llm.RoleAssistant, Content: resp.Content, ToolCalls: resp.ToolCalls, Provider: resp.Provider})
 	records := x.callTools(ctx, iter, resp.ToolCalls)
 	if held(records) {
 		return x.pause(ctx, iter, resp.ToolCalls, records)

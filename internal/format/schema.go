@@ -38,7 +38,7 @@ func Definition(f toolrouter.Format, t *toolrouter.Tool, maxDesc int) map[string
 		// Gemini rejects an OBJECT without properties ("parameters.properties:
 		// should be non-empty for OBJECT type"); a tool without parameters
 		// leaves them out.
-		if p := geminiSchema(schema); len(asObject(p["properties"])) > 0 {
+		if p := GeminiParameters(schema); p != nil {
 			decl["parameters"] = p
 		}
 		return decl
@@ -122,4 +122,15 @@ func deepCopy(v any) any {
 func asObject(v any) map[string]any {
 	m, _ := v.(map[string]any)
 	return m
+}
+
+// GeminiParameters is a tool's input schema as a Gemini
+// functionDeclaration's parameters (the OpenAPI subset /schemas/gemini
+// exports); nil when the tool takes no parameters, which Gemini wants left
+// out.
+func GeminiParameters(schema map[string]any) map[string]any {
+	if p := geminiSchema(inputSchema(schema)); len(asObject(p["properties"])) > 0 {
+		return p
+	}
+	return nil
 }

@@ -48,6 +48,11 @@ type Message struct {
 	// (Adapter.FormatToolResult); PrepareRequest sends it as is rather than
 	// build one from Content.
 	Formatted any `json:"-"`
+	// Provider is an assistant turn as its provider sent it
+	// (Response.Provider), for the adapters whose API wants parts of it
+	// back verbatim: Responses reasoning items, Gemini thought signatures,
+	// Bedrock reasoning blocks. It is stored with a paused run.
+	Provider json.RawMessage `json:"provider,omitempty"`
 }
 
 // Tool is a tool offered to the model, under its provider-safe name.
@@ -70,6 +75,9 @@ type Response struct {
 	Usage     *Usage     `json:"usage,omitempty"`
 	// StopReason is the provider's own stop/finish reason, for logs.
 	StopReason string `json:"stop_reason,omitempty"`
+	// Provider is the turn in the provider's own form when the next request
+	// must carry parts of it back (Message.Provider); nil otherwise.
+	Provider json.RawMessage `json:"-"`
 }
 
 // Request is one model call.
@@ -133,6 +141,14 @@ func (r ToolResult) Text() string {
 	return string(r.Output)
 }
 
+// TextJSON is text as a JSON string: the output of a tool message rebuilt
+// from its Content (a paused run's earlier turns have no Formatted form), so
+// that the result reads as that text.
+func TextJSON(text string) json.RawMessage {
+	b, _ := json.Marshal(text)
+	return b
+}
+
 // NewCallID is a fresh tool call id, "call_" + 24 random hex digits, for
 // calls a provider sent without one (never the function name).
 func NewCallID() string {
@@ -150,7 +166,7 @@ func ToolParameters(p map[string]any) map[string]any {
 
 // ProviderError is an error answer of a provider.
 type ProviderError struct {
-	Provider string // "openai", "anthropic", "ollama"
+	Provider string // the adapter kind: "openai", "anthropic", "gemini", …
 	Status   int    // HTTP status, 0 when no answer came
 	Message  string // the provider's own message
 }

@@ -23,11 +23,20 @@ const (
 )
 
 // Default base URLs of the provider kinds, as their official SDKs take them.
+// Bedrock has none: the AWS SDK finds the endpoint of the region.
 var defaultBaseURL = map[string]string{
-	"openai":    "https://api.openai.com/v1",
-	"anthropic": "https://api.anthropic.com",
-	"ollama":    "http://localhost:11434",
+	"openai":           "https://api.openai.com/v1",
+	"openai-responses": "https://api.openai.com/v1",
+	"anthropic":        "https://api.anthropic.com",
+	"gemini":           "https://generativelanguage.googleapis.com",
+	"bedrock":          "",
+	"ollama":           "http://localhost:11434",
 }
+
+// providerKinds lists the provider kinds, for errors.
+const providerKinds = "openai, openai-responses, anthropic, gemini, bedrock or ollama"
+
+var awsRegion = regexp.MustCompile(`^[a-z]{2}(-[a-z]+)+-[0-9]+$`)
 
 var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
@@ -496,7 +505,7 @@ func (p *parser) providers(e entry) []toolrouter.Provider {
 			continue
 		}
 		w := where{prefix: fmt.Sprintf("providers[%d].", i)}
-		f := p.fields(n, w, "name", "kind", "base_url", "model", "api_key_env")
+		f := p.fields(n, w, "name", "kind", "base_url", "model", "api_key_env", "region")
 		var pr toolrouter.Provider
 		ok := true
 		if p.required(f["name"], n, w, "name") {
@@ -514,7 +523,7 @@ func (p *parser) providers(e entry) []toolrouter.Provider {
 		if p.required(f["kind"], n, w, "kind") {
 			pr.Kind, _ = p.str(f["kind"], w, "kind")
 			if _, known := defaultBaseURL[pr.Kind]; !known && f["kind"].val.Kind == yaml.ScalarNode {
-				p.addAt(f["kind"].val, w, "kind", fmt.Sprintf("must be openai, anthropic or ollama, got %q", pr.Kind))
+				p.addAt(f["kind"].val, w, "kind", fmt.Sprintf("must be %s, got %q", providerKinds, pr.Kind))
 			}
 		}
 		if s, has := p.str(f["base_url"], w, "base_url"); has {
@@ -527,7 +536,21 @@ func (p *parser) providers(e entry) []toolrouter.Provider {
 		if p.required(f["model"], n, w, "model") {
 			pr.Model, _ = p.str(f["model"], w, "model")
 		}
-		if s, has := p.str(f["api_key_env"], w, "api_key_env"); has {
+		if s, has := p.str(f["region"], w, "region"); has {
+			switch {
+			case pr.Kind != "bedrock":
+				p.addAt(f["region"].val, w, "region", "only kind bedrock takes a region")
+			case !awsRegion.MatchString(s):
+				p.addAt(f["region"].val, w, "region", fmt.Sprintf("must be an AWS region such as us-east-1, got %q", s))
+			default:
+				pr.Region = s
+			}
+		} else if pr.Kind == "bedrock" && f["region"].val == nil {
+			p.addAt(n, w, "region", "required for kind bedrock: the AWS region of the model, such as us-east-1")
+		}
+		if s, has := p.str(f["api_key_env"], w, "api_key_env"); has && pr.Kind == "bedrock" {
+			p.addAt(f["api_key_env"].val, w, "api_key_env", "kind bedrock takes AWS credentials from the SDK's default chain (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, AWS_PROFILE, web identity, ECS or EC2 roles), not api_key_env")
+		} else if has {
 			if envName.MatchString(s) {
 				pr.APIKeyEnv = s
 			} else {

@@ -157,6 +157,24 @@ func TestDefaultProviderIsFirst(t *testing.T) {
 	}
 }
 
+func TestNewProviderKinds(t *testing.T) {
+	r := parse(t, `providers:
+  - {name: r, kind: openai-responses, model: gpt-5-mini, api_key_env: OPENAI_API_KEY}
+  - {name: g, kind: gemini, model: gemini-2.5-flash, api_key_env: GEMINI_API_KEY}
+  - {name: b, kind: bedrock, model: anthropic.claude-3-5-haiku-20241022-v1:0, region: eu-west-1}
+`, nil)
+	want := map[string]toolrouter.Provider{
+		"r": {Name: "r", Kind: "openai-responses", BaseURL: "https://api.openai.com/v1", Model: "gpt-5-mini", APIKeyEnv: "OPENAI_API_KEY"},
+		"g": {Name: "g", Kind: "gemini", BaseURL: "https://generativelanguage.googleapis.com", Model: "gemini-2.5-flash", APIKeyEnv: "GEMINI_API_KEY"},
+		"b": {Name: "b", Kind: "bedrock", Model: "anthropic.claude-3-5-haiku-20241022-v1:0", Region: "eu-west-1"},
+	}
+	for name, w := range want {
+		if p, ok := r.Provider(name); !ok || p != w {
+			t.Errorf("Provider(%s) = %+v, want %+v", name, p, w)
+		}
+	}
+}
+
 func TestLookupByAlias(t *testing.T) {
 	t.Parallel()
 	r := load(t, "testdata/valid.yaml", validEnv)

@@ -103,8 +103,8 @@ func (t *Telemetry) Iteration(ctx context.Context, n int) (context.Context, func
 
 // Adapter wraps an LLM adapter so that each model call is a CLIENT span
 // "chat {model}" with the provider, token usage and finish reasons.
-// provider is the adapter kind (openai, anthropic, ollama). With tracing
-// off it returns a.
+// provider is gen_ai.provider.name (openai, anthropic, gcp.gemini,
+// aws.bedrock, ollama). With tracing off it returns a.
 func (t *Telemetry) Adapter(a llm.Adapter, provider string) llm.Adapter {
 	if !t.Enabled() {
 		return a

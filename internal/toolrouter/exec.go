@@ -69,7 +69,8 @@ func Failure(cat ErrorCategory, format string, args ...any) Outcome {
 // "The registry file"), the model a run talks to.
 type Provider struct {
 	Name string
-	// Kind is "openai", "anthropic" or "ollama".
+	// Kind is "openai" (Chat Completions), "openai-responses", "anthropic",
+	// "gemini", "bedrock" (Converse) or "ollama".
 	Kind string
 	// BaseURL is the base URL as the official SDKs take it (openai …/v1,
 	// anthropic without /v1, ollama without /api).
@@ -78,6 +79,9 @@ type Provider struct {
 	// APIKeyEnv names the environment variable holding the key; empty
 	// means no key.
 	APIKeyEnv string
+	// Region is the AWS region of a bedrock provider (its credentials come
+	// from the AWS SDK's default chain).
+	Region string
 }
 
 // MCPServer is an MCP server of the registry's mcp_servers block whose

@@ -1,8 +1,10 @@
 // Package llmtest provides fake LLM provider servers for tests: OpenAI Chat
-// Completions, Anthropic Messages and Ollama /api/chat. Each fake speaks the
-// provider's real wire format (taken from recorded responses, not from this
-// project's adapters), rejects what the real service rejects with the real
-// status and error body, and answers with scripted turns.
+// Completions, Anthropic Messages, Ollama /api/chat, OpenAI Responses,
+// Gemini generateContent and Bedrock Converse. Each fake speaks the
+// provider's real wire format (taken from recorded responses and the
+// providers' own specs and SDK types, not from this project's adapters),
+// rejects what the real service rejects with the real status and error
+// body, and answers with scripted turns.
 //
 // The core type needs no testing.TB: NewServer builds a fake, Start serves it
 // on an address (cmd/fakellm does this), and New wraps both around an
@@ -18,6 +20,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -33,7 +36,16 @@ const (
 	OpenAI    Provider = "openai"
 	Anthropic Provider = "anthropic"
 	Ollama    Provider = "ollama"
+	// OpenAIResponses is the OpenAI Responses API (POST /v1/responses).
+	OpenAIResponses Provider = "openai-responses"
+	// Gemini is the Gemini API's models/{model}:generateContent.
+	Gemini Provider = "gemini"
+	// Bedrock is the Amazon Bedrock Converse API.
+	Bedrock Provider = "bedrock"
 )
+
+// Providers lists every fake, in the order tests run them.
+var Providers = []Provider{OpenAI, Anthropic, Ollama, OpenAIResponses, Gemini, Bedrock}
 
 // A Turn is what the fake model answers next: text, tool calls, or an HTTP
 // failure.
@@ -56,13 +68,16 @@ type Turn struct {
 	// do: one call is {"name": …, "arguments": {…}}, several are a JSON list
 	// of those. Anthropic ignores it.
 	TextToolCall bool `json:"text_tool_call,omitempty"`
+	// FinishReason (Gemini only) stops the candidate for this reason
+	// ("SAFETY", "RECITATION", …) without content.
+	FinishReason string `json:"finish_reason,omitempty"`
 }
 
 // IsZero reports whether t says nothing at all (a TurnFunc returning it
 // defers to the script).
 func (t Turn) IsZero() bool {
 	return t.Text == "" && len(t.ToolCalls) == 0 && t.Status == 0 && t.Usage == nil && !t.TextToolCall &&
-		t.RetryAfter == "" && t.ErrorMessage == ""
+		t.RetryAfter == "" && t.ErrorMessage == "" && t.FinishReason == ""
 }
 
 // Call is one tool call of a Turn.
@@ -109,8 +124,10 @@ type config struct {
 }
 
 // WithAPIKey makes the fake require this key: OpenAI "Authorization: Bearer
-// KEY", Anthropic "x-api-key: KEY". Ollama has no authentication and ignores
-// it. Without it any key (or none) is accepted.
+// KEY", Anthropic "x-api-key: KEY", Gemini "x-goog-api-key: KEY", Bedrock a
+// SigV4 signature by the access key id KEY (and BedrockSecretKey). Ollama
+// has no authentication and ignores it. Without it any key (or none) is
+// accepted (Bedrock still wants a valid signature).
 func WithAPIKey(key string) Option { return func(c *config) { c.apiKey = key } }
 
 // WithModel makes the fake know only this model; a request naming another
@@ -134,7 +151,7 @@ func WithoutToolCallIDs() Option { return func(c *config) { c.noToolCallIDs = tr
 // Server is one fake provider.
 type Server struct {
 	// URL is the base_url to configure, as CONTRACT §3 and the official
-	// SDKs take it: OpenAI Origin+"/v1", Anthropic and Ollama Origin.
+	// SDKs take it: OpenAI (both APIs) Origin+"/v1", the others Origin.
 	URL string
 	// Origin is scheme://host:port of the fake.
 	Origin string
@@ -143,6 +160,8 @@ type Server struct {
 	cfg      config
 
 	mu         sync.Mutex
+	reasoning  map[string]issuedReasoning // Responses: call_id → its reasoning item
+	signatures map[string][]string        // Gemini: function call name+args → the thoughtSignatures sent with it
 	queue      []Turn
 	requests   []Recorded
 	rejections []string
@@ -154,9 +173,7 @@ type Server struct {
 // NewServer builds a fake for p; it serves nothing until Start (or use it as
 // an http.Handler). It panics on an unknown provider.
 func NewServer(p Provider, opts ...Option) *Server {
-	switch p {
-	case OpenAI, Anthropic, Ollama:
-	default:
+	if !slices.Contains(Providers, p) {
 		panic("llmtest: unknown provider " + string(p))
 	}
 	s := &Server{provider: p}
@@ -210,7 +227,7 @@ func (s *Server) Close() error {
 func (s *Server) setOrigin(origin string) {
 	s.Origin = strings.TrimRight(origin, "/")
 	s.URL = s.Origin
-	if s.provider == OpenAI {
+	if s.provider == OpenAI || s.provider == OpenAIResponses {
 		s.URL = s.Origin + "/v1"
 	}
 }
@@ -310,6 +327,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.serveAnthropic(w, r, rec)
 	case Ollama:
 		s.serveOllama(w, r, rec)
+	case OpenAIResponses:
+		s.serveResponses(w, r, rec)
+	case Gemini:
+		s.serveGemini(w, r, rec)
+	case Bedrock:
+		s.serveBedrock(w, r, rec)
 	}
 }
 

@@ -107,7 +107,7 @@ func openAICheckRequest(raw []byte, body map[string]any) (e openAIErr, bad bool)
 		return openAIErr{Message: msg, Type: "invalid_request_error", Param: param, Code: code}, true
 	}
 	// Unknown top-level arguments.
-	known, err := openAIRequestParams()
+	known, err := openAIRequestParams("CreateChatCompletionRequest")
 	if err != nil {
 		return fail("llmtest: "+err.Error(), nil, nil)
 	}

@@ -45,6 +45,9 @@ func loadOpenAISchemas() error {
 		// accepts null there (e.g. "max_completion_tokens": null).
 		doc = openAPINullable(doc)
 		m, ok := doc.(map[string]any)
+		if ok {
+			draft2019Recursion(m)
+		}
 		if !ok {
 			openAISchemas.err = errors.New("openai schema: not an object")
 			return
@@ -103,6 +106,34 @@ func ValidateOpenAI(def string, doc []byte) error {
 	return nil
 }
 
+// draft2019Recursion rewrites the one draft 2019-09 recursion of the spec
+// (CompoundFilter: "$recursiveAnchor": true and "$recursiveRef": "#",
+// which 2020-12 does not know) into a plain $ref to the schema itself.
+func draft2019Recursion(doc map[string]any) {
+	schemas, _ := doc["components"].(map[string]any)["schemas"].(map[string]any)
+	for name, s := range schemas {
+		var walk func(v any)
+		walk = func(v any) {
+			switch n := v.(type) {
+			case []any:
+				for _, c := range n {
+					walk(c)
+				}
+			case map[string]any:
+				delete(n, "$recursiveAnchor")
+				if _, ok := n["$recursiveRef"]; ok {
+					delete(n, "$recursiveRef")
+					n["$ref"] = "#/components/schemas/" + name
+				}
+				for _, c := range n {
+					walk(c)
+				}
+			}
+		}
+		walk(s)
+	}
+}
+
 // openAPINullable rewrites "nullable: true" into JSON Schema.
 func openAPINullable(v any) any {
 	switch n := v.(type) {
@@ -132,9 +163,10 @@ func openAPINullable(v any) any {
 	return v
 }
 
-// openAIRequestParams is every top-level property CreateChatCompletionRequest
-// declares (through allOf and $ref).
-func openAIRequestParams() (map[string]bool, error) {
+// openAIRequestParams is every top-level property a request schema
+// (CreateChatCompletionRequest, CreateResponse) declares (through allOf and
+// $ref).
+func openAIRequestParams(def string) (map[string]bool, error) {
 	if err := loadOpenAISchemas(); err != nil {
 		return nil, err
 	}
@@ -167,7 +199,7 @@ func openAIRequestParams() (map[string]bool, error) {
 			}
 		}
 	}
-	walk(schemas["CreateChatCompletionRequest"])
+	walk(schemas[def])
 	return out, nil
 }
 
