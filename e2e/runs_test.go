@@ -1,9 +1,11 @@
 package e2e_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"os/exec"
@@ -365,15 +367,51 @@ func TestRunErrors(t *testing.T) {
 // TestRunClientDisconnectCancels: a client that hangs up on a synchronous
 // run cancels it; the run is stored as failed with its records.
 func TestRunClientDisconnectCancels(t *testing.T) {
-	tools := startTools(t)
+	// The tool server is this test's: it says when the call reached it and
+	// holds it until the run is cancelled, so the client hangs up while
+	// the tool runs, however slow the machine.
+	started, released := make(chan struct{}, 1), make(chan struct{})
+	tool := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case started <- struct{}{}:
+		default:
+		}
+		select {
+		case <-r.Context().Done():
+		case <-released:
+		}
+	}))
+	defer tool.Close()
+	defer close(released)
 	fake := startFakeLLM(t, "openai")
-	rt, _ := startRouter(t, runsRegistry(t, tools.addr, fake))
+	rt, _ := startRouter(t, runsRegistry(t, strings.TrimPrefix(tool.URL, "http://"), fake))
 	fake.script(t, map[string]any{"tool_calls": []any{toolCall("test/slow", map[string]any{"ms": 1500})}}, map[string]any{"text": "never"})
-	client := &http.Client{Timeout: 400 * time.Millisecond}
 	raw, _ := json.Marshal(map[string]any{"prompt": "slow", "context": map[string]any{"plan_id": "plan-hangup"}})
-	if resp, err := client.Post(rt.URL()+"/runs", "application/json", strings.NewReader(string(raw))); err == nil {
-		resp.Body.Close()
-		t.Fatalf("the run answered before the client gave up: %d", resp.StatusCode)
+	ctx, hangUp := context.WithCancel(context.Background())
+	defer hangUp()
+	req, _ := http.NewRequestWithContext(ctx, "POST", rt.URL()+"/runs", strings.NewReader(string(raw)))
+	req.Header.Set("Content-Type", "application/json")
+	answered := make(chan error, 1)
+	go func() {
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			resp.Body.Close()
+			err = fmt.Errorf("the run answered before the client gave up: %d", resp.StatusCode)
+		} else {
+			err = nil
+		}
+		answered <- err
+	}()
+	select {
+	case <-started:
+	case err := <-answered:
+		t.Fatalf("the tool was never called: %v", err)
+	case <-time.After(20 * time.Second):
+		t.Fatal("the tool was never called")
+	}
+	hangUp()
+	if err := <-answered; err != nil {
+		t.Fatal(err)
 	}
 	poll.Until(t, 10*time.Second, func() error {
 		var list struct {
