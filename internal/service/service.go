@@ -96,7 +96,7 @@ func New(ctx context.Context, o Options) (*Service, error) {
 	var jwt *access.JWTVerifier
 	if o.Config.JWT() {
 		jwt = access.NewJWTVerifier(access.JWTConfig{Issuer: o.Config.JWTIssuer, JWKSURL: o.Config.JWTJwksURL,
-			Audience: o.Config.JWTAudience, SubjectClaim: o.Config.JWTSubjectClaim})
+			Audience: o.Config.JWTAudience, SubjectClaim: o.Config.JWTSubjectClaim, Log: &o.Logger})
 	}
 	authn := access.NewAuthenticator(o.Config.APIKeys, s.holder.Current, jwt)
 	authn.OnBuild = func(cs *access.Clients) {
