@@ -62,6 +62,7 @@ func Run(t *testing.T, b Backend) {
 		{"ApprovalsExpireOnce", approvalsExpireOnce},
 		{"ClientsAreIsolated", clientsAreIsolated},
 		{"AuditAppendListPurge", auditAppendListPurge},
+		{"AuditListedByTimeNotInsertion", auditListedByTimeNotInsertion},
 		{"ResultAndItsAuditRecordAreWrittenTogether", resultAndItsAuditRecordAreWrittenTogether},
 		{"TakeRateIsSharedAndBounded", takeRateIsSharedAndBounded},
 	}, runAdminTests...) {
