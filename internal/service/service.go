@@ -91,6 +91,9 @@ func New(ctx context.Context, o Options) (*Service, error) {
 		exec:     remote.New(remote.Options{Wrap: tel.Transport}),
 		adapters: NewAdapters(o.Getenv, tel),
 	}
+	// One limiter for the warnings of a failing store (issue 14 item 9).
+	logLimit := lograte.New(nil)
+	watchLostWrites(st, s.metrics, o.Logger, logLimit)
 	st = countStore(st, s.metrics, tel.Store(dbSystem(o.Config.Store)))
 	s.Store = st
 	var jwt *access.JWTVerifier
@@ -107,8 +110,6 @@ func New(ctx context.Context, o Options) (*Service, error) {
 	if authn.Open() {
 		o.Logger.Warn().Msg("TOOLROUTER_API_KEYS is empty and the registry has no clients: requests are not authenticated")
 	}
-	// One limiter for the warnings of a failing store (issue 14 item 9).
-	logLimit := lograte.New(nil)
 	trail := &audit.Trail{Store: st, Replica: o.Owner, Log: o.Logger, Limit: logLimit}
 	limiter := audit.Limiter{Taker: s.newLimiter(st), Trail: trail}
 
