@@ -60,6 +60,7 @@ func Run(t *testing.T, b Backend) {
 		{"ManyResultsSavedAtOnceAreAllKept", manyResultsSavedAtOnceAreAllKept},
 		{"ApprovalsDecidedOnceAcrossReplicas", approvalsDecidedOnceAcrossReplicas},
 		{"ApprovalsExpireOnce", approvalsExpireOnce},
+		{"ApprovalsByClientPagedAndPurged", approvalsByClientPagedAndPurged},
 		{"ClientsAreIsolated", clientsAreIsolated},
 		{"AuditAppendListPurge", auditAppendListPurge},
 		{"AuditListedByTimeNotInsertion", auditListedByTimeNotInsertion},
