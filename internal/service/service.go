@@ -135,7 +135,9 @@ func New(ctx context.Context, o Options) (*Service, error) {
 		MaxBatchOutput:   o.Config.MaxBatchOutputBytes,
 		Approvals:        st,
 		ApprovalTTL:      o.Config.ApprovalTTL,
-		Client:           func(name string) *access.Client { return authn.Clients().ByName(name) },
+		// Per client (issue 21 item 5).
+		MaxPendingApprovals: o.Config.MaxPendingApprovals,
+		Client:              func(name string) *access.Client { return authn.Clients().ByName(name) },
 	}
 	s.router = rt
 	s.Runner = &agent.Runner{
