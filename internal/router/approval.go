@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -62,8 +63,18 @@ func (r *Router) hold(ctx context.Context, rc *routeCall) *toolrouter.Result {
 	if err != nil {
 		return r.finish(ctx, rc, toolrouter.Failure(toolrouter.CategorySchema, "arguments: %v", err), false)
 	}
-	if msg := r.overPendingCap(ctx); msg != "" {
-		return r.finish(ctx, rc, toolrouter.Failure(toolrouter.CategoryResource, "%s", msg), false)
+	unlock := func() {}
+	if r.MaxPendingApprovals > 0 {
+		// Counted and created under one lock: the calls of a batch are
+		// held concurrently, and each must see the ones before it.
+		r.holdMu.Lock()
+		var once sync.Once
+		unlock = func() { once.Do(r.holdMu.Unlock) }
+		defer unlock()
+		if msg := r.overPendingCap(ctx); msg != "" {
+			unlock()
+			return r.finish(ctx, rc, toolrouter.Failure(toolrouter.CategoryResource, "%s", msg), false)
+		}
 	}
 	now := rc.now()
 	runID, _ := ctx.Value(runIDKey{}).(string)
@@ -84,11 +95,14 @@ func (r *Router) hold(ctx context.Context, rc *routeCall) *toolrouter.Result {
 			err = r.commitResults(ctx)
 		}
 		if err != nil {
+			unlock()
 			res.Status, res.ApprovalID = "", ""
 			return r.finish(ctx, rc, toolrouter.Failure(toolrouter.CategoryResource, "approval could not be stored; retry later"), false)
 		}
 	}
-	if err := r.Approvals.CreateApproval(ctx, a); err != nil {
+	err = r.Approvals.CreateApproval(ctx, a)
+	unlock()
+	if err != nil {
 		zerolog.Ctx(ctx).Error().Err(err).Str("tool_call_id", rc.id).Msg("store approval")
 		res.Status, res.ApprovalID = "", ""
 		return r.finish(ctx, rc, toolrouter.Failure(toolrouter.CategoryResource, "approval could not be stored; retry later"), false)
@@ -103,11 +117,10 @@ func (r *Router) hold(ctx context.Context, rc *routeCall) *toolrouter.Result {
 
 // overPendingCap says why the client in ctx may not hold one more call
 // ("" when it may): it has MaxPendingApprovals pending already (issue 21
-// item 5: 20 batches made 20,480 pending approvals in 24 s).
+// item 5: 20 batches made 20,480 pending approvals in 24 s). Exact within
+// a replica (holdMu); replicas holding one client's calls at the same
+// instant may pass it by the calls in flight.
 func (r *Router) overPendingCap(ctx context.Context) string {
-	if r.MaxPendingApprovals <= 0 {
-		return ""
-	}
 	client := access.FromContext(ctx).LabelName()
 	n, err := r.Approvals.CountPendingApprovals(ctx, client)
 	if err != nil {

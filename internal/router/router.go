@@ -86,7 +86,8 @@ type Router struct {
 	// (TOOLROUTER_MAX_PENDING_APPROVALS): a call over it fails as resource
 	// instead of being held. 0 means no cap.
 	MaxPendingApprovals int
-	waiters             waiters // streams waiting for a decision made here
+	holdMu              sync.Mutex // serializes holding calls while MaxPendingApprovals is set
+	waiters             waiters    // streams waiting for a decision made here
 	// Settled, when set, hears of every decided (or expired) approval of a
 	// /runs run once its final result is stored and committed: the run
 	// resumes (agent.Runner.ResumeLater).
