@@ -25,7 +25,7 @@ type Approvals interface {
 // other replicas.
 const (
 	approvalPoll     = 250 * time.Millisecond
-	approvalSlowPoll = 2 * time.Second
+	approvalSlowPoll = 5 * time.Second
 )
 
 // DecisionWatcher wakes a stream waiting for the decision on a held call
