@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -58,13 +59,8 @@ func (p *Store) ListApprovals(ctx context.Context, f toolrouter.ApprovalFilter) 
 	if f.Limit > 0 {
 		lim = f.Limit
 	}
-	q := `SELECT body FROM approvals WHERE ($1 = '' OR status = $1) AND ($2 = '' OR run_id = $2) AND ($3 = '' OR client = $3)`
-	args := []any{string(f.Status), f.RunID, f.Client, lim}
-	if !f.Before.IsZero() {
-		q += ` AND (created_at, approval_id) < ($5, $6)`
-		args = append(args, f.Before.Time, f.Before.ID)
-	}
-	rows, _ := p.pool.Query(ctx, q+` ORDER BY created_at DESC, approval_id DESC LIMIT $4`, args...)
+	q, args := sqlstore.ApprovalSelect(f, func(i int) string { return "$" + strconv.Itoa(i) }, func(t time.Time) any { return t })
+	rows, _ := p.pool.Query(ctx, q+` LIMIT $`+strconv.Itoa(len(args)+1), append(args, lim)...)
 	out, err := pgx.CollectRows(rows, scanApproval)
 	if err != nil {
 		return nil, fmt.Errorf("postgres list approvals: %w", err)

@@ -53,13 +53,8 @@ func (s *Store) ListApprovals(ctx context.Context, f toolrouter.ApprovalFilter) 
 	if limit <= 0 {
 		limit = -1
 	}
-	q := `SELECT body FROM approvals WHERE (? = '' OR status = ?) AND (? = '' OR run_id = ?) AND (? = '' OR client = ?)`
-	args := []any{f.Status, f.Status, f.RunID, f.RunID, f.Client, f.Client}
-	if !f.Before.IsZero() {
-		q += ` AND (created_at, approval_id) < (?, ?)`
-		args = append(args, sqliteTimeOf(f.Before.Time), f.Before.ID)
-	}
-	return s.approvals(ctx, q+` ORDER BY created_at DESC, approval_id DESC LIMIT ?`, append(args, limit)...)
+	q, args := sqlstore.ApprovalSelect(f, func(int) string { return "?" }, func(t time.Time) any { return sqliteTimeOf(t) })
+	return s.approvals(ctx, q+` LIMIT ?`, append(args, limit)...)
 }
 
 // CountPendingApprovals implements store.Store.
