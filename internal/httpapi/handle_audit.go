@@ -61,8 +61,7 @@ func handleAudit(log AuditLog) http.HandlerFunc {
 			return
 		}
 		for i := range recs {
-			end := recs[i].Finished()
-			recs[i].FinishedAt = &end
+			recs[i].FinishedAt = recs[i].Finished()
 		}
 		var next *string
 		if len(recs) == f.Limit {

@@ -44,24 +44,21 @@ type AuditSaver interface {
 // where, which tool, with which arguments' digest (never the arguments),
 // and how it ended. ID is the store's, set when it is appended.
 type AuditRecord struct {
-	ID int64 `json:"id"`
-	// Time is when the call started; records are listed by it.
-	Time time.Time `json:"time"`
-	// FinishedAt is when it ended: Time plus the duration (Finished), set
-	// by GET /audit.
-	FinishedAt    *time.Time `json:"finished_at,omitempty"`
-	Client        string     `json:"client"`
-	EntryPoint    string     `json:"entry_point"`
-	PlanID        string     `json:"plan_id"`
-	Sequence      *int64     `json:"sequence"`
-	ToolCallID    string     `json:"tool_call_id"`
-	ToolName      string     `json:"tool_name"`
-	Tool          string     `json:"tool"`
-	ArgsSHA256    string     `json:"arguments_sha256"`
-	Outcome       string     `json:"outcome"`
-	ErrorCategory string     `json:"error_category"`
-	DurationMS    float64    `json:"duration_ms"`
-	Replica       string     `json:"replica"`
+	ID            int64     `json:"id"`
+	Time          time.Time `json:"time"` // when the call started; listed by it
+	Client        string    `json:"client"`
+	EntryPoint    string    `json:"entry_point"`
+	PlanID        string    `json:"plan_id"`
+	Sequence      *int64    `json:"sequence"`
+	ToolCallID    string    `json:"tool_call_id"`
+	ToolName      string    `json:"tool_name"`
+	Tool          string    `json:"tool"`
+	ArgsSHA256    string    `json:"arguments_sha256"`
+	Outcome       string    `json:"outcome"`
+	ErrorCategory string    `json:"error_category"`
+	DurationMS    float64   `json:"duration_ms"`
+	Replica       string    `json:"replica"`
+	FinishedAt    time.Time `json:"finished_at"` // Time plus the duration (Finished), set by GET /audit
 }
 
 // Finished is when the call ended: its start and its duration.
