@@ -138,7 +138,8 @@ func New(commit Commit, queue, maxBatch int) *Writer {
 
 // SetOnError makes f hear of each failed commit of writes nobody waits
 // for: they are lost (a caller of AddWait gets the error instead); lost
-// counts their statements by Kind. f runs on the writer's goroutine.
+// counts their statements by Kind. f runs on the writer's goroutine,
+// before any waiter of that commit (or a later one) returns.
 func (w *Writer) SetOnError(f func(err error, lost map[string]int)) { w.onError.Store(&f) }
 
 // Err is the error of the last commit when it failed, nil once one
@@ -267,17 +268,21 @@ func (w *Writer) loop() {
 				w.failed.Store(nil)
 			}
 		}
+		// The loss is reported before any waiter of the batch returns.
 		var lost map[string]int
 		for i := range batch {
-			if batch[i].done != nil {
-				batch[i].done <- err
-			} else if err != nil {
+			if batch[i].done == nil && err != nil {
 				lost = countKinds(lost, batch[i])
 			}
-			batch[i] = item{}
 		}
 		if f := w.onError.Load(); lost != nil && f != nil {
 			(*f)(err, lost)
+		}
+		for i := range batch {
+			if batch[i].done != nil {
+				batch[i].done <- err
+			}
+			batch[i] = item{}
 		}
 	}
 }
