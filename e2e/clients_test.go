@@ -1,6 +1,7 @@
 package e2e_test
 
 import (
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -336,6 +337,56 @@ func (b bearer2) RoundTrip(r *http.Request) (*http.Response, error) {
 	return http.DefaultTransport.RoundTrip(r)
 }
 
+// TestCheckUnsetKeyEnv (issue 21 item 13): a registry checked without its
+// secrets passes with a warning naming the variable of each client key
+// that is unset; the service itself still refuses to start on it.
+func TestCheckUnsetKeyEnv(t *testing.T) {
+	path := t.TempDir() + "/registry.yaml"
+	os.WriteFile(path, []byte(`tools:
+  - {name: billing/refund, endpoint: http://127.0.0.1:9/r}
+clients:
+  - name: billing
+    key_env: CHECK_BILLING_KEY
+    tools: ["billing/*"]
+  - name: support
+    key_env: CHECK_SUPPORT_KEY
+    tools: ["billing/*"]
+`), 0o600)
+	env := []string{}
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "CHECK_BILLING_KEY=") && !strings.HasPrefix(kv, "CHECK_SUPPORT_KEY=") {
+			env = append(env, kv)
+		}
+	}
+	cmd := exec.Command(binDir+"/toolrouterd", "check", path)
+	cmd.Env = append(env, "CHECK_SUPPORT_KEY=s-key")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("check without a client's secret: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), `warning: `+path+`:5: client "billing": key_env: environment variable CHECK_BILLING_KEY is unset or empty`) ||
+		strings.Contains(string(out), "CHECK_SUPPORT_KEY") || !strings.Contains(string(out), "ok, 1 tool(s), 0 provider(s), 0 MCP server(s), 2 client(s)") {
+		t.Errorf("check output:\n%s", out)
+	}
+	// Two clients under one unset variable share a key: still a problem.
+	os.WriteFile(path, []byte("clients:\n  - {name: a, key_env: CHECK_BILLING_KEY}\n  - {name: b, key_env: CHECK_BILLING_KEY}\n"), 0o600)
+	cmd = exec.Command(binDir+"/toolrouterd", "check", path)
+	cmd.Env = env
+	if out, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(out), `the same key as client "a"`) {
+		t.Errorf("check of two clients under one variable: %v\n%s", err, out)
+	}
+	// Start-up refuses the first file.
+	os.WriteFile(path, []byte("clients:\n  - {name: billing, key_env: CHECK_BILLING_KEY}\n"), 0o600)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd = exec.CommandContext(ctx, binDir+"/toolrouterd")
+	cmd.Env = append(env, "TOOLROUTER_REGISTRY="+path, "TOOLROUTER_STORE=memory://", "TOOLROUTER_ADDR=127.0.0.1:0")
+	out, err = cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "CHECK_BILLING_KEY is unset or empty") {
+		t.Errorf("start-up with an unset key_env: %v\n%s", err, out)
+	}
+}
+
 // TestCheckClients: toolrouterd check rejects bad clients (every problem,
 // with file and line) and warns about patterns that match no tool.
 func TestCheckClients(t *testing.T) {
@@ -363,7 +414,7 @@ func TestCheckClients(t *testing.T) {
 		t.Fatalf("check passed bad clients:\n%s", out)
 	}
 	for _, want := range []string{
-		`bad.yaml:7: client "a": key_env: environment variable CHECK_UNSET_KEY is unset or empty`,
+		`warning: ` + bad + `:7: client "a": key_env: environment variable CHECK_UNSET_KEY is unset or empty (the service refuses to start without it)`,
 		`bad.yaml:9: client "b": key_sha256: must be the key's SHA-256`,
 		`bad.yaml:13: client "d": key_env: the same key as client "c"`,
 	} {
@@ -373,6 +424,9 @@ func TestCheckClients(t *testing.T) {
 	}
 	if strings.Contains(string(out), "same") && !strings.Contains(string(out), "the same key") {
 		t.Errorf("check printed a key:\n%s", out)
+	}
+	if strings.Contains(string(out), "3 problem(s)") || !strings.Contains(string(out), "2 problem(s)") {
+		t.Errorf("an unset key_env is a warning, not a problem:\n%s", out)
 	}
 	good := file("good.yaml", tools+`clients:
   - name: billing

@@ -12,6 +12,7 @@ import (
 
 	"github.com/go-jose/go-jose/v4"
 	"github.com/go-jose/go-jose/v4/jwt"
+	"github.com/rs/zerolog"
 )
 
 // JWTConfig configures JWT bearer tokens (README "JWT clients").
@@ -34,6 +35,9 @@ type JWTConfig struct {
 	// Leeway is the clock skew allowed on exp and nbf (default 30s).
 	Leeway time.Duration
 	Now    func() time.Time
+	// Log receives a warning for each failed fetch of the key set (nil:
+	// none). Fetches are at most one per MinRefresh, so lines are too.
+	Log *zerolog.Logger
 }
 
 // algorithms are the signatures accepted; the token's alg header must be
@@ -45,10 +49,12 @@ var algorithms = []jose.SignatureAlgorithm{jose.RS256, jose.ES256}
 type JWTVerifier struct {
 	cfg JWTConfig
 
-	mu      sync.Mutex // serializes fetches; guards the fields below
+	mu      sync.Mutex // guards the fields below; never held across a fetch
 	keys    jose.JSONWebKeySet
-	fetched time.Time // last successful fetch
-	tried   time.Time // last fetch attempt
+	fetched time.Time     // last successful fetch
+	tried   time.Time     // last fetch attempt
+	failed  error         // of the last fetch, nil when it succeeded
+	running chan struct{} // closed when the fetch in flight ends; nil when none is
 }
 
 // NewJWTVerifier returns a verifier; it fetches the key set on first use.
@@ -141,31 +147,61 @@ func (v *JWTVerifier) Verify(ctx context.Context, raw string) (Claims, error) {
 
 // keysFor returns the keys of the set with this kid (every key when the
 // token names none), fetching the set when it is stale or does not know
-// the kid, at most once per MinRefresh.
+// the kid, at most once per MinRefresh (issue 21 item 4).
+//
+// A fetch runs outside the lock, one at a time: a token whose kid the set
+// knows verifies meanwhile (with the set in hand, even a stale one), and
+// only tokens that need the new set wait for it (or for their ctx).
 func (v *JWTVerifier) keysFor(ctx context.Context, kid string) ([]jose.JSONWebKey, error) {
 	v.mu.Lock()
-	defer v.mu.Unlock()
 	now := v.cfg.Now()
-	stale := v.fetched.IsZero() || now.Sub(v.fetched) >= v.cfg.MaxAge
 	keys := v.find(kid)
-	mayFetch := v.tried.IsZero() || now.Sub(v.tried) >= v.cfg.MinRefresh
-	if (stale || len(keys) == 0) && mayFetch {
+	stale := v.fetched.IsZero() || now.Sub(v.fetched) >= v.cfg.MaxAge
+	if (stale || len(keys) == 0) && v.running == nil && (v.tried.IsZero() || now.Sub(v.tried) >= v.cfg.MinRefresh) {
 		v.tried = now
-		set, err := v.fetch(ctx)
-		if err != nil {
-			if v.fetched.IsZero() {
-				return nil, err
-			}
-			// Keep using the keys we have; the issuer may be back soon.
-		} else {
-			v.keys, v.fetched = set, now
-			keys = v.find(kid)
+		v.running = make(chan struct{})
+		go v.refresh(context.WithoutCancel(ctx), v.running)
+	}
+	running := v.running
+	v.mu.Unlock()
+	if len(keys) == 0 && running != nil {
+		select {
+		case <-running:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("wait for the JWKS: %w", ctx.Err())
 		}
+	}
+	v.mu.Lock()
+	if len(keys) == 0 {
+		keys = v.find(kid)
+	}
+	never, failed := v.fetched.IsZero(), v.failed
+	v.mu.Unlock()
+	if len(keys) == 0 && never && failed != nil {
+		return nil, failed // not the caller's fault: no key set yet
 	}
 	if len(keys) == 0 {
 		return nil, Denied(fmt.Sprintf("token signed by an unknown key (kid %q)", kid))
 	}
 	return keys, nil
+}
+
+// refresh fetches the key set and ends the fetch in flight, done. A set
+// that cannot be fetched leaves the keys in hand in use (the issuer may be
+// back soon) and is logged.
+func (v *JWTVerifier) refresh(ctx context.Context, done chan struct{}) {
+	set, err := v.fetch(ctx)
+	if err != nil && v.cfg.Log != nil {
+		v.cfg.Log.Warn().Err(err).Str("jwks_url", v.cfg.JWKSURL).Msg("JWT key set fetch failed; the keys in hand stay in use")
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.failed = err
+	if err == nil {
+		v.keys, v.fetched = set, v.cfg.Now()
+	}
+	v.running = nil
+	close(done)
 }
 
 func (v *JWTVerifier) find(kid string) []jose.JSONWebKey {

@@ -388,9 +388,15 @@ func (r *Runner) every() time.Duration {
 // Get returns a run, first interrupting runs whose replica stopped
 // heartbeating.
 func (r *Runner) Get(ctx context.Context, id string) (*toolrouter.Run, error) {
+	return r.get(ctx, id, true)
+}
+
+// get returns a run the caller sees; read says the caller only reads it,
+// so an approver may see a run that waits for its decision too.
+func (r *Runner) get(ctx context.Context, id string, read bool) (*toolrouter.Run, error) {
 	r.reap(ctx)
 	run, err := r.Runs.GetRun(ctx, id)
-	if err == nil && !sees(access.FromContext(ctx), run) {
+	if c := access.FromContext(ctx); err == nil && !sees(c, run) && !(read && decides(c, run)) {
 		// Another client's run is a run that does not exist (README "Clients").
 		return nil, toolrouter.Errorf(toolrouter.ENOTFOUND, "run %q not found", id)
 	}
@@ -400,6 +406,14 @@ func (r *Runner) Get(ctx context.Context, id string) (*toolrouter.Run, error) {
 		r.ResumeLater(ctx, id)
 	}
 	return run, toolrouter.StoreError(err)
+}
+
+// decides reports whether c, an approver, may decide an approval run waits
+// for: it reads such a run (read-only) to decide, so the console's link
+// from an approval to its run works (issue 21 item 14). Its own calls' are
+// for others to decide, but c sees its own runs anyway.
+func decides(c *access.Client, run *toolrouter.Run) bool {
+	return c.MayApprove() && run.Status == toolrouter.RunAwaitingApproval && len(run.PendingApprovals) > 0
 }
 
 // sees reports whether c may read run: its own, or any when c is an admin

@@ -73,7 +73,7 @@ func (r *Runner) track(runID, client string, cancel context.CancelCauseFunc) (un
 // returns the run and whether it was still running (a finished run is
 // returned as it is). A run the client in ctx may not see is ENOTFOUND.
 func (r *Runner) Cancel(ctx context.Context, id string) (*toolrouter.Run, bool, error) {
-	run, err := r.Get(ctx, id)
+	run, err := r.get(ctx, id, false)
 	if err == nil && run.Status == toolrouter.RunAwaitingApproval {
 		// Nothing executes a paused run: it ends cancelled now, unless a
 		// replica resumed it meanwhile (then it is cancelled as running).

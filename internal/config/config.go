@@ -50,6 +50,11 @@ type Config struct {
 	// ApprovalTTL is how long a call held for an approver waits before it
 	// expires as denied (README "Approvals").
 	ApprovalTTL time.Duration `split_words:"true" default:"1h"`
+	// MaxPendingApprovals caps one client's calls awaiting approval; a
+	// call over it fails as resource. ApprovalRetention is how long
+	// decided and expired approvals are kept (README "Approvals").
+	MaxPendingApprovals int           `split_words:"true" default:"1000"`
+	ApprovalRetention   time.Duration `split_words:"true" default:"168h"`
 	// MaxActiveRuns bounds the runs one client executes at once (per
 	// process), MaxRunBytes a run's stored document (README "Runs: limits,
 	// cancellation and size").
@@ -199,6 +204,10 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("TOOLROUTER_RUN_HEARTBEAT: %s is below the minimum of 100ms", c.RunHeartbeat)
 	case c.ApprovalTTL < time.Second:
 		return fmt.Errorf("TOOLROUTER_APPROVAL_TTL: %s is below the minimum of 1s", c.ApprovalTTL)
+	case c.MaxPendingApprovals < 1 || c.MaxPendingApprovals > 1000000:
+		return fmt.Errorf("TOOLROUTER_MAX_PENDING_APPROVALS: %d is outside 1..1000000", c.MaxPendingApprovals)
+	case c.ApprovalRetention < time.Minute:
+		return fmt.Errorf("TOOLROUTER_APPROVAL_RETENTION: %s is below the minimum of 1m", c.ApprovalRetention)
 	case c.MaxActiveRuns < 1 || c.MaxActiveRuns > 100000:
 		return fmt.Errorf("TOOLROUTER_MAX_ACTIVE_RUNS: %d is outside 1..100000", c.MaxActiveRuns)
 	case c.MaxRunBytes < 64<<10 || c.MaxRunBytes > 1<<30:

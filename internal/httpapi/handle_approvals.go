@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
@@ -18,8 +19,20 @@ type Approvals interface {
 }
 
 // approvalPoll is how often a stream waiting for a decision reads the
-// store: the decision may come on any replica.
-const approvalPoll = 250 * time.Millisecond
+// store: the decision may come on any replica. A decision made in this
+// process wakes the stream at once (DecisionWatcher), so with one the
+// store is read only every approvalSlowPoll, for decisions made by
+// other replicas.
+const (
+	approvalPoll     = 250 * time.Millisecond
+	approvalSlowPoll = 5 * time.Second
+)
+
+// DecisionWatcher wakes a stream waiting for the decision on a held call
+// when this process settles it (router.Router).
+type DecisionWatcher interface {
+	WatchDecision(ctx context.Context, toolCallID string) (<-chan struct{}, func())
+}
 
 // decisionRequest is the body of POST /approvals/{id}.
 type decisionRequest struct {
@@ -48,12 +61,36 @@ func handleListApprovals(ap Approvals) http.HandlerFunc {
 			writeError(w, r, toolrouter.Invalid("status", "status: must be pending, approved, denied or expired"))
 			return
 		}
+		// Pages as GET /audit's: limit (default 100) and next_cursor.
+		f.Limit = 100
+		if v := r.URL.Query().Get("limit"); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 || n > 1000 {
+				writeError(w, r, toolrouter.Invalid("limit", "limit: must be an integer in 1..1000, got %q", v))
+				return
+			}
+			f.Limit = n
+		}
+		if v := r.URL.Query().Get("cursor"); v != "" {
+			c, err := toolrouter.ParseCursor(v)
+			if err != nil {
+				writeError(w, r, err)
+				return
+			}
+			f.Before = c
+		}
 		as, err := ap.ListApprovals(r.Context(), f)
 		if err != nil {
 			writeError(w, r, err)
 			return
 		}
-		encode(w, r, http.StatusOK, map[string]any{"approvals": as})
+		var next *string
+		if len(as) == f.Limit {
+			last := as[len(as)-1]
+			s := toolrouter.Cursor{Time: last.CreatedAt, ID: last.ID}.String()
+			next = &s
+		}
+		encode(w, r, http.StatusOK, map[string]any{"approvals": as, "next_cursor": next})
 	}
 }
 
@@ -95,20 +132,31 @@ func handleGetResult(ap Approvals) http.HandlerFunc {
 	}
 }
 
-// awaitDecision polls the result of a held call until it is no longer
-// awaiting approval (or ctx ends, nil) and returns it.
+// awaitDecision waits until the result of a held call is no longer
+// awaiting approval (or ctx ends, nil) and returns it: woken by a decision
+// made in this process, polling the store for one made elsewhere.
 func awaitDecision(ctx context.Context, ap Approvals, toolCallID string) *toolrouter.Result {
-	t := time.NewTicker(approvalPoll)
+	poll := approvalPoll
+	var decided <-chan struct{}
+	if dw, ok := ap.(DecisionWatcher); ok {
+		ch, stop := dw.WatchDecision(ctx, toolCallID)
+		defer stop()
+		decided, poll = ch, approvalSlowPoll
+	}
+	t := time.NewTicker(poll)
 	defer t.Stop()
 	for {
+		// Read first: the decision may have come before the watch began.
+		res, err := ap.Result(ctx, toolCallID, "")
+		if err == nil && res.Status != toolrouter.ResultAwaitingApproval {
+			return res
+		}
 		select {
 		case <-ctx.Done():
 			return nil
+		case <-decided:
+			decided = nil // closed: read once more, then poll
 		case <-t.C:
-			res, err := ap.Result(ctx, toolCallID, "")
-			if err == nil && res.Status != toolrouter.ResultAwaitingApproval {
-				return res
-			}
 		}
 	}
 }

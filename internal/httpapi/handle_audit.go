@@ -48,21 +48,25 @@ func handleAudit(log AuditLog) http.HandlerFunc {
 			f.Limit = n
 		}
 		if v := q.Get("cursor"); v != "" {
-			n, err := strconv.ParseInt(v, 10, 64)
-			if err != nil || n < 1 {
-				writeError(w, r, toolrouter.Invalid("cursor", "cursor: must be the next_cursor of a previous page, got %q", v))
+			c, err := toolrouter.ParseCursor(v)
+			if err != nil {
+				writeError(w, r, err)
 				return
 			}
-			f.Before = n
+			f.Before = c
 		}
 		recs, err := log.ListAudit(r.Context(), f)
 		if err != nil {
 			writeError(w, r, toolrouter.StoreError(err))
 			return
 		}
+		for i := range recs {
+			recs[i].FinishedAt = recs[i].Finished()
+		}
 		var next *string
 		if len(recs) == f.Limit {
-			s := strconv.FormatInt(recs[len(recs)-1].ID, 10)
+			last := recs[len(recs)-1]
+			s := toolrouter.CursorOf(last.Time, last.ID).String()
 			next = &s
 		}
 		encode(w, r, http.StatusOK, map[string]any{"records": recs, "next_cursor": next})

@@ -29,6 +29,7 @@ type Metrics struct {
 	runs         *prometheus.CounterVec
 	storeErrors  *prometheus.CounterVec
 	storeUp      prometheus.Gauge
+	storeLost    *prometheus.CounterVec
 
 	// The children of the per-call vectors, looked up once per label set
 	// rather than on every call.
@@ -139,6 +140,10 @@ func New() *Metrics {
 			Name: "toolrouter_store_errors_total",
 			Help: "Store calls that failed (not counting not-found and conflict answers), by operation.",
 		}, []string{"operation"}),
+		storeLost: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "toolrouter_store_lost_records_total",
+			Help: "Records written behind (results, audit records) lost because their group commit failed, by kind.",
+		}, []string{"kind"}),
 		storeUp: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "toolrouter_store_up",
 			Help: "Whether the store answered the last readiness check (1) or not (0).",
@@ -147,7 +152,7 @@ func New() *Metrics {
 	for _, st := range []string{"completed", "terminated", "failed", "interrupted", "cancelled"} {
 		m.runs.WithLabelValues(st) // exported from 0
 	}
-	m.reg.MustRegister(m.httpRequests, m.httpDuration, m.toolCalls, m.toolDuration, m.reloads, m.rateLimited, m.inflight, m.runs, m.storeErrors, m.storeUp,
+	m.reg.MustRegister(m.httpRequests, m.httpDuration, m.toolCalls, m.toolDuration, m.reloads, m.rateLimited, m.inflight, m.runs, m.storeErrors, m.storeUp, m.storeLost,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -158,10 +163,17 @@ func (m *Metrics) StoreOps(ops ...string) {
 	for _, op := range ops {
 		m.storeErrors.WithLabelValues(op)
 	}
+	for _, kind := range []string{"result", "audit"} {
+		m.storeLost.WithLabelValues(kind)
+	}
 }
 
 // StoreError counts one failed store call of operation op.
 func (m *Metrics) StoreError(op string) { m.storeErrors.WithLabelValues(op).Inc() }
+
+// StoreLost counts n records of kind lost by a failed group commit
+// (toolrouter_store_lost_records_total).
+func (m *Metrics) StoreLost(kind string, n int) { m.storeLost.WithLabelValues(kind).Add(float64(n)) }
 
 // StoreUp sets toolrouter_store_up: whether the store answered the last
 // readiness check.

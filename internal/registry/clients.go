@@ -151,7 +151,8 @@ func (p *parser) clientKey(f map[string]entry, w where) []byte {
 		case !envName.MatchString(env):
 			p.addAt(f["key_env"].val, w, "key_env", "must be the name of an environment variable ([A-Za-z_][A-Za-z0-9_]*), not the key itself")
 		case strings.TrimSpace(v) == "":
-			p.addAt(f["key_env"].val, w, "key_env", fmt.Sprintf("environment variable %s is unset or empty", env))
+			p.addProblem(Problem{File: p.file, Line: lineOf(f["key_env"].val), Field: w.prefix + "key_env",
+				Why: fmt.Sprintf("environment variable %s is unset or empty", env), UnsetKeyEnv: env})
 		case !visibleASCII(strings.TrimSpace(v)):
 			p.addAt(f["key_env"].val, w, "key_env", fmt.Sprintf("environment variable %s holds a character that is not visible ASCII (a bearer token cannot carry it)", env))
 		default:

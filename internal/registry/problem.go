@@ -17,6 +17,11 @@ type Problem struct {
 	// "input_schema/properties/msg/type", "providers[0].base_url".
 	Field string
 	Why   string
+	// UnsetKeyEnv is the variable a client's key_env names when the
+	// problem is that it is unset or empty: the service refuses to start
+	// on it, `toolrouterd check` only warns (a registry is checked in CI
+	// without its secrets).
+	UnsetKeyEnv string
 }
 
 // String renders the problem as FILE:LINE: tool "x": field: why, leaving

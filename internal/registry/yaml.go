@@ -35,7 +35,10 @@ type parser struct {
 type where struct{ tool, prefix string }
 
 func (p *parser) add(line int, w where, field, why string) {
-	pr := Problem{File: p.file, Line: line, Tool: w.tool, Field: w.prefix + field, Why: why}
+	p.addProblem(Problem{File: p.file, Line: line, Tool: w.tool, Field: w.prefix + field, Why: why})
+}
+
+func (p *parser) addProblem(pr Problem) {
 	if p.seen[pr] { // an aliased node is read once per use
 		return
 	}

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -24,6 +25,7 @@ type Approvals interface {
 	ListApprovals(ctx context.Context, f toolrouter.ApprovalFilter) ([]*toolrouter.Approval, error)
 	DecideApproval(ctx context.Context, id string, d toolrouter.Decision) (*toolrouter.Approval, error)
 	ExpireApprovals(ctx context.Context, now time.Time) ([]*toolrouter.Approval, error)
+	CountPendingApprovals(ctx context.Context, client string) (int, error)
 	GetResult(ctx context.Context, toolCallID string) (*toolrouter.Result, error)
 }
 
@@ -61,6 +63,19 @@ func (r *Router) hold(ctx context.Context, rc *routeCall) *toolrouter.Result {
 	if err != nil {
 		return r.finish(ctx, rc, toolrouter.Failure(toolrouter.CategorySchema, "arguments: %v", err), false)
 	}
+	unlock := func() {}
+	if r.MaxPendingApprovals > 0 {
+		// Counted and created under one lock: the calls of a batch are
+		// held concurrently, and each must see the ones before it.
+		r.holdMu.Lock()
+		var once sync.Once
+		unlock = func() { once.Do(r.holdMu.Unlock) }
+		defer unlock()
+		if msg := r.overPendingCap(ctx); msg != "" {
+			unlock()
+			return r.finish(ctx, rc, toolrouter.Failure(toolrouter.CategoryResource, "%s", msg), false)
+		}
+	}
 	now := rc.now()
 	runID, _ := ctx.Value(runIDKey{}).(string)
 	a := &toolrouter.Approval{
@@ -80,11 +95,14 @@ func (r *Router) hold(ctx context.Context, rc *routeCall) *toolrouter.Result {
 			err = r.commitResults(ctx)
 		}
 		if err != nil {
+			unlock()
 			res.Status, res.ApprovalID = "", ""
 			return r.finish(ctx, rc, toolrouter.Failure(toolrouter.CategoryResource, "approval could not be stored; retry later"), false)
 		}
 	}
-	if err := r.Approvals.CreateApproval(ctx, a); err != nil {
+	err = r.Approvals.CreateApproval(ctx, a)
+	unlock()
+	if err != nil {
 		zerolog.Ctx(ctx).Error().Err(err).Str("tool_call_id", rc.id).Msg("store approval")
 		res.Status, res.ApprovalID = "", ""
 		return r.finish(ctx, rc, toolrouter.Failure(toolrouter.CategoryResource, "approval could not be stored; retry later"), false)
@@ -95,6 +113,24 @@ func (r *Router) hold(ctx context.Context, rc *routeCall) *toolrouter.Result {
 		rc.emit(toolrouter.Update{ToolCallID: rc.id, Status: toolrouter.StatusAwaitingApproval, ToolName: res.ToolName, Message: a.ID})
 	}
 	return res
+}
+
+// overPendingCap says why the client in ctx may not hold one more call
+// ("" when it may): it has MaxPendingApprovals pending already (issue 21
+// item 5: 20 batches made 20,480 pending approvals in 24 s). Exact within
+// a replica (holdMu); replicas holding one client's calls at the same
+// instant may pass it by the calls in flight.
+func (r *Router) overPendingCap(ctx context.Context) string {
+	client := access.FromContext(ctx).LabelName()
+	n, err := r.Approvals.CountPendingApprovals(ctx, client)
+	if err != nil {
+		zerolog.Ctx(ctx).Error().Err(err).Msg("count pending approvals")
+		return "approval could not be stored; retry later"
+	}
+	if n >= r.MaxPendingApprovals {
+		return fmt.Sprintf("too many calls awaiting approval: this client has %d pending (TOOLROUTER_MAX_PENDING_APPROVALS is %d); retry once some are decided or expired", n, r.MaxPendingApprovals)
+	}
+	return ""
 }
 
 // commitResults commits the results saved so far when the store queues
@@ -272,6 +308,7 @@ func (r *Router) settleWith(ctx context.Context, a *toolrouter.Approval, call fu
 	if err := r.commitResults(ctx); err != nil {
 		zerolog.Ctx(ctx).Warn().Err(err).Str("approval_id", a.ID).Msg("commit a decided result")
 	}
+	r.waiters.wake(a)
 	if a.RunID != "" && r.Settled != nil {
 		r.Settled(ctx, a)
 	}
@@ -371,25 +408,14 @@ func (r *Router) ListApprovals(ctx context.Context, f toolrouter.ApprovalFilter)
 	if _, err := r.ExpireDue(ctx); err != nil {
 		return nil, toolrouter.Unavailable("store", err)
 	}
-	c := access.FromContext(ctx)
-	limit := f.Limit
-	if !c.MayApprove() {
-		f.Limit = 0 // filtered below
+	if c := access.FromContext(ctx); !c.MayApprove() {
+		f.Client = c.LabelName() // in the store: never another client's rows
 	}
 	as, err := r.Approvals.ListApprovals(ctx, f)
 	if err != nil {
 		return nil, toolrouter.Unavailable("store", err)
 	}
-	if c.MayApprove() {
-		return as, nil
-	}
-	out := as[:0]
-	for _, a := range as {
-		if a.Client == c.LabelName() && (limit <= 0 || len(out) < limit) {
-			out = append(out, a)
-		}
-	}
-	return out, nil
+	return as, nil
 }
 
 // Result returns the current result of a tool call (awaiting_approval,

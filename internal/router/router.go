@@ -82,6 +82,12 @@ type Router struct {
 	// ApprovalTTL is how long a call waits before it expires
 	// (TOOLROUTER_APPROVAL_TTL, default 1h).
 	ApprovalTTL time.Duration
+	// MaxPendingApprovals caps the pending approvals of one client
+	// (TOOLROUTER_MAX_PENDING_APPROVALS): a call over it fails as resource
+	// instead of being held. 0 means no cap.
+	MaxPendingApprovals int
+	holdMu              sync.Mutex // serializes holding calls while MaxPendingApprovals is set
+	waiters             waiters    // streams waiting for a decision made here
 	// Settled, when set, hears of every decided (or expired) approval of a
 	// /runs run once its final result is stored and committed: the run
 	// resumes (agent.Runner.ResumeLater).

@@ -18,7 +18,7 @@ const (
 // then every tenth of the shorter retention (at most hourly), until ctx
 // ends. Any number of replicas may sweep one store at once.
 func (s *Service) Sweep(ctx context.Context) {
-	every := min(time.Hour, min(s.cfg.ResultRetention, s.cfg.RunRetention)/10)
+	every := min(time.Hour, min(s.cfg.ResultRetention, s.cfg.RunRetention, s.cfg.ApprovalRetention)/10)
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
@@ -36,6 +36,7 @@ func (s *Service) Sweep(ctx context.Context) {
 func (s *Service) SweepOnce(ctx context.Context, now time.Time) (results, runs int) {
 	results = s.sweep(ctx, "route results", now.Add(-s.cfg.ResultRetention), s.Store.DeleteResultsBefore)
 	runs = s.sweep(ctx, "runs", now.Add(-s.cfg.RunRetention), s.Store.DeleteRunsBefore)
+	s.sweep(ctx, "approvals", now.Add(-s.cfg.ApprovalRetention), s.Store.PurgeApprovals)
 	return results, runs
 }
 

@@ -91,12 +91,15 @@ func New(ctx context.Context, o Options) (*Service, error) {
 		exec:     remote.New(remote.Options{Wrap: tel.Transport}),
 		adapters: NewAdapters(o.Getenv, tel),
 	}
+	// One limiter for the warnings of a failing store (issue 14 item 9).
+	logLimit := lograte.New(nil)
+	watchLostWrites(st, s.metrics, o.Logger, logLimit)
 	st = countStore(st, s.metrics, tel.Store(dbSystem(o.Config.Store)))
 	s.Store = st
 	var jwt *access.JWTVerifier
 	if o.Config.JWT() {
 		jwt = access.NewJWTVerifier(access.JWTConfig{Issuer: o.Config.JWTIssuer, JWKSURL: o.Config.JWTJwksURL,
-			Audience: o.Config.JWTAudience, SubjectClaim: o.Config.JWTSubjectClaim})
+			Audience: o.Config.JWTAudience, SubjectClaim: o.Config.JWTSubjectClaim, Log: &o.Logger})
 	}
 	authn := access.NewAuthenticator(o.Config.APIKeys, s.holder.Current, jwt)
 	authn.OnBuild = func(cs *access.Clients) {
@@ -107,8 +110,6 @@ func New(ctx context.Context, o Options) (*Service, error) {
 	if authn.Open() {
 		o.Logger.Warn().Msg("TOOLROUTER_API_KEYS is empty and the registry has no clients: requests are not authenticated")
 	}
-	// One limiter for the warnings of a failing store (issue 14 item 9).
-	logLimit := lograte.New(nil)
 	trail := &audit.Trail{Store: st, Replica: o.Owner, Log: o.Logger, Limit: logLimit}
 	limiter := audit.Limiter{Taker: s.newLimiter(st), Trail: trail}
 
@@ -134,7 +135,9 @@ func New(ctx context.Context, o Options) (*Service, error) {
 		MaxBatchOutput:   o.Config.MaxBatchOutputBytes,
 		Approvals:        st,
 		ApprovalTTL:      o.Config.ApprovalTTL,
-		Client:           func(name string) *access.Client { return authn.Clients().ByName(name) },
+		// Per client (issue 21 item 5).
+		MaxPendingApprovals: o.Config.MaxPendingApprovals,
+		Client:              func(name string) *access.Client { return authn.Clients().ByName(name) },
 	}
 	s.router = rt
 	s.Runner = &agent.Runner{

@@ -89,6 +89,12 @@ type Store interface {
 	// before now as expired and returns those it marked (each once, even
 	// with several replicas sweeping).
 	ExpireApprovals(ctx context.Context, now time.Time) ([]*toolrouter.Approval, error)
+	// CountPendingApprovals is how many approvals of client are pending
+	// (the cap TOOLROUTER_MAX_PENDING_APPROVALS bounds).
+	CountPendingApprovals(ctx context.Context, client string) (int, error)
+	// PurgeApprovals deletes at most limit approvals that are no longer
+	// pending and were created before before, and returns how many.
+	PurgeApprovals(ctx context.Context, before time.Time, limit int) (int, error)
 	Tenancy
 	RunAdmin
 

@@ -97,17 +97,22 @@ func (a *Approval) Apply(d Decision) {
 	a.Status, a.DecidedAt, a.DecidedBy, a.Reason = d.Status, &at, &by, &reason
 }
 
-// ApprovalFilter selects approvals: by status and by run ("" is any), at
-// most Limit (0 is no limit), newest first.
+// ApprovalFilter selects approvals: by status, run and client ("" is
+// any), at most Limit (0 is no limit), newest first by CreatedAt, then
+// id; Before (a previous page's cursor, zero for the first page) pages
+// back in time.
 type ApprovalFilter struct {
 	Status ApprovalStatus
 	RunID  string
+	Client string
+	Before Cursor
 	Limit  int
 }
 
 // Match reports whether a passes the filter (Limit aside).
 func (f ApprovalFilter) Match(a *Approval) bool {
-	return (f.Status == "" || a.Status == f.Status) && (f.RunID == "" || a.RunID == f.RunID)
+	return (f.Status == "" || a.Status == f.Status) && (f.RunID == "" || a.RunID == f.RunID) &&
+		(f.Client == "" || a.Client == f.Client) && f.Before.Before(a.CreatedAt, a.ID)
 }
 
 // CheckDecision says whether d may be applied to a, as every store decides:

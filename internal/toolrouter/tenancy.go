@@ -45,7 +45,7 @@ type AuditSaver interface {
 // and how it ended. ID is the store's, set when it is appended.
 type AuditRecord struct {
 	ID            int64     `json:"id"`
-	Time          time.Time `json:"time"`
+	Time          time.Time `json:"time"` // when the call started; listed by it
 	Client        string    `json:"client"`
 	EntryPoint    string    `json:"entry_point"`
 	PlanID        string    `json:"plan_id"`
@@ -58,18 +58,25 @@ type AuditRecord struct {
 	ErrorCategory string    `json:"error_category"`
 	DurationMS    float64   `json:"duration_ms"`
 	Replica       string    `json:"replica"`
+	FinishedAt    time.Time `json:"finished_at"` // Time plus the duration (Finished), set by GET /audit
+}
+
+// Finished is when the call ended: its start and its duration.
+func (r *AuditRecord) Finished() time.Time {
+	return r.Time.Add(time.Duration(r.DurationMS * float64(time.Millisecond)))
 }
 
 // AuditFilter selects audit records: every set field must match. Since
-// is inclusive and Until exclusive; Before (a record id from a previous
-// page's cursor, 0 for the first page) pages back in time.
+// is inclusive and Until exclusive, on Time; Before (the cursor of a
+// previous page, zero for the first) pages back in time. Records come
+// newest first by Time, then id.
 type AuditFilter struct {
 	Client  string
 	Tool    string // matches the canonical name or the name as sent
 	Outcome string
 	Since   time.Time
 	Until   time.Time
-	Before  int64
+	Before  Cursor
 	Limit   int
 }
 

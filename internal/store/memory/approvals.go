@@ -114,3 +114,41 @@ func (m *Store) ExpireApprovals(_ context.Context, now time.Time) ([]*toolrouter
 	}
 	return out, nil
 }
+
+// CountPendingApprovals implements store.Store.
+func (m *Store) CountPendingApprovals(_ context.Context, client string) (int, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := 0
+	for id := range m.approvals {
+		a, err := m.approval(id)
+		if err != nil {
+			return 0, err
+		}
+		if a.Status == toolrouter.ApprovalPending && a.Client == client {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// PurgeApprovals implements store.Store.
+func (m *Store) PurgeApprovals(_ context.Context, before time.Time, limit int) (int, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := 0
+	for id := range m.approvals {
+		if n >= limit {
+			break
+		}
+		a, err := m.approval(id)
+		if err != nil {
+			return n, err
+		}
+		if a.Status != toolrouter.ApprovalPending && a.CreatedAt.Before(before) {
+			delete(m.approvals, id)
+			n++
+		}
+	}
+	return n, nil
+}

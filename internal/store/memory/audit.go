@@ -1,7 +1,10 @@
 package memory
 
 import (
+	"cmp"
 	"context"
+	"slices"
+	"strconv"
 	"time"
 
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
@@ -46,14 +49,23 @@ func (m *Store) ListAudit(_ context.Context, f toolrouter.AuditFilter) ([]toolro
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	out := []toolrouter.AuditRecord{}
-	for i := len(m.audit.recs) - 1; i >= 0 && (f.Limit <= 0 || len(out) < f.Limit); i-- {
-		r := m.audit.recs[i]
-		if f.Before > 0 && r.ID >= f.Before || f.Client != "" && r.Client != f.Client ||
+	for _, r := range m.audit.recs {
+		if !f.Before.Before(r.Time, strconv.FormatInt(r.ID, 10)) || f.Client != "" && r.Client != f.Client ||
 			f.Tool != "" && r.Tool != f.Tool && r.ToolName != f.Tool || f.Outcome != "" && r.Outcome != f.Outcome ||
 			!f.Since.IsZero() && r.Time.Before(f.Since) || !f.Until.IsZero() && !r.Time.Before(f.Until) {
 			continue
 		}
 		out = append(out, r)
+	}
+	// Newest first by time, then id (as the SQL stores order them).
+	slices.SortFunc(out, func(a, b toolrouter.AuditRecord) int {
+		if c := b.Time.Compare(a.Time); c != 0 {
+			return c
+		}
+		return cmp.Compare(b.ID, a.ID)
+	})
+	if f.Limit > 0 && len(out) > f.Limit {
+		out = out[:f.Limit]
 	}
 	return out, nil
 }

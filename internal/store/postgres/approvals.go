@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -19,8 +20,8 @@ func (p *Store) CreateApproval(ctx context.Context, a *toolrouter.Approval) erro
 	if err != nil {
 		return fmt.Errorf("postgres create approval: %w", err)
 	}
-	if _, err := p.pool.Exec(ctx, `INSERT INTO approvals (approval_id, tool_call_id, status, run_id, created_at, expires_at, body)
-		VALUES ($1, $2, $3, $4, $5, $6, $7)`, a.ID, a.ToolCallID, string(a.Status), a.RunID,
+	if _, err := p.pool.Exec(ctx, `INSERT INTO approvals (approval_id, tool_call_id, status, run_id, client, created_at, expires_at, body)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, a.ID, a.ToolCallID, string(a.Status), a.RunID, a.Client,
 		a.CreatedAt, a.ExpiresAt, string(b)); err != nil {
 		return fmt.Errorf("postgres create approval: %w", err)
 	}
@@ -58,8 +59,8 @@ func (p *Store) ListApprovals(ctx context.Context, f toolrouter.ApprovalFilter) 
 	if f.Limit > 0 {
 		lim = f.Limit
 	}
-	rows, _ := p.pool.Query(ctx, `SELECT body FROM approvals WHERE ($1 = '' OR status = $1) AND ($2 = '' OR run_id = $2)
-		ORDER BY created_at DESC, approval_id DESC LIMIT $3`, string(f.Status), f.RunID, lim)
+	q, args := sqlstore.ApprovalSelect(f, func(i int) string { return "$" + strconv.Itoa(i) }, func(t time.Time) any { return t })
+	rows, _ := p.pool.Query(ctx, q+` LIMIT $`+strconv.Itoa(len(args)+1), append(args, lim)...)
 	out, err := pgx.CollectRows(rows, scanApproval)
 	if err != nil {
 		return nil, fmt.Errorf("postgres list approvals: %w", err)
@@ -96,4 +97,24 @@ func (p *Store) ExpireApprovals(ctx context.Context, now time.Time) ([]*toolrout
 		return nil, fmt.Errorf("postgres expire approvals: %w", err)
 	}
 	return sqlstore.ExpireApprovals(ctx, "postgres", due, now, p.decide)
+}
+
+// CountPendingApprovals implements store.Store.
+func (p *Store) CountPendingApprovals(ctx context.Context, client string) (int, error) {
+	var n int
+	if err := p.pool.QueryRow(ctx, `SELECT count(*) FROM approvals WHERE status = 'pending' AND client = $1`, client).Scan(&n); err != nil {
+		return 0, fmt.Errorf("postgres count pending approvals: %w", err)
+	}
+	return n, nil
+}
+
+// PurgeApprovals implements store.Store.
+func (p *Store) PurgeApprovals(ctx context.Context, before time.Time, limit int) (int, error) {
+	tag, err := p.pool.Exec(ctx, `DELETE FROM approvals WHERE approval_id IN
+		(SELECT approval_id FROM approvals WHERE status <> 'pending' AND created_at < $1 ORDER BY created_at LIMIT $2
+		 FOR UPDATE SKIP LOCKED)`, before, limit)
+	if err != nil {
+		return 0, fmt.Errorf("postgres purge approvals: %w", err)
+	}
+	return int(tag.RowsAffected()), nil
 }

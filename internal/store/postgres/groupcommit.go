@@ -57,7 +57,7 @@ type auditRow struct {
 }
 
 func resultWrite(r resultRow) writebehind.Write {
-	return writebehind.Write{SQL: saveResultsSQL, Args: []any{r}}
+	return writebehind.Write{SQL: saveResultsSQL, Args: []any{r}, Kind: "result"}
 }
 
 // auditWrites are the writes that insert recs.
@@ -69,7 +69,7 @@ func auditWrites(recs []toolrouter.AuditRecord) []writebehind.Write {
 			a.seq = pgtype.Int8{Int64: *s, Valid: true}
 		}
 		a.r.Sequence = nil
-		ws[i] = writebehind.Write{SQL: insertAuditsSQL, Args: []any{a}}
+		ws[i] = writebehind.Write{SQL: insertAuditsSQL, Args: []any{a}, Kind: "audit"}
 	}
 	return ws
 }

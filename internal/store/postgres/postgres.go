@@ -462,8 +462,31 @@ func (p *Store) Ping(ctx context.Context) error {
 	if err := p.conn.err(); err != nil {
 		return err
 	}
-	return p.pool.Ping(ctx)
+	if err := p.pool.Ping(ctx); err != nil {
+		return err
+	}
+	return p.probeWrites(ctx)
 }
+
+// probeWrites, while the group commit fails (a full disk), commits one
+// small write through it: its error while commits still fail, nil (and
+// the writer healthy again) once they succeed, even with no traffic.
+func (p *Store) probeWrites(ctx context.Context) error {
+	if p.w.Err() == nil {
+		return nil
+	}
+	err := p.w.AddWait(ctx, writebehind.Write{SQL: `INSERT INTO write_probe (id, at) VALUES (1, $1)
+		ON CONFLICT (id) DO UPDATE SET at = excluded.at`, Args: []any{p.now()}, Kind: "probe"})
+	if err != nil {
+		return fmt.Errorf("postgres store: writes fail: %w", err)
+	}
+	return nil
+}
+
+// OnLostWrites makes f hear of each failed group commit of writes nobody
+// waited for (results and audit records written behind), with how many of
+// each kind were lost.
+func (p *Store) OnLostWrites(f func(err error, lost map[string]int)) { p.w.SetOnError(f) }
 
 // Close implements store.Store: it commits the queued writes first.
 func (p *Store) Close() error {

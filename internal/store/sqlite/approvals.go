@@ -18,8 +18,8 @@ func (s *Store) CreateApproval(ctx context.Context, a *toolrouter.Approval) erro
 	if err != nil {
 		return fmt.Errorf("sqlite create approval: %w", err)
 	}
-	if _, err := s.db.ExecContext(ctx, `INSERT INTO approvals (approval_id, tool_call_id, status, run_id, created_at, expires_at, body)
-		VALUES (?, ?, ?, ?, ?, ?, ?)`, a.ID, a.ToolCallID, string(a.Status), a.RunID,
+	if _, err := s.db.ExecContext(ctx, `INSERT INTO approvals (approval_id, tool_call_id, status, run_id, client, created_at, expires_at, body)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, a.ID, a.ToolCallID, string(a.Status), a.RunID, a.Client,
 		sqliteTimeOf(a.CreatedAt), sqliteTimeOf(a.ExpiresAt), string(b)); err != nil {
 		return fmt.Errorf("sqlite create approval: %w", err)
 	}
@@ -53,8 +53,24 @@ func (s *Store) ListApprovals(ctx context.Context, f toolrouter.ApprovalFilter) 
 	if limit <= 0 {
 		limit = -1
 	}
-	return s.approvals(ctx, `SELECT body FROM approvals WHERE (? = '' OR status = ?) AND (? = '' OR run_id = ?)
-		ORDER BY created_at DESC, approval_id DESC LIMIT ?`, f.Status, f.Status, f.RunID, f.RunID, limit)
+	q, args := sqlstore.ApprovalSelect(f, func(int) string { return "?" }, func(t time.Time) any { return sqliteTimeOf(t) })
+	return s.approvals(ctx, q+` LIMIT ?`, append(args, limit)...)
+}
+
+// CountPendingApprovals implements store.Store.
+func (s *Store) CountPendingApprovals(ctx context.Context, client string) (int, error) {
+	var n int
+	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM approvals WHERE status = 'pending' AND client = ?`, client).Scan(&n); err != nil {
+		return 0, fmt.Errorf("sqlite count pending approvals: %w", err)
+	}
+	return n, nil
+}
+
+// PurgeApprovals implements store.Store.
+func (s *Store) PurgeApprovals(ctx context.Context, before time.Time, limit int) (int, error) {
+	return s.execCount(ctx, "purge approvals", `DELETE FROM approvals WHERE approval_id IN
+		(SELECT approval_id FROM approvals WHERE status <> 'pending' AND created_at < ? ORDER BY created_at LIMIT ?)`,
+		sqliteTimeOf(before), limit)
 }
 
 func (s *Store) approvals(ctx context.Context, query string, args ...any) ([]*toolrouter.Approval, error) {

@@ -48,7 +48,7 @@ func appendAuditWrites(ws []writebehind.Write, recs []toolrouter.AuditRecord) []
 	for i := range recs {
 		r := &recs[i]
 		args := append(make([]any, 0, auditArgs), sqliteTimeOf(r.Time), r.Client, r.EntryPoint, r.PlanID, sqlstore.AuditSequence(r))
-		ws = append(ws, writebehind.Write{SQL: insertAuditSQL, Row: true, Args: sqlstore.AppendAuditValues(args, r)})
+		ws = append(ws, writebehind.Write{SQL: insertAuditSQL, Row: true, Kind: "audit", Args: sqlstore.AppendAuditValues(args, r)})
 	}
 	return ws
 }

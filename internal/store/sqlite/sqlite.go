@@ -284,7 +284,7 @@ func (s *Store) SaveResult(ctx context.Context, res *toolrouter.Result, audit ..
 		return fmt.Errorf("sqlite save result: %w", err)
 	}
 	key := toolrouter.ScopedKey(res.Client, res.ToolCallID)
-	save := writebehind.Write{SQL: saveResultSQL, Row: true, Key: key,
+	save := writebehind.Write{SQL: saveResultSQL, Row: true, Key: key, Kind: "result",
 		Args: []any{key, res.PlanID, string(b), sqliteTimeOf(s.Now())}}
 	if len(audit) == 0 {
 		err = s.w.Add(ctx, save)
@@ -544,7 +544,32 @@ func (s *Store) InterruptStale(ctx context.Context, before time.Time) (int, erro
 }
 
 // Ping implements store.Store.
-func (s *Store) Ping(ctx context.Context) error { return s.db.PingContext(ctx) }
+func (s *Store) Ping(ctx context.Context) error {
+	if err := s.db.PingContext(ctx); err != nil {
+		return err
+	}
+	return s.probeWrites(ctx)
+}
+
+// probeWrites, while the group commit fails (a full disk), commits one
+// small write through it: its error while commits still fail, nil (and
+// the writer healthy again) once they succeed, even with no traffic.
+func (s *Store) probeWrites(ctx context.Context) error {
+	if s.w.Err() == nil {
+		return nil
+	}
+	err := s.w.AddWait(ctx, writebehind.Write{SQL: `INSERT INTO write_probe (id, at) VALUES (1, ?)
+		ON CONFLICT (id) DO UPDATE SET at = excluded.at`, Args: []any{sqliteTimeOf(s.Now())}, Kind: "probe"})
+	if err != nil {
+		return fmt.Errorf("sqlite store: writes fail: %w", err)
+	}
+	return nil
+}
+
+// OnLostWrites makes f hear of each failed group commit of writes nobody
+// waited for (results and audit records written behind), with how many of
+// each kind were lost.
+func (s *Store) OnLostWrites(f func(err error, lost map[string]int)) { s.w.SetOnError(f) }
 
 // Close implements store.Store: it commits the queued writes, gives back
 // the unused sequences of its blocks (sequences.go), then closes the file.

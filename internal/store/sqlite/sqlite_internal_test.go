@@ -223,7 +223,7 @@ func TestPurgeAuditOldestIDs(t *testing.T) {
 	if n, err := s.PurgeAudit(ctx, cut, 3); err != nil || n != 2 {
 		t.Fatalf("purge of the 3 oldest: %d, %v; want 2", n, err)
 	}
-	if got := fmt.Sprint(left()); got != "[tc_4 tc_3 tc_9]" {
+	if got := fmt.Sprint(left()); got != "[tc_9 tc_4 tc_3]" { // newest first by time
 		t.Fatalf("after the first purge: %s", got)
 	}
 	if n, err := s.PurgeAudit(ctx, cut, 3); err != nil || n != 2 {

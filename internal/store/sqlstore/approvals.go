@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
@@ -34,6 +35,40 @@ func DecideApproval(ctx context.Context, backend, id string, d toolrouter.Decisi
 		}
 		// Decided meanwhile: read it again, CheckDecision says by whom.
 	}
+}
+
+// ApprovalSelect is the query of the approvals f selects (Limit aside:
+// the caller appends it), newest first by created_at, then id: only the
+// conditions f sets, so the store uses the index that serves them
+// (client, created_at, approval_id for a client's list). ph writes the
+// i-th placeholder (1-based), at converts a time to its column value.
+func ApprovalSelect(f toolrouter.ApprovalFilter, ph func(int) string, at func(time.Time) any) (string, []any) {
+	var where []string
+	var args []any
+	add := func(cond string, vs ...any) {
+		for _, v := range vs {
+			args = append(args, v)
+			cond = strings.Replace(cond, "?", ph(len(args)), 1)
+		}
+		where = append(where, cond)
+	}
+	if f.Status != "" {
+		add("status = ?", string(f.Status))
+	}
+	if f.RunID != "" {
+		add("run_id = ?", f.RunID)
+	}
+	if f.Client != "" {
+		add("client = ?", f.Client)
+	}
+	if !f.Before.IsZero() {
+		add("(created_at, approval_id) < (?, ?)", at(f.Before.Time), f.Before.ID)
+	}
+	q := "SELECT body FROM approvals"
+	if len(where) > 0 {
+		q += " WHERE " + strings.Join(where, " AND ")
+	}
+	return q + " ORDER BY created_at DESC, approval_id DESC", args
 }
 
 // ExpireApprovals expires the due pending approvals and returns those this

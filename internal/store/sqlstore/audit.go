@@ -12,9 +12,10 @@ import (
 // first), for INSERT and SELECT.
 const AuditColumns = "id, at, client, entry_point, plan_id, sequence, tool_call_id, tool_name, tool, args_sha256, outcome, error_category, duration_ms, replica"
 
-// AuditSelect is the query of the records f selects, newest first: ph
-// writes the i-th placeholder (1-based), at converts a time to its column
-// value.
+// AuditSelect is the query of the records f selects, newest first by
+// their time (the call's start), then id: ph writes the i-th placeholder
+// (1-based), at converts a time to its column value. A cursor whose id is
+// no record id selects nothing.
 func AuditSelect(f toolrouter.AuditFilter, ph func(int) string, at func(time.Time) any) (string, []any) {
 	var where []string
 	var args []any
@@ -22,8 +23,13 @@ func AuditSelect(f toolrouter.AuditFilter, ph func(int) string, at func(time.Tim
 		args = append(args, v)
 		where = append(where, strings.ReplaceAll(cond, "?", ph(len(args))))
 	}
-	if f.Before > 0 {
-		add("id < ?", f.Before)
+	if !f.Before.IsZero() {
+		id, err := f.Before.IntID()
+		if err != nil {
+			id = 0 // selects nothing: ids start at 1
+		}
+		args = append(args, at(f.Before.Time), id)
+		where = append(where, "(at, id) < ("+ph(len(args)-1)+", "+ph(len(args))+")")
 	}
 	if f.Client != "" {
 		add("client = ?", f.Client)
@@ -45,7 +51,7 @@ func AuditSelect(f toolrouter.AuditFilter, ph func(int) string, at func(time.Tim
 	if len(where) > 0 {
 		q += " WHERE " + strings.Join(where, " AND ")
 	}
-	q += " ORDER BY id DESC"
+	q += " ORDER BY at DESC, id DESC"
 	if f.Limit > 0 {
 		q += " LIMIT " + strconv.Itoa(f.Limit)
 	}

@@ -60,8 +60,10 @@ func Run(t *testing.T, b Backend) {
 		{"ManyResultsSavedAtOnceAreAllKept", manyResultsSavedAtOnceAreAllKept},
 		{"ApprovalsDecidedOnceAcrossReplicas", approvalsDecidedOnceAcrossReplicas},
 		{"ApprovalsExpireOnce", approvalsExpireOnce},
+		{"ApprovalsByClientPagedAndPurged", approvalsByClientPagedAndPurged},
 		{"ClientsAreIsolated", clientsAreIsolated},
 		{"AuditAppendListPurge", auditAppendListPurge},
+		{"AuditListedByTimeNotInsertion", auditListedByTimeNotInsertion},
 		{"ResultAndItsAuditRecordAreWrittenTogether", resultAndItsAuditRecordAreWrittenTogether},
 		{"TakeRateIsSharedAndBounded", takeRateIsSharedAndBounded},
 	}, runAdminTests...) {

@@ -168,9 +168,9 @@ func auditAppendListPurge(t *testing.T, b Backend, open func() store.Store, clk 
 		"tool as sent":  {toolrouter.AuditFilter{Tool: "math/add-alias"}, id(9, 7, 5, 3, 1)},
 		"outcome":       {toolrouter.AuditFilter{Outcome: toolrouter.AuditDenied, Limit: 2}, id(9, 7)},
 		"time range":    {toolrouter.AuditFilter{Since: base.Add(2 * time.Hour), Until: base.Add(5 * time.Hour)}, id(4, 3, 2)},
-		"page":          {toolrouter.AuditFilter{Before: recs[4].ID, Limit: 3}, id(3, 2, 1)},
+		"page":          {toolrouter.AuditFilter{Before: toolrouter.CursorOf(recs[4].Time, recs[4].ID), Limit: 3}, id(3, 2, 1)},
 		"nothing":       {toolrouter.AuditFilter{Client: "carol"}, id()},
-		"all the terms": {toolrouter.AuditFilter{Client: "alice", Tool: "billing/refund", Outcome: toolrouter.AuditSuccess, Since: base.Add(time.Hour), Before: recs[8].ID}, id(6, 4, 2)},
+		"all the terms": {toolrouter.AuditFilter{Client: "alice", Tool: "billing/refund", Outcome: toolrouter.AuditSuccess, Since: base.Add(time.Hour), Before: toolrouter.CursorOf(recs[8].Time, recs[8].ID)}, id(6, 4, 2)},
 	} {
 		if got := ids(c.f); !reflect.DeepEqual(got, c.want) {
 			t.Errorf("%s: ids %v, want %v", name, got, c.want)

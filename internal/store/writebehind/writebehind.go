@@ -15,6 +15,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -35,6 +36,9 @@ type Write struct {
 	// its commit returns (an Idempotency-Key's answer): a store whose
 	// commits are not all durable makes the commit holding it durable.
 	Durable bool
+	// Kind names what the write stores ("result", "audit"), for the count
+	// of writes lost when a commit nobody waits for fails (SetOnError).
+	Kind string
 }
 
 // Rows are the rows of one Row statement in a group, in queue order.
@@ -114,10 +118,8 @@ type Writer struct {
 	mu       sync.RWMutex // held for reading while queuing, for writing by Close
 	closed   bool
 	stopped  chan struct{}
-	// OnError, when set before the first write, hears of a failed commit of
-	// writes nobody waits for (they are lost; a caller of AddWait gets the
-	// error instead).
-	OnError func(err error, n int)
+	onError  atomic.Pointer[func(err error, lost map[string]int)]
+	failed   atomic.Pointer[error] // of the last commit; nil when it succeeded
 	// Linger, when set before the first write, is how long a commit that
 	// nobody waits for waits for more writes (until the batch is full or
 	// a write that is waited for arrives): fewer, bigger commits at high
@@ -132,6 +134,22 @@ func New(commit Commit, queue, maxBatch int) *Writer {
 	w := &Writer{commit: commit, q: make(chan item, max(queue, 1)), maxBatch: max(maxBatch, 1), stopped: make(chan struct{})}
 	go w.loop()
 	return w
+}
+
+// SetOnError makes f hear of each failed commit of writes nobody waits
+// for: they are lost (a caller of AddWait gets the error instead); lost
+// counts their statements by Kind. f runs on the writer's goroutine,
+// before any waiter of that commit (or a later one) returns.
+func (w *Writer) SetOnError(f func(err error, lost map[string]int)) { w.onError.Store(&f) }
+
+// Err is the error of the last commit when it failed, nil once one
+// succeeds: a store whose commits fail (a full disk) is not healthy, even
+// if it answers reads.
+func (w *Writer) Err() error {
+	if e := w.failed.Load(); e != nil {
+		return *e
+	}
+	return nil
 }
 
 // Add queues the statements of one write, committed together in one
@@ -244,18 +262,46 @@ func (w *Writer) loop() {
 		var err error
 		if len(ws) > 0 {
 			err = w.commit(context.Background(), ws)
+			if err != nil {
+				w.failed.Store(&err)
+			} else {
+				w.failed.Store(nil)
+			}
 		}
-		lost := 0
+		// The loss is reported before any waiter of the batch returns.
+		var lost map[string]int
+		for i := range batch {
+			if batch[i].done == nil && err != nil {
+				lost = countKinds(lost, batch[i])
+			}
+		}
+		if f := w.onError.Load(); lost != nil && f != nil {
+			(*f)(err, lost)
+		}
 		for i := range batch {
 			if batch[i].done != nil {
 				batch[i].done <- err
-			} else {
-				lost++
 			}
 			batch[i] = item{}
 		}
-		if err != nil && lost > 0 && w.OnError != nil {
-			w.OnError(err, lost)
-		}
 	}
+}
+
+// countKinds adds the statements of it to lost, by Kind ("other" when
+// unnamed).
+func countKinds(lost map[string]int, it item) map[string]int {
+	if lost == nil {
+		lost = map[string]int{}
+	}
+	for _, w := range append([]Write{it.w}, it.more...) {
+		if w.SQL == "" {
+			continue
+		}
+		k := w.Kind
+		if k == "" {
+			k = "other"
+		}
+		lost[k]++
+	}
+	return lost
 }
