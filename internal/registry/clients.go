@@ -34,9 +34,13 @@ type Client struct {
 	// Approval are glob patterns of the tools whose calls by this client
 	// wait for an approver's decision (README "Approvals").
 	Approval []string
+	// VirtualServers, when set, are the only virtual servers through
+	// which the client reaches tools (README "Virtual servers and tool
+	// search"); nil means the whole registry.
+	VirtualServers []string
 	// Line is where the client is in the file; ToolsLine where its tools
-	// are (for warnings about them).
-	Line, ToolsLine int
+	// are (for warnings about them), ServersLine its virtual_servers.
+	Line, ToolsLine, ServersLine int
 }
 
 // Rate is N calls per window.
@@ -70,6 +74,7 @@ func (r *Registry) Clients() []Client {
 	out := make([]Client, len(r.clients))
 	for i, c := range r.clients {
 		c.Tools, c.Approval, c.KeySHA256 = slices.Clone(c.Tools), slices.Clone(c.Approval), slices.Clone(c.KeySHA256)
+		c.VirtualServers = slices.Clone(c.VirtualServers)
 		out[i] = c
 	}
 	return out
@@ -109,7 +114,7 @@ func (p *parser) clients(e entry) []Client {
 		if name, ok := peekString(n, "name"); ok && name != "" {
 			w = where{prefix: fmt.Sprintf("client %q: ", name)}
 		}
-		f := p.fields(n, w, "name", "key_env", "key_sha256", "jwt_subject", "tools", "rate_limit", "admin", "approver", "approval")
+		f := p.fields(n, w, "name", "key_env", "key_sha256", "jwt_subject", "tools", "rate_limit", "admin", "approver", "approval", "virtual_servers")
 		c := Client{Line: n.Line}
 		ok := true
 		if p.required(f["name"], n, w, "name") {
@@ -156,6 +161,18 @@ func (p *parser) clients(e entry) []Client {
 			c.ToolsLine = f["tools"].val.Line
 		}
 		c.Approval = p.patterns(f["approval"], w, "approval")
+		if e := f["virtual_servers"]; e.val != nil {
+			c.ServersLine = e.val.Line
+			c.VirtualServers = []string{}
+			for j, it := range p.list(e, w, "virtual_servers") {
+				d := deref(it)
+				if d == nil || d.Kind != yaml.ScalarNode || d.ShortTag() == "!!null" || d.Value == "" {
+					p.addAt(it, w, fmt.Sprintf("virtual_servers[%d]", j), "must be a virtual server's name")
+					continue
+				}
+				c.VirtualServers = append(c.VirtualServers, d.Value)
+			}
+		}
 		if s, has := p.str(f["rate_limit"], w, "rate_limit"); has {
 			r, err := ParseRate(s)
 			if err != nil {

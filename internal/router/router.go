@@ -279,7 +279,11 @@ func (r *Router) route(ctx context.Context, planID string, seq int64, payload an
 	if err != nil {
 		return r.finish(ctx, &rc, toolrouter.Outcome{Err: err.Error(), Category: toolrouter.CategoryParse}, false)
 	}
-	tool, ok := r.Tools().Lookup(rc.call.ToolName)
+	tool, local, ok := r.lookup(ctx, &rc.call)
+	res.ToolName, res.Arguments = rc.call.ToolName, rc.call.Arguments // a view's call_tool unwrapped, defaults filled in
+	if local != nil {
+		return r.finish(ctx, &rc, *local, local.Answered)
+	}
 	// A tool outside the scope of the client in ctx is a tool that does
 	// not exist: same result, not called (README "Clients").
 	if !ok || !access.FromContext(ctx).Allows(tool.Name) {

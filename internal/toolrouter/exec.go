@@ -78,6 +78,10 @@ type Provider struct {
 	// APIKeyEnv names the environment variable holding the key; empty
 	// means no key.
 	APIKeyEnv string
+	// SearchMode is how /runs uses a server in search mode: "" (the model
+	// calls call_tool) or "inject" (the tools search_tools found join the
+	// next turn's tools).
+	SearchMode string
 }
 
 // MCPServer is an MCP server of the registry's mcp_servers block whose
