@@ -397,10 +397,12 @@ func schemaOf(t *toolrouter.Tool) map[string]any {
 	return t.InputSchema
 }
 
+var yes, no = true, false
+
 // The meta-tools of search mode.
 var metaTools = []*toolrouter.Tool{
 	{
-		Name: registry.SearchToolsName, Kind: toolrouter.KindTool,
+		Name: registry.SearchToolsName, Kind: toolrouter.KindTool, Hints: &toolrouter.Hints{ReadOnly: &yes, OpenWorld: &no},
 		Description: "Search the tools available to you by what you want to do. Returns the best matching tools' names, descriptions and input schemas; call one with call_tool.",
 		InputSchema: map[string]any{"type": "object", "required": []any{"query"}, "properties": map[string]any{
 			"query": map[string]any{"type": "string", "description": "What you want to do, in a few words"},
