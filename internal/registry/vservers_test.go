@@ -65,7 +65,9 @@ clients:
 
 // TestVirtualServerProblems: what check refuses, each naming its field.
 func TestVirtualServerProblems(t *testing.T) {
-	vs := func(body string) string { return vsHead + "virtual_servers:\n  - name: s\n    tools: [\"gh/*\"]\n" + body }
+	vs := func(body string) string {
+		return vsHead + "virtual_servers:\n  - name: s\n    tools: [\"gh/*\"]\n" + body
+	}
 	tests := []struct{ name, src, want string }{
 		{"override names no tool", vs("    overrides:\n      gh/nope: {name: x}\n"),
 			`virtual server "s": overrides.gh/nope: names no tool of the registry (nor of an MCP server, by its prefix)`},
@@ -91,7 +93,7 @@ func TestVirtualServerProblems(t *testing.T) {
 		{"unknown override key", vs("    overrides:\n      gh/create_issue: {colour: red}\n"), `overrides.gh/create_issue.colour: unknown key`},
 		{"tools required", vsHead + "virtual_servers:\n  - name: s\n", `virtual server "s": tools: required`},
 		{"duplicate server", vs("  - name: s\n    tools: [\"*\"]\n"), `virtual server "s": name: duplicate name`},
-		{"unknown server on a client", vs("clients:\n  - {name: bot, key_sha256: \""+strings.Repeat("a", 64)+"\", virtual_servers: [s, nope]}\n"),
+		{"unknown server on a client", vs("clients:\n  - {name: bot, key_sha256: \"" + strings.Repeat("a", 64) + "\", virtual_servers: [s, nope]}\n"),
 			`client "bot": virtual_servers[1]: no virtual server named "nope" (defined: s)`},
 		{"bad top-level discovery", vsHead + "discovery: yes\n", `discovery: must be full or search, got "yes"`},
 		{"bad provider search_mode", "providers:\n  - {name: p, kind: openai, model: m, search_mode: always}\n", `providers[0].search_mode: must be call or inject, got "always"`},
