@@ -323,14 +323,14 @@ func TestVirtualServerIsolation(t *testing.T) {
 		t.Fatalf("support knowledge_graph: %v", res)
 	}
 	for _, c := range []struct{ query, name string }{
-		{"?server=support", "math/add"},     // the real name of its own tool
-		{"?server=support", "math_add"},     // its alias
-		{"?server=support", "sum_numbers"},  // ops' exported name
-		{"?server=support", "search_tools"}, // ops' meta-tool
-		{"?server=support", "test/context"}, // a tool of ops only
-		{"", "math/add"},                    // no server: nothing
+		{"?server=support", "math/add"}, // the real name of its own tool
+		{"?server=support", toolrouter.ExportName(toolrouter.FormatOpenAI, "math/add")}, // its alias
+		{"?server=support", "sum_numbers"},                                              // ops' exported name
+		{"?server=support", "search_tools"},                                             // ops' meta-tool
+		{"?server=support", "test/context"},                                             // a tool of ops only
+		{"", "math/add"},                                                                // no server: nothing
 		{"", "add_ten"},
-		{"", "test_echo"},
+		{"", toolrouter.ExportName(toolrouter.FormatOpenAI, "test/echo")},
 	} {
 		if res := route(c.query, c.name, map[string]any{"a": 1, "b": 2}); res["success"] != false || res["error_category"] != "not_found" {
 			t.Errorf("POST /route%s %s: %v", c.query, c.name, res)
@@ -363,7 +363,7 @@ func TestVirtualServerIsolation(t *testing.T) {
 	if got := mcpTools(t, cs); len(got) != 0 {
 		t.Errorf("plain /mcp lists %v", keys(got))
 	}
-	for _, name := range []string{"math/add", "math_add", "add_ten"} {
+	for _, name := range []string{"math/add", toolrouter.ExportName(toolrouter.FormatMCP, "math/add"), "add_ten"} {
 		if r := mcpCall(t, cs, name, map[string]any{"a": 1, "b": 2}); !r.IsError {
 			t.Errorf("plain /mcp called %s: %s", name, mcpText(r))
 		}
@@ -495,4 +495,65 @@ func keys[V any](m map[string]V) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// TestRegistryWideSearch: discovery: search for the whole registry turns
+// plain /mcp, /schemas and /route into search mode (search_tools and
+// call_tool over every tool the client may use, real names still
+// routing), scoped per client; a reload back to full lists the tools
+// again, and a reload with a bad virtual server is rejected.
+func TestRegistryWideSearch(t *testing.T) {
+	tools := startTools(t)
+	base := exampleRegistry(t, tools.addr) + `
+clients:
+  - {name: maths, key_env: E2E_MATHS_KEY, tools: ["math/*"]}
+  - {name: admin, key_env: E2E_ADMIN_KEY, admin: true, tools: ["*"]}
+`
+	rt, path := startRouter(t, base+"discovery: search\n", "E2E_MATHS_KEY=maths-key-0123456789", "E2E_ADMIN_KEY="+adminKey)
+	maths := "maths-key-0123456789"
+	if got := schemaNames(t, rt, maths, ""); !slices.Equal(got, []string{"call_tool", "search_tools"}) {
+		t.Fatalf("GET /schemas in search mode: %v", got)
+	}
+	cs := connectMCP(t, rt.URL()+"/mcp", maths, "2025-11-25")
+	if got := keys(mcpTools(t, cs)); !slices.Equal(got, []string{"call_tool", "search_tools"}) {
+		t.Fatalf("plain /mcp in search mode lists %v", got)
+	}
+	// The search finds only the client's tools.
+	r := mcpCall(t, cs, "search_tools", map[string]any{"query": "echo add numbers validator", "limit": 10})
+	var found struct {
+		Tools []struct{ Name string } `json:"tools"`
+	}
+	if r.IsError || json.Unmarshal([]byte(mcpText(r)), &found) != nil || len(found.Tools) != 1 || found.Tools[0].Name != "math/add" {
+		t.Fatalf("search_tools for a math/* client: %s", mcpText(r))
+	}
+	if r := mcpCall(t, cs, "call_tool", map[string]any{"name": "math/add", "arguments": map[string]any{"a": 1, "b": 1}}); r.IsError || !strings.Contains(mcpText(r), `"sum":2`) {
+		t.Errorf("call_tool math/add: %s", mcpText(r))
+	}
+	if r := mcpCall(t, cs, "call_tool", map[string]any{"name": "test/echo", "arguments": map[string]any{}}); !r.IsError {
+		t.Errorf("call_tool reached a tool outside the client's scope: %s", mcpText(r))
+	}
+	// /route: the meta-tools and the real names (a direct call after a search).
+	res := do(t, "POST", rt.URL()+"/route", map[string]any{"plan_id": "p", "tool_call": map[string]any{"name": toolrouter.ExportName(toolrouter.FormatOpenAI, "math/add"), "arguments": map[string]any{"a": 2, "b": 2}}},
+		"Authorization", "Bearer "+maths).JSON(t)
+	if res["success"] != true || res["tool_name"] != "math/add" {
+		t.Errorf("direct call in search mode: %v", res)
+	}
+
+	// Reloads: a bad virtual server is rejected with the field named; back
+	// to full, the tools are listed again.
+	rt.reload(t, path, base+"virtual_servers:\n  - {name: v, tools: [\"math/*\"], overrides: {math/add: {defaults: {a: seven}}}}\n")
+	rt.waitOutput(t, "rejected reload", contains(`overrides.math/add.defaults: do not satisfy the input schema of tool \"math/add\"`))
+	if got := schemaNames(t, rt, maths, ""); !slices.Equal(got, []string{"call_tool", "search_tools"}) {
+		t.Fatalf("after a rejected reload: %v", got)
+	}
+	rt.reload(t, path, base+"virtual_servers:\n  - {name: v, tools: [\"math/*\"], overrides: {math/add: {name: plus, defaults: {a: 7}}}}\n")
+	if got := schemaNames(t, rt, maths, ""); !slices.Equal(got, []string{"math/add"}) {
+		t.Fatalf("after a reload to full: %v", got)
+	}
+	if got := schemaNames(t, rt, maths, "v"); !slices.Equal(got, []string{"plus"}) {
+		t.Fatalf("the reloaded virtual server: %v", got)
+	}
+	if r := mcpCall(t, connectMCP(t, rt.URL()+"/mcp/v", maths, ""), "plus", map[string]any{"b": 1}); r.IsError || !strings.Contains(mcpText(r), `"sum":8`) {
+		t.Errorf("plus(b=1) with a=7: %s", mcpText(r))
+	}
 }
