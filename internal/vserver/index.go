@@ -2,6 +2,7 @@ package vserver
 
 import (
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"unicode"
@@ -68,7 +69,7 @@ func newIndex(entries []*Entry) *index {
 // search returns up to limit entries that keep accepts, best first; an
 // entry that shares no term with the query is not returned.
 func (ix *index) search(query string, limit int, keep func(*Entry) bool) []*Entry {
-	q := tokens(query)
+	q := slices.Compact(slices.Sorted(slices.Values(tokens(query)))) // each term once
 	type hit struct {
 		e     *Entry
 		score float64

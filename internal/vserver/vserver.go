@@ -364,12 +364,13 @@ type Found struct {
 const (
 	defaultLimit = 5
 	maxLimit     = 50
+	maxQuery     = 1000 // bytes: the search's cost grows with the query's terms
 )
 
 func (v *View) search(c *access.Client, args map[string]any) toolrouter.Outcome {
 	q, _ := args["query"].(string)
-	if strings.TrimSpace(q) == "" {
-		return toolrouter.Failure(toolrouter.CategorySchema, "search_tools: query must be a non-empty string")
+	if strings.TrimSpace(q) == "" || len(q) > maxQuery {
+		return toolrouter.Failure(toolrouter.CategorySchema, "search_tools: query must be a non-empty string of at most %d bytes", maxQuery)
 	}
 	limit := defaultLimit
 	if l, has := args["limit"]; has && l != nil {

@@ -187,7 +187,7 @@ func TestSearchMode(t *testing.T) {
 			t.Errorf("call_tool %v: %+v", bad, local)
 		}
 	}
-	for _, bad := range []map[string]any{{}, {"query": "x", "limit": float64(0)}, {"query": "x", "limit": 1.5}} {
+	for _, bad := range []map[string]any{{}, {"query": "x", "limit": float64(0)}, {"query": "x", "limit": 1.5}, {"query": strings.Repeat("x ", 501)}} {
 		call := toolrouter.Call{ToolName: "search_tools", Arguments: bad}
 		if _, local, _ := v.Resolve(nil, &call); local == nil || local.Category != toolrouter.CategorySchema {
 			t.Errorf("search_tools %v: %+v", bad, local)
