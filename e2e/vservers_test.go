@@ -557,3 +557,52 @@ clients:
 		t.Errorf("plus(b=1) with a=7: %s", mcpText(r))
 	}
 }
+
+// TestCheckVirtualServers: `toolrouterd check` lists every problem of the
+// virtual servers, each naming its field, and passes a good file.
+func TestCheckVirtualServers(t *testing.T) {
+	dir := t.TempDir()
+	head := `tools:
+  - name: gh/create_issue
+    endpoint: http://x/ci
+    input_schema: {type: object, required: [repo], properties: {repo: {type: string}, labels: {type: array}}}
+  - {name: gh/list, endpoint: http://x/l}
+mcp_servers:
+  - {name: files, url: http://x/mcp}
+virtual_servers:
+  - name: support
+    tools: ["gh/*", "files/*"]
+`
+	check := func(content string) (string, error) {
+		p := filepath.Join(dir, "r.yaml")
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		out, err := exec.Command(binDir+"/toolrouterd", "check", p).CombinedOutput()
+		return string(out), err
+	}
+	out, err := check(head + `    overrides:
+      gh/nope: {name: x}
+      gh/create_issue: {name: same, defaults: {repo: 7}, hidden: [labels, colour]}
+      gh/list: {name: same}
+clients:
+  - {name: bot, key_sha256: "` + strings.Repeat("d", 64) + `", virtual_servers: [support, other]}
+`)
+	if err == nil {
+		t.Fatalf("check passed a bad file:\n%s", out)
+	}
+	for _, want := range []string{
+		`r.yaml:12: virtual server "support": overrides.gh/nope: names no tool of the registry`,
+		`r.yaml:13: virtual server "support": overrides.gh/create_issue.defaults: do not satisfy the input schema of tool "gh/create_issue"`,
+		`r.yaml:13: virtual server "support": overrides.gh/create_issue.hidden[1]: tool "gh/create_issue" has no argument "colour"`,
+		`r.yaml:14: virtual server "support": overrides.gh/list.name: exported name "same" is also that of tool "gh/create_issue"`,
+		`r.yaml:16: client "bot": virtual_servers[1]: no virtual server named "other" (defined: support)`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("check output lacks %q:\n%s", want, out)
+		}
+	}
+	if out, err := check(head + "    overrides:\n      gh/create_issue: {name: file_bug, defaults: {repo: acme/app}, hidden: [labels]}\n      files/read: {name: read}\n"); err != nil {
+		t.Fatalf("check refused a good file: %v\n%s", err, out)
+	}
+}
