@@ -504,7 +504,10 @@ func keys[V any](m map[string]V) []string {
 // again, and a reload with a bad virtual server is rejected.
 func TestRegistryWideSearch(t *testing.T) {
 	tools := startTools(t)
+	llm := startFakeLLM(t, "openai")
 	base := exampleRegistry(t, tools.addr) + `
+providers:
+  - {name: fake, kind: openai, base_url: "` + llm.baseURL + `", model: fake-model, search_mode: inject}
 clients:
   - {name: maths, key_env: E2E_MATHS_KEY, tools: ["math/*"]}
   - {name: admin, key_env: E2E_ADMIN_KEY, admin: true, tools: ["*"]}
@@ -537,6 +540,22 @@ clients:
 		"Authorization", "Bearer "+maths).JSON(t)
 	if res["success"] != true || res["tool_name"] != "math/add" {
 		t.Errorf("direct call in search mode: %v", res)
+	}
+
+	// /runs without a server: the meta-tools, and (the provider's
+	// search_mode: inject) the found tool offered next.
+	llm.script(t,
+		map[string]any{"tool_calls": []any{toolCall("search_tools", map[string]any{"query": "add"})}},
+		map[string]any{"text": "found it"},
+	)
+	run := do(t, "POST", rt.URL()+"/runs", map[string]any{"prompt": "add"}, "Authorization", "Bearer "+maths).JSON(t)
+	if run["status"] != "completed" {
+		t.Fatalf("run %v", run)
+	}
+	reqs := llm.requests(t)
+	if len(reqs) != 2 || !slices.Equal(offered(reqs[0]), []string{"search_tools", "call_tool"}) ||
+		!slices.Equal(offered(reqs[1]), []string{"search_tools", "call_tool", toolrouter.ExportName(toolrouter.FormatOpenAI, "math/add")}) {
+		t.Fatalf("offered %v then %v", offered(reqs[0]), offered(reqs[len(reqs)-1]))
 	}
 
 	// Reloads: a bad virtual server is rejected with the field named; back

@@ -119,21 +119,22 @@ type Runner struct {
 
 // Request is a POST /runs body.
 type Request struct {
-	Prompt        string   `json:"prompt"`
-	System        string   `json:"system,omitempty"`
-	Provider      string   `json:"provider,omitempty"`
-	Model         string   `json:"model,omitempty"`
-	MaxIterations *int     `json:"max_iterations,omitempty"`
-	RepeatLimit   int      `json:"repeat_limit,omitempty"`
-	Tools         []string `json:"tools,omitempty"`
-	ToolChoice    string   `json:"tool_choice,omitempty"`
+	Prompt        string                   `json:"prompt"`
+	System        string                   `json:"system,omitempty"`
+	Provider      string                   `json:"provider,omitempty"`
+	Model         string                   `json:"model,omitempty"`
+	MaxIterations *int                     `json:"max_iterations,omitempty"`
+	RepeatLimit   int                      `json:"repeat_limit,omitempty"`
+	Tools         []string                 `json:"tools,omitempty"`
+	ToolChoice    string                   `json:"tool_choice,omitempty"`
+	Context       *toolrouter.ActorContext `json:"context,omitempty"`
+
 	// Server names the virtual server whose tools the run offers.
 	Server string `json:"server,omitempty"`
 	// SearchMode is how the run uses a server in search mode: call (the
 	// model calls call_tool) or inject (the tools search_tools found join
 	// the next turn's tools); "" takes the provider's search_mode.
-	SearchMode string                   `json:"search_mode,omitempty"`
-	Context    *toolrouter.ActorContext `json:"context,omitempty"`
+	SearchMode string `json:"search_mode,omitempty"`
 }
 
 // plan is a validated request, ready to run.

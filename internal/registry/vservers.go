@@ -214,6 +214,10 @@ func (p *parser) hints(e entry, w where) *toolrouter.Hints {
 	if e.val == nil {
 		return nil
 	}
+	if e.val.Kind != yaml.MappingNode {
+		p.addAt(e.val, w, "annotations", "must be a mapping of readOnlyHint, destructiveHint, idempotentHint, openWorldHint to true or false")
+		return nil
+	}
 	f := p.fields(e.val, where{prefix: w.prefix + "annotations."}, "readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint")
 	h := &toolrouter.Hints{}
 	for k, dst := range map[string]**bool{"readOnlyHint": &h.ReadOnly, "destructiveHint": &h.Destructive, "idempotentHint": &h.Idempotent, "openWorldHint": &h.OpenWorld} {

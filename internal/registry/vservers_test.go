@@ -90,6 +90,8 @@ func TestVirtualServerProblems(t *testing.T) {
 		{"bad discovery", vs("    discovery: smart\n"), `virtual server "s": discovery: must be full or search, got "smart"`},
 		{"bad budget", vs("    max_output_bytes: 0\n"), `virtual server "s": max_output_bytes: must be at least 1`},
 		{"bad annotation", vs("    overrides:\n      gh/create_issue: {annotations: {readOnlyHint: maybe}}\n"), `annotations.readOnlyHint: must be true or false`},
+		{"annotations not a mapping", vs("    overrides:\n      gh/create_issue: {annotations: yes}\n"), `overrides.gh/create_issue.annotations: must be a mapping`},
+		{"override not a mapping", vs("    overrides:\n      gh/create_issue: [x]\n"), `overrides.gh/create_issue: must be a mapping`},
 		{"unknown override key", vs("    overrides:\n      gh/create_issue: {colour: red}\n"), `overrides.gh/create_issue.colour: unknown key`},
 		{"tools required", vsHead + "virtual_servers:\n  - name: s\n", `virtual server "s": tools: required`},
 		{"duplicate server", vs("  - name: s\n    tools: [\"*\"]\n"), `virtual server "s": name: duplicate name`},
