@@ -2,8 +2,10 @@ package router_test
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/toolrouterd/toolrouterd/internal/access"
@@ -55,6 +57,14 @@ clients:
 	inS := vserver.NewContext(context.Background(), set.View("s"))
 	if res := route(inS, "call_tool", map[string]any{"name": "test/echo", "arguments": map[string]any{"msg": "hi"}}); !res.Success || res.ToolName != "test/echo" || exec.req.Args["msg"] != "hi" {
 		t.Fatalf("call_tool: %+v", res)
+	}
+	// The provider's result answers the call the model made: call_tool.
+	res, err = rt.Route(inS, "p", map[string]any{"functionCall": map[string]any{"name": "call_tool", "args": map[string]any{"name": "test/echo"}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := json.Marshal(res.ProviderResult); !strings.Contains(string(b), `"name":"call_tool"`) {
+		t.Fatalf("gemini result %s", b)
 	}
 	if res := route(inS, "search_tools", map[string]any{"query": "echo"}); !res.Success || string(res.Output) == "" {
 		t.Fatalf("search_tools: %+v", res)
