@@ -575,6 +575,40 @@ clients:
 	if r := mcpCall(t, connectMCP(t, rt.URL()+"/mcp/v", maths, ""), "plus", map[string]any{"b": 1}); r.IsError || !strings.Contains(mcpText(r), `"sum":8`) {
 		t.Errorf("plus(b=1) with a=7: %s", mcpText(r))
 	}
+	// A session of /mcp/v hears of a reload that changes its view.
+	changed := make(chan struct{}, 10)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	c := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "v0"}, &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} },
+	})
+	sess, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: rt.URL() + "/mcp/v", HTTPClient: &http.Client{Transport: bearer{maths, http.DefaultTransport}}, MaxRetries: -1},
+		&mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	if got := keys(mcpTools(t, sess)); !slices.Equal(got, []string{"plus"}) {
+		t.Fatalf("/mcp/v lists %v", got)
+	}
+	// The client opens its GET stream (where notifications come) on its
+	// own time after connecting: each attempt is a reload that changes
+	// the view, until one is announced.
+	name := ""
+	for i := 0; name == ""; i++ {
+		n := fmt.Sprintf("add_seven_%d", i)
+		rt.reload(t, path, base+"virtual_servers:\n  - {name: v, tools: [\"math/*\"], overrides: {math/add: {name: "+n+", defaults: {a: 7}}}}\n")
+		select {
+		case <-changed:
+			name = n
+		case <-time.After(2 * time.Second):
+		case <-ctx.Done():
+			t.Fatal("no notifications/tools/list_changed on /mcp/v after a reload")
+		}
+	}
+	if got := keys(mcpTools(t, sess)); !slices.Equal(got, []string{name}) {
+		t.Fatalf("/mcp/v lists %v after the reload, want %s", got, name)
+	}
 }
 
 // TestCheckVirtualServers: `toolrouterd check` lists every problem of the
