@@ -85,7 +85,7 @@ func serve(ctx context.Context, lookupEnv func(string) (string, bool), stderr io
 		IdleTimeout:       120 * time.Second,
 		MaxHeaderBytes:    1 << 20,
 	}
-	srv.RegisterOnShutdown(svc.MCP.Close) // end MCP sessions' open streams, or Shutdown waits for them
+	srv.RegisterOnShutdown(svc.CloseMCP) // end MCP sessions' open streams, or Shutdown waits for them
 
 	// SIGHUP is caught before the "listening" line: a reload asked for
 	// once the service says it is up must not kill it.

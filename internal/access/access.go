@@ -7,6 +7,7 @@ package access
 
 import (
 	"context"
+	"slices"
 	"strings"
 
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
@@ -21,6 +22,18 @@ type Client struct {
 	Rate     toolrouter.Rate
 	tools    Scope
 	approval Scope
+	// servers are the virtual servers the client is limited to; nil: not
+	// limited (README "Virtual servers and tool search").
+	servers []string
+}
+
+// Bound reports whether the client reaches tools only through its
+// virtual servers: on every other path it has no tool at all.
+func (c *Client) Bound() bool { return c != nil && c.servers != nil }
+
+// MayUse reports whether the client may use the virtual server name.
+func (c *Client) MayUse(name string) bool {
+	return c == nil || c.servers == nil || slices.Contains(c.servers, name)
 }
 
 // Allows reports whether the client may see and call the tool with this
@@ -113,38 +126,11 @@ func (s Scope) Match(name string) bool {
 		}
 	}
 	for _, g := range s.globs {
-		if glob(g, name) {
+		if toolrouter.Glob(g, name) {
 			return true
 		}
 	}
 	return false
-}
-
-// glob matches name against a pattern of literals, "*" and "?", in linear
-// time (backtracking only to the last star).
-func glob(pattern, name string) bool {
-	p, n := 0, 0
-	star, mark := -1, 0
-	for n < len(name) {
-		switch {
-		case p < len(pattern) && (pattern[p] == '?' || pattern[p] == name[n]):
-			p++
-			n++
-		case p < len(pattern) && pattern[p] == '*':
-			star, mark = p, n
-			p++
-		case star >= 0:
-			p = star + 1
-			mark++
-			n = mark
-		default:
-			return false
-		}
-	}
-	for p < len(pattern) && pattern[p] == '*' {
-		p++
-	}
-	return p == len(pattern)
 }
 
 // CouldMatch reports whether pattern could match a tool whose name starts

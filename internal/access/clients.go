@@ -35,7 +35,11 @@ func NewClients(apiKeys []string, reg []toolrouter.ClientSpec) *Clients {
 	for _, rc := range reg {
 		c := &Client{
 			Name: rc.Name, Admin: rc.Admin, Approver: rc.Approver, Rate: rc.RateLimit,
-			tools: NewScope(rc.Tools), approval: NewScope(rc.Approval),
+			tools: NewScope(rc.Tools), approval: NewScope(rc.Approval), servers: rc.VirtualServers,
+		}
+		if rc.VirtualServers != nil && rc.Tools == nil {
+			// Its virtual servers are its scope.
+			c.tools = NewScope([]string{"*"})
 		}
 		cs.names = append(cs.names, c.Name)
 		cs.byName[c.Name] = c

@@ -18,6 +18,7 @@ import (
 	"github.com/toolrouterd/toolrouterd/internal/llm"
 	"github.com/toolrouterd/toolrouterd/internal/randid"
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
+	"github.com/toolrouterd/toolrouterd/internal/vserver"
 )
 
 // DefaultMaxIterations is the iteration limit of a run that sets none, and
@@ -107,6 +108,9 @@ type Runner struct {
 	// resumes as the client that started it. Nil: runs of a named client
 	// cannot resume.
 	Client func(name string) *access.Client
+	// Views are the virtual servers of the registry in force (README
+	// "Virtual servers and tool search"); nil: none.
+	Views func() *vserver.Set
 
 	bg  sync.WaitGroup // background runs
 	mu  sync.Mutex     // guards act
@@ -124,6 +128,13 @@ type Request struct {
 	Tools         []string                 `json:"tools,omitempty"`
 	ToolChoice    string                   `json:"tool_choice,omitempty"`
 	Context       *toolrouter.ActorContext `json:"context,omitempty"`
+
+	// Server names the virtual server whose tools the run offers.
+	Server string `json:"server,omitempty"`
+	// SearchMode is how the run uses a server in search mode: call (the
+	// model calls call_tool) or inject (the tools search_tools found join
+	// the next turn's tools); "" takes the provider's search_mode.
+	SearchMode string `json:"search_mode,omitempty"`
 }
 
 // plan is a validated request, ready to run.
@@ -138,6 +149,11 @@ type plan struct {
 	// request named them; nil means every registry tool.
 	allowed map[string]bool
 	client  string // counted against MaxActive
+	// view is the virtual server (or search mode) view the run's tools
+	// come from; nil: the registry. inject adds the tools search_tools
+	// finds to the next turn's.
+	view   *vserver.View
+	inject bool
 }
 
 func (r *Runner) now() time.Time {
@@ -159,6 +175,9 @@ func (req Request) Valid(context.Context) map[string]string {
 	}
 	if req.RepeatLimit < 0 {
 		problems["repeat_limit"] = fmt.Sprintf("must be >= 0 (0 turns it off), got %d", req.RepeatLimit)
+	}
+	if req.SearchMode != "" && req.SearchMode != "call" && req.SearchMode != "inject" {
+		problems["search_mode"] = fmt.Sprintf("must be call or inject, got %q", req.SearchMode)
 	}
 	switch req.ToolChoice {
 	case "", "auto", "required", "none":
@@ -205,6 +224,18 @@ func (r *Runner) prepare(ctx context.Context, req Request) (*plan, error) {
 	// The client in ctx sees only its tools: one outside its scope is
 	// neither offered nor accepted in tools, exactly like a missing one.
 	client := access.FromContext(ctx)
+	if r.Views != nil {
+		v, err := r.Views().For(client, req.Server)
+		if err != nil {
+			return nil, toolrouter.Invalid("server", "server: unknown virtual server %q", req.Server)
+		}
+		p.view = v
+	} else if req.Server != "" {
+		return nil, toolrouter.Invalid("server", "server: unknown virtual server %q", req.Server)
+	}
+	if p.view != nil {
+		return p, r.prepareView(p, client)
+	}
 	var offered []*toolrouter.Tool
 	if req.Tools == nil {
 		for _, t := range reg.Tools() {
@@ -223,14 +254,45 @@ func (r *Runner) prepare(ctx context.Context, req Request) (*plan, error) {
 			p.allowed[t.Name] = true
 		}
 	}
-	for _, t := range offered {
+	p.offer(offered)
+	return p, nil
+}
+
+func (p *plan) offer(tools []*toolrouter.Tool) {
+	for _, t := range tools {
 		p.tools = append(p.tools, llm.Tool{
 			Name:        toolrouter.ExportName(toolrouter.FormatOpenAI, t.Name),
 			Description: t.Description,
 			Parameters:  t.InputSchema,
 		})
 	}
-	return p, nil
+}
+
+// prepareView offers the tools of the run's view: its exported tools
+// (those named in tools, else all the client may use), or the
+// meta-tools in search mode.
+func (r *Runner) prepareView(p *plan, client *access.Client) error {
+	v, req := p.view, p.req
+	if v.Search {
+		if req.Tools != nil {
+			return toolrouter.Invalid("tools", "tools: a server in search mode offers search_tools and call_tool; name no tools")
+		}
+		p.inject = req.SearchMode == "inject" || req.SearchMode == "" && p.provider.SearchMode == "inject"
+	}
+	if req.Tools == nil {
+		p.offer(v.Tools(client))
+		return nil
+	}
+	p.allowed = make(map[string]bool, len(req.Tools))
+	for i, n := range req.Tools {
+		e, ok := v.Lookup(n)
+		if !ok || !client.Allows(e.Real.Name) {
+			return toolrouter.Invalid(fmt.Sprintf("tools[%d]", i), "tools[%d]: unknown tool %q", i, n)
+		}
+		p.offer([]*toolrouter.Tool{e.Exported})
+		p.allowed[e.Real.Name] = true
+	}
+	return nil
 }
 
 // Start validates a request and stores a new running run for it. The run
@@ -283,6 +345,12 @@ type Pending struct {
 // provider-safe alias (the name itself when the registry has no such tool,
 // or the tool is outside the scope of the client in ctx).
 func (r *Runner) canonical(ctx context.Context, name string) string {
+	if v := vserver.FromContext(ctx); v != nil {
+		if e, ok := v.Lookup(name); ok && access.FromContext(ctx).Allows(e.Real.Name) {
+			return e.Real.Name
+		}
+		return name
+	}
 	if t, ok := r.Registry().Lookup(name); ok && access.FromContext(ctx).Allows(t.Name) {
 		return t.Name
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -12,8 +13,10 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/toolrouterd/toolrouterd/internal/llm"
+	"github.com/toolrouterd/toolrouterd/internal/registry"
 	"github.com/toolrouterd/toolrouterd/internal/router"
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
+	"github.com/toolrouterd/toolrouterd/internal/vserver"
 )
 
 // Event is one step of a run, streamed to SSE clients as an event named
@@ -104,6 +107,9 @@ func (r *Runner) newExecution(ctx context.Context, run *toolrouter.Run, p *plan,
 // end the run.
 func (r *Runner) drive(ctx context.Context, x *execution, first int, before func(ctx context.Context) *outcome) *toolrouter.Run {
 	ctx = toolrouter.WithEntryPoint(ctx, toolrouter.EntryRuns)
+	if x.p.view != nil { // names resolve within the run's virtual server
+		ctx = vserver.NewContext(ctx, x.p.view)
+	}
 	endRun := func(*toolrouter.Run) {}
 	if r.Tracer != nil {
 		ctx, endRun = r.Tracer.Run(ctx, x.run)
@@ -173,6 +179,9 @@ func (x *execution) turn(ctx context.Context, iter int) *outcome {
 	}
 	x.messages = append(x.messages, llm.Message{Role: llm.RoleAssistant, Content: resp.Content, ToolCalls: resp.ToolCalls, Provider: resp.Provider})
 	records := x.callTools(ctx, iter, resp.ToolCalls)
+	if x.p.inject {
+		x.injectFound(records)
+	}
 	if held(records) {
 		return x.pause(ctx, iter, resp.ToolCalls, records)
 	}
@@ -370,5 +379,33 @@ func record(rec *toolrouter.ToolCallRecord, res *toolrouter.Result) {
 	rec.ApprovalID, rec.Status = res.ApprovalID, ""
 	if res.Status == toolrouter.ResultAwaitingApproval {
 		rec.Status = toolrouter.ResultAwaitingApproval
+	}
+}
+
+// injectFound adds the tools a turn's search_tools calls found to the
+// tools of the next turns (search_mode: inject), with their definitions as
+// the view exports them.
+func (x *execution) injectFound(records []toolrouter.ToolCallRecord) {
+	for _, rec := range records {
+		if rec.ToolName != registry.SearchToolsName || !rec.Success {
+			continue
+		}
+		var out struct {
+			Tools []struct {
+				Name string `json:"name"`
+			} `json:"tools"`
+		}
+		b, _ := json.Marshal(rec.Output)
+		if json.Unmarshal(b, &out) != nil {
+			continue
+		}
+		for _, f := range out.Tools {
+			e, ok := x.p.view.Lookup(f.Name)
+			name := toolrouter.ExportName(toolrouter.FormatOpenAI, f.Name)
+			if !ok || slices.ContainsFunc(x.p.tools, func(t llm.Tool) bool { return t.Name == name }) {
+				continue
+			}
+			x.p.tools = append(x.p.tools, llm.Tool{Name: name, Description: e.Exported.Description, Parameters: e.Exported.InputSchema})
+		}
 	}
 }

@@ -33,6 +33,7 @@ import (
 	"github.com/toolrouterd/toolrouterd/internal/router"
 	"github.com/toolrouterd/toolrouterd/internal/store/memory"
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
+	"github.com/toolrouterd/toolrouterd/internal/vserver"
 )
 
 // The tests here drive httpapi.NewServer wired like cmd/toolrouterd (a real
@@ -170,6 +171,8 @@ func newServer(t testing.TB, edit ...func(*httpapi.Deps)) *server {
 		MaxBodyBytes: 1 << 20,
 		Spec:         api.Spec,
 		MCP:          http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusAccepted) }),
+		Views:        func() *vserver.Set { return vserver.Build(registry.Empty()) },
+		VirtualMCP:   func(string) http.Handler { return http.NotFoundHandler() },
 	}
 	for _, e := range edit {
 		e(&d)
@@ -270,7 +273,7 @@ func TestEveryRouteIsInTheSpec(t *testing.T) {
 	}
 	served := map[string]bool{}
 	err = chi.Walk(s.h.(chi.Routes), func(method, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
-		if route == "/mcp" { // every method goes to the MCP transport
+		if route == "/mcp" || route == "/mcp/{server}" { // every method goes to the MCP transport
 			for _, m := range []string{"GET", "POST", "DELETE"} {
 				served[m+" "+route] = true
 			}

@@ -8,6 +8,7 @@ import (
 	"github.com/toolrouterd/toolrouterd/internal/access"
 	"github.com/toolrouterd/toolrouterd/internal/format"
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
+	"github.com/toolrouterd/toolrouterd/internal/vserver"
 )
 
 type exportedTool struct {
@@ -47,9 +48,13 @@ func handleSchemas(tools func() Tools) http.HandlerFunc {
 		// written, not all at once.
 		client := access.FromContext(r.Context())
 		var list []*toolrouter.Tool
-		for _, t := range tools().Tools() {
-			if client.Allows(t.Name) {
-				list = append(list, t)
+		if v := vserver.FromContext(r.Context()); v != nil {
+			list = v.Tools(client) // a virtual server's (or search mode's) view
+		} else {
+			for _, t := range tools().Tools() {
+				if client.Allows(t.Name) {
+					list = append(list, t)
+				}
 			}
 		}
 		encode(w, r, http.StatusOK, map[string]any{"provider": string(f), "tools": exportList{f: f, tools: list, maxDesc: maxDesc}})

@@ -49,9 +49,10 @@ func routes(d Deps, doc *openapi3.T) (http.Handler, error) {
 	r.Group(func(r chi.Router) {
 		r.Use(authenticate(d.Auth, d.JWTIssuer), check.middleware)
 		idem := idempotency(d.Keys, d.KeyTTL, d.KeyLease)
-		r.With(entryPoint(toolrouter.EntryRoute), idem, rateLimit(d.Limiter, oneCall)).Post("/route", handleRoute(d.Router, d.Approvals))
-		r.With(entryPoint(toolrouter.EntryRouteBatch), idem, rateLimit(d.Limiter, batchCalls)).Post("/route/batch", handleBatch(d.Router))
-		r.Get("/schemas/{provider}", handleSchemas(d.Tools))
+		view := withView(d.Views) // ?server=: names resolve within a virtual server
+		r.With(entryPoint(toolrouter.EntryRoute), view, idem, rateLimit(d.Limiter, oneCall)).Post("/route", handleRoute(d.Router, d.Approvals))
+		r.With(entryPoint(toolrouter.EntryRouteBatch), view, idem, rateLimit(d.Limiter, batchCalls)).Post("/route/batch", handleBatch(d.Router))
+		r.With(view).Get("/schemas/{provider}", handleSchemas(d.Tools))
 		r.Post("/runs", handleStartRun(d.Runs))
 		r.Get("/runs", handleListRuns(d.Runs))
 		r.Get("/runs/{id}", handleGetRun(d.Runs))
@@ -66,6 +67,9 @@ func routes(d Deps, doc *openapi3.T) (http.Handler, error) {
 	})
 	if d.MCP != nil { // MCP streamable HTTP: authenticated, but not body-checked (the SDK reads the body and streams SSE)
 		r.With(authenticate(d.Auth, d.JWTIssuer), problemErrors).Handle("/mcp", d.MCP)
+	}
+	if d.VirtualMCP != nil && d.Views != nil {
+		r.With(authenticate(d.Auth, d.JWTIssuer), problemErrors).Handle("/mcp/{server}", handleVirtualMCP(d.Views, d.VirtualMCP))
 	}
 	return r, nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/toolrouterd/toolrouterd/internal/access"
 	"github.com/toolrouterd/toolrouterd/internal/telemetry"
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
+	"github.com/toolrouterd/toolrouterd/internal/vserver"
 )
 
 // Router routes tool calls (implemented by router.Router).
@@ -85,6 +86,12 @@ type Deps struct {
 	// WriteTimeout bounds the writing of a response from its first byte
 	// (default 30s); streams extend their own deadline per event.
 	WriteTimeout time.Duration
+	// Views are the virtual servers of the registry in force (README
+	// "Virtual servers and tool search"); nil: none.
+	Views func() *vserver.Set
+	// VirtualMCP is the MCP endpoint of a virtual server, /mcp/{server};
+	// nil leaves it unmounted.
+	VirtualMCP func(server string) http.Handler
 	// Now is the clock of the log rate limits; nil means time.Now.
 	Now func() time.Time
 	// AllowedOrigins are TOOLROUTER_ALLOWED_ORIGINS (see checkOrigin).

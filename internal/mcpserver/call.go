@@ -38,7 +38,7 @@ func (h *Handler) intercept(next mcp.MethodHandler) mcp.MethodHandler {
 				// The client sees only its tools.
 				kept := lr.Tools[:0:0]
 				for _, t := range lr.Tools {
-					if name, _ := t.Meta[MetaToolName].(string); c.Allows(name) {
+					if name, _ := t.Meta[MetaToolName].(string); h.visible(c, name) {
 						kept = append(kept, t)
 					}
 				}

@@ -100,6 +100,10 @@ type Deps struct {
 	Limiter Limiter
 	// Tracing, when set, wraps every request received (telemetry.Telemetry.MCPServer).
 	Tracing mcp.Middleware
+	// Visible, when set, decides which listed tools (by their
+	// _meta["toolrouter/tool_name"]) a client sees, in place of its scope:
+	// a virtual server's view (README "Virtual servers and tool search").
+	Visible func(c *access.Client, name string) bool
 	// ListTTL is the ttlMs hint of tools/list results under 2026-07-28
 	// (default 5s): how long a client may keep a list before asking again.
 	ListTTL time.Duration
@@ -277,6 +281,14 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		r = r.WithContext(context.WithValue(r.Context(), prepaidKey{}, prepaid))
 	}
 	h.withClient(next).ServeHTTP(w, r)
+}
+
+// visible reports whether client c sees the listed tool name.
+func (h *Handler) visible(c *access.Client, name string) bool {
+	if h.d.Visible != nil {
+		return h.d.Visible(c, name)
+	}
+	return c.Allows(name)
 }
 
 // sessions counts the open sessions.

@@ -90,6 +90,19 @@ func definition(t *toolrouter.Tool) *mcp.Tool {
 	if name != t.Name {
 		mt.Title = t.Name
 	}
+	if t.Title != "" {
+		mt.Title = t.Title
+	}
+	if h := t.Hints; h != nil { // a virtual server's annotations
+		a := mt.Annotations
+		if h.ReadOnly != nil {
+			a.ReadOnlyHint = *h.ReadOnly
+		}
+		if h.Idempotent != nil {
+			a.IdempotentHint = *h.Idempotent
+		}
+		a.DestructiveHint, a.OpenWorldHint = h.Destructive, h.OpenWorld
+	}
 	// An output schema is advertised only when outputs are checked
 	// against it (MCP clients reject results that do not match).
 	if out, ok := def["outputSchema"]; ok && t.ValidateOutput != nil {

@@ -35,6 +35,7 @@ func (r *Registry) Clients() []Client {
 	out := make([]Client, len(r.clients))
 	for i, c := range r.clients {
 		c.Tools, c.Approval, c.KeySHA256 = slices.Clone(c.Tools), slices.Clone(c.Approval), slices.Clone(c.KeySHA256)
+		c.VirtualServers = slices.Clone(c.VirtualServers)
 		out[i] = c
 	}
 	return out
@@ -74,7 +75,7 @@ func (p *parser) clients(e entry) []Client {
 		if name, ok := peekString(n, "name"); ok && name != "" {
 			w = where{prefix: fmt.Sprintf("client %q: ", name)}
 		}
-		f := p.fields(n, w, "name", "key_env", "key_sha256", "jwt_subject", "tools", "rate_limit", "admin", "approver", "approval")
+		f := p.fields(n, w, "name", "key_env", "key_sha256", "jwt_subject", "tools", "rate_limit", "admin", "approver", "approval", "virtual_servers")
 		c := Client{Line: n.Line}
 		ok := true
 		if p.required(f["name"], n, w, "name") {
@@ -121,6 +122,18 @@ func (p *parser) clients(e entry) []Client {
 			c.ToolsLine = f["tools"].val.Line
 		}
 		c.Approval = p.patterns(f["approval"], w, "approval")
+		if e := f["virtual_servers"]; e.val != nil {
+			c.ServersLine = e.val.Line
+			c.VirtualServers = []string{}
+			for j, it := range p.list(e, w, "virtual_servers") {
+				d := deref(it)
+				if d == nil || d.Kind != yaml.ScalarNode || d.ShortTag() == "!!null" || d.Value == "" {
+					p.addAt(it, w, fmt.Sprintf("virtual_servers[%d]", j), "must be a virtual server's name")
+					continue
+				}
+				c.VirtualServers = append(c.VirtualServers, d.Value)
+			}
+		}
 		if s, has := p.str(f["rate_limit"], w, "rate_limit"); has {
 			r, err := ParseRate(s)
 			if err != nil {

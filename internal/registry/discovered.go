@@ -27,6 +27,8 @@ func (r *Registry) WithTools(extra []*toolrouter.Tool) (*Registry, error) {
 		defaultProvider: r.defaultProvider,
 		mcpServers:      r.mcpServers,
 		clients:         r.clients,
+		virtualServers:  r.virtualServers,
+		search:          r.search,
 	}
 	maps.Copy(out.byName, r.byName)
 	var errs []error

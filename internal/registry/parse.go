@@ -63,10 +63,10 @@ func (p *parser) registry(root *yaml.Node) *Registry {
 	}
 	root = deref(root)
 	if root.Kind != yaml.MappingNode {
-		p.addAt(root, where{}, "", "the registry must be a mapping with keys tools, providers, default_provider, mcp_servers, clients")
+		p.addAt(root, where{}, "", "the registry must be a mapping with keys tools, providers, default_provider, mcp_servers, clients, virtual_servers, discovery")
 		return reg
 	}
-	f := p.fields(root, where{}, "tools", "providers", "default_provider", "mcp_servers", "clients")
+	f := p.fields(root, where{}, "tools", "providers", "default_provider", "mcp_servers", "clients", "virtual_servers", "discovery")
 	reg.tools = p.tools(f["tools"])
 	reg.providers = p.providers(f["providers"])
 	reg.defaultProvider = p.defaultProvider(f["default_provider"], reg.providers)
@@ -75,6 +75,9 @@ func (p *parser) registry(root *yaml.Node) *Registry {
 	for _, t := range reg.tools {
 		reg.byName[t.Name] = t
 	}
+	reg.search = p.discovery(f["discovery"], where{})
+	reg.virtualServers = p.virtualServers(f["virtual_servers"], reg)
+	p.clientServers(reg.clients, reg.virtualServers)
 	for _, t := range reg.tools {
 		for _, f := range aliasFormats {
 			if a := toolrouter.ExportName(f, t.Name); reg.byName[a] == nil {
@@ -505,7 +508,7 @@ func (p *parser) providers(e entry) []toolrouter.Provider {
 			continue
 		}
 		w := where{prefix: fmt.Sprintf("providers[%d].", i)}
-		f := p.fields(n, w, "name", "kind", "base_url", "model", "api_key_env", "region")
+		f := p.fields(n, w, "name", "kind", "base_url", "model", "api_key_env", "region", "search_mode")
 		var pr toolrouter.Provider
 		ok := true
 		if p.required(f["name"], n, w, "name") {
@@ -555,6 +558,13 @@ func (p *parser) providers(e entry) []toolrouter.Provider {
 				pr.APIKeyEnv = s
 			} else {
 				p.addAt(f["api_key_env"].val, w, "api_key_env", "must be the name of an environment variable ([A-Za-z_][A-Za-z0-9_]*), not the key itself")
+			}
+		}
+		if s, has := p.str(f["search_mode"], w, "search_mode"); has {
+			if s == "inject" || s == "call" {
+				pr.SearchMode = s
+			} else {
+				p.addAt(f["search_mode"].val, w, "search_mode", fmt.Sprintf("must be call or inject, got %q", s))
 			}
 		}
 		if ok {

@@ -23,6 +23,8 @@ type Registry struct {
 	defaultProvider string
 	mcpServers      []toolrouter.MCPServer
 	clients         []Client
+	virtualServers  []VirtualServer
+	search          bool // discovery: search, registry-wide
 }
 
 // aliasFormats are the provider formats whose name rules may force an

@@ -240,6 +240,9 @@ type routeCall struct {
 	// denied names the tool that exists but is outside the client's
 	// scope, for the audit record only ("" when not denied).
 	denied string
+	// sentName is the name the call came under when a view rewrote it
+	// (call_tool); "" when it did not.
+	sentName string
 	// argsSHA256 is the digest of the arguments the tool got, when the
 	// route encoded them ("": auditRecord digests res.Arguments).
 	argsSHA256 string
@@ -285,7 +288,15 @@ func (r *Router) route(ctx context.Context, planID string, seq int64, payload an
 	if err != nil {
 		return r.finish(ctx, &rc, toolrouter.Outcome{Err: err.Error(), Category: toolrouter.CategoryParse}, false)
 	}
-	tool, ok := r.Tools().Lookup(rc.call.ToolName)
+	sent := rc.call.ToolName
+	tool, local, ok := r.lookup(ctx, &rc.call)
+	if rc.call.ToolName != sent {
+		rc.sentName = sent
+	}
+	res.ToolName, res.Arguments = rc.call.ToolName, rc.call.Arguments // a view's call_tool unwrapped, defaults filled in
+	if local != nil {
+		return r.finish(ctx, &rc, *local, local.Answered)
+	}
 	// A tool outside the scope of the client in ctx is a tool that does
 	// not exist: same result, not called (README "Clients").
 	if !ok || !access.FromContext(ctx).Allows(tool.Name) {
@@ -383,6 +394,9 @@ func (r *Router) finish(ctx context.Context, rc *routeCall, out toolrouter.Outco
 	}
 	call := rc.call
 	call.Format = res.ProviderFormat
+	if rc.sentName != "" {
+		call.ToolName = rc.sentName // answered under the name the model called (call_tool)
+	}
 	if !call.HasProviderCallID {
 		// The provider sent no id (Ollama, Gemini, legacy function_call):
 		// answer under the stable id so the message still has one.

@@ -28,6 +28,7 @@ import (
 	"github.com/toolrouterd/toolrouterd/internal/store"
 	"github.com/toolrouterd/toolrouterd/internal/telemetry"
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
+	"github.com/toolrouterd/toolrouterd/internal/vserver"
 )
 
 // Options are what a Service is built from.
@@ -59,6 +60,8 @@ type Service struct {
 	cfg      config.Config
 	log      zerolog.Logger
 	holder   *registry.Holder
+	views    *vserver.Catalog
+	vmcp     *viewMCP
 	metrics  *metrics.Metrics
 	exec     *remote.Client
 	mcp      *mcpclient.Manager
@@ -140,6 +143,7 @@ func New(ctx context.Context, o Options) (*Service, error) {
 		Client:              func(name string) *access.Client { return authn.Clients().ByName(name) },
 	}
 	s.router = rt
+	s.views = vserver.NewCatalog(s.holder.Current, func(w string) { o.Logger.Warn().Msg(w) })
 	s.Runner = &agent.Runner{
 		Router:    rt,
 		Registry:  func() agent.Registry { return s.holder.Current() },
@@ -155,18 +159,19 @@ func New(ctx context.Context, o Options) (*Service, error) {
 		MaxActive:       o.Config.MaxActiveRuns,
 		MaxRunBytes:     o.Config.MaxRunBytes,
 		Client:          func(name string) *access.Client { return authn.Clients().ByName(name) },
+		Views:           s.views.Current,
 	}
 	// A decided approval of a paused run resumes it (README "Approvals").
 	rt.Settled = func(ctx context.Context, a *toolrouter.Approval) { s.Runner.ResumeLater(ctx, a.RunID) }
-	s.MCP = mcpserver.New(mcpserver.Deps{
+	s.vmcp = &viewMCP{views: s.views, handlers: map[string]*mcpserver.Handler{}, base: mcpserver.Deps{
 		Router:       rt,
-		Tools:        func() mcpserver.Tools { return s.holder.Current() },
 		Logger:       o.Logger,
 		MaxBodyBytes: o.Config.MaxBodyBytes,
 		Limiter:      limiter,
 		Tracing:      tel.MCPServer(),
-	})
-	s.mcp.OnChange(s.MCP.Sync) // /mcp sessions hear of MCP tool changes
+	}}
+	s.MCP = mcpserver.New(s.vmcp.deps(""))
+	s.mcp.OnChange(s.syncMCP) // /mcp sessions hear of MCP tool changes
 	s.Handler, err = httpapi.NewServer(httpapi.Deps{
 		Logger:         o.Logger,
 		Router:         rt,
@@ -186,6 +191,8 @@ func New(ctx context.Context, o Options) (*Service, error) {
 		AllowedOrigins: o.Config.AllowedOrigins,
 		Spec:           api.Spec,
 		MCP:            s.MCP,
+		Views:          s.views.Current,
+		VirtualMCP:     s.vmcp.handler,
 		Tracer:         tel,
 	})
 	if err != nil {
@@ -210,7 +217,7 @@ func (s *Service) Reload(ctx context.Context) error {
 		return err
 	}
 	s.metrics.Reload(true)
-	s.MCP.Sync()
+	s.syncMCP()
 	s.mcp.Sync(ctx, s.holder.Current().MCPServers())
 	return nil
 }
@@ -219,6 +226,7 @@ func (s *Service) Reload(ctx context.Context) error {
 // the store. Background runs should have ended (Runner.Wait).
 func (s *Service) Close() {
 	s.MCP.Close()
+	s.vmcp.each((*mcpserver.Handler).Close)
 	s.mcp.Close()
 	s.exec.CloseIdle()
 	s.adapters.CloseIdle()
@@ -292,4 +300,18 @@ func StoreKind(url string) string {
 		}
 	}
 	return url
+}
+
+// syncMCP brings /mcp and the MCP servers of the virtual servers in step
+// with the registry in force; their sessions hear of changes.
+func (s *Service) syncMCP() {
+	s.MCP.Sync()
+	s.vmcp.each((*mcpserver.Handler).Sync)
+}
+
+// CloseMCP ends the sessions of /mcp and of every /mcp/{name}
+// (http.Server.RegisterOnShutdown).
+func (s *Service) CloseMCP() {
+	s.MCP.Close()
+	s.vmcp.each((*mcpserver.Handler).Close)
 }

@@ -27,9 +27,14 @@ type ClientSpec struct {
 	// Approval are glob patterns of the tools whose calls by this client
 	// wait for an approver's decision (README "Approvals").
 	Approval []string
+	// VirtualServers, when set, are the only virtual servers through
+	// which the client reaches tools (README "Virtual servers and tool
+	// search"); nil means the whole registry.
+	VirtualServers []string
 	// Line is where the client is in the registry file; ToolsLine where
-	// its tools are (for the registry's warnings about them).
-	Line, ToolsLine int
+	// its tools are (for the registry's warnings about them), ServersLine
+	// its virtual_servers.
+	Line, ToolsLine, ServersLine int
 }
 
 // Rate is N calls per window.

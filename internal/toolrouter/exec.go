@@ -82,6 +82,10 @@ type Provider struct {
 	// Region is the AWS region of a bedrock provider (its credentials come
 	// from the AWS SDK's default chain).
 	Region string
+	// SearchMode is how /runs uses a server in search mode: "" (the model
+	// calls call_tool) or "inject" (the tools search_tools found join the
+	// next turn's tools).
+	SearchMode string
 }
 
 // MCPServer is an MCP server of the registry's mcp_servers block whose

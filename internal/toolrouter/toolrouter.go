@@ -71,6 +71,11 @@ type Tool struct {
 	// Approval is the registry's approval: required: every call waits for
 	// an approver's decision before it runs (README "Approvals").
 	Approval bool `json:"approval,omitempty"`
+	// Title and Hints are what a virtual server exports of the tool (MCP's
+	// title and annotations, README "Virtual servers and tool search");
+	// empty and nil for registry tools.
+	Title string `json:"title,omitempty"`
+	Hints *Hints `json:"hints,omitempty"`
 
 	// ValidateArgs checks decoded arguments against InputSchema; nil means
 	// anything goes. The returned error's text names the offending field.
@@ -79,6 +84,14 @@ type Tool struct {
 	// structuredContent, decoded) against OutputSchema; nil means the
 	// output schema is not checked, and /mcp does not advertise it.
 	ValidateOutput func(output any) error `json:"-"`
+}
+
+// Hints are MCP tool annotations; a nil field is unset.
+type Hints struct {
+	ReadOnly    *bool `json:"readOnlyHint,omitempty"`
+	Destructive *bool `json:"destructiveHint,omitempty"`
+	Idempotent  *bool `json:"idempotentHint,omitempty"`
+	OpenWorld   *bool `json:"openWorldHint,omitempty"`
 }
 
 // ValidationMode is the string `mode` of a validation tool's output_schema,

@@ -1,0 +1,325 @@
+package registry
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/toolrouterd/toolrouterd/internal/inputschema"
+	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
+)
+
+// Names of the meta-tools a view in search mode lists (README "Virtual
+// servers and tool search"); no exported tool may take them there.
+const (
+	SearchToolsName = "search_tools"
+	CallToolName    = "call_tool"
+)
+
+// VirtualServer is a curated view over the registry (README "Virtual
+// servers and tool search"): the tools it shows, by glob over canonical
+// names, and how each is exported.
+type VirtualServer struct {
+	Name      string
+	Tools     []string
+	Overrides []Override // in file order
+	// Search is discovery: search: the view lists search_tools and
+	// call_tool instead of its tools.
+	Search bool
+	// MaxOutputBytes and MaxOutputTokens are the output budgets of the
+	// view's calls; 0 is none. Parsed and validated here; applied by the
+	// output budgets (issue 23 part 4).
+	MaxOutputBytes, MaxOutputTokens int
+	Line                            int
+}
+
+// Override is how a virtual server exports one tool: "" and nil keep the
+// tool's own.
+type Override struct {
+	Tool        string // the canonical name it is for
+	Name        string
+	Description string
+	Title       string
+	Hints       *toolrouter.Hints
+	// Defaults are fixed argument values: removed from the exported
+	// schema and filled in on every call.
+	Defaults map[string]any
+	// Hidden are arguments removed from the exported schema (and from
+	// calls).
+	Hidden []string
+	Line   int
+}
+
+// VirtualServers returns the virtual servers in file order.
+func (r *Registry) VirtualServers() []VirtualServer { return slices.Clone(r.virtualServers) }
+
+// Search reports the registry-wide discovery: search (plain /mcp,
+// /schemas and /runs list the meta-tools).
+func (r *Registry) Search() bool { return r.search }
+
+var serverName = clientName
+
+// discovery reads a discovery field: full (false) or search (true).
+func (p *parser) discovery(e entry, w where) bool {
+	s, ok := p.str(e, w, "discovery")
+	if !ok {
+		return false
+	}
+	switch s {
+	case "full":
+		return false
+	case "search":
+		return true
+	}
+	p.addAt(e.val, w, "discovery", fmt.Sprintf("must be full or search, got %q", s))
+	return false
+}
+
+func (p *parser) virtualServers(e entry, reg *Registry) []VirtualServer {
+	var out []VirtualServer
+	first := map[string]int{}
+	for i, item := range p.list(e, where{}, "virtual_servers") {
+		n := deref(item)
+		if n == nil || n.Kind != yaml.MappingNode {
+			p.addAt(item, where{}, fmt.Sprintf("virtual_servers[%d]", i), "must be a mapping")
+			continue
+		}
+		w := where{prefix: fmt.Sprintf("virtual_servers[%d].", i)}
+		if name, ok := peekString(n, "name"); ok && name != "" {
+			w = where{prefix: fmt.Sprintf("virtual server %q: ", name)}
+		}
+		f := p.fields(n, w, "name", "tools", "overrides", "discovery", "max_output_bytes", "max_output_tokens")
+		vs := VirtualServer{Line: n.Line}
+		ok := p.required(f["name"], n, w, "name")
+		if ok {
+			vs.Name, _ = p.str(f["name"], w, "name")
+			switch line, dup := first[vs.Name]; {
+			case dup:
+				p.addAt(f["name"].val, w, "name", fmt.Sprintf("duplicate name (first at line %d)", line))
+				ok = false
+			case !serverName.MatchString(vs.Name):
+				p.addAt(f["name"].val, w, "name", "must be 1-64 characters of A-Z a-z 0-9 . _ - starting with a letter or digit")
+				ok = false
+			default:
+				first[vs.Name] = f["name"].val.Line
+			}
+		}
+		if p.required(f["tools"], n, w, "tools") {
+			vs.Tools = p.patterns(f["tools"], w, "tools")
+		}
+		vs.Search = p.discovery(f["discovery"], w)
+		for _, k := range []string{"max_output_bytes", "max_output_tokens"} {
+			if v, has := p.integer(f[k], w, k); has {
+				if v < 1 {
+					p.addAt(f[k].val, w, k, "must be at least 1")
+					continue
+				}
+				if k == "max_output_bytes" {
+					vs.MaxOutputBytes = v
+				} else {
+					vs.MaxOutputTokens = v
+				}
+			}
+		}
+		vs.Overrides = p.overrides(f["overrides"], w, vs, reg)
+		p.exportedNames(vs, reg, w)
+		if ok {
+			out = append(out, vs)
+		}
+	}
+	return out
+}
+
+func (p *parser) overrides(e entry, w where, vs VirtualServer, reg *Registry) []Override {
+	if e.val == nil {
+		return nil
+	}
+	if e.val.Kind != yaml.MappingNode {
+		p.addAt(e.val, w, "overrides", "must be a mapping of tool names to overrides")
+		return nil
+	}
+	var out []Override
+	for _, kv := range p.pairs(e.val, w, "overrides.") {
+		tool := kv.key.Value
+		ow := where{prefix: w.prefix + "overrides." + tool + "."}
+		n := deref(kv.val)
+		if n == nil || n.Kind != yaml.MappingNode {
+			p.addAt(kv.val, w, "overrides."+tool, "must be a mapping")
+			continue
+		}
+		f := p.fields(n, ow, "name", "description", "title", "annotations", "defaults", "hidden")
+		ov := Override{Tool: tool, Line: kv.key.Line}
+		if s, has := p.str(f["name"], ow, "name"); has {
+			if validToolName(s) {
+				ov.Name = s
+			} else {
+				p.addAt(f["name"].val, ow, "name", "must be 1-128 characters of A-Z a-z 0-9 / . _ -")
+			}
+		}
+		ov.Description, _ = p.str(f["description"], ow, "description")
+		ov.Title, _ = p.str(f["title"], ow, "title")
+		ov.Hints = p.hints(f["annotations"], ow)
+		ov.Defaults = p.object(f["defaults"], ow, "defaults")
+		for j, it := range p.list(f["hidden"], ow, "hidden") {
+			d := deref(it)
+			if d == nil || d.Kind != yaml.ScalarNode || d.ShortTag() == "!!null" || d.Value == "" {
+				p.addAt(it, ow, fmt.Sprintf("hidden[%d]", j), "must be an argument name")
+				continue
+			}
+			ov.Hidden = append(ov.Hidden, d.Value)
+		}
+		out = append(out, ov)
+		// Which tool it is for: a file tool is checked now; a tool of an
+		// MCP server is known only once the server lists it.
+		if !matchesAny(vs.Tools, tool) {
+			p.addAt(kv.key, w, "overrides."+tool, "names a tool outside this server's tools")
+			continue
+		}
+		if t, found := reg.byName[tool]; found && t.Name == tool {
+			for _, pr := range CheckOverride(t, ov) {
+				p.addAt(kv.key, w, "overrides."+tool+"."+pr.Field, pr.Why)
+			}
+			continue
+		}
+		if !underMCPServer(reg, tool) {
+			p.addAt(kv.key, w, "overrides."+tool, "names no tool of the registry (nor of an MCP server, by its prefix)")
+		}
+	}
+	return out
+}
+
+func matchesAny(patterns []string, name string) bool {
+	for _, pat := range patterns {
+		if toolrouter.Glob(pat, name) {
+			return true
+		}
+	}
+	return false
+}
+
+func underMCPServer(reg *Registry, name string) bool {
+	for _, s := range reg.mcpServers {
+		if strings.HasPrefix(name, s.Prefix) {
+			return true
+		}
+	}
+	return false
+}
+
+// hints reads the annotations of an override.
+func (p *parser) hints(e entry, w where) *toolrouter.Hints {
+	if e.val == nil {
+		return nil
+	}
+	if e.val.Kind != yaml.MappingNode {
+		p.addAt(e.val, w, "annotations", "must be a mapping of readOnlyHint, destructiveHint, idempotentHint, openWorldHint to true or false")
+		return nil
+	}
+	f := p.fields(e.val, where{prefix: w.prefix + "annotations."}, "readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint")
+	h := &toolrouter.Hints{}
+	for k, dst := range map[string]**bool{"readOnlyHint": &h.ReadOnly, "destructiveHint": &h.Destructive, "idempotentHint": &h.Idempotent, "openWorldHint": &h.OpenWorld} {
+		if v, ok := p.boolean(f[k], where{prefix: w.prefix + "annotations."}, k); ok {
+			*dst = &v
+		}
+	}
+	return h
+}
+
+// exportedNames reports two file tools of a server exported under one
+// name, and, in search mode, a tool exported as a meta-tool.
+func (p *parser) exportedNames(vs VirtualServer, reg *Registry, w where) {
+	renamed := map[string]Override{}
+	for _, ov := range vs.Overrides {
+		renamed[ov.Tool] = ov
+	}
+	seen := map[string]string{}
+	for _, t := range reg.tools {
+		if !matchesAny(vs.Tools, t.Name) {
+			continue
+		}
+		name, line := t.Name, vs.Line
+		if ov, ok := renamed[t.Name]; ok && ov.Name != "" {
+			name, line = ov.Name, ov.Line
+		}
+		if other, dup := seen[name]; dup {
+			p.add(line, w, "overrides."+t.Name+".name", fmt.Sprintf("exported name %q is also that of tool %q", name, other))
+			continue
+		}
+		seen[name] = t.Name
+		if vs.Search && (name == SearchToolsName || name == CallToolName) {
+			p.add(line, w, "overrides."+t.Name+".name", fmt.Sprintf("exported name %q is a meta-tool's in discovery: search", name))
+		}
+	}
+}
+
+// FieldProblem is a problem of an override, by field ("defaults.repo").
+type FieldProblem struct{ Field, Why string }
+
+// CheckOverride checks an override against the tool it is for: hidden
+// arguments that exist and are not required without a default, defaults
+// for arguments that exist and satisfy the tool's input schema.
+func CheckOverride(t *toolrouter.Tool, ov Override) []FieldProblem {
+	var out []FieldProblem
+	props, _ := t.InputSchema["properties"].(map[string]any)
+	required := map[string]bool{}
+	if req, ok := t.InputSchema["required"].([]any); ok {
+		for _, r := range req {
+			if s, ok := r.(string); ok {
+				required[s] = true
+			}
+		}
+	}
+	for i, h := range ov.Hidden {
+		_, hasDefault := ov.Defaults[h]
+		switch {
+		case props[h] == nil:
+			out = append(out, FieldProblem{fmt.Sprintf("hidden[%d]", i), fmt.Sprintf("tool %q has no argument %q", t.Name, h)})
+		case required[h] && !hasDefault:
+			out = append(out, FieldProblem{fmt.Sprintf("hidden[%d]", i), fmt.Sprintf("argument %q is required by tool %q; hide it only with a default", h, t.Name)})
+		}
+	}
+	if len(ov.Defaults) == 0 {
+		return out
+	}
+	for _, k := range slices.Sorted(maps.Keys(ov.Defaults)) {
+		if props[k] == nil {
+			out = append(out, FieldProblem{"defaults." + k, fmt.Sprintf("tool %q has no argument %q", t.Name, k)})
+		}
+	}
+	// The defaults on their own must satisfy the schema, its required
+	// arguments aside (the caller gives those).
+	schema := maps.Clone(t.InputSchema)
+	delete(schema, "required")
+	validate, problems := inputschema.Compile(schema)
+	if len(problems) > 0 {
+		return append(out, FieldProblem{"defaults", fmt.Sprintf("tool %q's input schema does not compile: %s", t.Name, problems[0].Why)})
+	}
+	if err := validate(ov.Defaults); err != nil {
+		out = append(out, FieldProblem{"defaults", fmt.Sprintf("do not satisfy the input schema of tool %q: %v", t.Name, err)})
+	}
+	return out
+}
+
+// clientServers checks the virtual_servers of clients against the
+// servers defined.
+func (p *parser) clientServers(clients []Client, servers []VirtualServer) {
+	known := map[string]bool{}
+	for _, s := range servers {
+		known[s.Name] = true
+	}
+	for _, c := range clients {
+		for j, name := range c.VirtualServers {
+			if !known[name] {
+				defined := "none"
+				if len(known) > 0 {
+					defined = strings.Join(slices.Sorted(maps.Keys(known)), ", ")
+				}
+				p.add(c.ServersLine, where{prefix: fmt.Sprintf("client %q: ", c.Name)}, fmt.Sprintf("virtual_servers[%d]", j),
+					fmt.Sprintf("no virtual server named %q (defined: %s)", name, defined))
+			}
+		}
+	}
+}

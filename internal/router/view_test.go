@@ -1,0 +1,76 @@
+package router_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/toolrouterd/toolrouterd/internal/access"
+	"github.com/toolrouterd/toolrouterd/internal/registry"
+	"github.com/toolrouterd/toolrouterd/internal/router"
+	"github.com/toolrouterd/toolrouterd/internal/store/memory"
+	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
+	"github.com/toolrouterd/toolrouterd/internal/vserver"
+)
+
+// TestRouteWithinView: in a virtual server's view the exported name
+// routes to the real tool with the defaults filled in, call_tool and
+// search_tools work in search mode, and a client bound to virtual servers
+// reaches no tool without one.
+func TestRouteWithinView(t *testing.T) {
+	reg, err := registry.Parse("test.yaml", []byte(testRegistry+`virtual_servers:
+  - name: v
+    tools: ["test/echo"]
+    overrides:
+      test/echo: {name: say, defaults: {msg: fixed}}
+  - name: s
+    tools: ["*"]
+    discovery: search
+clients:
+  - {name: bound, key_sha256: "`+"cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc"+`", virtual_servers: [v]}
+`), os.Getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exec := &stubExec{out: toolrouter.Outcome{Output: []byte(`{"ok":true}`), Answered: true}}
+	rt := &router.Router{Tools: func() router.Tools { return reg }, Exec: exec, Seq: memory.New()}
+	set := vserver.Build(reg)
+	route := func(ctx context.Context, name string, args map[string]any) *toolrouter.Result {
+		t.Helper()
+		res, err := rt.Route(ctx, "p", map[string]any{"name": name, "arguments": args}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	inV := vserver.NewContext(context.Background(), set.View("v"))
+	res := route(inV, "say", map[string]any{"msg": "mine"})
+	if !res.Success || res.ToolName != "test/echo" || !reflect.DeepEqual(exec.req.Args, map[string]any{"msg": "fixed"}) {
+		t.Fatalf("say: %+v, tool got %v", res, exec.req.Args)
+	}
+	if res := route(inV, "test/echo", nil); res.Success || *res.ErrorCategory != toolrouter.CategoryNotFound {
+		t.Fatalf("the real name in the view: %+v", res)
+	}
+	inS := vserver.NewContext(context.Background(), set.View("s"))
+	if res := route(inS, "call_tool", map[string]any{"name": "test/echo", "arguments": map[string]any{"msg": "hi"}}); !res.Success || res.ToolName != "test/echo" || exec.req.Args["msg"] != "hi" {
+		t.Fatalf("call_tool: %+v", res)
+	}
+	// The provider's result answers the call the model made: call_tool.
+	res, err = rt.Route(inS, "p", map[string]any{"functionCall": map[string]any{"name": "call_tool", "args": map[string]any{"name": "test/echo"}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := json.Marshal(res.ProviderResult); !strings.Contains(string(b), `"name":"call_tool"`) {
+		t.Fatalf("gemini result %s", b)
+	}
+	if res := route(inS, "search_tools", map[string]any{"query": "echo"}); !res.Success || string(res.Output) == "" {
+		t.Fatalf("search_tools: %+v", res)
+	}
+	bound := access.NewContext(context.Background(), access.NewClients(nil, reg.Clients()).ByName("bound"))
+	if res := route(bound, "test/echo", nil); res.Success || *res.ErrorCategory != toolrouter.CategoryNotFound {
+		t.Fatalf("a bound client without a view: %+v", res)
+	}
+}

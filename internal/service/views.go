@@ -1,0 +1,105 @@
+package service
+
+import (
+	"context"
+	"net/http"
+	"sync"
+
+	"github.com/toolrouterd/toolrouterd/internal/access"
+	"github.com/toolrouterd/toolrouterd/internal/mcpserver"
+	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
+	"github.com/toolrouterd/toolrouterd/internal/vserver"
+)
+
+// viewMCP is the MCP side of the views (README "Virtual servers and tool
+// search"): the Deps of /mcp made to list and route within the view of
+// each request, and one MCP server per virtual server, /mcp/{name},
+// made when first asked for.
+type viewMCP struct {
+	views *vserver.Catalog
+	base  mcpserver.Deps // the Deps of /mcp
+
+	mu       sync.Mutex
+	handlers map[string]*mcpserver.Handler
+}
+
+// deps are the Deps of the MCP server of the virtual server name ("" is
+// plain /mcp: the registry, or the registry-wide view in search mode).
+func (m *viewMCP) deps(name string) mcpserver.Deps {
+	d := m.base
+	d.Router = viewRouter{m.base.Router, m.views, name}
+	d.Tools = func() mcpserver.Tools {
+		set := m.views.Current()
+		if name == "" {
+			if v, _ := set.For(nil, ""); v != nil {
+				return toolList(v.All())
+			}
+			return set.Registry()
+		}
+		if v := set.View(name); v != nil {
+			return toolList(v.All())
+		}
+		return toolList(nil)
+	}
+	d.Visible = func(c *access.Client, tool string) bool {
+		v, err := m.views.Current().For(c, name)
+		switch {
+		case err != nil:
+			return false
+		case v == nil:
+			return c.Allows(tool)
+		}
+		return v.Visible(c, tool)
+	}
+	return d
+}
+
+// handler is the MCP server of the virtual server name.
+func (m *viewMCP) handler(name string) http.Handler {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	h, ok := m.handlers[name]
+	if !ok {
+		h = mcpserver.New(m.deps(name))
+		m.handlers[name] = h
+	}
+	return h
+}
+
+// each calls f with every virtual server's MCP server made so far.
+func (m *viewMCP) each(f func(*mcpserver.Handler)) {
+	m.mu.Lock()
+	hs := make([]*mcpserver.Handler, 0, len(m.handlers))
+	for _, h := range m.handlers {
+		hs = append(hs, h)
+	}
+	m.mu.Unlock()
+	for _, h := range hs {
+		f(h)
+	}
+}
+
+type toolList []*toolrouter.Tool
+
+func (l toolList) Tools() []*toolrouter.Tool { return l }
+
+// viewRouter routes the calls of an MCP server within its view: the
+// virtual server's, when the client may use it (else the empty view: no
+// tool); for plain /mcp, the empty view of a bound client or the
+// registry-wide view in search mode.
+type viewRouter struct {
+	next  mcpserver.Router
+	views *vserver.Catalog
+	name  string
+}
+
+func (r viewRouter) Route(ctx context.Context, planID string, payload any, meta map[string]any) (*toolrouter.Result, error) {
+	v, err := r.views.Current().For(access.FromContext(ctx), r.name)
+	if err != nil {
+		v = vserver.Empty()
+	}
+	if v != nil {
+		ctx = vserver.NewContext(ctx, v)
+	}
+	return r.next.Route(ctx, planID, payload, meta)
+}
