@@ -23,6 +23,7 @@ type Registry struct {
 	defaultProvider string
 	mcpServers      []toolrouter.MCPServer
 	clients         []Client
+	guardrails      []Guardrail
 }
 
 // aliasFormats are the provider formats whose name rules may force an

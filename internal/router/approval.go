@@ -340,7 +340,7 @@ func (r *Router) settleCall(ctx context.Context, a *toolrouter.Approval) (*toolr
 			return r.finish(ctx, rc, toolrouter.Failure(toolrouter.CategoryPermission, "the client may no longer call %s", a.ToolName), false), nil
 		}
 	}
-	out := r.exec(ctx, toolrouter.ExecRequest{Tool: tool, Args: args, PlanID: a.PlanID, ToolCallID: a.ToolCallID})
+	out := r.afterExec(ctx, rc, tool, r.exec(ctx, toolrouter.ExecRequest{Tool: tool, Args: args, PlanID: a.PlanID, ToolCallID: a.ToolCallID}))
 	return r.finish(ctx, rc, out, out.Answered), nil
 }
 

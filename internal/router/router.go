@@ -61,15 +61,18 @@ type Auditor interface {
 
 // Router routes tool calls. Its fields are set once at construction.
 type Router struct {
-	Tools            func() Tools // the registry in force (it may be swapped by a reload)
-	Exec             Executor     // HTTP tools
-	MCP              Executor     // tools of MCP servers (Tool.MCPServer set); nil: MCP is not enabled
-	Seq              Sequencer
-	Results          Results  // may be nil
-	Observer         Observer // may be nil
-	Tracer           Tracer   // may be nil
-	Audit            Auditor  // may be nil
-	BatchConcurrency int      // tool calls of one batch executed at once (at least 1)
+	Tools    func() Tools // the registry in force (it may be swapped by a reload)
+	Exec     Executor     // HTTP tools
+	MCP      Executor     // tools of MCP servers (Tool.MCPServer set); nil: MCP is not enabled
+	Seq      Sequencer
+	Results  Results  // may be nil
+	Observer Observer // may be nil
+	Tracer   Tracer   // may be nil
+	Audit    Auditor  // may be nil
+	// Guardrails run before and after every call (README "Trusting
+	// tools"); nil: none.
+	Guardrails       Guardrails
+	BatchConcurrency int // tool calls of one batch executed at once (at least 1)
 	// MaxBatchOutput caps the output bytes the results of one batch hold
 	// together (TOOLROUTER_MAX_BATCH_OUTPUT_BYTES); a call whose output
 	// does not fit fails as resource. 0 means no cap.
@@ -237,6 +240,10 @@ type routeCall struct {
 	// argsSHA256 is the digest of the arguments the tool got, when the
 	// route encoded them ("": auditRecord digests res.Arguments).
 	argsSHA256 string
+	// guards are the guardrails' decisions and notes what they changed in
+	// the output (README "Trusting tools").
+	guards []toolrouter.GuardrailDecision
+	notes  []string
 }
 
 // route does the work of one call whose sequence is allocated.
@@ -295,6 +302,11 @@ func (r *Router) route(ctx context.Context, planID string, seq int64, payload an
 			return r.finish(ctx, &rc, toolrouter.Outcome{Err: err.Error(), Category: toolrouter.CategorySchema}, false)
 		}
 	}
+	// Before-hooks see the arguments as the caller sent them, validated;
+	// a denied call waits for no approver and never reaches the tool.
+	if out, denied := r.guardBefore(ctx, &rc, tool); denied {
+		return r.finish(ctx, &rc, out, false)
+	}
 	if len(extra) > 0 {
 		args := make(map[string]any, len(rc.call.Arguments)+len(extra))
 		for k, v := range rc.call.Arguments {
@@ -326,7 +338,7 @@ func (r *Router) route(ctx context.Context, planID string, seq int64, payload an
 			emit(u)
 		}
 	}
-	out := r.exec(ctx, req)
+	out := r.afterExec(ctx, &rc, tool, r.exec(ctx, req))
 	// An executor that does not take from the batch's budget itself (MCP)
 	// is held to it here.
 	if b := toolrouter.BudgetFrom(ctx); b != nil && out.Success() && !out.Budgeted && !b.Take(int64(len(out.Output))) {
@@ -364,6 +376,7 @@ func (r *Router) finish(ctx context.Context, rc *routeCall, out toolrouter.Outco
 	if out.InvalidUTF8 {
 		res.Notes = append(res.Notes, toolrouter.NoteInvalidUTF8)
 	}
+	res.Notes = append(res.Notes, rc.notes...)
 	res.MCPResult = out.MCPResult
 	if !res.Success {
 		rc.r.errMsg, rc.r.errCat = out.Err, out.Category
@@ -442,6 +455,7 @@ func auditRecord(ctx context.Context, rc *routeCall, res *toolrouter.Result) too
 	if rc.denied != "" {
 		a.Tool, a.Outcome = rc.denied, toolrouter.AuditDenied
 	}
+	a.Guardrails = rc.guards
 	return a
 }
 
