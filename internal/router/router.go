@@ -61,24 +61,24 @@ type Auditor interface {
 
 // Router routes tool calls. Its fields are set once at construction.
 type Router struct {
-	Tools    func() Tools // the registry in force (it may be swapped by a reload)
-	Exec     Executor     // HTTP tools
-	MCP      Executor     // tools of MCP servers (Tool.MCPServer set); nil: MCP is not enabled
-	Seq      Sequencer
-	Results  Results  // may be nil
-	Observer Observer // may be nil
-	Tracer   Tracer   // may be nil
-	Audit    Auditor  // may be nil
-	// Guardrails run before and after every call (README "Trusting
-	// tools"); nil: none.
-	Guardrails       Guardrails
-	BatchConcurrency int // tool calls of one batch executed at once (at least 1)
+	Tools            func() Tools // the registry in force (it may be swapped by a reload)
+	Exec             Executor     // HTTP tools
+	MCP              Executor     // tools of MCP servers (Tool.MCPServer set); nil: MCP is not enabled
+	Seq              Sequencer
+	Results          Results  // may be nil
+	Observer         Observer // may be nil
+	Tracer           Tracer   // may be nil
+	Audit            Auditor  // may be nil
+	BatchConcurrency int      // tool calls of one batch executed at once (at least 1)
 	// MaxBatchOutput caps the output bytes the results of one batch hold
 	// together (TOOLROUTER_MAX_BATCH_OUTPUT_BYTES); a call whose output
 	// does not fit fails as resource. 0 means no cap.
 	MaxBatchOutput int64
 	saves          toolrouter.Saves // the contexts of result saves
 	final          sync.Map         // ids of approved approvals whose result is final (SettleAbandoned)
+	// Guardrails run before and after every call (README "Trusting
+	// tools"); nil: none.
+	Guardrails Guardrails
 	// Approvals holds the calls that wait for an approver (README
 	// "Approvals"); nil: no call waits.
 	Approvals Approvals
