@@ -2,6 +2,7 @@ package memory
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
@@ -33,6 +34,7 @@ func (m *Store) appendAudit(recs []toolrouter.AuditRecord) {
 	for _, r := range recs {
 		m.audit.lastID++
 		r.ID = m.audit.lastID
+		r.Guardrails = slices.Clone(r.Guardrails) // a record is not shared with its writer
 		if r.Sequence != nil {
 			seq := *r.Sequence
 			r.Sequence = &seq
