@@ -203,7 +203,7 @@ func checkGuardAudit(t *testing.T, base string, ids []string) {
 
 func TestGuardrailsFromRoute(t *testing.T) {
 	tools, hooks := startTools(t), startGuardServer(t)
-	rt, _ := startRouter(t, guardRegistry(tools.addr, hooks.URL))
+	rt, path := startRouter(t, guardRegistry(tools.addr, hooks.URL))
 	var ids []string
 	for i, c := range guardCases {
 		t.Run(c.name, func(t *testing.T) {
@@ -246,6 +246,22 @@ func TestGuardrailsFromRoute(t *testing.T) {
 	}
 	if len(ids) == len(guardCases) {
 		checkGuardAudit(t, rt.URL(), ids)
+	}
+	// Reload (SIGHUP): a bad guardrails section is rejected and the
+	// guardrails in force stay; a good one takes over.
+	denyMe := map[string]any{"plan_id": "guard-reload", "tool_call": map[string]any{"id": "c", "type": "function",
+		"function": map[string]any{"name": "test/echo", "arguments": `{"msg":"deny-me"}`}}}
+	good := guardRegistry(tools.addr, hooks.URL)
+	rt.reload(t, path, good+"  - {name: broken, endpoint: \"http://127.0.0.1:1/\", on_error: maybe}\n")
+	if !strings.Contains(rt.Output(), `on_error: must be deny or allow, got \"maybe\"`) {
+		t.Errorf("the rejected reload does not name the field:\n%s", rt.Output())
+	}
+	if r := do(t, "POST", rt.URL()+"/route", denyMe).JSON(t); r["success"] != false {
+		t.Errorf("after a rejected reload: %v, want the policy still in force", r)
+	}
+	rt.reload(t, path, strings.Replace(good, "tools: [test/echo], phase: both", "tools: [nothing/here], phase: both", 1))
+	if r := do(t, "POST", rt.URL()+"/route", denyMe).JSON(t); r["success"] != true {
+		t.Errorf("after a reload without the policy on test/echo: %v, want the call through", r)
 	}
 	// The hook saw the call as sent, with its ids.
 	hooks.mu.Lock()

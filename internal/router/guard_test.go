@@ -270,3 +270,23 @@ func TestGuardrailTimeoutFailsClosedOrOpen(t *testing.T) {
 		}
 	}
 }
+
+// An MCP backend's result passes through /mcp as it came: redaction
+// reaches its content blocks too, and an after-hook's new output replaces
+// it.
+func TestGuardrailMCPResult(t *testing.T) {
+	const key = "AKIAZ4RT7YUIOPL2QW3E"
+	mcpResult := json.RawMessage(`{"content":[{"type":"text","text":"key ` + key + `"}],"structuredContent":{"k":"` + key + `"}}`)
+	rt, _, _ := guardedRouter(t, toolrouter.Outcome{Output: json.RawMessage(`{"k":"` + key + `"}`), MCPResult: mcpResult},
+		"guardrails:\n  - {name: secrets, builtin: redact_secrets}\n")
+	res, _ := rt.Route(context.Background(), "p", echoCall(t, "test/echo", `{}`), nil)
+	if strings.Contains(string(res.MCPResult), key) || !strings.Contains(string(res.MCPResult), `"text":"key [REDACTED:aws-access-token]"`) {
+		t.Errorf("MCP result %s", res.MCPResult)
+	}
+	h := newHookServer(t, func(map[string]any) string { return `{"decision":"modify","output":"replaced"}` })
+	rt, _, _ = guardedRouter(t, toolrouter.Outcome{Output: json.RawMessage(`{}`), MCPResult: mcpResult},
+		"guardrails:\n  - {name: rewrite, endpoint: "+h.URL+", phase: after}\n")
+	if res, _ = rt.Route(context.Background(), "p", echoCall(t, "test/echo", `{}`), nil); res.MCPResult != nil || string(res.Output) != `"replaced"` {
+		t.Errorf("after modify: output %s, MCP result %s; want the hook's output and no backend result", res.Output, res.MCPResult)
+	}
+}
