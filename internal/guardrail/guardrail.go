@@ -11,7 +11,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"sync"
+	"sync/atomic"
 
 	"github.com/rs/zerolog"
 
@@ -30,7 +30,11 @@ type Guards struct {
 	// NewClient).
 	Client *http.Client
 
-	mu  sync.Mutex
+	cur atomic.Pointer[compiled]
+}
+
+// compiled is the set of a registry.
+type compiled struct {
 	reg *registry.Registry
 	set *set
 }
@@ -75,15 +79,16 @@ type Verdict struct {
 	Notes []string
 }
 
-// current is the compiled guardrails of the registry in force.
+// current is the compiled guardrails of the registry in force, compiled
+// once per registry (two calls racing after a reload may both compile it).
 func (g *Guards) current() *set {
 	reg := g.Registry()
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.set == nil || g.reg != reg {
-		g.reg, g.set = reg, compile(reg.Guardrails())
+	if c := g.cur.Load(); c != nil && c.reg == reg {
+		return c.set
 	}
-	return g.set
+	c := &compiled{reg: reg, set: compile(reg.Guardrails())}
+	g.cur.Store(c)
+	return c.set
 }
 
 // compile compiles guardrails the registry validated.
