@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -429,5 +430,42 @@ func TestTypedOutputTypeScriptClient(t *testing.T) {
 	}
 	if c := got.Calls[3].Result; !c.IsError || len(c.Content) == 0 || !strings.Contains(c.Content[0].Text, "denied by guardrail policy") {
 		t.Errorf("denied call: %+v", c)
+	}
+}
+
+// TestCheckGuardrails: toolrouterd check lists every problem of the
+// guardrails section with file, line, guardrail and field, and passes a
+// good one.
+func TestCheckGuardrails(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.yaml")
+	_ = os.WriteFile(bad, []byte(`tools:
+  - {name: t, endpoint: "http://127.0.0.1:1/t", output_schema: {type: object, required: 7}}
+guardrails:
+  - {name: hook, endpoint: "http://127.0.0.1:1/h", phase: around, on_error: shrug, timeout: 1h}
+  - {name: hook, builtin: redact_secrets, patterns: [{name: x, regex: "a("}]}
+  - {name: nothing}
+`), 0o600)
+	out, err := exec.Command(filepath.Join(binDir, "toolrouterd"), "check", bad).CombinedOutput()
+	if err == nil {
+		t.Fatalf("check passed a bad file:\n%s", out)
+	}
+	for _, want := range []string{
+		`bad.yaml:2: tool "t": output_schema/required: invalid JSON Schema`,
+		`bad.yaml:4: guardrail "hook": phase: must be before, after or both, got "around"`,
+		`bad.yaml:4: guardrail "hook": on_error: must be deny or allow, got "shrug"`,
+		`bad.yaml:4: guardrail "hook": timeout: must be at most 10m`,
+		`bad.yaml:5: guardrail "hook": name: duplicate name (first at line 4)`,
+		`bad.yaml:5: guardrail "hook": patterns[0].regex: not a valid RE2 regular expression`,
+		`bad.yaml:6: guardrail "nothing": endpoint: required (a webhook URL), or builtin: redact_secrets`,
+	} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("check output lacks %q:\n%s", want, out)
+		}
+	}
+	good := filepath.Join(dir, "good.yaml")
+	_ = os.WriteFile(good, []byte(guardRegistry("127.0.0.1:1", "http://127.0.0.1:2")), 0o600)
+	if out, err := exec.Command(filepath.Join(binDir, "toolrouterd"), "check", good).CombinedOutput(); err != nil {
+		t.Errorf("check rejected a good file: %v\n%s", err, out)
 	}
 }
