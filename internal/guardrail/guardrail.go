@@ -214,9 +214,12 @@ func (h *hook) decision(ctx context.Context, phase string, c *Call, a answer, er
 	if err != nil {
 		d.Decision = decisionError
 		d.Reason = fmt.Sprintf("guardrail %s failed: %v", h.Name, err)
-		if h.OnError == registry.OnErrorDeny {
+		switch {
+		case h.Mode == registry.ModeAudit:
+			d.Reason += "; the call goes on (mode: audit)"
+		case h.OnError == registry.OnErrorDeny:
 			d.Reason += "; the call is refused (on_error: deny)"
-		} else {
+		default:
 			d.Reason += "; the call goes on (on_error: allow)"
 		}
 	}

@@ -254,7 +254,7 @@ func TestGuardrailTimeoutFailsClosedOrOpen(t *testing.T) {
 		case <-release:
 		}
 	})
-	for _, onError := range []string{"deny", "allow"} {
+	for _, onError := range []string{"deny", "allow", "deny, mode: audit"} {
 		rt, exec, aud := guardedRouter(t, toolrouter.Outcome{Output: json.RawMessage(`{"msg":"ok"}`)},
 			"guardrails:\n  - {name: slow, endpoint: "+h.URL+", timeout: 100ms, on_error: "+onError+"}\n")
 		res, _ := rt.Route(context.Background(), "p", echoCall(t, "test/echo", `{}`), nil)
@@ -265,8 +265,11 @@ func TestGuardrailTimeoutFailsClosedOrOpen(t *testing.T) {
 		if onError == "deny" && (res.Success || exec.req.Tool != nil || *res.ErrorCategory != toolrouter.CategoryPermission) {
 			t.Errorf("on_error deny: %+v, want refused before the tool", res)
 		}
-		if onError == "allow" && (!res.Success || exec.req.Tool == nil) {
-			t.Errorf("on_error allow: %+v, want the call through", res)
+		if onError != "deny" && (!res.Success || exec.req.Tool == nil) {
+			t.Errorf("on_error %s: %+v, want the call through", onError, res)
+		}
+		if onError == "deny, mode: audit" && (len(d) != 1 || d[0].Mode != "audit" || !strings.Contains(d[0].Reason, "(mode: audit)")) {
+			t.Errorf("audit mode: audited %+v", d)
 		}
 	}
 }
