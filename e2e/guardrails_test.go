@@ -248,6 +248,15 @@ func TestGuardrailsFromRoute(t *testing.T) {
 	if len(ids) == len(guardCases) {
 		checkGuardAudit(t, rt.URL(), ids)
 	}
+	// /route/batch: the same guardrails on each call of a batch.
+	batch := do(t, "POST", rt.URL()+"/route/batch", map[string]any{"plan_id": "guard-batch", "tool_calls": []any{
+		map[string]any{"id": "b0", "type": "function", "function": map[string]any{"name": "test/echo", "arguments": `{"msg":"deny-me"}`}},
+		map[string]any{"id": "b1", "type": "function", "function": map[string]any{"name": "leaky/config", "arguments": `{}`}},
+	}})
+	if b := string(batch.Body); batch.Status != 200 || !strings.Contains(b, "denied by guardrail policy") || !strings.Contains(b, "[REDACTED:") ||
+		strings.Contains(b, leakAWS) || strings.Contains(b, leakPwd) {
+		t.Errorf("batch: %d %s", batch.Status, b)
+	}
 	// Reload (SIGHUP): a bad guardrails section is rejected and the
 	// guardrails in force stay; a good one takes over.
 	denyMe := map[string]any{"plan_id": "guard-reload", "tool_call": map[string]any{"id": "c", "type": "function",
