@@ -298,11 +298,31 @@ func escapePtr(tok string) string {
 // argsValidator returns a Tool.ValidateArgs for a compiled schema. A
 // compiled schema is immutable, so the function is safe for concurrent use.
 func argsValidator(s *jsonschema.Schema) func(map[string]any) error {
+	check := valueValidator(s, "arguments do not match input_schema")
 	return func(args map[string]any) error {
-		var v any = args
 		if args == nil {
-			v = map[string]any{}
+			return check(map[string]any{})
 		}
+		return check(args)
+	}
+}
+
+// CompileValue compiles schema like Compile, for any JSON value (decoded
+// with json.Decoder.UseNumber or not): a registry tool's output_schema,
+// against which its outputs are checked (README "Trusting tools").
+func CompileValue(schema map[string]any) (validate func(any) error, problems []Problem) {
+	compiled, err := compileSchema(schema)
+	if err != nil {
+		return nil, compileProblems(err)
+	}
+	return valueValidator(compiled, "the value does not match the schema"), nil
+}
+
+// valueValidator checks a value against s, wording a failure like
+// "schema validation failed: /count: want number, got string"; fallback is
+// the message of a failure without leaves.
+func valueValidator(s *jsonschema.Schema, fallback string) func(any) error {
+	return func(v any) error {
 		err := s.Validate(v)
 		if err == nil {
 			return nil
@@ -331,7 +351,7 @@ func argsValidator(s *jsonschema.Schema) func(map[string]any) error {
 			}
 		}
 		if len(msgs) == 0 { // cannot happen: a failure has a leaf
-			msgs = []string{"arguments do not match input_schema"}
+			msgs = []string{fallback}
 		}
 		if extra := len(msgs) - maxArgErrors; extra > 0 {
 			msgs = append(msgs[:maxArgErrors], fmt.Sprintf("and %d more", extra))

@@ -219,10 +219,10 @@ func TestMCPServerListTools(t *testing.T) {
 	if add.Annotations == nil || !add.Annotations.IdempotentHint || add.Annotations.ReadOnlyHint {
 		t.Errorf("math/add annotations = %+v, want idempotentHint only", add.Annotations)
 	}
-	// An HTTP tool's outputs are not checked against its output_schema:
-	// advertising it would make MCP clients reject results.
-	if add.OutputSchema != nil {
-		t.Errorf("math/add advertises an unchecked outputSchema: %v", add.OutputSchema)
+	// An HTTP tool's outputs are checked against its output_schema (README
+	// "Trusting tools"): it is advertised.
+	if out, _ := json.Marshal(add.OutputSchema); string(out) != `{"properties":{"sum":{"type":"number"}},"type":"object"}` {
+		t.Errorf("math/add outputSchema = %s, want its output_schema", out)
 	}
 	// {mode: strict} is not a JSON Schema object: no outputSchema.
 	if v := tools[mcpName("test/validator")]; v == nil || v.OutputSchema != nil {

@@ -63,15 +63,16 @@ func (p *parser) registry(root *yaml.Node) *Registry {
 	}
 	root = deref(root)
 	if root.Kind != yaml.MappingNode {
-		p.addAt(root, where{}, "", "the registry must be a mapping with keys tools, providers, default_provider, mcp_servers, clients, virtual_servers, discovery")
+		p.addAt(root, where{}, "", "the registry must be a mapping with keys tools, providers, default_provider, mcp_servers, clients, virtual_servers, discovery, guardrails")
 		return reg
 	}
-	f := p.fields(root, where{}, "tools", "providers", "default_provider", "mcp_servers", "clients", "virtual_servers", "discovery")
+	f := p.fields(root, where{}, "tools", "providers", "default_provider", "mcp_servers", "clients", "virtual_servers", "discovery", "guardrails")
 	reg.tools = p.tools(f["tools"])
 	reg.providers = p.providers(f["providers"])
 	reg.defaultProvider = p.defaultProvider(f["default_provider"], reg.providers)
 	reg.mcpServers = p.mcpServers(f["mcp_servers"])
 	reg.clients = p.clients(f["clients"])
+	reg.guardrails = p.guardrails(f["guardrails"])
 	for _, t := range reg.tools {
 		reg.byName[t.Name] = t
 	}
@@ -161,7 +162,7 @@ func (p *parser) tool(item *yaml.Node, i int) (pt parsedTool, ok bool) {
 		}
 	}
 	t.InputSchema, t.ValidateArgs = p.inputSchema(f["input_schema"], w)
-	t.OutputSchema = p.object(f["output_schema"], w, "output_schema")
+	t.OutputSchema, t.ValidateOutput = p.outputSchema(f["output_schema"], w)
 	if d, ok := p.duration(f["timeout"], w, "timeout"); ok {
 		t.Timeout = d
 	}
@@ -480,6 +481,23 @@ func (p *parser) inputSchema(e entry, w where) (map[string]any, func(map[string]
 	}
 	if problems != nil || !ok {
 		return nil, nil
+	}
+	return schema, validate
+}
+
+// outputSchema reads, checks and compiles a tool's output schema: every
+// output of the tool is checked against it (README "Trusting tools"). A
+// validation tool's {mode: strict} compiles too (mode is no keyword) and
+// accepts any output.
+func (p *parser) outputSchema(e entry, w where) (map[string]any, func(any) error) {
+	const field = "output_schema"
+	schema, lines, ok := p.objectLines(e, w, field)
+	if !ok || schema == nil {
+		return nil, nil
+	}
+	validate, problems := inputschema.CompileValue(schema)
+	for _, sp := range problems {
+		p.add(lineFor(lines, sp.Ptr, lineOf(e.val)), w, field+sp.Ptr, "invalid JSON Schema: "+sp.Why)
 	}
 	return schema, validate
 }

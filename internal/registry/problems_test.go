@@ -37,7 +37,7 @@ func TestParseProblems(t *testing.T) {
 		want string // the whole error text, one problem a line
 	}{
 		// The file as a whole.
-		{"not a mapping", "- a\n", `r.yaml:1: the registry must be a mapping with keys tools, providers, default_provider, mcp_servers, clients, virtual_servers, discovery`},
+		{"not a mapping", "- a\n", `r.yaml:1: the registry must be a mapping with keys tools, providers, default_provider, mcp_servers, clients, virtual_servers, discovery, guardrails`},
 		{"unknown top-level key", "tools: []\nbogus: 1\n", `r.yaml:2: bogus: unknown key`},
 		{"duplicate top-level key", "tools: []\nproviders: []\ntools: []\n", `r.yaml:3: tools: duplicate key (first at line 1)`},
 		{"syntax error", "tools:\n  - name: t\n    endpoint: \"http://x\n", `r.yaml:3: invalid YAML: found unexpected end of stream`},

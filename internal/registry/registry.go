@@ -25,6 +25,7 @@ type Registry struct {
 	clients         []Client
 	virtualServers  []VirtualServer
 	search          bool // discovery: search, registry-wide
+	guardrails      []Guardrail
 }
 
 // aliasFormats are the provider formats whose name rules may force an

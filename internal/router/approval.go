@@ -107,8 +107,10 @@ func (r *Router) hold(ctx context.Context, rc *routeCall) *toolrouter.Result {
 		res.Status, res.ApprovalID = "", ""
 		return r.finish(ctx, rc, toolrouter.Failure(toolrouter.CategoryResource, "approval could not be stored; retry later"), false)
 	}
+	// The before-hooks' decisions of a held call are logged here: its
+	// audit record, written when it is settled, has the after phase's.
 	zerolog.Ctx(ctx).Info().Str("approval_id", a.ID).Str("tool_call_id", rc.id).Str("tool", a.ToolName).
-		Str("client", a.Client).Str("arguments_sha256", sum).Msg("call awaits approval")
+		Str("client", a.Client).Str("arguments_sha256", sum).Interface("guardrails", rc.guards).Msg("call awaits approval")
 	if rc.emit != nil {
 		rc.emit(toolrouter.Update{ToolCallID: rc.id, Status: toolrouter.StatusAwaitingApproval, ToolName: res.ToolName, Message: a.ID})
 	}
@@ -377,7 +379,7 @@ func (r *Router) settleCall(ctx context.Context, a *toolrouter.Approval) (*toolr
 			return r.finish(ctx, rc, toolrouter.Failure(toolrouter.CategoryPermission, "the client may no longer call %s", a.ToolName), false), nil
 		}
 	}
-	out := r.exec(ctx, toolrouter.ExecRequest{Tool: tool, Args: args, PlanID: a.PlanID, ToolCallID: a.ToolCallID})
+	out := r.afterExec(ctx, rc, tool, r.exec(ctx, toolrouter.ExecRequest{Tool: tool, Args: args, PlanID: a.PlanID, ToolCallID: a.ToolCallID}))
 	return r.finish(ctx, rc, out, out.Answered), nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"strings"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/toolrouterd/toolrouterd/internal/audit"
+	"github.com/toolrouterd/toolrouterd/internal/guardrail"
 	"github.com/toolrouterd/toolrouterd/internal/metrics"
 	"github.com/toolrouterd/toolrouterd/internal/registry"
 	"github.com/toolrouterd/toolrouterd/internal/remote"
@@ -168,6 +170,40 @@ func BenchmarkBatch16(b *testing.B) {
 		results, err := rt.Batch(ctx, "bench", payloads, nil)
 		if err != nil || len(results) != len(payloads) || !results[len(results)-1].Success {
 			b.Fatalf("batch: err=%v n=%d", err, len(results))
+		}
+	}
+}
+
+// BenchmarkRouteWithHook is BenchmarkRoute with one guardrail webhook
+// before each call, served on loopback by this process (README "Trusting
+// tools"): the difference is the cost per call of one local hook.
+func BenchmarkRouteWithHook(b *testing.B) {
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"decision":"allow"}`)
+	}))
+	defer hook.Close()
+	reg, err := registry.Parse("bench.yaml", []byte(benchRegistry+"guardrails:\n  - {name: policy, endpoint: "+hook.URL+"}\n"), os.Getenv)
+	if err != nil {
+		b.Fatalf("parse registry: %v", err)
+	}
+	rt := newBenchRouter(b)
+	rt.Tools = func() router.Tools { return reg }
+	client := guardrail.NewClient(nil)
+	defer client.CloseIdleConnections()
+	rt.Guardrails = &guardrail.Guards{Registry: func() *registry.Registry { return reg }, Client: client}
+	payload := decode(b, openAICall("call_1"))
+	ctx := context.Background()
+	res, err := rt.Route(ctx, "bench", payload, nil)
+	if err != nil || !res.Success || string(res.Output) != echoReply {
+		b.Fatalf("sanity route: err=%v res=%+v", err, res)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		res, err := rt.Route(ctx, "bench", payload, nil)
+		if err != nil || !res.Success {
+			b.Fatalf("route: err=%v res=%+v", err, res)
 		}
 	}
 }

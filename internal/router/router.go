@@ -76,6 +76,9 @@ type Router struct {
 	MaxBatchOutput int64
 	saves          toolrouter.Saves // the contexts of result saves
 	final          sync.Map         // ids of approved approvals whose result is final (SettleAbandoned)
+	// Guardrails run before and after every call (README "Trusting
+	// tools"); nil: none.
+	Guardrails Guardrails
 	// Approvals holds the calls that wait for an approver (README
 	// "Approvals"); nil: no call waits.
 	Approvals Approvals
@@ -246,6 +249,10 @@ type routeCall struct {
 	// argsSHA256 is the digest of the arguments the tool got, when the
 	// route encoded them ("": auditRecord digests res.Arguments).
 	argsSHA256 string
+	// guards are the guardrails' decisions and notes what they changed in
+	// the output (README "Trusting tools").
+	guards []toolrouter.GuardrailDecision
+	notes  []string
 }
 
 // route does the work of one call whose sequence is allocated.
@@ -312,6 +319,11 @@ func (r *Router) route(ctx context.Context, planID string, seq int64, payload an
 			return r.finish(ctx, &rc, toolrouter.Outcome{Err: err.Error(), Category: toolrouter.CategorySchema}, false)
 		}
 	}
+	// Before-hooks see the arguments as the caller sent them, validated;
+	// a denied call waits for no approver and never reaches the tool.
+	if out, denied := r.guardBefore(ctx, &rc, tool); denied {
+		return r.finish(ctx, &rc, out, false)
+	}
 	if len(extra) > 0 {
 		args := make(map[string]any, len(rc.call.Arguments)+len(extra))
 		for k, v := range rc.call.Arguments {
@@ -343,7 +355,7 @@ func (r *Router) route(ctx context.Context, planID string, seq int64, payload an
 			emit(u)
 		}
 	}
-	out := r.exec(ctx, req)
+	out := r.afterExec(ctx, &rc, tool, r.exec(ctx, req))
 	// An executor that does not take from the batch's budget itself (MCP)
 	// is held to it here.
 	if b := toolrouter.BudgetFrom(ctx); b != nil && out.Success() && !out.Budgeted && !b.Take(int64(len(out.Output))) {
@@ -381,6 +393,7 @@ func (r *Router) finish(ctx context.Context, rc *routeCall, out toolrouter.Outco
 	if out.InvalidUTF8 {
 		res.Notes = append(res.Notes, toolrouter.NoteInvalidUTF8)
 	}
+	res.Notes = append(res.Notes, rc.notes...)
 	res.MCPResult = out.MCPResult
 	if !res.Success {
 		rc.r.errMsg, rc.r.errCat = out.Err, out.Category
@@ -462,6 +475,7 @@ func auditRecord(ctx context.Context, rc *routeCall, res *toolrouter.Result) too
 	if rc.denied != "" {
 		a.Tool, a.Outcome = rc.denied, toolrouter.AuditDenied
 	}
+	a.Guardrails = rc.guards
 	return a
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/toolrouterd/toolrouterd/internal/agent"
 	"github.com/toolrouterd/toolrouterd/internal/audit"
 	"github.com/toolrouterd/toolrouterd/internal/config"
+	"github.com/toolrouterd/toolrouterd/internal/guardrail"
 	"github.com/toolrouterd/toolrouterd/internal/httpapi"
 	"github.com/toolrouterd/toolrouterd/internal/lograte"
 	"github.com/toolrouterd/toolrouterd/internal/mcpclient"
@@ -67,6 +68,7 @@ type Service struct {
 	mcp      *mcpclient.Manager
 	adapters *Adapters
 	router   *router.Router
+	guards   *guardrail.Guards
 }
 
 // New opens the store and wires the service. Its error names the variable
@@ -124,6 +126,8 @@ func New(ctx context.Context, o Options) (*Service, error) {
 		}
 	})
 	s.mcp.Sync(ctx, reg.MCPServers())
+	// The registry's guardrails, around every call (README "Trusting tools").
+	s.guards = &guardrail.Guards{Registry: s.holder.Current, Client: guardrail.NewClient(tel.Transport)}
 	rt := &router.Router{
 		Tools:            func() router.Tools { return s.holder.Current() },
 		Exec:             s.exec,
@@ -133,6 +137,7 @@ func New(ctx context.Context, o Options) (*Service, error) {
 		Observer:         s.metrics,
 		Tracer:           tel,
 		Audit:            trail,
+		Guardrails:       s.guards,
 		LogLimit:         logLimit,
 		BatchConcurrency: o.Config.BatchConcurrency,
 		MaxBatchOutput:   o.Config.MaxBatchOutputBytes,
@@ -229,6 +234,7 @@ func (s *Service) Close() {
 	s.vmcp.each((*mcpserver.Handler).Close)
 	s.mcp.Close()
 	s.exec.CloseIdle()
+	s.guards.Client.CloseIdleConnections()
 	s.adapters.CloseIdle()
 	if err := s.Store.Close(); err != nil {
 		s.log.Warn().Err(err).Msg("close store")

@@ -59,11 +59,31 @@ type AuditRecord struct {
 	DurationMS    float64   `json:"duration_ms"`
 	Replica       string    `json:"replica"`
 	FinishedAt    time.Time `json:"finished_at"` // Time plus the duration (Finished), set by GET /audit
+	// Guardrails are the decisions of the guardrails that looked at the
+	// call, in the order they ran (README "Trusting tools"); absent when
+	// none did.
+	Guardrails []GuardrailDecision `json:"guardrails,omitempty"`
 }
 
 // Finished is when the call ended: its start and its duration.
 func (r *AuditRecord) Finished() time.Time {
 	return r.Time.Add(time.Duration(r.DurationMS * float64(time.Millisecond)))
+}
+
+// GuardrailDecision is what one guardrail decided about one call.
+type GuardrailDecision struct {
+	Name  string `json:"name"`
+	Phase string `json:"phase"` // before | after
+	// Decision is allow, deny or modify as the hook answered, or error
+	// when it gave no valid answer (Reason says why, and whether the call
+	// went on: on_error).
+	Decision string `json:"decision"`
+	// Mode is audit for a hook whose decision was only recorded, not
+	// applied; absent for an enforced one.
+	Mode   string `json:"mode,omitempty"`
+	Reason string `json:"reason,omitempty"`
+	// Redacted counts the secrets a redacting guardrail replaced.
+	Redacted int `json:"redacted,omitempty"`
 }
 
 // AuditFilter selects audit records: every set field must match. Since

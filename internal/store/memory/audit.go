@@ -36,6 +36,7 @@ func (m *Store) appendAudit(recs []toolrouter.AuditRecord) {
 	for _, r := range recs {
 		m.audit.lastID++
 		r.ID = m.audit.lastID
+		r.Guardrails = slices.Clone(r.Guardrails) // a record is not shared with its writer
 		if r.Sequence != nil {
 			seq := *r.Sequence
 			r.Sequence = &seq

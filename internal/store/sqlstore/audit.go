@@ -1,6 +1,8 @@
 package sqlstore
 
 import (
+	"encoding/json"
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -10,7 +12,7 @@ import (
 
 // AuditColumns are the audit table's columns in AuditRecord order (id
 // first), for INSERT and SELECT.
-const AuditColumns = "id, at, client, entry_point, plan_id, sequence, tool_call_id, tool_name, tool, args_sha256, outcome, error_category, duration_ms, replica"
+const AuditColumns = "id, at, client, entry_point, plan_id, sequence, tool_call_id, tool_name, tool, args_sha256, outcome, error_category, duration_ms, replica, guardrails"
 
 // AuditSelect is the query of the records f selects, newest first by
 // their time (the call's start), then id: ph writes the i-th placeholder
@@ -62,13 +64,50 @@ func AuditSelect(f toolrouter.AuditFilter, ph func(int) string, at func(time.Tim
 // (scanned into at by the caller's type) and sequence.
 func AuditDest(r *toolrouter.AuditRecord, at, seq any) []any {
 	return []any{&r.ID, at, &r.Client, &r.EntryPoint, &r.PlanID, seq, &r.ToolCallID, &r.ToolName,
-		&r.Tool, &r.ArgsSHA256, &r.Outcome, &r.ErrorCategory, &r.DurationMS, &r.Replica}
+		&r.Tool, &r.ArgsSHA256, &r.Outcome, &r.ErrorCategory, &r.DurationMS, &r.Replica, (*guardrailsColumn)(&r.Guardrails)}
+}
+
+// guardrailsColumn scans the guardrails column (JSON text, "" for none)
+// into a record's Guardrails.
+type guardrailsColumn []toolrouter.GuardrailDecision
+
+// Scan implements sql.Scanner.
+func (g *guardrailsColumn) Scan(src any) error {
+	var b []byte
+	switch v := src.(type) {
+	case nil:
+		return nil
+	case string:
+		b = []byte(v)
+	case []byte:
+		b = v
+	default:
+		return fmt.Errorf("audit guardrails: unexpected %T", src)
+	}
+	if len(b) == 0 {
+		*g = nil
+		return nil
+	}
+	return json.Unmarshal(b, (*[]toolrouter.GuardrailDecision)(g))
+}
+
+// AuditGuardrails is a record's guardrails column value: its decisions as
+// JSON, "" when there are none (README "Trusting tools").
+func AuditGuardrails(r *toolrouter.AuditRecord) string {
+	if len(r.Guardrails) == 0 {
+		return ""
+	}
+	b, err := json.Marshal(r.Guardrails)
+	if err != nil {
+		return ""
+	}
+	return string(b)
 }
 
 // AppendAuditValues appends to dst a record's column values but id, at
 // and sequence, in AuditColumns order after sequence.
 func AppendAuditValues(dst []any, r *toolrouter.AuditRecord) []any {
-	return append(dst, r.ToolCallID, r.ToolName, r.Tool, r.ArgsSHA256, r.Outcome, r.ErrorCategory, r.DurationMS, r.Replica)
+	return append(dst, r.ToolCallID, r.ToolName, r.Tool, r.ArgsSHA256, r.Outcome, r.ErrorCategory, r.DurationMS, r.Replica, AuditGuardrails(r))
 }
 
 // AuditSequence is a record's sequence column value (nil: NULL), read now:

@@ -106,6 +106,15 @@ func auditAppendListPurge(t *testing.T, b Backend, open func() store.Store, clk 
 	}
 	recs[3].Sequence = nil // a rate-limited call has none
 	recs[3].ErrorCategory = "not_found"
+	// The guardrails' decisions come back as written (README "Trusting
+	// tools"); a record without any has none (nil), not an empty list.
+	recs[2].Guardrails = []toolrouter.GuardrailDecision{
+		{Name: "policy", Phase: "before", Decision: "modify", Reason: "amount capped"},
+		{Name: "shadow", Phase: "before", Decision: "deny", Mode: "audit", Reason: "would deny"},
+		{Name: "secrets", Phase: "after", Decision: "modify", Reason: "jwt×2", Redacted: 2},
+	}
+	recs[6].Guardrails = []toolrouter.GuardrailDecision{{Name: "hook", Phase: "after", Decision: "error",
+		Reason: "guardrail hook failed: no answer within 1s (timeout); the call is refused (on_error: deny)"}}
 	if err := ss[0].AppendAudit(ctx, recs[:5]); err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,258 @@
+// Package guardrail runs the registry's guardrails (README "Trusting
+// tools") around every tool call the router makes: webhooks called before
+// a call (which may allow, deny or rewrite its arguments) and after it
+// (which may allow, deny or rewrite its output), and the built-in
+// redact_secrets, which replaces secrets in outputs by [REDACTED:kind].
+package guardrail
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync/atomic"
+
+	"github.com/rs/zerolog"
+
+	"github.com/toolrouterd/toolrouterd/internal/access"
+	"github.com/toolrouterd/toolrouterd/internal/registry"
+	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
+)
+
+// Guards holds the guardrails of the registry in force; the router asks it
+// before and after every call. Its fields are set once.
+type Guards struct {
+	// Registry is the registry in force; its guardrails are compiled once
+	// per registry (a reload makes a new one).
+	Registry func() *registry.Registry
+	// Client calls the webhooks (outbound transport, no redirects: see
+	// NewClient).
+	Client *http.Client
+
+	cur atomic.Pointer[compiled]
+}
+
+// compiled is the set of a registry.
+type compiled struct {
+	reg *registry.Registry
+	set *set
+}
+
+// set is the compiled guardrails of one registry, in file order.
+type set struct {
+	hooks         []*hook
+	before, after bool // some hook has that phase
+}
+
+// hook is one compiled guardrail.
+type hook struct {
+	registry.Guardrail
+	tools, clients access.Scope
+	before, after  bool
+	redact         *redactor // the built-in redact_secrets; nil for a webhook
+}
+
+// Call is what the guardrails see of a call.
+type Call struct {
+	Client     string // "" for the caller of an open service
+	Tool       *toolrouter.Tool
+	Args       map[string]any
+	PlanID     string
+	ToolCallID string
+}
+
+// Verdict is what the guardrails of one phase made of a call.
+type Verdict struct {
+	// Decisions are the decisions of the guardrails that applied, in the
+	// order they ran (the audit record's guardrails).
+	Decisions []toolrouter.GuardrailDecision
+	// Deny, when not "", refuses the call (category permission) with this
+	// message, which the caller sees.
+	Deny string
+	// Args are the arguments a before-hook rewrote (nil: unchanged),
+	// already checked against the tool's input schema.
+	Args map[string]any
+	// Changed says the after phase changed the output.
+	Changed bool
+	// Notes say what the after phase changed (the result's notes).
+	Notes []string
+}
+
+// current is the compiled guardrails of the registry in force, compiled
+// once per registry (two calls racing after a reload may both compile it).
+func (g *Guards) current() *set {
+	reg := g.Registry()
+	if c := g.cur.Load(); c != nil && c.reg == reg {
+		return c.set
+	}
+	c := &compiled{reg: reg, set: compile(reg.Guardrails())}
+	g.cur.Store(c)
+	return c.set
+}
+
+// compile compiles guardrails the registry validated.
+func compile(gs []registry.Guardrail) *set {
+	s := &set{}
+	for _, c := range gs {
+		h := &hook{Guardrail: c, tools: access.NewScope(c.Tools), clients: access.NewScope(c.Clients)}
+		h.before = c.Phase == registry.PhaseBefore || c.Phase == registry.PhaseBoth
+		h.after = c.Phase == registry.PhaseAfter || c.Phase == registry.PhaseBoth
+		if c.Builtin == registry.BuiltinRedactSecrets {
+			h.redact = newRedactor(c.Patterns)
+		}
+		s.before = s.before || h.before
+		s.after = s.after || h.after
+		s.hooks = append(s.hooks, h)
+	}
+	return s
+}
+
+func (h *hook) applies(c *Call) bool {
+	return h.tools.Match(c.Tool.Name) && h.clients.Match(c.Client)
+}
+
+// Before runs the before-hooks that apply to c, in order: the first deny
+// (enforced) stops the call; a modify hands the next hook, and the tool,
+// the new arguments.
+func (g *Guards) Before(ctx context.Context, c Call) Verdict {
+	var v Verdict
+	s := g.current()
+	if !s.before {
+		return v
+	}
+	for _, h := range s.hooks {
+		if !h.before || !h.applies(&c) {
+			continue
+		}
+		a, err := g.ask(ctx, h, registry.PhaseBefore, &c, nil)
+		var args map[string]any
+		if err == nil && a.Decision == decisionModify {
+			args, err = modifiedArgs(c.Tool, a.Arguments)
+		}
+		d := h.decision(ctx, registry.PhaseBefore, &c, a, err)
+		v.Decisions = append(v.Decisions, d)
+		if h.Mode == registry.ModeAudit {
+			continue
+		}
+		switch {
+		case err != nil && h.OnError == registry.OnErrorDeny:
+			v.Deny = d.Reason
+		case err != nil:
+		case a.Decision == decisionDeny:
+			v.Deny = denial(h.Name, a.Reason)
+		case a.Decision == decisionModify:
+			c.Args, v.Args = args, args
+		}
+		if v.Deny != "" {
+			return v
+		}
+	}
+	return v
+}
+
+// After runs the after-phase guardrails that apply to c on out, in order:
+// webhooks see successful outputs only (a failure has none to judge),
+// redaction every output, error text and MCP result. It returns the
+// outcome the caller gets.
+func (g *Guards) After(ctx context.Context, c Call, out toolrouter.Outcome) (toolrouter.Outcome, Verdict) {
+	var v Verdict
+	s := g.current()
+	if !s.after {
+		return out, v
+	}
+	for _, h := range s.hooks {
+		if !h.after || !h.applies(&c) {
+			continue
+		}
+		if h.redact != nil {
+			r, d := h.redactOutcome(out)
+			v.Decisions = append(v.Decisions, d)
+			if d.Redacted > 0 {
+				if h.Mode == registry.ModeAudit {
+					zerolog.Ctx(ctx).Info().Str("guardrail", h.Name).Str("tool_call_id", c.ToolCallID).Int("redacted", d.Redacted).Msg("guardrail in audit mode would have redacted secrets")
+					continue
+				}
+				out, v.Changed = r, true
+				v.Notes = append(v.Notes, fmt.Sprintf("output: %d secret(s) redacted by guardrail %s (%s)", d.Redacted, h.Name, d.Reason))
+			}
+			continue
+		}
+		if !out.Success() {
+			continue
+		}
+		a, err := g.ask(ctx, h, registry.PhaseAfter, &c, out.Output)
+		d := h.decision(ctx, registry.PhaseAfter, &c, a, err)
+		v.Decisions = append(v.Decisions, d)
+		if h.Mode == registry.ModeAudit {
+			continue
+		}
+		switch {
+		case err != nil && h.OnError == registry.OnErrorDeny:
+			v.Deny = d.Reason
+		case err != nil:
+		case a.Decision == decisionDeny:
+			v.Deny = denial(h.Name, a.Reason)
+		case a.Decision == decisionModify:
+			// The hook's output replaces the tool's; an MCP backend's
+			// result no longer says what the caller gets.
+			out.Output, out.MCPResult, out.InvalidUTF8, v.Changed = a.Output, nil, false, true
+			v.Notes = append(v.Notes, "output: replaced by guardrail "+h.Name)
+		}
+		if v.Deny != "" {
+			return toolrouter.Outcome{Err: v.Deny, Category: toolrouter.CategoryPermission, Status: out.Status,
+				Attempts: out.Attempts, Answered: true}, v
+		}
+	}
+	return out, v
+}
+
+// decision is the audit entry of hook h's answer a (or failure err), and
+// logs what an audit-mode hook would have done.
+func (h *hook) decision(ctx context.Context, phase string, c *Call, a answer, err error) toolrouter.GuardrailDecision {
+	d := toolrouter.GuardrailDecision{Name: h.Name, Phase: phase, Decision: a.Decision, Reason: a.Reason}
+	if err != nil {
+		d.Decision = decisionError
+		d.Reason = fmt.Sprintf("guardrail %s failed: %v", h.Name, err)
+		switch {
+		case h.Mode == registry.ModeAudit:
+			d.Reason += "; the call goes on (mode: audit)"
+		case h.OnError == registry.OnErrorDeny:
+			d.Reason += "; the call is refused (on_error: deny)"
+		default:
+			d.Reason += "; the call goes on (on_error: allow)"
+		}
+	}
+	if h.Mode == registry.ModeAudit {
+		d.Mode = registry.ModeAudit
+		if d.Decision != decisionAllow {
+			zerolog.Ctx(ctx).Info().Str("guardrail", h.Name).Str("phase", phase).Str("tool", c.Tool.Name).
+				Str("tool_call_id", c.ToolCallID).Str("decision", d.Decision).Str("reason", d.Reason).
+				Msg("guardrail in audit mode: decision recorded, not applied")
+		}
+	}
+	return d
+}
+
+// denial is the message of a call a hook denied.
+func denial(name, reason string) string {
+	if reason == "" {
+		return "denied by guardrail " + name
+	}
+	return "denied by guardrail " + name + ": " + reason
+}
+
+// modifiedArgs decodes the arguments a before-hook answered and checks
+// them against the tool's input schema, like the caller's.
+func modifiedArgs(t *toolrouter.Tool, raw json.RawMessage) (map[string]any, error) {
+	var args map[string]any
+	if err := json.Unmarshal(raw, &args); err != nil || args == nil {
+		return nil, fmt.Errorf("invalid answer: arguments must be a JSON object")
+	}
+	if t.ValidateArgs != nil {
+		if err := t.ValidateArgs(args); err != nil {
+			return nil, fmt.Errorf("its arguments do not match the tool's input_schema: %s", strings.TrimPrefix(err.Error(), "schema validation failed: "))
+		}
+	}
+	return args, nil
+}

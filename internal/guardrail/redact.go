@@ -1,0 +1,267 @@
+package guardrail
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/toolrouterd/toolrouterd/internal/registry"
+	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
+)
+
+// ruleSource is a secret rule as written: gitleaks' (gitleaks_rules.go,
+// generated) or ours.
+type ruleSource struct {
+	ID    string
+	Regex string
+	// Keywords (lower case): the regex runs only on text holding one.
+	Keywords []string
+	// Entropy is the least Shannon entropy (bits per character) of a match
+	// that counts; 0: any.
+	Entropy float64
+	// SecretGroup is the capture group holding the secret; 0: the first
+	// group that matched, else the whole match.
+	SecretGroup int
+}
+
+// ownRules are the shapes gitleaks' default rules leave to its
+// generic-api-key rule (which we leave out): bearer tokens in text, and
+// password=, secret: … pairs.
+var ownRules = []ruleSource{
+	{ID: "bearer-token", Regex: `(?i)\bbearer\s+([A-Za-z0-9\-._~+/]{12,}=*)`, Keywords: []string{"bearer"}},
+	{ID: "password-assignment", Regex: `(?i)(?:password|passwd|secret[_-]?access[_-]?key|client[_-]?secret|secret|api[_-]?key|access[_-]?token|auth[_-]?token)["']?\s*[=:]\s*["']?([^\s"'&;,}]{3,})`,
+		Keywords: []string{"pass", "secret", "key", "token"}},
+}
+
+// secretFields are the object members whose string value is a secret
+// whatever it looks like ({"password": "hunter2"}), compared in lower case.
+var secretFields = map[string]bool{"password": true, "passwd": true, "secret": true, "client_secret": true,
+	"api_key": true, "apikey": true, "access_token": true, "refresh_token": true, "auth_token": true,
+	"private_key": true, "secret_access_key": true, "aws_secret_access_key": true}
+
+// rule is a compiled secret rule.
+type rule struct {
+	ruleSource
+	re *regexp.Regexp
+}
+
+// builtinRules compiles ours and gitleaks' rules once per process: they
+// are the same for every registry.
+var builtinRules = sync.OnceValue(func() []rule {
+	var out []rule
+	for _, src := range slices.Concat(ownRules, gitleaksRules) {
+		re, err := regexp.Compile(src.Regex)
+		if err != nil {
+			continue // TestBuiltinRulesCompile keeps this empty
+		}
+		out = append(out, rule{ruleSource: src, re: re})
+	}
+	return out
+})
+
+// redactor replaces secrets in text by [REDACTED:kind].
+type redactor struct {
+	rules []rule
+}
+
+// newRedactor is the redactor of the built-in rules plus the registry's
+// patterns (which registry.Parse checked).
+func newRedactor(patterns []registry.SecretPattern) *redactor {
+	r := &redactor{rules: builtinRules()}
+	if len(patterns) > 0 {
+		r.rules = slices.Clone(r.rules)
+		for _, p := range patterns {
+			if re, err := regexp.Compile(p.Regex); err == nil {
+				r.rules = append(r.rules, rule{ruleSource: ruleSource{ID: p.Name, Regex: p.Regex}, re: re})
+			}
+		}
+	}
+	return r
+}
+
+// span is a secret found in a string: bytes [start, end) of kind.
+type span struct {
+	start, end int
+	kind       string
+}
+
+// text redacts s, counting what it replaced by kind in found.
+func (r *redactor) text(s string, found map[string]int) string {
+	if s == "" {
+		return s
+	}
+	var lower string
+	var spans []span
+	for i := range r.rules {
+		ru := &r.rules[i]
+		if len(ru.Keywords) > 0 {
+			if lower == "" {
+				lower = strings.ToLower(s)
+			}
+			if !containsAny(lower, ru.Keywords) {
+				continue
+			}
+		}
+		for _, m := range ru.re.FindAllStringSubmatchIndex(s, -1) {
+			a, b := secretOf(m, ru.SecretGroup)
+			if a < 0 || b <= a || ru.Entropy > 0 && entropy(s[a:b]) < ru.Entropy {
+				continue
+			}
+			spans = append(spans, span{a, b, ru.ID})
+		}
+	}
+	if len(spans) == 0 {
+		return s
+	}
+	sort.Slice(spans, func(i, j int) bool {
+		if spans[i].start != spans[j].start {
+			return spans[i].start < spans[j].start
+		}
+		return spans[i].end > spans[j].end
+	})
+	var b strings.Builder
+	pos := 0
+	for _, sp := range spans {
+		if sp.start < pos { // inside (or overlapping) one already replaced
+			continue
+		}
+		b.WriteString(s[pos:sp.start])
+		b.WriteString("[REDACTED:" + sp.kind + "]")
+		found[sp.kind]++
+		pos = sp.end
+	}
+	b.WriteString(s[pos:])
+	return b.String()
+}
+
+// secretOf picks the secret of a match: group g, else the first group
+// that matched, else the whole match.
+func secretOf(m []int, g int) (int, int) {
+	if g > 0 && 2*g+1 < len(m) {
+		return m[2*g], m[2*g+1]
+	}
+	for i := 2; i+1 < len(m); i += 2 {
+		if m[i] >= 0 {
+			return m[i], m[i+1]
+		}
+	}
+	return m[0], m[1]
+}
+
+func containsAny(s string, words []string) bool {
+	for _, w := range words {
+		if strings.Contains(s, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// entropy is the Shannon entropy of s in bits per byte, as gitleaks
+// measures it.
+func entropy(s string) float64 {
+	var counts [256]int
+	for i := 0; i < len(s); i++ {
+		counts[s[i]]++
+	}
+	var e float64
+	n := float64(len(s))
+	for _, c := range counts {
+		if c > 0 {
+			p := float64(c) / n
+			e -= p * math.Log2(p)
+		}
+	}
+	return e
+}
+
+// value redacts every string of a decoded JSON value in place (object
+// keys stay) and returns it.
+func (r *redactor) value(v any, found map[string]int) any {
+	switch x := v.(type) {
+	case string:
+		return r.text(x, found)
+	case []any:
+		for i := range x {
+			x[i] = r.value(x[i], found)
+		}
+	case map[string]any:
+		for k, e := range x {
+			if s, ok := e.(string); ok && s != "" && secretFields[strings.ToLower(k)] {
+				x[k] = "[REDACTED:secret-field]"
+				found["secret-field"]++
+				continue
+			}
+			x[k] = r.value(e, found)
+		}
+	}
+	return v
+}
+
+// json redacts the strings of a JSON document; it returns raw itself when
+// nothing was found (or raw is not JSON).
+func (r *redactor) json(raw json.RawMessage, found map[string]int) json.RawMessage {
+	if len(raw) == 0 {
+		return raw
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber() // numbers stay as they were written
+	var v any
+	if dec.Decode(&v) != nil {
+		return raw
+	}
+	before := total(found)
+	v = r.value(v, found)
+	if total(found) == before {
+		return raw
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if enc.Encode(v) != nil {
+		return raw
+	}
+	return bytes.TrimRight(b.Bytes(), "\n")
+}
+
+func total(found map[string]int) int {
+	n := 0
+	for _, c := range found {
+		n += c
+	}
+	return n
+}
+
+// redactOutcome redacts out's output, error text and MCP result; the
+// decision counts the secrets and names their kinds.
+func (h *hook) redactOutcome(out toolrouter.Outcome) (toolrouter.Outcome, toolrouter.GuardrailDecision) {
+	found := map[string]int{}
+	out.Output = h.redact.json(out.Output, found)
+	out.Err = h.redact.text(out.Err, found)
+	// The MCP result holds the output again (structuredContent, text):
+	// counted once, through the output.
+	out.MCPResult = h.redact.json(out.MCPResult, map[string]int{})
+	d := toolrouter.GuardrailDecision{Name: h.Name, Phase: registry.PhaseAfter, Decision: decisionAllow, Mode: modeOf(h)}
+	if n := total(found); n > 0 {
+		kinds := make([]string, 0, len(found))
+		for k, c := range found {
+			kinds = append(kinds, fmt.Sprintf("%s×%d", k, c))
+		}
+		sort.Strings(kinds)
+		d.Decision, d.Redacted, d.Reason = decisionModify, n, strings.Join(kinds, ", ")
+	}
+	return out, d
+}
+
+func modeOf(h *hook) string {
+	if h.Mode == registry.ModeAudit {
+		return registry.ModeAudit
+	}
+	return ""
+}

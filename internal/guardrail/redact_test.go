@@ -1,0 +1,56 @@
+package guardrail
+
+import (
+	"regexp"
+	"testing"
+)
+
+// Every built-in rule compiles with Go's regexp (RE2): none is dropped.
+func TestBuiltinRulesCompile(t *testing.T) {
+	for _, r := range append(ownRules, gitleaksRules...) {
+		if _, err := regexp.Compile(r.Regex); err != nil {
+			t.Errorf("rule %s: %v", r.ID, err)
+		}
+	}
+	if got, want := len(builtinRules()), len(ownRules)+len(gitleaksRules); got != want || want < 200 {
+		t.Errorf("%d rules compiled of %d", got, want)
+	}
+}
+
+func TestRedactText(t *testing.T) {
+	r := newRedactor(nil)
+	for in, want := range map[string]string{
+		"Authorization: Bearer abcdefghijklmnop1234": "Authorization: Bearer [REDACTED:bearer-token]",
+		"-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA7bq98zJ0bbLqLhYmHH9Ljc8E5pY2e6iC2FzV8nW6HtFbXfbq\nabc\n-----END RSA PRIVATE KEY-----": "[REDACTED:private-key]",
+		"gh token ghp_R2d2C3poR2d2C3poR2d2C3poR2d2C3poab12 ok":              "gh token [REDACTED:github-pat] ok",
+		"nothing secret here, just 1234 tokens":                             "nothing secret here, just 1234 tokens",
+		"aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYzEXAMPLEKEY": "aws_secret_access_key = [REDACTED:password-assignment]",
+	} {
+		found := map[string]int{}
+		if got := r.text(in, found); got != want {
+			t.Errorf("redact(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestParseAnswer(t *testing.T) {
+	for _, c := range []struct {
+		body, phase string
+		ok          bool
+	}{
+		{`{"decision":"allow"}`, "before", true},
+		{`{"decision":"deny","reason":"no"}`, "after", true},
+		{`{"decision":"modify","arguments":{"a":1}}`, "before", true},
+		{`{"decision":"modify","output":null}`, "after", true},
+		{`{"decision":"modify","output":1}`, "before", false},
+		{`{"decision":"modify","arguments":{}}`, "after", false},
+		{`{"decision":"allow","reason":7}`, "before", false},
+		{`{}`, "before", false},
+		{` {"decision":"allow"} `, "before", true},
+	} {
+		_, err := parseAnswer([]byte(c.body), c.phase)
+		if (err == nil) != c.ok {
+			t.Errorf("%s (%s): err %v, want ok=%v", c.body, c.phase, err, c.ok)
+		}
+	}
+}

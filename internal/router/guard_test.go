@@ -1,0 +1,295 @@
+package router_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/toolrouterd/toolrouterd/internal/guardrail"
+	"github.com/toolrouterd/toolrouterd/internal/registry"
+	"github.com/toolrouterd/toolrouterd/internal/router"
+	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
+)
+
+// hookServer is a guardrail webhook on loopback answering with answer
+// (given the phase), recording the requests it got.
+type hookServer struct {
+	*httptest.Server
+	mu   sync.Mutex
+	seen []map[string]any
+}
+
+func newHookServer(t *testing.T, answer func(req map[string]any) string) *hookServer {
+	h := &hookServer{}
+	h.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req map[string]any
+		b, _ := io.ReadAll(r.Body)
+		if err := json.Unmarshal(b, &req); err != nil {
+			t.Errorf("hook request is not JSON: %s", b)
+		}
+		h.mu.Lock()
+		h.seen = append(h.seen, req)
+		h.mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, answer(req))
+	}))
+	t.Cleanup(h.Close)
+	return h
+}
+
+// recordingAudit keeps the audit records of the calls.
+type recordingAudit struct {
+	mu   sync.Mutex
+	recs []toolrouter.AuditRecord
+}
+
+func (a *recordingAudit) RecordWith(_ context.Context, _ toolrouter.AuditSaver, recs ...toolrouter.AuditRecord) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.recs = append(a.recs, recs...)
+}
+
+// guardedRouter routes to a stub tool answering out, with the registry's
+// tools plus extra (guardrails, more tools).
+func guardedRouter(t *testing.T, out toolrouter.Outcome, extra string) (*router.Router, *stubExec, *recordingAudit) {
+	t.Helper()
+	reg, err := registry.Parse("test.yaml", []byte(testRegistry+`  - name: typed
+    endpoint: http://127.0.0.1:9/typed
+    output_schema: {type: object, properties: {n: {type: integer}}, required: [n]}
+`+extra), os.Getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exec := &stubExec{out: out}
+	rt := newTestRouter(t, exec, nil)
+	rt.Tools = func() router.Tools { return reg }
+	client := guardrail.NewClient(nil)
+	t.Cleanup(client.CloseIdleConnections)
+	rt.Guardrails = &guardrail.Guards{Registry: func() *registry.Registry { return reg }, Client: client}
+	aud := &recordingAudit{}
+	rt.Audit = aud
+	return rt, exec, aud
+}
+
+func echoCall(t *testing.T, tool, args string) any {
+	return decodeJSON(t, `{"id":"call_1","type":"function","function":{"name":"`+tool+`","arguments":`+jsonString(args)+`}}`)
+}
+
+func jsonString(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+func TestGuardrailBeforeDenyNeverReachesTheTool(t *testing.T) {
+	h := newHookServer(t, func(map[string]any) string { return `{"decision":"deny","reason":"no shouting"}` })
+	rt, exec, aud := guardedRouter(t, toolrouter.Outcome{Output: json.RawMessage(`{"msg":"HI"}`)},
+		"guardrails:\n  - {name: policy, endpoint: "+h.URL+", tools: [\"test/e*\"]}\n")
+	res, err := rt.Route(context.Background(), "p", echoCall(t, "test/echo", `{"msg":"HI"}`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Success || *res.ErrorCategory != toolrouter.CategoryPermission || *res.Error != "denied by guardrail policy: no shouting" {
+		t.Fatalf("result %+v, want a permission failure with the hook's reason", res)
+	}
+	if exec.req.Tool != nil {
+		t.Fatal("the denied call reached the tool")
+	}
+	got := h.seen[0]
+	if got["phase"] != "before" || got["tool"] != "test/echo" || got["guardrail"] != "policy" || got["plan_id"] != "p" ||
+		got["tool_call_id"] != res.ToolCallID || got["arguments"].(map[string]any)["msg"] != "HI" {
+		t.Errorf("hook request %v", got)
+	}
+	want := []toolrouter.GuardrailDecision{{Name: "policy", Phase: "before", Decision: "deny", Reason: "no shouting"}}
+	if len(aud.recs) != 1 || !equalJSON(aud.recs[0].Guardrails, want) {
+		t.Errorf("audit guardrails %+v, want %+v", aud.recs, want)
+	}
+	// A tool the hook's globs do not cover is not asked about.
+	if res, _ := rt.Route(context.Background(), "p", echoCall(t, "test/check", `{}`), nil); !res.Success || len(h.seen) != 1 {
+		t.Errorf("test/check: %+v after %d hook calls", res, len(h.seen))
+	}
+}
+
+func TestGuardrailModifyArgumentsAndResult(t *testing.T) {
+	h := newHookServer(t, func(req map[string]any) string {
+		if req["phase"] == "before" {
+			return `{"decision":"modify","arguments":{"msg":"quiet"}}`
+		}
+		if req["result"].(map[string]any)["output"].(map[string]any)["msg"] != "tool said" {
+			return `{"decision":"deny","reason":"unexpected output"}`
+		}
+		return `{"decision":"modify","output":{"msg":"hook said"}}`
+	})
+	rt, exec, aud := guardedRouter(t, toolrouter.Outcome{Output: json.RawMessage(`{"msg":"tool said"}`)},
+		"guardrails:\n  - {name: rewrite, endpoint: "+h.URL+", phase: both}\n")
+	res, err := rt.Route(context.Background(), "p", echoCall(t, "test/echo", `{"msg":"LOUD"}`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if exec.req.Args["msg"] != "quiet" || res.Arguments["msg"] != "quiet" {
+		t.Errorf("tool got %v, result says %v; want the hook's arguments", exec.req.Args, res.Arguments)
+	}
+	if !res.Success || string(res.Output) != `{"msg":"hook said"}` || !strings.Contains(strings.Join(res.Notes, ";"), "replaced by guardrail rewrite") {
+		t.Errorf("result %+v (output %s), want the hook's output and a note", res, res.Output)
+	}
+	if pr, _ := json.Marshal(res.ProviderResult); !strings.Contains(string(pr), "hook said") {
+		t.Errorf("provider_result %s does not carry the hook's output", pr)
+	}
+	if n := len(aud.recs[0].Guardrails); n != 2 {
+		t.Errorf("%d decisions audited, want 2: %+v", n, aud.recs[0].Guardrails)
+	}
+	// Arguments that break the tool's input schema are a hook error:
+	// refused (on_error: deny, the default).
+	h2 := newHookServer(t, func(map[string]any) string { return `{"decision":"modify","arguments":{"msg":7}}` })
+	rt2, exec2, _ := guardedRouter(t, toolrouter.Outcome{Output: json.RawMessage(`{}`)}, "guardrails:\n  - {name: bad, endpoint: "+h2.URL+"}\n")
+	res, _ = rt2.Route(context.Background(), "p", echoCall(t, "test/echo", `{"msg":"x"}`), nil)
+	if res.Success || exec2.req.Tool != nil || !strings.Contains(*res.Error, "msg") || !strings.Contains(*res.Error, "on_error: deny") {
+		t.Errorf("result %+v, want a refusal naming msg", res)
+	}
+}
+
+func TestGuardrailInvalidAnswersAreHookErrors(t *testing.T) {
+	for _, answer := range []string{
+		`{"decision":"maybe"}`,
+		`{"decision":"allow","extra":1}`,
+		`{"decision":"allow","arguments":{}}`,
+		`{"decision":"modify"}`,
+		`{"decision":"modify","arguments":[1]}`,
+		`{"decision":"modify","output":{}}`,
+		`{"decision":"allow"} {"decision":"allow"}`,
+		`[]`, `null`, `not json`,
+	} {
+		h := newHookServer(t, func(map[string]any) string { return answer })
+		rt, exec, aud := guardedRouter(t, toolrouter.Outcome{Output: json.RawMessage(`{}`)}, "guardrails:\n  - {name: strict, endpoint: "+h.URL+"}\n")
+		res, _ := rt.Route(context.Background(), "p", echoCall(t, "test/echo", `{}`), nil)
+		if res.Success || exec.req.Tool != nil || *res.ErrorCategory != toolrouter.CategoryPermission ||
+			!strings.Contains(*res.Error, "guardrail strict failed: invalid answer") {
+			t.Errorf("answer %s: result %+v, want a refusal for an invalid answer", answer, res)
+		}
+		if d := aud.recs[0].Guardrails; len(d) != 1 || d[0].Decision != "error" {
+			t.Errorf("answer %s: audited %+v", answer, d)
+		}
+	}
+}
+
+func TestGuardrailAuditModeLetsCallsThrough(t *testing.T) {
+	h := newHookServer(t, func(map[string]any) string { return `{"decision":"deny","reason":"would deny"}` })
+	rt, exec, aud := guardedRouter(t, toolrouter.Outcome{Output: json.RawMessage(`{"msg":"ok"}`)},
+		"guardrails:\n  - {name: shadow, endpoint: "+h.URL+", mode: audit, phase: both}\n")
+	res, _ := rt.Route(context.Background(), "p", echoCall(t, "test/echo", `{"msg":"x"}`), nil)
+	if !res.Success || exec.req.Tool == nil {
+		t.Fatalf("result %+v, want the call through", res)
+	}
+	want := []toolrouter.GuardrailDecision{
+		{Name: "shadow", Phase: "before", Decision: "deny", Mode: "audit", Reason: "would deny"},
+		{Name: "shadow", Phase: "after", Decision: "deny", Mode: "audit", Reason: "would deny"},
+	}
+	if !equalJSON(aud.recs[0].Guardrails, want) {
+		t.Errorf("audited %+v, want %+v", aud.recs[0].Guardrails, want)
+	}
+}
+
+func TestGuardrailRedactsSecrets(t *testing.T) {
+	const jwt = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4gRG9lIn0.SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c"
+	out := `{"log":"token ` + jwt + ` used; aws AKIAZ4RT7YUIOPL2QW3E","config":"db password=hunter2x","password":"plain","n":12345678901234567890,"note":"ORD-42"}`
+	rt, _, aud := guardedRouter(t, toolrouter.Outcome{Output: json.RawMessage(out)},
+		"guardrails:\n  - name: secrets\n    builtin: redact_secrets\n    patterns: [{name: order-id, regex: 'ORD-[0-9]+'}]\n")
+	res, _ := rt.Route(context.Background(), "p", echoCall(t, "test/echo", `{}`), nil)
+	got := string(res.Output)
+	for _, secret := range []string{jwt, "AKIAZ4RT7YUIOPL2QW3E", "hunter2x", "plain", "ORD-42"} {
+		if strings.Contains(got, secret) {
+			t.Errorf("output %s still holds %s", got, secret)
+		}
+	}
+	for _, kind := range []string{"[REDACTED:jwt]", "[REDACTED:aws-access-token]", "[REDACTED:password-assignment]", "[REDACTED:secret-field]", "[REDACTED:order-id]"} {
+		if !strings.Contains(got, kind) {
+			t.Errorf("output %s lacks %s", got, kind)
+		}
+	}
+	if !strings.Contains(got, "12345678901234567890") {
+		t.Errorf("output %s: numbers must stay as written", got)
+	}
+	if pr, _ := json.Marshal(res.ProviderResult); strings.Contains(string(pr), "hunter2x") {
+		t.Errorf("provider_result %s holds a secret", pr)
+	}
+	if len(res.Notes) != 1 || !strings.Contains(res.Notes[0], "5 secret(s) redacted by guardrail secrets") {
+		t.Errorf("notes %q", res.Notes)
+	}
+	if d := aud.recs[0].Guardrails; len(d) != 1 || d[0].Redacted != 5 || d[0].Decision != "modify" {
+		t.Errorf("audited %+v", d)
+	}
+}
+
+func TestOutputSchemaOfHTTPTools(t *testing.T) {
+	rt, _, _ := guardedRouter(t, toolrouter.Outcome{Output: json.RawMessage(`{"n":"seven"}`)}, "")
+	res, _ := rt.Route(context.Background(), "p", echoCall(t, "typed", `{}`), nil)
+	if res.Success || *res.ErrorCategory != toolrouter.CategorySchema || !strings.Contains(*res.Error, "output_schema") || !strings.Contains(*res.Error, "/n") {
+		t.Fatalf("result %+v, want a schema failure naming /n", res)
+	}
+	rt, _, _ = guardedRouter(t, toolrouter.Outcome{Output: json.RawMessage(`{"n":7}`)}, "")
+	if res, _ = rt.Route(context.Background(), "p", echoCall(t, "typed", `{}`), nil); !res.Success {
+		t.Fatalf("conforming output failed: %+v", res)
+	}
+}
+
+func equalJSON(a, b any) bool {
+	x, _ := json.Marshal(a)
+	y, _ := json.Marshal(b)
+	return string(x) == string(y)
+}
+
+func TestGuardrailTimeoutFailsClosedOrOpen(t *testing.T) {
+	// The hook answers only when the router gives up on it.
+	h := newHookServer(t, nil)
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) }) // before the server closes
+	h.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-release:
+		}
+	})
+	for _, onError := range []string{"deny", "allow", "deny, mode: audit"} {
+		rt, exec, aud := guardedRouter(t, toolrouter.Outcome{Output: json.RawMessage(`{"msg":"ok"}`)},
+			"guardrails:\n  - {name: slow, endpoint: "+h.URL+", timeout: 100ms, on_error: "+onError+"}\n")
+		res, _ := rt.Route(context.Background(), "p", echoCall(t, "test/echo", `{}`), nil)
+		d := aud.recs[0].Guardrails
+		if len(d) != 1 || d[0].Decision != "error" || !strings.Contains(d[0].Reason, "no answer within 100ms") {
+			t.Errorf("on_error %s: audited %+v", onError, d)
+		}
+		if onError == "deny" && (res.Success || exec.req.Tool != nil || *res.ErrorCategory != toolrouter.CategoryPermission) {
+			t.Errorf("on_error deny: %+v, want refused before the tool", res)
+		}
+		if onError != "deny" && (!res.Success || exec.req.Tool == nil) {
+			t.Errorf("on_error %s: %+v, want the call through", onError, res)
+		}
+		if onError == "deny, mode: audit" && (len(d) != 1 || d[0].Mode != "audit" || !strings.Contains(d[0].Reason, "(mode: audit)")) {
+			t.Errorf("audit mode: audited %+v", d)
+		}
+	}
+}
+
+// An MCP backend's result passes through /mcp as it came: redaction
+// reaches its content blocks too, and an after-hook's new output replaces
+// it.
+func TestGuardrailMCPResult(t *testing.T) {
+	const key = "AKIAZ4RT7YUIOPL2QW3E"
+	mcpResult := json.RawMessage(`{"content":[{"type":"text","text":"key ` + key + `"}],"structuredContent":{"k":"` + key + `"}}`)
+	rt, _, _ := guardedRouter(t, toolrouter.Outcome{Output: json.RawMessage(`{"k":"` + key + `"}`), MCPResult: mcpResult},
+		"guardrails:\n  - {name: secrets, builtin: redact_secrets}\n")
+	res, _ := rt.Route(context.Background(), "p", echoCall(t, "test/echo", `{}`), nil)
+	if strings.Contains(string(res.MCPResult), key) || !strings.Contains(string(res.MCPResult), `"text":"key [REDACTED:aws-access-token]"`) {
+		t.Errorf("MCP result %s", res.MCPResult)
+	}
+	h := newHookServer(t, func(map[string]any) string { return `{"decision":"modify","output":"replaced"}` })
+	rt, _, _ = guardedRouter(t, toolrouter.Outcome{Output: json.RawMessage(`{}`), MCPResult: mcpResult},
+		"guardrails:\n  - {name: rewrite, endpoint: "+h.URL+", phase: after}\n")
+	if res, _ = rt.Route(context.Background(), "p", echoCall(t, "test/echo", `{}`), nil); res.MCPResult != nil || string(res.Output) != `"replaced"` {
+		t.Errorf("after modify: output %s, MCP result %s; want the hook's output and no backend result", res.Output, res.MCPResult)
+	}
+}
