@@ -64,7 +64,7 @@ func Run(t *testing.T, b Backend) {
 		{"AuditAppendListPurge", auditAppendListPurge},
 		{"ResultAndItsAuditRecordAreWrittenTogether", resultAndItsAuditRecordAreWrittenTogether},
 		{"TakeRateIsSharedAndBounded", takeRateIsSharedAndBounded},
-	}, runAdminTests...) {
+	}, append(runAdminTests, pinTests...)...) {
 		t.Run(tc.name, func(t *testing.T) {
 			clk := NewClock(time.Now())
 			tc.f(t, b, b.Database(t, clk.Now), clk)
