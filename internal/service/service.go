@@ -22,6 +22,7 @@ import (
 	"github.com/toolrouterd/toolrouterd/internal/mcpclient"
 	"github.com/toolrouterd/toolrouterd/internal/mcpserver"
 	"github.com/toolrouterd/toolrouterd/internal/metrics"
+	"github.com/toolrouterd/toolrouterd/internal/pin"
 	"github.com/toolrouterd/toolrouterd/internal/registry"
 	"github.com/toolrouterd/toolrouterd/internal/remote"
 	"github.com/toolrouterd/toolrouterd/internal/router"
@@ -64,6 +65,7 @@ type Service struct {
 	mcp      *mcpclient.Manager
 	adapters *Adapters
 	router   *router.Router
+	pins     *pin.Keeper
 }
 
 // New opens the store and wires the service. Its error names the variable
@@ -114,16 +116,26 @@ func New(ctx context.Context, o Options) (*Service, error) {
 
 	s.mcp = mcpclient.New(o.Logger, s.metrics.Registerer())
 	s.mcp.Trace, s.mcp.TraceHTTP = tel.MCPClient(), tel.Transport
+	// The tools discovered on MCP servers are served as their pins say
+	// (README "Pinned definitions").
+	s.pins = &pin.Keeper{Store: st, Audit: trail, Log: o.Logger.With().Str("component", "pin").Logger(),
+		Servers: func() []toolrouter.MCPServer { return s.holder.Current().MCPServers() }, Discovered: s.mcp.Tools,
+		Redefine: mcpclient.Redefine, Publish: func(tools []*toolrouter.Tool) {
+			if err := s.holder.SetExtra(tools); err != nil {
+				o.Logger.Warn().Err(err).Msg("MCP tools left out of the registry")
+			}
+		}}
+	s.pins.Register(s.metrics.Registerer())
 	s.mcp.OnChange(func() {
-		if err := s.holder.SetExtra(s.mcp.Tools()); err != nil {
-			o.Logger.Warn().Err(err).Msg("MCP tools left out of the registry")
+		if err := s.pins.Sync(o.Logger.WithContext(context.WithoutCancel(ctx))); err != nil {
+			o.Logger.Warn().Err(err).Msg("pinned tool definitions")
 		}
 	})
 	s.mcp.Sync(ctx, reg.MCPServers())
 	rt := &router.Router{
 		Tools:            func() router.Tools { return s.holder.Current() },
 		Exec:             s.exec,
-		MCP:              s.mcp,
+		MCP:              pin.Guard{Executor: s.mcp},
 		Seq:              st,
 		Results:          st,
 		Observer:         s.metrics,
@@ -171,7 +183,7 @@ func New(ctx context.Context, o Options) (*Service, error) {
 		Readiness:      st,
 		Metrics:        s.metrics,
 		Runs:           s.Runner,
-		Approvals:      rt,
+		Approvals:      pin.Approvals{Router: rt, Keeper: s.pins},
 		Keys:           st,
 		Audit:          st,
 		KeyTTL:         o.Config.IdempotencyTTL,
@@ -271,6 +283,12 @@ func (s *Service) ExpireApprovals(ctx context.Context, every time.Duration) {
 			}
 		}
 	}
+}
+
+// WatchPins reads the pinned tool definitions every interval until ctx
+// ends, so that reviews opened and decided on other replicas apply here.
+func (s *Service) WatchPins(ctx context.Context, every time.Duration) {
+	s.pins.Watch(s.log.WithContext(ctx), every)
 }
 
 // dbSystem is the db.system.name of the store a URL names.
