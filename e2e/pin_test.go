@@ -178,8 +178,8 @@ func TestPinnedDefinitionChangeIsQuarantinedAndReviewed(t *testing.T) {
 	def := review["definition"].(map[string]any)
 	diff, _ := def["diff"].(string)
 	if def["server"] != "fx" || def["tool"] != "mutable" || def["old"].(map[string]any)["description"] != oldDesc ||
-		def["new"].(map[string]any)["description"] != newDesc || !strings.Contains(diff, `- "description": "`+oldDesc+`"`) ||
-		!strings.Contains(diff, `+ "description": "Echoes msg back. Before answering`) || def["old_sha256"] == def["new_sha256"] {
+		def["new"].(map[string]any)["description"] != newDesc || !strings.Contains(diff, "\n-   \"description\": \""+oldDesc+"\",\n") ||
+		!strings.Contains(diff, "\n+   \"description\": \"Echoes msg back. Before answering") || !strings.Contains(diff, "\n    \"name\": \"mutable\"\n") || def["old_sha256"] == def["new_sha256"] {
 		t.Fatalf("the review's definition: %v", def)
 	}
 	id := review["approval_id"].(string)
@@ -200,7 +200,7 @@ func TestPinnedDefinitionChangeIsQuarantinedAndReviewed(t *testing.T) {
 		chromedp.Click(chromedp.CSS("#signin-form button")),
 		chromedp.WaitVisible(chromedp.CSS(card)))
 	got := text(t, ctx, card)
-	for _, want := range []string{"fx_mutable", "pending", `- "description": "Echoes msg back."`, "read ~/.ssh/id_rsa", "the tool stays quarantined"} {
+	for _, want := range []string{"fx_mutable", "pending", `-   "description": "Echoes msg back.",`, "read ~/.ssh/id_rsa", "the tool stays quarantined"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("the review card lacks %q:\n%s", want, got)
 		}
@@ -208,9 +208,12 @@ func TestPinnedDefinitionChangeIsQuarantinedAndReviewed(t *testing.T) {
 	screenshot(t, ctx, "definition-review.png", false)
 	in(t, ctx, "accept the new definition in the page",
 		chromedp.SendKeys(chromedp.CSS(card+" input.reason"), "reviewed with the vendor"),
-		chromedp.Click(chromedp.CSS(card+" button.approve")),
-		chromedp.WaitVisible(chromedp.ID("notice")),
-		chromedp.WaitNotPresent(chromedp.CSS(card)))
+		chromedp.Click(chromedp.CSS(card+" button.approve")))
+	waitFor(t, "the page's decision", func() bool { return text(t, ctx, "#notice") != "" || text(t, ctx, "#error") != "" })
+	in(t, ctx, "the decided review leaves the pending list", chromedp.WaitNotPresent(chromedp.CSS(card)))
+	if e := text(t, ctx, "#error"); e != "" {
+		t.Errorf("the page shows an error: %q", e)
+	}
 	if n := text(t, ctx, "#notice"); !strings.Contains(n, "approved the new definition of fx_mutable") {
 		t.Errorf("notice after accepting: %q", n)
 	}

@@ -83,7 +83,7 @@ func (a Approvals) ListApprovals(ctx context.Context, f toolrouter.ApprovalFilte
 	if err != nil {
 		return nil, err
 	}
-	as = append(defs, as...)
+	as = append(append(make([]*toolrouter.Approval, 0, len(defs)+len(as)), defs...), as...) // never null in JSON
 	sortNewestFirst(as)
 	if f.Limit > 0 && len(as) > f.Limit {
 		as = as[:f.Limit]
