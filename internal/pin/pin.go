@@ -388,3 +388,47 @@ func (k *Keeper) approval(p *toolrouter.Pin) *toolrouter.Approval {
 	}
 	return a
 }
+
+// FileServer is the server name of the pins of the registry file's own
+// tools.
+const FileServer = ""
+
+// PinFile pins the definitions of the registry file's tools (those without
+// an MCP server) at every load: the file is the operator's review, so a
+// changed definition replaces its pin at once, audited as
+// definition_followed (once, whichever replica loads first).
+func (k *Keeper) PinFile(ctx context.Context, tools []*toolrouter.Tool) error {
+	pins, err := k.pins(ctx)
+	if err != nil {
+		return fmt.Errorf("read the pins: %w", err)
+	}
+	now := k.now()
+	for _, t := range tools {
+		if t.MCPServer != "" {
+			continue
+		}
+		def, digest, err := toolrouter.CanonicalDefinition(map[string]any{"name": t.Name, "description": t.Description,
+			"inputSchema": t.InputSchema, "outputSchema": t.OutputSchema})
+		if err != nil {
+			return fmt.Errorf("tool %s: digest the definition: %w", t.Name, err)
+		}
+		p := pins[key{FileServer, t.Name}]
+		switch {
+		case p == nil:
+			p = &toolrouter.Pin{Server: FileServer, Tool: t.Name, Digest: digest, Definition: def, PinnedAt: now}
+			if _, err := k.Store.CreatePin(ctx, p); err != nil {
+				return fmt.Errorf("tool %s: %w", t.Name, err)
+			}
+		case p.Digest != digest:
+			p.Digest, p.Definition, p.PinnedAt = digest, def, now
+			won, err := k.Store.UpdatePin(ctx, p)
+			if err != nil {
+				return fmt.Errorf("tool %s: %w", t.Name, err)
+			}
+			if won {
+				k.record(ctx, OutcomeFollowed, t.Name, digest, "")
+			}
+		}
+	}
+	return nil
+}

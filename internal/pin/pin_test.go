@@ -279,3 +279,28 @@ func TestDiff(t *testing.T) {
 		t.Fatalf("Diff of a new definition =\n%s", got)
 	}
 }
+
+func TestFileToolsArePinnedAtEveryLoad(t *testing.T) {
+	st := memory.New()
+	a, b := newReplica(st), newReplica(st)
+	echo := &toolrouter.Tool{Name: "test/echo", Description: "v1", InputSchema: map[string]any{"type": "object"}}
+	for _, r := range []*replica{a, b} {
+		if err := r.k.PinFile(context.Background(), []*toolrouter.Tool{echo, mcpTool("read", "not a file tool")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	changed := *echo
+	changed.Description = "v2"
+	for _, r := range []*replica{a, b} {
+		if err := r.k.PinFile(context.Background(), []*toolrouter.Tool{&changed}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pins, _ := st.ListPins(context.Background())
+	if len(pins) != 1 || pins[0].Tool != "test/echo" || !strings.Contains(string(pins[0].Definition), `"description":"v2"`) {
+		t.Fatalf("pins: %+v", pins)
+	}
+	if a.outcomes()+b.outcomes() != pin.OutcomeFollowed {
+		t.Fatalf("audit: %q and %q, want one %s", a.outcomes(), b.outcomes(), pin.OutcomeFollowed)
+	}
+}

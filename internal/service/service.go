@@ -126,6 +126,9 @@ func New(ctx context.Context, o Options) (*Service, error) {
 			}
 		}}
 	s.pins.Register(s.metrics.Registerer())
+	if err := s.pins.PinFile(o.Logger.WithContext(ctx), reg.Tools()); err != nil {
+		o.Logger.Warn().Err(err).Msg("pin the registry file's tool definitions")
+	}
 	s.mcp.OnChange(func() {
 		if err := s.pins.Sync(o.Logger.WithContext(context.WithoutCancel(ctx))); err != nil {
 			o.Logger.Warn().Err(err).Msg("pinned tool definitions")
@@ -219,6 +222,9 @@ func (s *Service) Reload(ctx context.Context) error {
 		return err
 	}
 	s.metrics.Reload(true)
+	if err := s.pins.PinFile(s.log.WithContext(ctx), s.holder.Current().Tools()); err != nil {
+		s.log.Warn().Err(err).Msg("pin the registry file's tool definitions")
+	}
 	s.MCP.Sync()
 	s.mcp.Sync(ctx, s.holder.Current().MCPServers())
 	return nil
