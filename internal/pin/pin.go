@@ -13,6 +13,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -67,6 +68,7 @@ type Keeper struct {
 	quarantined prometheus.Gauge
 	mu          sync.Mutex // serializes Sync
 	synced      bool       // a Sync read the pins once
+	published   string     // what was published last (see Sync), "" for nothing yet
 }
 
 // Register registers the gauge toolrouter_quarantined_tools on reg.
@@ -117,6 +119,7 @@ func (k *Keeper) Sync(ctx context.Context) error {
 	}
 	k.synced = true
 	var served []*toolrouter.Tool
+	var state strings.Builder // each discovered tool and how it is served
 	quarantined := 0
 	marked := map[string]bool{}
 	for _, t := range discovered {
@@ -132,7 +135,8 @@ func (k *Keeper) Sync(ctx context.Context) error {
 				return fmt.Errorf("pin server %s: %w", s.Name, err)
 			}
 		}
-		out, err := k.reconcile(ctx, s, t, pins, marked[s.Name])
+		out, pinned, err := k.reconcile(ctx, s, t, pins, marked[s.Name])
+		fmt.Fprintf(&state, "%p %s %t %s\n", t, pinned, out == nil, quarantineOf(out))
 		if err != nil {
 			k.Log.Warn().Err(err).Str("mcp_server", s.Name).Str("tool", t.Name).Msg("pin a tool definition")
 			continue // not served: its pin is unknown
@@ -148,8 +152,20 @@ func (k *Keeper) Sync(ctx context.Context) error {
 	if k.quarantined != nil {
 		k.quarantined.Set(float64(quarantined))
 	}
-	k.Publish(served)
+	// The registry is rebuilt only when what is served changed (a Watch
+	// round usually finds nothing new).
+	if st := "v1\n" + state.String(); st != k.published {
+		k.published = st
+		k.Publish(served)
+	}
 	return nil
+}
+
+func quarantineOf(t *toolrouter.Tool) string {
+	if t == nil {
+		return ""
+	}
+	return t.Quarantine
 }
 
 func (k *Keeper) pins(ctx context.Context) (map[key]*toolrouter.Pin, error) {
@@ -167,10 +183,19 @@ func (k *Keeper) pins(ctx context.Context) (map[key]*toolrouter.Pin, error) {
 // reconcile brings the pin of discovered tool t up to date and returns
 // the tool to serve: t itself, t with its pinned definition, or either
 // quarantined. first says the server is discovered for the first time.
-func (k *Keeper) reconcile(ctx context.Context, s toolrouter.MCPServer, t *toolrouter.Tool, pins map[key]*toolrouter.Pin, first bool) (*toolrouter.Tool, error) {
+// It returns the pinned digest too.
+func (k *Keeper) reconcile(ctx context.Context, s toolrouter.MCPServer, t *toolrouter.Tool, pins map[key]*toolrouter.Pin, first bool) (*toolrouter.Tool, string, error) {
+	out, p, err := k.reconcilePin(ctx, s, t, pins, first)
+	if err != nil || p == nil {
+		return out, "", err
+	}
+	return out, p.Digest, nil
+}
+
+func (k *Keeper) reconcilePin(ctx context.Context, s toolrouter.MCPServer, t *toolrouter.Tool, pins map[key]*toolrouter.Pin, first bool) (*toolrouter.Tool, *toolrouter.Pin, error) {
 	def, digest, err := toolrouter.CanonicalDefinition(t.Definition)
 	if err != nil {
-		return nil, fmt.Errorf("digest the definition: %w", err)
+		return nil, nil, fmt.Errorf("digest the definition: %w", err)
 	}
 	now := k.now()
 	p := pins[key{s.Name, t.MCPTool}]
@@ -178,44 +203,44 @@ func (k *Keeper) reconcile(ctx context.Context, s toolrouter.MCPServer, t *toolr
 	case p == nil && (first || s.Unpinned || s.PinNew == "allow"):
 		p = &toolrouter.Pin{Server: s.Name, Tool: t.MCPTool, Digest: digest, Definition: def, PinnedAt: now}
 		if _, err := k.Store.CreatePin(ctx, p); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if !first {
 			k.record(ctx, OutcomeFollowed, t.Name, digest, "")
 		}
-		return t, nil // served as listed (a replica that pinned it first pinned the same, or says so next Sync)
+		return t, p, nil // served as listed (a replica that pinned it first pinned the same, or says so next Sync)
 	case p == nil:
 		p = &toolrouter.Pin{Server: s.Name, Tool: t.MCPTool, PinnedAt: now, Review: k.review(s, t, nil, def, digest, now)}
 		created, err := k.Store.CreatePin(ctx, p)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if created {
 			k.Log.Warn().Str("mcp_server", s.Name).Str("tool", t.Name).Str("review", p.Review.ID).Msg("new tool on a pinned MCP server: quarantined until reviewed")
 			k.record(ctx, OutcomeChanged, t.Name, digest, "")
 		}
-		return k.quarantine(t, p, s), nil
+		return k.quarantine(t, p, s), p, nil
 	case p.Digest == digest:
 		if r := p.Review; r != nil && r.Status == toolrouter.ApprovalPending {
 			// The server lists the pinned definition again: the change is moot.
 			r.Status, r.DecidedAt, r.Reason = toolrouter.ApprovalExpired, &now, "the server lists the pinned definition again"
 			if _, err := k.Store.UpdatePin(ctx, p); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 		}
-		return t, nil
+		return t, p, nil
 	case s.Unpinned:
 		old := p.Digest
 		p.Digest, p.Definition, p.PinnedAt, p.Review = digest, def, now, nil
 		won, err := k.Store.UpdatePin(ctx, p)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if won {
 			k.Log.Info().Str("mcp_server", s.Name).Str("tool", t.Name).Str("old_sha256", old).Str("new_sha256", digest).Msg("tool definition changed; followed (pin: false)")
 			k.record(ctx, OutcomeFollowed, t.Name, digest, "")
 		}
-		return t, nil
+		return t, p, nil
 	}
 	// A pinned tool whose server lists another definition.
 	if r := p.Review; r == nil || r.NewDigest != digest || r.Status == toolrouter.ApprovalExpired || r.Status == toolrouter.ApprovalApproved {
@@ -223,7 +248,7 @@ func (k *Keeper) reconcile(ctx context.Context, s toolrouter.MCPServer, t *toolr
 		p.Review.OldDigest = p.Digest
 		won, err := k.Store.UpdatePin(ctx, p)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if won {
 			k.Log.Warn().Str("mcp_server", s.Name).Str("tool", t.Name).Str("review", p.Review.ID).Str("old_sha256", p.Digest).
@@ -232,16 +257,16 @@ func (k *Keeper) reconcile(ctx context.Context, s toolrouter.MCPServer, t *toolr
 		}
 	}
 	if p.Digest == "" {
-		return k.quarantine(t, p, s), nil
+		return k.quarantine(t, p, s), p, nil
 	}
 	old, err := k.Redefine(t, p.Definition)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if s.OnChange == "keep_old" {
-		return old, nil
+		return old, p, nil
 	}
-	return k.quarantine(old, p, s), nil
+	return k.quarantine(old, p, s), p, nil
 }
 
 // review is a new pending review of def replacing old.

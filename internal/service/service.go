@@ -124,6 +124,9 @@ func New(ctx context.Context, o Options) (*Service, error) {
 			if err := s.holder.SetExtra(tools); err != nil {
 				o.Logger.Warn().Err(err).Msg("MCP tools left out of the registry")
 			}
+			if s.MCP != nil {
+				s.MCP.Sync() // /mcp sessions hear of quarantines and accepted changes
+			}
 		}}
 	s.pins.Register(s.metrics.Registerer())
 	if err := s.pins.PinFile(o.Logger.WithContext(ctx), reg.Tools()); err != nil {
