@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -118,14 +119,15 @@ func New(ctx context.Context, o Options) (*Service, error) {
 	s.mcp.Trace, s.mcp.TraceHTTP = tel.MCPClient(), tel.Transport
 	// The tools discovered on MCP servers are served as their pins say
 	// (README "Pinned definitions").
+	var mcpSrv atomic.Pointer[mcpserver.Handler] // set below; discovery may publish before
 	s.pins = &pin.Keeper{Store: st, Audit: trail, Log: o.Logger.With().Str("component", "pin").Logger(),
 		Servers: func() []toolrouter.MCPServer { return s.holder.Current().MCPServers() }, Discovered: s.mcp.Tools,
 		Redefine: mcpclient.Redefine, Publish: func(tools []*toolrouter.Tool) {
 			if err := s.holder.SetExtra(tools); err != nil {
 				o.Logger.Warn().Err(err).Msg("MCP tools left out of the registry")
 			}
-			if s.MCP != nil {
-				s.MCP.Sync() // /mcp sessions hear of quarantines and accepted changes
+			if h := mcpSrv.Load(); h != nil {
+				h.Sync() // /mcp sessions hear of quarantines and accepted changes
 			}
 		}}
 	s.pins.Register(s.metrics.Registerer())
@@ -181,6 +183,7 @@ func New(ctx context.Context, o Options) (*Service, error) {
 		Limiter:      limiter,
 		Tracing:      tel.MCPServer(),
 	})
+	mcpSrv.Store(s.MCP)
 	s.mcp.OnChange(s.MCP.Sync) // /mcp sessions hear of MCP tool changes
 	s.Handler, err = httpapi.NewServer(httpapi.Deps{
 		Logger:         o.Logger,
