@@ -9,7 +9,8 @@ import (
 // Pin is the reviewed definition of one tool of an MCP server (README
 // "Pinned definitions"), shared by replicas through the store. Tool is the
 // server's name for the tool; a Pin with Tool "" only marks the server as
-// discovered (tools that appear later are new). Digest and Definition are
+// discovered (tools that appear later are new); Server "" holds the pins
+// of the registry file's own tools. Digest and Definition are
 // the accepted definition; both are empty for a new tool never accepted.
 // Review is the latest review of a change: pending while the tool is
 // quarantined, then decided (kept until the next change, for history).
