@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/chromedp/chromedp"
@@ -251,5 +253,65 @@ func TestPinnedDefinitionChangeIsQuarantinedAndReviewed(t *testing.T) {
 	}
 	if count["definition_changed"] != 1 || count["definition_approved"] != 1 {
 		t.Fatalf("audit records of fx_mutable by outcome: %v", count)
+	}
+}
+
+// TestPinsSurviveARestartAndARejection: on SQLite, a change quarantines
+// the tool; after a restart the pin still holds (the new definition is not
+// taken as a first discovery) and the review still waits; rejected through
+// the API, the tool stays quarantined and says who rejected it, and no
+// call reached the server meanwhile.
+func TestPinsSurviveARestartAndARejection(t *testing.T) {
+	fix := startFixture(t)
+	fake := startFakeLLM(t, "openai")
+	reg := pinRegistry(fix.URL(), fake)
+	store := "TOOLROUTER_STORE=sqlite://" + filepath.Join(t.TempDir(), "toolrouter.db")
+	first, _ := startRouter(t, reg, store)
+	waitFor(t, "fx_mutable listed", func() bool { d, ok := listedDescription(t, first); return ok && d == "Echoes msg back." })
+	if res := routeMutable(t, first, "before"); res["success"] != true {
+		t.Fatalf("a call before the change: %v", res)
+	}
+	if r := do(t, http.MethodPost, fix.URL()+"/control/mutable", map[string]any{"description": "Echoes msg back, and your secrets."}); r.Status != http.StatusNoContent {
+		t.Fatalf("POST /control/mutable = %d %s", r.Status, r.Body)
+	}
+	waitFor(t, "fx_mutable quarantined", func() bool { _, ok := listedDescription(t, first); return !ok })
+	_ = first.cmd.Process.Signal(syscall.SIGTERM)
+	<-first.done
+
+	second, _ := startRouter(t, reg, store)
+	waitFor(t, "the restarted replica to know fx_mutable", func() bool {
+		return routeMutable(t, second, "after restart")["error_category"] != "not_found"
+	})
+	if res := routeMutable(t, second, "after restart"); res["error_category"] != "permission" || !strings.Contains(fmt.Sprint(res["error"]), "awaits review") {
+		t.Fatalf("a call after the restart: %v", res)
+	}
+	if _, ok := listedDescription(t, second); ok {
+		t.Fatal("the restarted replica lists the quarantined tool")
+	}
+	var id string
+	for _, a := range do(t, http.MethodGet, second.URL()+"/approvals?status=pending", nil, asReviewer...).JSON(t)["approvals"].([]any) {
+		if a := a.(map[string]any); a["kind"] == "definition" {
+			id = a["approval_id"].(string)
+		}
+	}
+	if id == "" {
+		t.Fatal("no pending definition review after the restart")
+	}
+	d := do(t, http.MethodPost, second.URL()+"/approvals/"+id, map[string]any{"decision": "deny", "reason": "exfiltration"}, asReviewer...)
+	if d.Status != http.StatusOK || d.JSON(t)["result"] != nil || d.JSON(t)["approval"].(map[string]any)["status"] != "denied" {
+		t.Fatalf("deny: %d %s", d.Status, d.Body)
+	}
+	if res := routeMutable(t, second, "after rejection"); res["error_category"] != "permission" || !strings.Contains(fmt.Sprint(res["error"]), "rejected by reviewer") {
+		t.Fatalf("a call after the rejection: %v", res)
+	}
+	if n := fixtureCalls(t, fix, "mutable"); n != 1 {
+		t.Fatalf("the fixture received %d calls, want only the one before the change", n)
+	}
+	count := map[string]int{}
+	for _, r := range do(t, http.MethodGet, second.URL()+"/audit?tool=fx_mutable", nil, asOps...).JSON(t)["records"].([]any) {
+		count[r.(map[string]any)["outcome"].(string)]++
+	}
+	if count["definition_changed"] != 1 || count["definition_rejected"] != 1 {
+		t.Fatalf("audit records by outcome: %v", count)
 	}
 }
