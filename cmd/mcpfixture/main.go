@@ -12,7 +12,8 @@
 // With -stdio it is a stdio MCP server (newline-delimited JSON-RPC on
 // stdin/stdout) that also has a tool "pid" answering its process id, so
 // tests of toolrouterd's stdio supervisor can kill it; it writes a line to
-// stderr when it starts, which toolrouterd logs.
+// stderr when it starts, which toolrouterd logs. Over HTTP, /control
+// changes a tool's definition at runtime and counts calls (control.go).
 package main
 
 import (
@@ -48,7 +49,7 @@ func main() {
 func newServer() *mcp.Server {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "mcpfixture", Version: "1.0.0"}, &mcp.ServerOptions{
 		//lint:ignore SA1019 the conformance suite's test_tool_with_logging needs the (deprecated, still served) logging capability
-		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}, Logging: &mcp.LoggingCapabilities{}},
+		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}, Logging: &mcp.LoggingCapabilities{}},
 	})
 	addTools(srv)
 	return srv
@@ -83,6 +84,7 @@ func run(addr string) error {
 	}
 	srv := newServer()
 	mux := http.NewServeMux()
+	newControl(srv).routes(mux)
 	get := func(*http.Request) *mcp.Server { return srv }
 	sessions := mcp.NewStreamableHTTPHandler(get, nil)
 	// The SDK serves protocol 2026-07-28 only statelessly: a request that

@@ -136,6 +136,7 @@ func serve(ctx context.Context, lookupEnv func(string) (string, bool), stderr io
 	g.Go(func() error { svc.PurgeKeys(gctx, 10*time.Minute); return nil })
 	g.Go(func() error { svc.ExpireApprovals(gctx, min(cfg.ApprovalTTL/10, 10*time.Second)); return nil })
 	g.Go(func() error { svc.SweepAudit(gctx, time.Minute); return nil })
+	g.Go(func() error { svc.WatchPins(gctx, 2*time.Second); return nil })
 	g.Go(func() error { svc.Sweep(gctx); return nil })
 	g.Go(func() error { reloadOnHUP(gctx, hup, svc, log); return nil })
 	if err := g.Wait(); err != nil {

@@ -247,7 +247,7 @@ func (r *Runner) prepare(ctx context.Context, req Request) (*plan, error) {
 		p.allowed = make(map[string]bool, len(req.Tools))
 		for i, n := range req.Tools {
 			t, ok := reg.Lookup(n)
-			if !ok || !client.Allows(t.Name) {
+			if !ok || !client.Allows(t.Name) || t.Quarantine != "" { // quarantined: not offered (README "Pinned definitions")
 				return nil, toolrouter.Invalid(fmt.Sprintf("tools[%d]", i), "tools[%d]: unknown tool %q", i, n)
 			}
 			offered = append(offered, t)

@@ -87,6 +87,7 @@ func registryTool(cfg toolrouter.MCPServer, d discovered) *toolrouter.Tool {
 		MCPServer:    cfg.Name,
 		MCPTool:      d.tool.Name,
 		ValidateArgs: d.validate,
+		Definition:   definitionOf(d.tool),
 	}
 	if d.validateOut != nil {
 		validate := d.validateOut
@@ -114,6 +115,34 @@ func registryTool(cfg toolrouter.MCPServer, d discovered) *toolrouter.Tool {
 		}
 	}
 	return t
+}
+
+// definition is what a tool's pin digests (README "Pinned definitions"):
+// the tool as its server lists it, but for _meta and icons.
+type definition struct {
+	Name         string               `json:"name"`
+	Title        string               `json:"title,omitempty"`
+	Description  string               `json:"description,omitempty"`
+	InputSchema  any                  `json:"inputSchema,omitempty"`
+	OutputSchema any                  `json:"outputSchema,omitempty"`
+	Annotations  *mcp.ToolAnnotations `json:"annotations,omitempty"`
+}
+
+func definitionOf(t *mcp.Tool) definition {
+	return definition{Name: t.Name, Title: t.Title, Description: t.Description,
+		InputSchema: t.InputSchema, OutputSchema: t.OutputSchema, Annotations: t.Annotations}
+}
+
+// Redefine returns tool t, a tool of an MCP server, as it would be had
+// its server listed def (a Definition, as JSON) instead: what serves a
+// pinned definition while the server lists another.
+func Redefine(t *toolrouter.Tool, def json.RawMessage) (*toolrouter.Tool, error) {
+	var mt mcp.Tool
+	if err := json.Unmarshal(def, &mt); err != nil {
+		return nil, fmt.Errorf("tool %s: pinned definition: %w", t.Name, err)
+	}
+	cfg := toolrouter.MCPServer{Name: t.MCPServer, Prefix: strings.TrimSuffix(t.Name, t.MCPTool), Timeout: t.Timeout}
+	return registryTool(cfg, newDiscovered(&mt)), nil
 }
 
 // outcome turns a tools/call result into the router's Outcome: a result

@@ -205,7 +205,12 @@ func (s *server) rebuild() bool {
 	}
 	// Timeout is not part of a tool's JSON; it is part of what changed.
 	fp, _ := json.Marshal(tools)
-	key := s.cfg.Timeout.String() + "\x00" + string(fp)
+	defs := make([]any, len(tools))
+	for i, t := range tools {
+		defs[i] = t.Definition // its pin's: annotations are not all in the tool's JSON
+	}
+	fd, _ := json.Marshal(defs)
+	key := s.cfg.Timeout.String() + "\x00" + string(fp) + "\x00" + string(fd)
 	if key == s.fingerprint {
 		return false
 	}

@@ -65,7 +65,9 @@ func (r *Registry) addExtra(t *toolrouter.Tool) error {
 		}
 		aliases = append(aliases, a)
 	}
-	r.tools = append(r.tools, t)
+	if t.Quarantine == "" { // a quarantined tool is found by name, never listed
+		r.tools = append(r.tools, t)
+	}
 	r.byName[t.Name] = t
 	for _, a := range aliases {
 		r.byName[a] = t

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -622,7 +623,8 @@ func (p *parser) mcpServers(e entry) []toolrouter.MCPServer {
 			continue
 		}
 		w := where{prefix: fmt.Sprintf("mcp_servers[%d].", i)}
-		f := p.fields(n, w, "name", "url", "command", "env", "cwd", "prefix", "tools", "headers", "timeout", "roots")
+		f := p.fields(n, w, "name", "url", "command", "env", "cwd", "prefix", "tools", "headers", "timeout", "roots",
+			"pin", "pin_new", "on_change")
 		s := toolrouter.MCPServer{Timeout: defaultTimeout}
 		if p.required(f["name"], n, w, "name") {
 			if name, ok := p.str(f["name"], w, "name"); ok {
@@ -690,9 +692,38 @@ func (p *parser) mcpServers(e entry) []toolrouter.MCPServer {
 			}
 			s.Roots = append(s.Roots, d.Value)
 		}
+		p.pinning(f, w, &s)
 		out = append(out, s)
 	}
 	return out
+}
+
+// pinning reads how a server's tool definitions are pinned (README
+// "Pinned definitions"): pin (default true), pin_new (quarantine | allow)
+// and on_change (quarantine | keep_old).
+func (p *parser) pinning(f map[string]entry, w where, s *toolrouter.MCPServer) {
+	if pin, ok := p.boolean(f["pin"], w, "pin"); ok {
+		s.Unpinned = !pin
+	}
+	for _, k := range []struct {
+		key  string
+		to   *string
+		want []string
+	}{{"pin_new", &s.PinNew, []string{"quarantine", "allow"}}, {"on_change", &s.OnChange, []string{"quarantine", "keep_old"}}} {
+		v, ok := p.str(f[k.key], w, k.key)
+		if !ok {
+			continue
+		}
+		if !slices.Contains(k.want, v) {
+			p.addAt(f[k.key].val, w, k.key, fmt.Sprintf("must be %s or %s, got %q", k.want[0], k.want[1], v))
+			continue
+		}
+		if s.Unpinned {
+			p.addAt(f[k.key].val, w, k.key, "only for a pinned server (pin: true)")
+			continue
+		}
+		*k.to = v
+	}
 }
 
 // stdio reads the command, env and cwd of a stdio MCP server. command is

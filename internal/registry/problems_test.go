@@ -138,6 +138,10 @@ func TestParseProblems(t *testing.T) {
 
 		// MCP servers.
 		{"mcp server bad root", "mcp_servers:\n  - name: f\n    url: http://mcp.example/mcp\n    roots: [/data]\n", `r.yaml:4: mcp_servers[0].roots[0]: must be a file:// URI`},
+		{"mcp server pin not a bool", "mcp_servers:\n  - name: f\n    url: http://mcp.example/mcp\n    pin: sometimes\n", `r.yaml:4: mcp_servers[0].pin: must be true or false`},
+		{"mcp server pin_new bad", "mcp_servers:\n  - name: f\n    url: http://mcp.example/mcp\n    pin_new: deny\n", `r.yaml:4: mcp_servers[0].pin_new: must be quarantine or allow, got "deny"`},
+		{"mcp server on_change bad", "mcp_servers:\n  - name: f\n    url: http://mcp.example/mcp\n    on_change: follow\n", `r.yaml:4: mcp_servers[0].on_change: must be quarantine or keep_old, got "follow"`},
+		{"mcp server on_change unpinned", "mcp_servers:\n  - name: f\n    url: http://mcp.example/mcp\n    pin: false\n    on_change: keep_old\n", `r.yaml:5: mcp_servers[0].on_change: only for a pinned server (pin: true)`},
 		{"mcp server unknown key", "mcp_servers:\n  - name: f\n    url: http://mcp.example/mcp\n    transport: sse\n", `r.yaml:4: mcp_servers[0].transport: unknown key`},
 		{"mcp server required fields", "mcp_servers:\n  - prefix: f/\n",
 			"r.yaml:2: mcp_servers[0].name: required\n" +

@@ -427,3 +427,18 @@ func TestStdioMCPServer(t *testing.T) {
 		t.Errorf("env = %v, want %v", s.Env, want)
 	}
 }
+
+// TestParsePinning: pin defaults to true; pin: false, pin_new and
+// on_change are read (README "Pinned definitions").
+func TestParsePinning(t *testing.T) {
+	r := parse(t, `mcp_servers:
+  - {name: a, url: http://mcp.example/a}
+  - {name: b, url: http://mcp.example/b, pin: false}
+  - {name: c, url: http://mcp.example/c, pin: true, pin_new: allow, on_change: keep_old}
+`, nil)
+	got := r.MCPServers()
+	if got[0].Unpinned || got[0].PinNew != "" || got[0].OnChange != "" || !got[1].Unpinned ||
+		got[2].Unpinned || got[2].PinNew != "allow" || got[2].OnChange != "keep_old" {
+		t.Fatalf("pinning of the servers: %+v", got)
+	}
+}

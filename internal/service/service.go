@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -23,6 +24,7 @@ import (
 	"github.com/toolrouterd/toolrouterd/internal/mcpclient"
 	"github.com/toolrouterd/toolrouterd/internal/mcpserver"
 	"github.com/toolrouterd/toolrouterd/internal/metrics"
+	"github.com/toolrouterd/toolrouterd/internal/pin"
 	"github.com/toolrouterd/toolrouterd/internal/registry"
 	"github.com/toolrouterd/toolrouterd/internal/remote"
 	"github.com/toolrouterd/toolrouterd/internal/router"
@@ -69,6 +71,7 @@ type Service struct {
 	adapters *Adapters
 	router   *router.Router
 	guards   *guardrail.Guards
+	pins     *pin.Keeper
 }
 
 // New opens the store and wires the service. Its error names the variable
@@ -120,9 +123,26 @@ func New(ctx context.Context, o Options) (*Service, error) {
 
 	s.mcp = mcpclient.New(o.Logger, s.metrics.Registerer())
 	s.mcp.Trace, s.mcp.TraceHTTP = tel.MCPClient(), tel.Transport
+	// The tools discovered on MCP servers are served as their pins say
+	// (README "Pinned definitions").
+	var mcpSrv atomic.Pointer[mcpserver.Handler] // set below; discovery may publish before
+	s.pins = &pin.Keeper{Store: st, Audit: trail, Log: o.Logger.With().Str("component", "pin").Logger(),
+		Servers: func() []toolrouter.MCPServer { return s.holder.Current().MCPServers() }, Discovered: s.mcp.Tools,
+		Redefine: mcpclient.Redefine, Publish: func(tools []*toolrouter.Tool) {
+			if err := s.holder.SetExtra(tools); err != nil {
+				o.Logger.Warn().Err(err).Msg("MCP tools left out of the registry")
+			}
+			if mcpSrv.Load() != nil {
+				s.syncMCP() // /mcp sessions hear of quarantines and accepted changes
+			}
+		}}
+	s.pins.Register(s.metrics.Registerer())
+	if err := s.pins.PinFile(o.Logger.WithContext(ctx), reg.Tools()); err != nil {
+		o.Logger.Warn().Err(err).Msg("pin the registry file's tool definitions")
+	}
 	s.mcp.OnChange(func() {
-		if err := s.holder.SetExtra(s.mcp.Tools()); err != nil {
-			o.Logger.Warn().Err(err).Msg("MCP tools left out of the registry")
+		if err := s.pins.Sync(o.Logger.WithContext(context.WithoutCancel(ctx))); err != nil {
+			o.Logger.Warn().Err(err).Msg("pinned tool definitions")
 		}
 	})
 	s.mcp.Sync(ctx, reg.MCPServers())
@@ -131,7 +151,7 @@ func New(ctx context.Context, o Options) (*Service, error) {
 	rt := &router.Router{
 		Tools:            func() router.Tools { return s.holder.Current() },
 		Exec:             s.exec,
-		MCP:              s.mcp,
+		MCP:              pin.Guard{Executor: s.mcp},
 		Seq:              st,
 		Results:          st,
 		Observer:         s.metrics,
@@ -176,6 +196,7 @@ func New(ctx context.Context, o Options) (*Service, error) {
 		Tracing:      tel.MCPServer(),
 	}}
 	s.MCP = mcpserver.New(s.vmcp.deps(""))
+	mcpSrv.Store(s.MCP)
 	s.mcp.OnChange(s.syncMCP) // /mcp sessions hear of MCP tool changes
 	s.Handler, err = httpapi.NewServer(httpapi.Deps{
 		Logger:         o.Logger,
@@ -184,7 +205,7 @@ func New(ctx context.Context, o Options) (*Service, error) {
 		Readiness:      st,
 		Metrics:        s.metrics,
 		Runs:           s.Runner,
-		Approvals:      rt,
+		Approvals:      pin.Approvals{Router: rt, Keeper: s.pins},
 		Keys:           st,
 		Audit:          st,
 		KeyTTL:         o.Config.IdempotencyTTL,
@@ -222,6 +243,9 @@ func (s *Service) Reload(ctx context.Context) error {
 		return err
 	}
 	s.metrics.Reload(true)
+	if err := s.pins.PinFile(s.log.WithContext(ctx), s.holder.Current().Tools()); err != nil {
+		s.log.Warn().Err(err).Msg("pin the registry file's tool definitions")
+	}
 	s.syncMCP()
 	s.mcp.Sync(ctx, s.holder.Current().MCPServers())
 	return nil
@@ -288,6 +312,12 @@ func (s *Service) ExpireApprovals(ctx context.Context, every time.Duration) {
 			}
 		}
 	}
+}
+
+// WatchPins reads the pinned tool definitions every interval until ctx
+// ends, so that reviews opened and decided on other replicas apply here.
+func (s *Service) WatchPins(ctx context.Context, every time.Duration) {
+	s.pins.Watch(s.log.WithContext(ctx), every)
 }
 
 // dbSystem is the db.system.name of the store a URL names.

@@ -97,6 +97,7 @@ type Store interface {
 	PurgeApprovals(ctx context.Context, before time.Time, limit int) (int, error)
 	Tenancy
 	RunAdmin
+	Pins
 
 	// Ping reports whether the store is reachable.
 	Ping(ctx context.Context) error
@@ -151,4 +152,19 @@ type Tenancy interface {
 	// PurgeRates deletes the counters of windows that started before
 	// before.
 	PurgeRates(ctx context.Context, before time.Time) (int, error)
+}
+
+// Pins keeps the pinned tool definitions of MCP servers (README "Pinned
+// definitions"), shared by replicas: one pin per server and tool, updated
+// by compare-and-swap on its Version.
+type Pins interface {
+	// ListPins returns every pin, ordered by server and tool.
+	ListPins(ctx context.Context) ([]*toolrouter.Pin, error)
+	// CreatePin stores p unless a pin of its server and tool exists, and
+	// reports whether it did (then p.Version is 1).
+	CreatePin(ctx context.Context, p *toolrouter.Pin) (bool, error)
+	// UpdatePin replaces the pin of p's server and tool if its version is
+	// still p.Version (then p.Version is incremented) and reports whether
+	// it did: false when another update came first.
+	UpdatePin(ctx context.Context, p *toolrouter.Pin) (bool, error)
 }

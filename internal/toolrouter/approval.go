@@ -53,10 +53,14 @@ type Approval struct {
 	// RunID is the /runs run the call belongs to, "" for a route.
 	RunID     string     `json:"run_id,omitempty"`
 	CreatedAt time.Time  `json:"created_at"`
-	ExpiresAt time.Time  `json:"expires_at"`
+	ExpiresAt time.Time  `json:"expires_at,omitzero"` // zero for a definition review: it never expires
 	DecidedAt *time.Time `json:"decided_at"`
 	DecidedBy *string    `json:"decided_by"`
 	Reason    *string    `json:"reason"`
+	// Kind is ApprovalKindCall or ApprovalKindDefinition (a changed tool
+	// definition, README "Pinned definitions"; Definition shows it).
+	Kind       string            `json:"kind,omitempty"`
+	Definition *DefinitionChange `json:"definition,omitempty"`
 }
 
 // CanonicalArguments encodes args canonically and returns the JSON and its

@@ -111,4 +111,12 @@ type MCPServer struct {
 	// Roots are the file:// URIs offered to the server as MCP roots; the
 	// roots capability is advertised only when there are some.
 	Roots []string
+	// Unpinned follows definition changes instead of quarantining the
+	// tool (pin: false); PinNew "allow" serves tools that appear after
+	// the first discovery without review; OnChange "keep_old" serves the
+	// pinned definition while a change awaits review, or was rejected
+	// (README "Pinned definitions").
+	Unpinned bool
+	PinNew   string
+	OnChange string
 }

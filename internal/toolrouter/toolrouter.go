@@ -76,6 +76,14 @@ type Tool struct {
 	// empty and nil for registry tools.
 	Title string `json:"title,omitempty"`
 	Hints *Hints `json:"hints,omitempty"`
+	// Definition is an MCP tool's definition as its server listed it
+	// (name, description, inputSchema, outputSchema, annotations), what
+	// its pin digests (README "Pinned definitions").
+	Definition any `json:"-"`
+	// Quarantine, when set, says why the tool is quarantined: its
+	// definition changed and awaits review. Such a tool is found by name
+	// but not listed, and its calls are refused as permission.
+	Quarantine string `json:"-"`
 
 	// ValidateArgs checks decoded arguments against InputSchema; nil means
 	// anything goes. The returned error's text names the offending field.

@@ -60,20 +60,27 @@ async function guarded(f) {
 
 // --- approvals inbox
 
+// diffView shows a definition diff line by line, removed and added lines
+// marked (README "Pinned definitions").
+const diffView = (diff) => el("pre", { class: "diff" }, (diff || "").split("\n").filter((l) => l !== "").map((l) =>
+  el("span", { class: l.startsWith("+ ") ? "add" : l.startsWith("- ") ? "del" : "same" }, l + "\n")));
+
 function approvalCard(a) {
   const reason = el("input", { type: "text", class: "reason", placeholder: "reason (optional)", "aria-label": "reason", size: 30 });
+  const isDef = a.kind === "definition";
   const decide = (decision) => async (ev) => {
     ev.preventDefault();
     card.querySelectorAll("button").forEach((b) => (b.disabled = true));
     await guarded(async () => {
       const d = await api("POST", "/approvals/" + encodeURIComponent(a.approval_id), { decision, reason: reason.value });
       const r = d.result || {};
-      show("notice", `${d.approval.status} ${a.tool_name} (${a.approval_id}): ` +
-        (r.success ? "the call succeeded" : "the call failed: " + (r.error || r.status)));
+      show("notice", `${d.approval.status} ${isDef ? "the new definition of " : ""}${a.tool_name} (${a.approval_id}): ` +
+        (isDef ? (d.approval.status === "approved" ? "it is served now" : "the tool stays quarantined (or keeps its pinned definition)")
+          : r.success ? "the call succeeded" : "the call failed: " + (r.error || r.status)));
     });
     await loadApprovals();
   };
-  const card = el("article", { class: "card approval", "data-approval-id": a.approval_id, "data-status": a.status },
+  const card = isDef ? definitionCard(a) : el("article", { class: "card approval", "data-approval-id": a.approval_id, "data-status": a.status },
     el("h3", null, el("span", { class: "tool" }, a.tool_name), " ", badge(a.status)),
     fields([["client", a.client || "(open service)"], ["plan", a.plan_id], ["sequence", String(a.sequence)],
       ["run", a.run_id ? el("a", { href: "#run/" + encodeURIComponent(a.run_id) }, a.run_id) : null],
@@ -83,10 +90,23 @@ function approvalCard(a) {
     el("div", { class: "label" }, "arguments"), json(a.arguments));
   if (a.status === "pending") {
     card.append(el("div", { class: "decide" }, reason,
-      el("button", { type: "button", class: "approve", onclick: decide("approve") }, "Approve"),
-      el("button", { type: "button", class: "deny", onclick: decide("deny") }, "Deny")));
+      el("button", { type: "button", class: "approve", onclick: decide("approve") }, isDef ? "Accept new definition" : "Approve"),
+      el("button", { type: "button", class: "deny", onclick: decide("deny") }, isDef ? "Reject" : "Deny")));
   }
   return card;
+}
+
+// definitionCard shows a changed tool definition awaiting review: the
+// server and tool, both digests and the diff of the two definitions.
+function definitionCard(a) {
+  const d = a.definition || {};
+  return el("article", { class: "card approval definition", "data-approval-id": a.approval_id, "data-status": a.status, "data-kind": "definition" },
+    el("h3", null, "Definition of ", el("span", { class: "tool" }, a.tool_name), " changed ", badge(a.status)),
+    fields([["server", d.server], ["tool on the server", d.tool], ["changed", when(a.created_at)],
+      ["decided", a.decided_at ? `${when(a.decided_at)} by ${a.decided_by}${a.reason ? ": " + a.reason : ""}` : null],
+      ["pinned sha-256", d.old_sha256 ? el("code", null, d.old_sha256) : "(a new tool)"], ["new sha-256", el("code", null, d.new_sha256)],
+      ["on rejection", d.on_change === "keep_old" ? "the pinned definition stays served" : "the tool stays quarantined"]]),
+    el("div", { class: "label" }, "changes (- pinned, + new)"), diffView(d.diff));
 }
 
 // loadApprovals refreshes the list in place: cards already shown stay (a

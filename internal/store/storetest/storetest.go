@@ -66,7 +66,7 @@ func Run(t *testing.T, b Backend) {
 		{"AuditListedByTimeNotInsertion", auditListedByTimeNotInsertion},
 		{"ResultAndItsAuditRecordAreWrittenTogether", resultAndItsAuditRecordAreWrittenTogether},
 		{"TakeRateIsSharedAndBounded", takeRateIsSharedAndBounded},
-	}, runAdminTests...) {
+	}, append(runAdminTests, pinTests...)...) {
 		t.Run(tc.name, func(t *testing.T) {
 			clk := NewClock(time.Now())
 			tc.f(t, b, b.Database(t, clk.Now), clk)
