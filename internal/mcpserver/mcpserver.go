@@ -250,16 +250,21 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			name = c.Name
 		}
 		// A new session is held to the cap: the client's own, or the
-		// service's on an open service.
-		if r.Method == http.MethodPost && r.Header.Get(sessionIDHeader) == "" &&
-			(c == nil && h.sessions() >= h.d.MaxSessions || c != nil && h.openSessions(c.Name) >= h.d.MaxSessions) {
-			w.Header().Set("Retry-After", "5")
-			writeProblem(w, http.StatusServiceUnavailable, "too many MCP sessions open; retry later")
+		// service's on an open service (name "").
+		if r.Method == http.MethodPost && r.Header.Get(sessionIDHeader) == "" {
+			if !h.reserve(name, h.d.MaxSessions) {
+				w.Header().Set("Retry-After", "5")
+				writeProblem(w, http.StatusServiceUnavailable, "too many MCP sessions open; retry later")
+				return
+			}
+			defer h.owners.release(name)
+		}
+		sw, r2, handler := h.routeSession(w, r, name)
+		if handler == nil {
 			return
 		}
-		if w, r, next = h.routeSession(w, r, name); next == nil {
-			return
-		}
+		defer sw.fix() // before release: a session opened is recorded
+		w, r, next = sw, r2, handler
 	} else {
 		r = r.Clone(r.Context())
 		r.Header.Del(sessionHeader)
@@ -276,15 +281,6 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		r = r.WithContext(context.WithValue(r.Context(), prepaidKey{}, prepaid))
 	}
 	h.withClient(next).ServeHTTP(w, r)
-}
-
-// sessions counts the open sessions.
-func (h *Handler) sessions() int {
-	n := 0
-	for range h.srv.Sessions() {
-		n++
-	}
-	return n
 }
 
 // Close waits for the tools/call requests in flight, then closes every MCP

@@ -76,10 +76,12 @@ func parseSessionToken(tok, client string) (id string, ok bool) {
 }
 
 // sessionOwners maps the sessions this replica holds to the client that
-// opened each, for the per-client cap.
+// opened each, and counts the initialize requests being answered, for the
+// per-client cap.
 type sessionOwners struct {
-	mu    sync.Mutex
-	owner map[string]string // SDK session id → client name
+	mu      sync.Mutex
+	owner   map[string]string // SDK session id → client name
+	pending map[string]int    // client name → new sessions being opened
 }
 
 func (o *sessionOwners) record(id, client string) {
@@ -99,17 +101,22 @@ func (o *sessionOwners) owns(id, client string) bool {
 	return ok && owner == client
 }
 
-// openSessions counts the open sessions of a client on this replica,
-// forgetting the owners of sessions that ended (closed, or timed out).
-func (h *Handler) openSessions(client string) int {
+// reserve counts a new session of client against the cap: false when the
+// client holds max sessions, open or being opened; otherwise the caller
+// must call release once the request is answered (its session recorded).
+// Sessions that ended (closed, timed out) are forgotten first, from a list
+// of the SDK's sessions taken under the lock: the SDK holds a session
+// before its id is answered and recorded, so a session recorded meanwhile
+// is never mistaken for one that ended.
+func (h *Handler) reserve(client string, max int) bool {
+	o := &h.owners
+	o.mu.Lock()
+	defer o.mu.Unlock()
 	open := map[string]bool{}
 	for ss := range h.srv.Sessions() {
 		open[ss.ID()] = true
 	}
-	o := &h.owners
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	n := 0
+	n := o.pending[client]
 	for id, owner := range o.owner {
 		switch {
 		case !open[id]:
@@ -118,12 +125,28 @@ func (h *Handler) openSessions(client string) int {
 			n++
 		}
 	}
-	return n
+	if n >= max {
+		return false
+	}
+	if o.pending == nil {
+		o.pending = map[string]int{}
+	}
+	o.pending[client]++
+	return true
+}
+
+// release ends a reservation of client.
+func (o *sessionOwners) release(client string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.pending[client]--; o.pending[client] <= 0 {
+		delete(o.pending, client)
+	}
 }
 
 // sessionWriter replaces the SDK's session id by the session's token in
 // the Mcp-Session-Id header of a response, recording a new session's owner
-// first.
+// first (fix; ServeHTTP calls it too, for an answer never written).
 type sessionWriter struct {
 	http.ResponseWriter
 	owners *sessionOwners
@@ -176,7 +199,7 @@ func (h *Handler) hasSession(id string) bool {
 // routeSession picks the handler of a request of the session era (not
 // 2026-07-28) and prepares the request for it: see the comment above. It
 // returns nil after answering a bad token itself.
-func (h *Handler) routeSession(w http.ResponseWriter, r *http.Request, client string) (http.ResponseWriter, *http.Request, http.Handler) {
+func (h *Handler) routeSession(w http.ResponseWriter, r *http.Request, client string) (*sessionWriter, *http.Request, http.Handler) {
 	r2 := r.Clone(r.Context()) // the headers change; the body is shared
 	r2.Header.Del(sessionHeader)
 	sw := &sessionWriter{ResponseWriter: w, owners: &h.owners, client: client}
