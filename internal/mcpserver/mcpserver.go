@@ -35,8 +35,9 @@ import (
 // Keys of the _meta objects this server reads and writes.
 const (
 	// MetaPlanID in a tools/call's params._meta names the plan the call
-	// belongs to (a string of 1 to 256 characters); without it the call
-	// belongs to the plan "mcp-" + the MCP session id. Results carry it too.
+	// belongs to (a string of 1 to 256 characters, no control character);
+	// without it the call belongs to the plan "mcp-" + the MCP session id.
+	// Results carry it too.
 	MetaPlanID = "toolrouter/plan_id"
 	// MetaToolCallID is the result's stable tool_call_id.
 	MetaToolCallID = "toolrouter/tool_call_id"
@@ -53,9 +54,6 @@ const (
 	MetaApprovalID = "toolrouter/approval_id"
 	MetaStatus     = "toolrouter/status"
 )
-
-// maxPlanID is the longest plan id accepted, as for POST /route.
-const maxPlanID = 256
 
 // Router routes tool calls (implemented by router.Router).
 type Router interface {
@@ -112,8 +110,8 @@ type Deps struct {
 func DefaultPlanID(sessionID string, meta map[string]any) (string, error) {
 	if v, ok := meta[MetaPlanID]; ok {
 		s, _ := v.(string)
-		if s == "" || len(s) > maxPlanID {
-			return "", toolrouter.Invalid("_meta."+MetaPlanID, "_meta.%s must be a string of 1 to %d characters", MetaPlanID, maxPlanID)
+		if !toolrouter.ValidPlanID(s) {
+			return "", toolrouter.Invalid("_meta."+MetaPlanID, "_meta.%s must be a string of 1 to %d characters without control characters", MetaPlanID, toolrouter.MaxPlanID)
 		}
 		return s, nil
 	}
