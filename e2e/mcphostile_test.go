@@ -3,10 +3,14 @@ package e2e_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // Issue 21: /mcp under hostile clients, through the real binary.
@@ -17,6 +21,7 @@ type mcpRaw struct {
 	Status int
 	Header http.Header
 	Body   []byte
+	Events [][]byte // the data of every SSE event
 }
 
 // rpc decodes the answer as one JSON-RPC response.
@@ -58,7 +63,11 @@ func mcpSend(t *testing.T, method, url, tok, body string, header ...string) mcpR
 		req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
 	}
 	for i := 0; i+1 < len(header); i += 2 {
-		req.Header.Set(header[i], header[i+1])
+		if header[i+1] == "" {
+			req.Header.Del(header[i])
+		} else {
+			req.Header.Set(header[i], header[i+1])
+		}
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -69,16 +78,19 @@ func mcpSend(t *testing.T, method, url, tok, body string, header ...string) mcpR
 	if err != nil {
 		t.Fatal(err)
 	}
+	var events [][]byte
 	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
-		var last []byte
 		for _, line := range bytes.Split(b, []byte("\n")) {
 			if d, ok := bytes.CutPrefix(line, []byte("data: ")); ok && len(bytes.TrimSpace(d)) > 0 {
-				last = d
+				events = append(events, d)
 			}
 		}
-		b = last
+		b = nil
+		if len(events) > 0 {
+			b = events[len(events)-1]
+		}
 	}
-	return mcpRaw{resp.StatusCode, resp.Header, b}
+	return mcpRaw{resp.StatusCode, resp.Header, b, events}
 }
 
 // mcpSession opens a session of protocol version (2025-03-26 or later,
@@ -117,5 +129,109 @@ func TestMCPPlanIDControlCharacters(t *testing.T) {
 	res, code, msg := mcpPost(t, rt.URL(), tok, body).rpc(t)
 	if meta, _ := res["_meta"].(map[string]any); code != 0 || meta["toolrouter/sequence"] != float64(0) {
 		t.Errorf("a valid plan id: %v (%d %s), want sequence 0", res, code, msg)
+	}
+}
+
+// TestMCPSessionlessRequestIs400 (issue 21 finding 11): a request of the
+// session era other than initialize, sent without a session, is the
+// transport's 400, never a JSON-RPC error of code 0.
+func TestMCPSessionlessRequestIs400(t *testing.T) {
+	tools := startTools(t)
+	rt, _ := startRouter(t, exampleRegistry(t, tools.addr))
+	for _, version := range []string{"", "2025-03-26", "2025-11-25"} {
+		h := []string{}
+		if version != "" {
+			h = []string{"Mcp-Protocol-Version", version}
+		}
+		for _, body := range []string{`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`,
+			`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"test/echo","arguments":{}}}`} {
+			r := mcpPost(t, rt.URL(), "", body, h...)
+			if r.Status != http.StatusBadRequest || !strings.Contains(string(r.Body), "Mcp-Session-Id") || strings.Contains(string(r.Body), `"code":0`) {
+				t.Errorf("version %q, %s: %d %s; want 400 asking for a session", version, body, r.Status, r.Body)
+			}
+		}
+	}
+}
+
+// concurrencyTool is a tool server whose one tool counts the calls in
+// flight and keeps the highest count: each call waits (up to a deadline)
+// until `width` calls are in flight, so that a concurrency above width
+// shows at once and one of width is reached.
+type concurrencyTool struct {
+	width     int64
+	cur, peak atomic.Int64
+	calls     atomic.Int64
+}
+
+func (c *concurrencyTool) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	n := c.cur.Add(1)
+	c.calls.Add(1)
+	for p := c.peak.Load(); n > p && !c.peak.CompareAndSwap(p, n); p = c.peak.Load() {
+	}
+	for deadline := time.Now().Add(2 * time.Second); c.cur.Load() < c.width && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond) // polls the condition
+	}
+	c.cur.Add(-1)
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write([]byte(`{"ok":true}`))
+}
+
+// TestMCPBatchLimits (issue 21 finding 3): a JSON-RPC batch on /mcp is
+// refused on sessions of 2025-06-18 and later (which removed batching),
+// over TOOLROUTER's batch cap (1,024, as POST /route/batch) cleanly, and an
+// allowed one runs at most TOOLROUTER_BATCH_CONCURRENCY calls at once.
+func TestMCPBatchLimits(t *testing.T) {
+	tool := &concurrencyTool{width: 3}
+	srv := httptest.NewServer(tool)
+	t.Cleanup(srv.Close)
+	rt, _ := startRouter(t, `
+tools:
+  - name: count
+    description: Counts the calls in flight.
+    endpoint: `+srv.URL+`
+    input_schema: {type: object}
+`, "TOOLROUTER_BATCH_CONCURRENCY=3")
+	batch := func(n int) string {
+		msgs := make([]string, n)
+		for i := range msgs {
+			msgs[i] = fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"count","arguments":{}}}`, i+1)
+		}
+		return "[" + strings.Join(msgs, ",") + "]"
+	}
+	refused := func(what string, r mcpRaw) {
+		t.Helper()
+		if _, code, msg := r.rpc(t); r.Status != http.StatusBadRequest || code != -32600 {
+			t.Errorf("%s: %d, code %d %q; want 400 with an invalid-request error", what, r.Status, code, msg)
+		}
+	}
+	// 2025-11-25 negotiated, even without the MCP-Protocol-Version header.
+	modern := mcpSession(t, rt.URL(), "2025-11-25")
+	refused("a batch on 2025-11-25", mcpPost(t, rt.URL(), modern, batch(2), "Mcp-Protocol-Version", ""))
+	old := mcpSession(t, rt.URL(), "2025-03-26")
+	refused("1,025 calls", mcpPost(t, rt.URL(), old, batch(1025), "Mcp-Protocol-Version", ""))
+	if tool.calls.Load() != 0 {
+		t.Fatalf("a refused batch reached the tool %d times", tool.calls.Load())
+	}
+
+	r := mcpPost(t, rt.URL(), old, batch(24), "Mcp-Protocol-Version", "")
+	var answers []map[string]any
+	for _, ev := range r.Events {
+		var one []map[string]any
+		if json.Unmarshal(ev, &one) != nil {
+			one = []map[string]any{{}}
+			_ = json.Unmarshal(ev, &one[0])
+		}
+		answers = append(answers, one...)
+	}
+	if r.Status != http.StatusOK || len(answers) != 24 {
+		t.Fatalf("a batch of 24: %d, %d answers: %s", r.Status, len(answers), r.Events)
+	}
+	for _, a := range answers {
+		if res, _ := a["result"].(map[string]any); res == nil || res["isError"] == true {
+			t.Errorf("answer %v", a)
+		}
+	}
+	if tool.calls.Load() != 24 || tool.peak.Load() != 3 {
+		t.Errorf("the tool saw %d calls, at most %d at once; want 24, at most 3", tool.calls.Load(), tool.peak.Load())
 	}
 }

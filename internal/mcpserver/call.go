@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -29,34 +30,55 @@ func client(req mcp.Request) *access.Client {
 // a protocol error.
 func (h *Handler) intercept(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		c := client(req)
-		switch method {
-		case "tools/list":
-			h.Sync()
-			res, err := next(ctx, method, req)
-			if lr, ok := res.(*mcp.ListToolsResult); ok && c != nil {
-				// The client sees only its tools.
-				kept := lr.Tools[:0:0]
-				for _, t := range lr.Tools {
-					if name, _ := t.Meta[MetaToolName].(string); c.Allows(name) {
-						kept = append(kept, t)
-					}
-				}
-				lr.Tools = kept
-			}
-			return res, err
-		case "tools/call":
-			if r, ok := req.(*mcp.CallToolRequest); ok {
-				if err := h.takeCall(ctx, c, req); err != nil {
-					return nil, err
-				}
-				h.inflight.Add(1)
-				defer h.inflight.Add(-1)
-				return h.call(access.NewContext(ctx, c), r)
-			}
+		res, err := h.dispatch(ctx, next, method, req)
+		var coded *jsonrpc.Error
+		if err != nil && !errors.As(err, &coded) {
+			// The SDK answers an error without a JSON-RPC code with code 0.
+			err = &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: err.Error()}
 		}
-		return next(ctx, method, req)
+		return res, err
 	}
+}
+
+// dispatch is intercept's work.
+func (h *Handler) dispatch(ctx context.Context, next mcp.MethodHandler, method string, req mcp.Request) (mcp.Result, error) {
+	c := client(req)
+	switch method {
+	case "tools/list":
+		h.Sync()
+		res, err := next(ctx, method, req)
+		if lr, ok := res.(*mcp.ListToolsResult); ok && c != nil {
+			// The client sees only its tools.
+			kept := lr.Tools[:0:0]
+			for _, t := range lr.Tools {
+				if name, _ := t.Meta[MetaToolName].(string); c.Allows(name) {
+					kept = append(kept, t)
+				}
+			}
+			lr.Tools = kept
+		}
+		return res, err
+	case "tools/call":
+		if r, ok := req.(*mcp.CallToolRequest); ok {
+			if err := h.takeCall(ctx, c, req); err != nil {
+				return nil, err
+			}
+			if p := postOf(req); p != nil && p.slots != nil {
+				// A call of a JSON-RPC batch waits for one of the
+				// batch's slots (Deps.BatchConcurrency).
+				select {
+				case p.slots <- struct{}{}:
+					defer func() { <-p.slots }()
+				case <-ctx.Done():
+					return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "request cancelled"}
+				}
+			}
+			h.inflight.Add(1)
+			defer h.inflight.Add(-1)
+			return h.call(access.NewContext(ctx, c), r)
+		}
+	}
+	return next(ctx, method, req)
 }
 
 // call routes one tools/call.

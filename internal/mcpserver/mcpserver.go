@@ -92,6 +92,11 @@ type Deps struct {
 	MaxSessions int
 	// MaxBodyBytes bounds a request body (default 4 MiB).
 	MaxBodyBytes int64
+	// MaxBatch bounds the messages of a JSON-RPC batch, which only
+	// sessions of protocol 2025-03-26 may send (default
+	// toolrouter.MaxBatchCalls, as POST /route/batch); BatchConcurrency
+	// bounds its tools/call running at once (default 16).
+	MaxBatch, BatchConcurrency int
 	// Limiter, when set, enforces the clients' rate limits on tools/call:
 	// a request over the limit is answered HTTP 429 with a JSON-RPC error
 	// and no tool is called.
@@ -176,6 +181,12 @@ func New(d Deps) *Handler {
 	if d.MaxBodyBytes <= 0 {
 		d.MaxBodyBytes = 4 << 20
 	}
+	if d.MaxBatch <= 0 {
+		d.MaxBatch = toolrouter.MaxBatchCalls
+	}
+	if d.BatchConcurrency <= 0 {
+		d.BatchConcurrency = 16
+	}
 	if d.ListTTL <= 0 {
 		d.ListTTL = 5 * time.Second
 	}
@@ -186,7 +197,7 @@ func New(d Deps) *Handler {
 		c := access.FromContext(r.Context())
 		// UserID binds a session to its client in the SDK too.
 		return &auth.TokenInfo{UserID: c.LabelName(), Extra: map[string]any{
-			clientExtra: c, prepaidExtra: r.Context().Value(prepaidKey{})}}, nil
+			clientExtra: c, postExtra: r.Context().Value(postKey{})}}, nil
 	}, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})
 	h.srv = mcp.NewServer(&mcp.Implementation{Name: "toolrouterd", Version: d.Version}, &mcp.ServerOptions{
 		Logger: slogger,
@@ -230,7 +241,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	r = r.WithContext(toolrouter.WithEntryPoint(r.Context(), toolrouter.EntryMCP))
 	w = &problemWriter{ResponseWriter: w}
 	defer w.(*problemWriter).finish()
-	modern, err := h.isModern(r)
+	body, err := h.readBody(r)
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
@@ -240,16 +251,21 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, http.StatusBadRequest, "reading the request body: "+err.Error())
 		return
 	}
+	msgs, array := decodeMessages(body)
 	c := access.FromContext(r.Context())
+	p := &post{}
 	var next http.Handler = h.modern // stateless: no session to count
-	if !modern {
-		name := ""
-		if c != nil {
-			name = c.Name
-		}
-		// A new session is held to the cap: the client's own, or the
-		// service's on an open service (name "").
+	if !h.isModern(r, body) {
+		name := c.LabelName()
 		if r.Method == http.MethodPost && r.Header.Get(sessionIDHeader) == "" {
+			// Only initialize opens a session; anything else needs one
+			// (the SDK would answer a JSON-RPC error of code 0).
+			if len(msgs) > 0 && !hasInitialize(msgs) {
+				writeProblem(w, http.StatusBadRequest, "Mcp-Session-Id header required: send initialize first (or use protocol "+modernVersion+", which has no sessions)")
+				return
+			}
+			// A new session is held to the cap: the client's own, or the
+			// service's on an open service (name "").
 			if !h.reserve(name, h.d.MaxSessions) {
 				w.Header().Set("Retry-After", "5")
 				writeProblem(w, http.StatusServiceUnavailable, "too many MCP sessions open; retry later")
@@ -263,23 +279,28 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		defer sw.fix() // before release: a session opened is recorded
 		w, r, next = sw, r2, handler
+		if array && r.Method == http.MethodPost {
+			if h.checkBatch(w, r, len(msgs)) {
+				return
+			}
+			p.slots = make(chan struct{}, h.d.BatchConcurrency)
+		}
 	} else {
 		r = r.Clone(r.Context())
 		r.Header.Del(sessionHeader)
 	}
-	if c == nil { // an open service
-		next.ServeHTTP(w, r)
+	if r.Method == http.MethodPost && c != nil && h.d.Limiter != nil && !c.Rate.IsZero() && !h.admit(w, r, c, msgs, &p.prepaid) {
 		return
 	}
-	if r.Method == http.MethodPost && h.d.Limiter != nil && !c.Rate.IsZero() {
-		prepaid := new(atomic.Int64)
-		if !h.admit(w, r, c, prepaid) {
-			return
-		}
-		r = r.WithContext(context.WithValue(r.Context(), prepaidKey{}, prepaid))
-	}
-	h.withClient(next).ServeHTTP(w, r)
+	// The caller was authenticated at the edge: the SDK gets a placeholder
+	// bearer token and the client (nil on an open service) in its
+	// TokenInfo.
+	r.Header.Set("Authorization", "Bearer -")
+	h.withClient(next).ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), postKey{}, p)))
 }
+
+// postKey is the request context key of its *post.
+type postKey struct{}
 
 // Close waits for the tools/call requests in flight, then closes every MCP
 // session, ending their open GET streams, which would otherwise keep a

@@ -162,6 +162,8 @@ func New(ctx context.Context, o Options) (*Service, error) {
 		MaxBodyBytes: o.Config.MaxBodyBytes,
 		Limiter:      limiter,
 		Tracing:      tel.MCPServer(),
+		// A JSON-RPC batch is held to /route/batch's concurrency.
+		BatchConcurrency: o.Config.BatchConcurrency,
 	})
 	s.mcp.OnChange(s.MCP.Sync) // /mcp sessions hear of MCP tool changes
 	s.Handler, err = httpapi.NewServer(httpapi.Deps{

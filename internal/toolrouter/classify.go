@@ -78,6 +78,10 @@ func ToolCallID(planID string, sequence int64) (string, error) {
 	return string(id[:]), nil
 }
 
+// MaxBatchCalls is the most tool calls one batch holds: POST /route/batch
+// and a JSON-RPC batch on /mcp.
+const MaxBatchCalls = 1024
+
 // MaxPlanID is the longest plan_id, in characters.
 const MaxPlanID = 256
 
