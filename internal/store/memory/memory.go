@@ -25,7 +25,8 @@ type Store struct {
 	keys      map[string]*memKey
 	runs      map[string]*memRun
 	approvals approvals
-	audit     auditLog // audit.go
+	audit     auditLog        // audit.go
+	marks     map[string]mark // marks.go
 }
 
 type memKey struct {

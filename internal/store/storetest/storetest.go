@@ -64,6 +64,7 @@ func Run(t *testing.T, b Backend) {
 		{"AuditAppendListPurge", auditAppendListPurge},
 		{"ResultAndItsAuditRecordAreWrittenTogether", resultAndItsAuditRecordAreWrittenTogether},
 		{"TakeRateIsSharedAndBounded", takeRateIsSharedAndBounded},
+		{"MarksAreSharedAndExpire", marksAreSharedAndExpire},
 	}, runAdminTests...) {
 		t.Run(tc.name, func(t *testing.T) {
 			clk := NewClock(time.Now())
