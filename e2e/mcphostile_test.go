@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -233,5 +234,38 @@ tools:
 	}
 	if tool.calls.Load() != 24 || tool.peak.Load() != 3 {
 		t.Errorf("the tool saw %d calls, at most %d at once; want 24, at most 3", tool.calls.Load(), tool.peak.Load())
+	}
+}
+
+// TestMCPTerminatedSession (issue 21 finding 10): once DELETE answered, the
+// session's id is 404 on every replica sharing the store, whichever
+// replica the DELETE reached.
+func TestMCPTerminatedSession(t *testing.T) {
+	tools := startTools(t)
+	db := "sqlite://" + filepath.Join(t.TempDir(), "shared.db")
+	reps := startReplicas(t, 2, exampleRegistry(t, tools.addr), db)
+	a, b := reps[0].URL(), reps[1].URL()
+	list := `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`
+	gone := func(what string, r mcpRaw) {
+		t.Helper()
+		if r.Status != http.StatusNotFound {
+			t.Errorf("%s: %d %s, want 404", what, r.Status, r.Body)
+		}
+	}
+	for _, deleteAt := range []string{a, b} {
+		tok := mcpSession(t, a, "2025-11-25")
+		for _, url := range []string{a, b} {
+			if r := mcpPost(t, url, tok, list); r.Status != http.StatusOK {
+				t.Fatalf("the open session: %d %s", r.Status, r.Body)
+			}
+		}
+		if r := mcpSend(t, http.MethodDelete, deleteAt, tok, ""); r.Status/100 != 2 {
+			t.Fatalf("DELETE: %d %s", r.Status, r.Body)
+		}
+		for _, url := range []string{a, b} {
+			gone("tools/list after DELETE", mcpPost(t, url, tok, list))
+			gone("tools/call after DELETE", mcpPost(t, url, tok, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"test/echo","arguments":{}}}`))
+			gone("DELETE again", mcpSend(t, http.MethodDelete, url, tok, ""))
+		}
 	}
 }

@@ -29,6 +29,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/toolrouterd/toolrouterd/internal/access"
+	"github.com/toolrouterd/toolrouterd/internal/store/memory"
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
 
@@ -71,6 +72,12 @@ type Limiter interface {
 	Take(ctx context.Context, c *access.Client, n int) (access.Verdict, error)
 }
 
+// Marks are small facts replicas share until they expire (store.Marks).
+type Marks interface {
+	PutMark(ctx context.Context, key, value string, expires time.Time) (string, error)
+	GetMark(ctx context.Context, key string) (string, bool, error)
+}
+
 // Deps are everything the MCP server needs.
 type Deps struct {
 	Router Router
@@ -103,6 +110,12 @@ type Deps struct {
 	Limiter Limiter
 	// Tracing, when set, wraps every request received (telemetry.Telemetry.MCPServer).
 	Tracing mcp.Middleware
+	// Marks remembers the sessions terminated (DELETE) for every replica
+	// sharing it (store.Marks); nil: this replica's memory.
+	Marks Marks
+	// EndedTTL is how long a terminated session is answered 404 (default
+	// 24h); after it, its token is unknown, served like another replica's.
+	EndedTTL time.Duration
 	// ListTTL is the ttlMs hint of tools/list results under 2026-07-28
 	// (default 5s): how long a client may keep a list before asking again.
 	ListTTL time.Duration
@@ -186,6 +199,12 @@ func New(d Deps) *Handler {
 	}
 	if d.BatchConcurrency <= 0 {
 		d.BatchConcurrency = 16
+	}
+	if d.Marks == nil {
+		d.Marks = memory.New()
+	}
+	if d.EndedTTL <= 0 {
+		d.EndedTTL = 24 * time.Hour
 	}
 	if d.ListTTL <= 0 {
 		d.ListTTL = 5 * time.Second

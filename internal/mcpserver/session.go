@@ -1,10 +1,15 @@
 package mcpserver
 
 import (
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"net/http"
 	"strings"
 	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // Sessions across replicas (README, "MCP behind a load balancer").
@@ -22,8 +27,12 @@ import (
 //     session (its GET stream, notifications and log level included). A
 //     token this replica does not hold is served by a stateless handler,
 //     exactly as its own replica would answer tools/list, tools/call and
-//     ping; GET (no stream to resume here) and DELETE answer 405, as the
-//     streamable HTTP transport allows.
+//     ping; GET (no stream to resume here) answers 405, as the streamable
+//     HTTP transport allows.
+//   - DELETE terminates a session on any replica: the token is marked
+//     ended in the store (Deps.Marks, for Deps.EndedTTL), and every
+//     replica answers 404 to it from then on; the replica holding the
+//     session closes it (at once, or on its next request).
 //   - A token is accepted only from the client it names, and a session
 //     this replica holds only from the client that opened it; from any
 //     other client (or malformed) it is answered 404 "session not found",
@@ -186,19 +195,26 @@ func (s *sessionWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
 
 const sessionIDHeader = "Mcp-Session-Id"
 
-// hasSession reports whether this replica holds the SDK session id.
-func (h *Handler) hasSession(id string) bool {
+// session is the session of SDK id this replica holds, nil when none.
+func (h *Handler) session(id string) *mcp.ServerSession {
 	for ss := range h.srv.Sessions() {
 		if ss.ID() == id {
-			return true
+			return ss
 		}
 	}
-	return false
+	return nil
+}
+
+// endedKey is the store mark (Deps.Marks) of a terminated session token.
+func endedKey(tok string) string {
+	sum := sha256.Sum256([]byte(tok))
+	return "mcp-session-ended:" + hex.EncodeToString(sum[:])
 }
 
 // routeSession picks the handler of a request of the session era (not
 // 2026-07-28) and prepares the request for it: see the comment above. It
-// returns nil after answering a bad token itself.
+// returns nil after answering itself: a bad or terminated token, or a
+// DELETE of a session another replica holds.
 func (h *Handler) routeSession(w http.ResponseWriter, r *http.Request, client string) (*sessionWriter, *http.Request, http.Handler) {
 	r2 := r.Clone(r.Context()) // the headers change; the body is shared
 	r2.Header.Del(sessionHeader)
@@ -212,14 +228,37 @@ func (h *Handler) routeSession(w http.ResponseWriter, r *http.Request, client st
 		writeProblem(w, http.StatusNotFound, "session not found")
 		return nil, nil, nil
 	}
-	r2.Header.Set(sessionHeader, tok)
-	if h.hasSession(id) {
-		// The token's client part is the caller's own by now; the session
-		// must be too, or a client could re-suffix another's session id.
-		if !h.owners.owns(id, client) {
-			writeProblem(w, http.StatusNotFound, "session not found")
-			return nil, nil, nil
+	ss := h.session(id)
+	// The token's client part is the caller's own by now; a session held
+	// here must be too, or a client could re-suffix another's session id.
+	if ss != nil && !h.owners.owns(id, client) {
+		writeProblem(w, http.StatusNotFound, "session not found")
+		return nil, nil, nil
+	}
+	// A terminated session is 404 on every replica (the transport's
+	// MUST), for Deps.EndedTTL.
+	_, ended, err := h.d.Marks.GetMark(r.Context(), endedKey(tok))
+	if err == nil && r.Method == http.MethodDelete && !ended {
+		_, err = h.d.Marks.PutMark(r.Context(), endedKey(tok), "1", time.Now().Add(h.d.EndedTTL))
+	}
+	switch {
+	case err != nil:
+		h.d.Logger.Error().Err(err).Msg("MCP session terminations")
+		w.Header().Set("Retry-After", "1")
+		writeProblem(w, http.StatusServiceUnavailable, "store unavailable; retry later")
+		return nil, nil, nil
+	case ended:
+		if ss != nil {
+			_ = ss.Close() // terminated through another replica
 		}
+		writeProblem(w, http.StatusNotFound, "session terminated")
+		return nil, nil, nil
+	case r.Method == http.MethodDelete && ss == nil:
+		w.WriteHeader(http.StatusNoContent) // its replica closes it on its next request
+		return nil, nil, nil
+	}
+	r2.Header.Set(sessionHeader, tok)
+	if ss != nil {
 		r2.Header.Set(sessionIDHeader, id)
 		return sw, r2, h.http
 	}
