@@ -2,6 +2,8 @@ package e2e_test
 
 import (
 	"bytes"
+	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -12,6 +14,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // Issue 21: /mcp under hostile clients, through the real binary.
@@ -267,5 +271,88 @@ func TestMCPTerminatedSession(t *testing.T) {
 			gone("tools/call after DELETE", mcpPost(t, url, tok, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"test/echo","arguments":{}}}`))
 			gone("DELETE again", mcpSend(t, http.MethodDelete, url, tok, ""))
 		}
+	}
+}
+
+// TestMCPForgedRequestState (issue 21 finding 6): a requestState whose
+// client field another client rewrote is refused, and reaches no backend:
+// the forger's plan takes no sequence.
+func TestMCPForgedRequestState(t *testing.T) {
+	fix := startFixture(t)
+	rt, _ := startRouter(t, fmt.Sprintf("mcp_servers:\n  - name: fixture\n    url: %s/mcp\n    prefix: \"\"\n", fix.URL()),
+		"TOOLROUTER_API_KEYS=alpha-key,bob-key")
+	waitToolsAs(t, rt, "alpha-key", "test_input_required_result_multi_round")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	dial := func(key string) *mcp.ClientSession {
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, &mcp.ClientOptions{MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true}}).
+			Connect(ctx, &mcp.StreamableClientTransport{Endpoint: rt.URL() + "/mcp", HTTPClient: &http.Client{Transport: bearer{key, http.DefaultTransport}}, MaxRetries: -1}, nil)
+		if err != nil {
+			t.Fatalf("connect: %v", err)
+		}
+		t.Cleanup(func() { _ = cs.Close() })
+		return cs
+	}
+	alpha, bob := dial("alpha-key"), dial("bob-key")
+	r1, err := alpha.CallTool(ctx, &mcp.CallToolParams{Name: "test_input_required_result_multi_round", Arguments: map[string]any{}})
+	if err != nil || !r1.NeedsInput() {
+		t.Fatalf("round 1: %v %+v", err, r1)
+	}
+	// Rewrite the client field ("c") of alpha's state to bob's name.
+	prefix, rest, _ := strings.Cut(r1.RequestState, ".")
+	payload, sig, _ := strings.Cut(rest, ".")
+	raw, err := base64.RawURLEncoding.DecodeString(payload)
+	if err != nil {
+		t.Fatalf("requestState %q: %v", r1.RequestState, err)
+	}
+	var w map[string]any
+	if err := json.Unmarshal(raw, &w); err != nil || w["c"] != "key-1" {
+		t.Fatalf("requestState payload %s: want the client field c = key-1", raw)
+	}
+	w["c"] = "key-2"
+	raw, _ = json.Marshal(w)
+	forged := prefix + "." + base64.RawURLEncoding.EncodeToString(raw)
+	answers := mcp.InputResponseMap{"step1": &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "Bob"}}}
+	for _, state := range []string{forged + "." + sig, forged, "trs1." + base64.RawURLEncoding.EncodeToString(raw)} {
+		_, err := bob.CallTool(ctx, &mcp.CallToolParams{Name: "test_input_required_result_multi_round", Arguments: map[string]any{},
+			InputResponses: answers, RequestState: state})
+		if err == nil || !strings.Contains(err.Error(), "requestState") {
+			t.Errorf("forged state %q: err %v, want an invalid-params error naming requestState", state, err)
+		}
+	}
+	// Bob's plan took no sequence: nothing was routed.
+	res, err := bob.CallTool(ctx, &mcp.CallToolParams{Name: "test_simple_text", Arguments: map[string]any{}})
+	if err != nil || res.Meta["toolrouter/sequence"] != float64(0) {
+		t.Errorf("bob's first routed call: %v, _meta %v; want sequence 0", err, res.Meta)
+	}
+	// Alpha's own retry still works.
+	r2, err := alpha.CallTool(ctx, &mcp.CallToolParams{Name: "test_input_required_result_multi_round", Arguments: map[string]any{},
+		InputResponses: answers, RequestState: r1.RequestState})
+	if err != nil || !r2.NeedsInput() {
+		t.Errorf("alpha's retry: %v %+v", err, r2)
+	}
+}
+
+// waitToolsAs waits until the client of key sees every tool of want on
+// /mcp.
+func waitToolsAs(t *testing.T, rt *proc, key string, want ...string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		r := mcpPost(t, rt.URL(), "", `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`,
+			"Authorization", "Bearer "+key, "Mcp-Protocol-Version", "2026-07-28", "Mcp-Method", "tools/list")
+		missing := ""
+		for _, name := range want {
+			if !strings.Contains(string(r.Body), `"`+name+`"`) {
+				missing = name
+			}
+		}
+		if missing == "" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s not listed: %d %s", missing, r.Status, r.Body)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }

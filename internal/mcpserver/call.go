@@ -117,8 +117,8 @@ func (h *Handler) call(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Call
 		rl.ClientCapabilities = clientCapabilities(p.Meta)
 	}
 	if p.RequestState != "" {
-		if rl.RequestState, err = unwrapState(p.RequestState, p.Name, clientName); err != nil {
-			return nil, err
+		if rl.RequestState, err = h.unwrapState(ctx, p.RequestState, p.Name, clientName); err != nil {
+			return nil, h.stateError(err)
 		}
 	}
 	if p.InputResponses != nil {
@@ -139,7 +139,9 @@ func (h *Handler) call(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Call
 		if modern {
 			// Relayed as the backend sent it, with a requestState that
 			// brings the retry back to it (mrtr.go).
-			out.RequestState = wrapState(p.Name, clientName, out.RequestState)
+			if out.RequestState, err = h.wrapState(ctx, p.Name, clientName, out.RequestState); err != nil {
+				return nil, h.stateError(err)
+			}
 			return out, nil
 		}
 		// An older client cannot answer it: the call failed.
@@ -148,6 +150,18 @@ func (h *Handler) call(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Call
 		out = result(&failed)
 	}
 	return withResultType(out, modern), nil
+}
+
+// stateError is the JSON-RPC error of a requestState that could not be
+// wrapped or unwrapped: as it is when it says why, else (the state key
+// could not be read from the store) an internal error, logged.
+func (h *Handler) stateError(err error) error {
+	var coded *jsonrpc.Error
+	if errors.As(err, &coded) {
+		return err
+	}
+	h.d.Logger.Error().Err(err).Msg("MCP requestState")
+	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error: the state key is unavailable; retry later"}
 }
 
 // relay passes what a backend sends about the call on to the caller:

@@ -113,6 +113,9 @@ type Deps struct {
 	// Marks remembers the sessions terminated (DELETE) for every replica
 	// sharing it (store.Marks); nil: this replica's memory.
 	Marks Marks
+	// StateKey signs the requestStates of 2026-07-28 (TOOLROUTER_STATE_KEY;
+	// replicas must share it); empty: a key generated once into Marks.
+	StateKey string
 	// EndedTTL is how long a terminated session is answered 404 (default
 	// 24h); after it, its token is unknown, served like another replica's.
 	EndedTTL time.Duration
@@ -169,6 +172,9 @@ type Handler struct {
 	withClient func(http.Handler) http.Handler
 
 	owners sessionOwners // session.go
+
+	keyMu sync.Mutex
+	key   []byte // the state key once known (mrtr.go)
 }
 
 // clientExtra is the TokenInfo.Extra key of the request's *access.Client.

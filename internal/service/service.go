@@ -165,6 +165,7 @@ func New(ctx context.Context, o Options) (*Service, error) {
 		// A JSON-RPC batch is held to /route/batch's concurrency.
 		BatchConcurrency: o.Config.BatchConcurrency,
 		Marks:            st,
+		StateKey:         o.Config.StateKey,
 	})
 	s.mcp.OnChange(s.MCP.Sync) // /mcp sessions hear of MCP tool changes
 	s.Handler, err = httpapi.NewServer(httpapi.Deps{
