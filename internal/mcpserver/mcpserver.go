@@ -29,6 +29,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/toolrouterd/toolrouterd/internal/access"
+	"github.com/toolrouterd/toolrouterd/internal/lograte"
 	"github.com/toolrouterd/toolrouterd/internal/store/memory"
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
@@ -173,6 +174,8 @@ type Handler struct {
 
 	owners sessionOwners // session.go
 
+	lim *lograte.Limiter // rate-limits warnings (a failing rate limiter)
+
 	keyMu sync.Mutex
 	key   []byte // the state key once known (mrtr.go)
 }
@@ -217,7 +220,7 @@ func New(d Deps) *Handler {
 	}
 	d.Logger = d.Logger.With().Str("component", "mcpserver").Logger()
 	slogger := slog.New(quieter{zerolog.NewSlogHandler(d.Logger)})
-	h := &Handler{d: d}
+	h := &Handler{d: d, lim: lograte.New(nil)}
 	h.withClient = auth.RequireBearerToken(func(ctx context.Context, _ string, r *http.Request) (*auth.TokenInfo, error) {
 		c := access.FromContext(r.Context())
 		// UserID binds a session to its client in the SDK too.
@@ -314,7 +317,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		r = r.Clone(r.Context())
 		r.Header.Del(sessionHeader)
 	}
-	if r.Method == http.MethodPost && c != nil && h.d.Limiter != nil && !c.Rate.IsZero() && !h.admit(w, r, c, msgs, &p.prepaid) {
+	if r.Method == http.MethodPost && c != nil && h.d.Limiter != nil && !c.Rate.IsZero() && !h.admit(w, r, c, msgs, array, &p.prepaid) {
 		return
 	}
 	// The caller was authenticated at the edge: the SDK gets a placeholder

@@ -58,6 +58,11 @@ type AuditRecord struct {
 	ErrorCategory string    `json:"error_category"`
 	DurationMS    float64   `json:"duration_ms"`
 	Replica       string    `json:"replica"`
+	// Calls and Tools, on a rate_limited record only: one record stands
+	// for a whole refused request, the number of calls it held and their
+	// distinct tool names (at most 32).
+	Calls int       `json:"calls,omitempty"`
+	Tools ToolNames `json:"tools,omitempty"`
 }
 
 // AuditFilter selects audit records: every set field must match. Since

@@ -2,6 +2,7 @@ package memory
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
@@ -49,7 +50,7 @@ func (m *Store) ListAudit(_ context.Context, f toolrouter.AuditFilter) ([]toolro
 	for i := len(m.audit.recs) - 1; i >= 0 && (f.Limit <= 0 || len(out) < f.Limit); i-- {
 		r := m.audit.recs[i]
 		if f.Before > 0 && r.ID >= f.Before || f.Client != "" && r.Client != f.Client ||
-			f.Tool != "" && r.Tool != f.Tool && r.ToolName != f.Tool || f.Outcome != "" && r.Outcome != f.Outcome ||
+			f.Tool != "" && r.Tool != f.Tool && r.ToolName != f.Tool && !slices.Contains(r.Tools, f.Tool) || f.Outcome != "" && r.Outcome != f.Outcome ||
 			!f.Since.IsZero() && r.Time.Before(f.Since) || !f.Until.IsZero() && !r.Time.Before(f.Until) {
 			continue
 		}

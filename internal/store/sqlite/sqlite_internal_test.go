@@ -263,7 +263,9 @@ func TestUpgradeKeepsResultsAndAudit(t *testing.T) {
 		at := sqliteTimeOf(base.Add(time.Duration(i) * time.Hour))
 		exec(`INSERT INTO route_results (tool_call_id, plan_id, body, created_at) VALUES (?, 'p', ?, ?)`,
 			id, `{"tool_call_id":"`+id+`","plan_id":"p"}`, at)
-		exec(`INSERT INTO audit (`+sqlstore.AuditColumns[len("id, "):]+`) VALUES (?, 'c', 'route', 'p', ?, ?, 't', 't', '', 'success', '', 1, '')`,
+		// The columns of migration 0040's audit table.
+		exec(`INSERT INTO audit (at, client, entry_point, plan_id, sequence, tool_call_id, tool_name, tool, args_sha256, outcome, error_category, duration_ms, replica)
+			VALUES (?, 'c', 'route', 'p', ?, ?, 't', 't', '', 'success', '', 1, '')`,
 			at, i, id)
 	}
 	if err := db.Close(); err != nil {

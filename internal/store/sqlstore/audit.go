@@ -10,7 +10,7 @@ import (
 
 // AuditColumns are the audit table's columns in AuditRecord order (id
 // first), for INSERT and SELECT.
-const AuditColumns = "id, at, client, entry_point, plan_id, sequence, tool_call_id, tool_name, tool, args_sha256, outcome, error_category, duration_ms, replica"
+const AuditColumns = "id, at, client, entry_point, plan_id, sequence, tool_call_id, tool_name, tool, args_sha256, outcome, error_category, duration_ms, replica, calls, tools"
 
 // AuditSelect is the query of the records f selects, newest first: ph
 // writes the i-th placeholder (1-based), at converts a time to its column
@@ -29,8 +29,10 @@ func AuditSelect(f toolrouter.AuditFilter, ph func(int) string, at func(time.Tim
 		add("client = ?", f.Client)
 	}
 	if f.Tool != "" {
-		args = append(args, f.Tool, f.Tool)
-		where = append(where, "(tool = "+ph(len(args)-1)+" OR tool_name = "+ph(len(args))+")")
+		// A refused request's record names its tools in tools (migration
+		// 0071, toolrouter.ToolNames).
+		args = append(args, f.Tool, f.Tool, toolrouter.ToolsPattern(f.Tool))
+		where = append(where, "(tool = "+ph(len(args)-2)+" OR tool_name = "+ph(len(args)-1)+" OR tools LIKE "+ph(len(args))+` ESCAPE '\')`)
 	}
 	if f.Outcome != "" {
 		add("outcome = ?", f.Outcome)
@@ -56,13 +58,13 @@ func AuditSelect(f toolrouter.AuditFilter, ph func(int) string, at func(time.Tim
 // (scanned into at by the caller's type) and sequence.
 func AuditDest(r *toolrouter.AuditRecord, at, seq any) []any {
 	return []any{&r.ID, at, &r.Client, &r.EntryPoint, &r.PlanID, seq, &r.ToolCallID, &r.ToolName,
-		&r.Tool, &r.ArgsSHA256, &r.Outcome, &r.ErrorCategory, &r.DurationMS, &r.Replica}
+		&r.Tool, &r.ArgsSHA256, &r.Outcome, &r.ErrorCategory, &r.DurationMS, &r.Replica, &r.Calls, &r.Tools}
 }
 
 // AppendAuditValues appends to dst a record's column values but id, at
 // and sequence, in AuditColumns order after sequence.
 func AppendAuditValues(dst []any, r *toolrouter.AuditRecord) []any {
-	return append(dst, r.ToolCallID, r.ToolName, r.Tool, r.ArgsSHA256, r.Outcome, r.ErrorCategory, r.DurationMS, r.Replica)
+	return append(dst, r.ToolCallID, r.ToolName, r.Tool, r.ArgsSHA256, r.Outcome, r.ErrorCategory, r.DurationMS, r.Replica, r.Calls, r.Tools)
 }
 
 // AuditSequence is a record's sequence column value (nil: NULL), read now:

@@ -65,6 +65,7 @@ func Run(t *testing.T, b Backend) {
 		{"ResultAndItsAuditRecordAreWrittenTogether", resultAndItsAuditRecordAreWrittenTogether},
 		{"TakeRateIsSharedAndBounded", takeRateIsSharedAndBounded},
 		{"MarksAreSharedAndExpire", marksAreSharedAndExpire},
+		{"RefusedRequestRecordNamesItsTools", refusedRequestRecordNamesItsTools},
 	}, runAdminTests...) {
 		t.Run(tc.name, func(t *testing.T) {
 			clk := NewClock(time.Now())
