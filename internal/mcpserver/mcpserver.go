@@ -285,6 +285,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var next http.Handler = h.modern // stateless: no session to count
 	if !h.isModern(r, body) {
 		name := c.LabelName()
+		reserved := false
 		if r.Method == http.MethodPost && r.Header.Get(sessionIDHeader) == "" {
 			// Only initialize opens a session; anything else needs one
 			// (the SDK would answer a JSON-RPC error of code 0).
@@ -299,13 +300,17 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				writeProblem(w, http.StatusServiceUnavailable, "too many MCP sessions open; retry later")
 				return
 			}
-			defer h.owners.release(name)
+			reserved = true
 		}
 		sw, r2, handler := h.routeSession(w, r, name)
 		if handler == nil {
+			if reserved {
+				h.owners.release(name)
+			}
 			return
 		}
-		defer sw.fix() // before release: a session opened is recorded
+		sw.reserved = reserved
+		defer sw.end()
 		w, r, next = sw, r2, handler
 		if array && r.Method == http.MethodPost {
 			if h.checkBatch(w, r, len(msgs)) {

@@ -93,13 +93,18 @@ type sessionOwners struct {
 	pending map[string]int    // client name → new sessions being opened
 }
 
-func (o *sessionOwners) record(id, client string) {
+// record records the owner of a session, in place of its reservation
+// when reserved (at once: the session is never counted twice).
+func (o *sessionOwners) record(id, client string, reserved bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.owner == nil {
 		o.owner = map[string]string{}
 	}
 	o.owner[id] = client
+	if reserved {
+		o.unreserve(client)
+	}
 }
 
 // owns reports whether client opened the session id held on this replica.
@@ -111,8 +116,9 @@ func (o *sessionOwners) owns(id, client string) bool {
 }
 
 // reserve counts a new session of client against the cap: false when the
-// client holds max sessions, open or being opened; otherwise the caller
-// must call release once the request is answered (its session recorded).
+// client holds max sessions, open or being opened; otherwise the request's
+// sessionWriter holds the reservation (reserved) until it records the
+// session or ends.
 // Sessions that ended (closed, timed out) are forgotten first, from a list
 // of the SDK's sessions taken under the lock: the SDK holds a session
 // before its id is answered and recorded, so a session recorded meanwhile
@@ -144,10 +150,15 @@ func (h *Handler) reserve(client string, max int) bool {
 	return true
 }
 
-// release ends a reservation of client.
+// release ends a reservation of client that opened no session.
 func (o *sessionOwners) release(client string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	o.unreserve(client)
+}
+
+// unreserve ends a reservation of client; o.mu is held.
+func (o *sessionOwners) unreserve(client string) {
 	if o.pending[client]--; o.pending[client] <= 0 {
 		delete(o.pending, client)
 	}
@@ -158,9 +169,10 @@ func (o *sessionOwners) release(client string) {
 // first (fix; ServeHTTP calls it too, for an answer never written).
 type sessionWriter struct {
 	http.ResponseWriter
-	owners *sessionOwners
-	client string
-	done   bool
+	owners   *sessionOwners
+	client   string
+	done     bool
+	reserved bool // holds a reservation of a new session (reserve)
 }
 
 func (s *sessionWriter) fix() {
@@ -169,8 +181,19 @@ func (s *sessionWriter) fix() {
 	}
 	s.done = true
 	if id := s.Header().Get(sessionIDHeader); id != "" {
-		s.owners.record(id, s.client)
+		s.owners.record(id, s.client, s.reserved)
+		s.reserved = false
 		s.Header().Set(sessionIDHeader, sessionToken(id, s.client))
+	}
+}
+
+// end records the session of an answer never written, or releases the
+// reservation of a request that opened none.
+func (s *sessionWriter) end() {
+	s.fix()
+	if s.reserved {
+		s.owners.release(s.client)
+		s.reserved = false
 	}
 }
 
