@@ -9,6 +9,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/rs/zerolog"
 
 	"github.com/toolrouterd/toolrouterd/internal/access"
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
@@ -160,7 +161,7 @@ func (h *Handler) stateError(err error) error {
 	if errors.As(err, &coded) {
 		return err
 	}
-	h.d.Logger.Error().Err(err).Msg("MCP requestState")
+	h.lim.Event(&h.d.Logger, zerolog.ErrorLevel, "MCP requestState").Err(err).Msg("MCP requestState")
 	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error: the state key is unavailable; retry later"}
 }
 

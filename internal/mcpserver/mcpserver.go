@@ -174,7 +174,7 @@ type Handler struct {
 
 	owners sessionOwners // session.go
 
-	lim *lograte.Limiter // rate-limits warnings (a failing rate limiter)
+	lim *lograte.Limiter // rate-limits error lines (a failing rate limiter or store)
 
 	keyMu sync.Mutex
 	key   []byte // the state key once known (mrtr.go)

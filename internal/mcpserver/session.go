@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/rs/zerolog"
 )
 
 // Sessions across replicas (README, "MCP behind a load balancer").
@@ -266,7 +267,7 @@ func (h *Handler) routeSession(w http.ResponseWriter, r *http.Request, client st
 	}
 	switch {
 	case err != nil:
-		h.d.Logger.Error().Err(err).Msg("MCP session terminations")
+		h.lim.Event(&h.d.Logger, zerolog.ErrorLevel, "MCP session terminations").Err(err).Msg("MCP session terminations")
 		w.Header().Set("Retry-After", "1")
 		writeProblem(w, http.StatusServiceUnavailable, "store unavailable; retry later")
 		return nil, nil, nil
