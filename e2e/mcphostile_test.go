@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -356,3 +357,69 @@ func waitToolsAs(t *testing.T, rt *proc, key string, want ...string) {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// TestMCPSessionCapUnderConcurrentInitialize (issue 21 finding 1): 16
+// concurrent loops of initialize from one client open at most the cap of
+// 1,000 sessions, every one of which answers its owner; meanwhile another
+// client's fresh sessions all answer their first request.
+func TestMCPSessionCapUnderConcurrentInitialize(t *testing.T) {
+	tools := startTools(t)
+	rt, _ := startRouter(t, exampleRegistry(t, tools.addr), "TOOLROUTER_API_KEYS=hammer-key,other-key", "TOOLROUTER_LOG_LEVEL=warn")
+	var mu sync.Mutex
+	var toks []string
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				r := mcpPost(t, rt.URL(), "", initializeBody, "Authorization", "Bearer hammer-key")
+				if r.Status != http.StatusOK {
+					if r.Status != http.StatusServiceUnavailable {
+						t.Errorf("initialize: %d %s", r.Status, r.Body)
+					}
+					return
+				}
+				mu.Lock()
+				toks = append(toks, r.Header.Get("Mcp-Session-Id"))
+				mu.Unlock()
+			}
+		}()
+	}
+	go func() { wg.Wait(); close(done) }()
+	lost := 0
+	for i := 0; ; i++ {
+		select {
+		case <-done:
+		default:
+			if i < 150 {
+				tok := mcpSession(t, rt.URL(), "2025-11-25", "Authorization", "Bearer other-key")
+				if r := mcpPost(t, rt.URL(), tok, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`, "Authorization", "Bearer other-key"); r.Status != http.StatusOK {
+					lost++
+				}
+				continue
+			}
+			<-done
+		}
+		break
+	}
+	if lost > 0 {
+		t.Errorf("%d of the other client's fresh sessions answered their first request with an error", lost)
+	}
+	if len(toks) > 1000 {
+		t.Errorf("%d sessions opened past the cap of 1,000", len(toks))
+	}
+	unusable := 0
+	for _, tok := range toks {
+		if r := mcpPost(t, rt.URL(), tok, `{"jsonrpc":"2.0","id":3,"method":"ping"}`, "Authorization", "Bearer hammer-key"); r.Status != http.StatusOK {
+			unusable++
+		}
+	}
+	t.Logf("%d sessions opened (cap 1,000), %d unusable; the other client lost %d", len(toks), unusable, lost)
+	if unusable > 0 {
+		t.Errorf("%d open sessions answer their owner with an error", unusable)
+	}
+}
+
+const initializeBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"e2e","version":"1"}}}`
