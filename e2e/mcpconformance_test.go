@@ -29,7 +29,9 @@ import (
 var conformanceScenarios = map[string][]string{
 	"2025-11-25": {"tools-list", "tools-call-simple-text", "tools-call-image", "tools-call-audio",
 		"tools-call-embedded-resource", "tools-call-mixed-content", "tools-call-with-logging",
-		"tools-call-error", "tools-call-with-progress", "json-schema-2020-12", "dns-rebinding-protection"},
+		"tools-call-error", "tools-call-with-progress", "json-schema-2020-12", "dns-rebinding-protection",
+		// Removed in 2026-07-28 with sessions: a terminated session is 404.
+		"server-session-lifecycle"},
 	"2026-07-28": {"tools-list", "tools-call-simple-text", "tools-call-image", "tools-call-audio",
 		"tools-call-embedded-resource", "tools-call-mixed-content", "tools-call-error",
 		"tools-call-with-progress", "json-schema-2020-12", "caching", "http-header-validation", "dns-rebinding-protection",

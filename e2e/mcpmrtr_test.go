@@ -27,8 +27,11 @@ mcp_servers:
     url: %s/mcp
     prefix: ""
 `, fix.URL())
-	a, _ := startRouter(t, registry)
-	b, _ := startRouter(t, registry)
+	// Two replicas, each on its own memory store: they share the key
+	// signing requestStates through the setting.
+	key := "TOOLROUTER_STATE_KEY=an e2e state key of 32 characters or more"
+	a, _ := startRouter(t, registry, key)
+	b, _ := startRouter(t, registry, key)
 	for _, r := range []*proc{a, b} {
 		waitTools(t, r, "test_input_required_result_multi_round")
 	}
@@ -88,7 +91,7 @@ mcp_servers:
 		return &mcp.ElicitResult{Action: "accept", Content: content}
 	}
 	r1, err := call(a, "test_input_required_result_multi_round", nil, "")
-	if err != nil || !r1.NeedsInput() || !strings.HasPrefix(r1.RequestState, "trs1.") || r1.InputRequests["step1"] == nil || len(r1.Content) != 0 {
+	if err != nil || !r1.NeedsInput() || !strings.HasPrefix(r1.RequestState, "trs2.") || r1.InputRequests["step1"] == nil || len(r1.Content) != 0 {
 		t.Fatalf("round 1: err %v, result %+v", err, r1)
 	}
 	if e, ok := r1.InputRequests["step1"].(*mcp.ElicitParams); !ok || e.Message != "Step 1: What is your name?" {

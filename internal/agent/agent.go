@@ -357,14 +357,15 @@ func (r *Runner) canonical(ctx context.Context, name string) string {
 	return name
 }
 
-// overLimit counts one tool call of the run's client; over its rate limit
-// it returns the message the call's record gets instead of a result.
-func (r *Runner) overLimit(ctx context.Context) (string, bool) {
-	if r.Limiter == nil {
+// overLimit counts the tool calls of a turn (their tools' names) of the
+// run's client; over its rate limit it returns the message their records
+// get instead of results.
+func (r *Runner) overLimit(ctx context.Context, names []string) (string, bool) {
+	if r.Limiter == nil || len(names) == 0 {
 		return "", false
 	}
 	c := access.FromContext(ctx)
-	v, err := r.Limiter.Take(ctx, c, 1)
+	v, err := r.Limiter.Take(toolrouter.WithCalledTools(ctx, func() []string { return names }), c, len(names))
 	if err != nil {
 		zerolog.Ctx(ctx).Error().Err(err).Msg("rate limiter")
 		return "rate limiter unavailable; the tool was not called", true

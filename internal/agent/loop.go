@@ -313,8 +313,17 @@ func (x *execution) emit(t EventType, data any) {
 }
 
 // callTools executes one turn's tool calls concurrently (bounded by
-// ToolConcurrency) and returns their records in call order.
+// ToolConcurrency) and returns their records in call order. The calls
+// that may run are counted against the client's rate limit together, as
+// a batch: over it, none runs, and the refusal is one audit record.
 func (x *execution) callTools(ctx context.Context, iter int, calls []llm.ToolCall) []toolrouter.ToolCallRecord {
+	var names []string
+	for _, tc := range calls {
+		if name := x.r.canonical(ctx, tc.Name); x.p.allowed == nil || x.p.allowed[name] {
+			names = append(names, name)
+		}
+	}
+	refused, _ := x.r.overLimit(ctx, names)
 	records := make([]toolrouter.ToolCallRecord, len(calls))
 	limit := x.r.ToolConcurrency
 	if limit <= 0 {
@@ -325,7 +334,7 @@ func (x *execution) callTools(ctx context.Context, iter int, calls []llm.ToolCal
 	g.SetLimit(limit)
 	for i, tc := range calls {
 		g.Go(func() error {
-			records[i] = x.callTool(ctx, iter, tc, meta)
+			records[i] = x.callTool(ctx, iter, tc, meta, refused)
 			return nil
 		})
 	}
@@ -333,8 +342,9 @@ func (x *execution) callTools(ctx context.Context, iter int, calls []llm.ToolCal
 	return records
 }
 
-// callTool executes one tool call through the router and records it.
-func (x *execution) callTool(ctx context.Context, iter int, tc llm.ToolCall, meta map[string]any) toolrouter.ToolCallRecord {
+// callTool executes one tool call through the router and records it;
+// refused, when not "", is why the rate limit refused its turn.
+func (x *execution) callTool(ctx context.Context, iter int, tc llm.ToolCall, meta map[string]any, refused string) toolrouter.ToolCallRecord {
 	args := withActor(tc.Arguments, x.run.Context)
 	name := x.r.canonical(ctx, tc.Name)
 	x.emit(EventToolCallStarted, ToolCallStarted{Iteration: iter, ProviderCallID: tc.ID, ToolName: name, Arguments: args})
@@ -348,8 +358,8 @@ func (x *execution) callTool(ctx context.Context, iter int, tc llm.ToolCall, met
 		// Only the tools offered to this run may run, whatever the model
 		// (or a prompt injection) asks for.
 		failed(fmt.Sprintf("Tool '%s' not found among the tools of this run", tc.Name), toolrouter.CategoryNotFound)
-	} else if msg, limited := x.r.overLimit(ctx); limited {
-		failed(msg, toolrouter.CategoryResource)
+	} else if refused != "" {
+		failed(refused, toolrouter.CategoryResource)
 	} else if res, err := x.r.Router.RouteWith(router.WithRunID(ctx, x.run.RunID), x.run.Context.PlanID, map[string]any{"id": tc.ID, "name": tc.Name, "arguments": tc.Arguments}, meta, actorArgs(x.run.Context)); err != nil {
 		failed("route failed: "+toolrouter.ErrorMessage(err), toolrouter.CategoryExecution)
 		x.log.Error().Err(err).Str("tool", tc.Name).Msg("route tool call")

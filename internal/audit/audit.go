@@ -70,7 +70,14 @@ func (t *Trail) RecordWith(ctx context.Context, save toolrouter.AuditSaver, recs
 	}
 	for i := range recs {
 		r := &recs[i]
-		e := t.Log.Info().Str("component", "audit").Time("at", r.Time).Str("client", r.Client).
+		e := t.Log.Info()
+		if r.Outcome == toolrouter.AuditRateLimited {
+			// A client hammering past its limit must not flood the log
+			// (its records all stay in the store).
+			e = t.Limit.Event(&t.Log, zerolog.InfoLevel, "audit rate_limited "+r.Client)
+			e = e.Int("calls", r.Calls).Strs("tools", r.Tools)
+		}
+		e = e.Str("component", "audit").Time("at", r.Time).Str("client", r.Client).
 			Str("entry_point", r.EntryPoint).Str("plan_id", r.PlanID)
 		if r.Sequence != nil {
 			e = e.Int64("sequence", *r.Sequence)
@@ -86,9 +93,10 @@ type Taker interface {
 	Take(ctx context.Context, c *access.Client, n int) (access.Verdict, error)
 }
 
-// Limiter is a rate limiter whose refusals are audited: n refused calls
-// are n rate_limited records of the entry point ctx names (the calls were
-// not read further, so they name no tool).
+// Limiter is a rate limiter whose refusals are audited: a refused request
+// is one rate_limited record of the entry point ctx names, with the
+// number of calls it held and their distinct tool names
+// (toolrouter.CalledTools, read only then), however many calls it held.
 type Limiter struct {
 	Taker
 	Trail *Trail
@@ -98,12 +106,9 @@ type Limiter struct {
 func (l Limiter) Take(ctx context.Context, c *access.Client, n int) (access.Verdict, error) {
 	v, err := l.Taker.Take(ctx, c, n)
 	if err == nil && !v.Allowed {
-		recs := make([]toolrouter.AuditRecord, max(n, 1))
-		for i := range recs {
-			recs[i] = toolrouter.AuditRecord{Client: c.LabelName(), EntryPoint: toolrouter.EntryPoint(ctx),
-				Outcome: toolrouter.AuditRateLimited, ErrorCategory: "rate_limited"}
-		}
-		l.Trail.Record(ctx, recs...)
+		l.Trail.Record(ctx, toolrouter.AuditRecord{Client: c.LabelName(), EntryPoint: toolrouter.EntryPoint(ctx),
+			Outcome: toolrouter.AuditRateLimited, ErrorCategory: "rate_limited", Calls: max(n, 1),
+			Tools: toolrouter.RefusedTools(toolrouter.CalledTools(ctx))})
 	}
 	return v, err
 }

@@ -75,6 +75,10 @@ type Config struct {
 	// "Security"): on a loopback bind only loopback origins and Hosts are
 	// accepted, elsewhere only same-origin requests.
 	AllowedOrigins []string `split_words:"true"`
+	// StateKey signs the requestStates /mcp relays (README "MCP"): at
+	// least 32 characters, the same on every replica; unset, a key is
+	// generated once into the store.
+	StateKey string `split_words:"true"`
 	// DebugAddr, when set, serves Go's profiler (net/http/pprof) on its
 	// own listener, never on TOOLROUTER_ADDR (README "Profiling").
 	DebugAddr string `split_words:"true"`
@@ -216,6 +220,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("TOOLROUTER_RESULT_RETENTION: %s is below the minimum of 1m", c.ResultRetention)
 	case c.RunRetention < time.Minute:
 		return fmt.Errorf("TOOLROUTER_RUN_RETENTION: %s is below the minimum of 1m", c.RunRetention)
+	case c.StateKey != "" && len(c.StateKey) < 32:
+		return fmt.Errorf("TOOLROUTER_STATE_KEY: %d characters; want at least 32 (or unset: a key generated into the store)", len(c.StateKey))
 	case c.LogFormat != "json" && c.LogFormat != "console":
 		return fmt.Errorf("TOOLROUTER_LOG_FORMAT: %q is not json or console", c.LogFormat)
 	}

@@ -120,6 +120,7 @@ func TestBadValuesNameTheVariable(t *testing.T) {
 		{"TOOLROUTER_ALLOWED_ORIGINS", "evil.example", "is not an origin"},
 		{"TOOLROUTER_ALLOWED_ORIGINS", "https://app.example/path", "is not an origin"},
 		{"TOOLROUTER_ALLOWED_ORIGINS", "ftp://app.example", "is not an origin"},
+		{"TOOLROUTER_STATE_KEY", "short", "want at least 32"},
 		// Whitespace.
 		{"TOOLROUTER_ADDR", " :8080", "whitespace"},
 		{"TOOLROUTER_ADDR", ":8080\n", "whitespace"},

@@ -14,7 +14,7 @@ import (
 
 // maxBatchCalls is the most tool calls one batch routes (api/openapi.yaml,
 // BatchRequest: tool_calls maxItems, and the calls of a message).
-const maxBatchCalls = 1024
+const maxBatchCalls = toolrouter.MaxBatchCalls
 
 // invalid is the 400 of the problems a request body's Valid found (each
 // problem's text names its own field), nil when there are none.

@@ -8,18 +8,21 @@ import (
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
 
-// rateLimit counts the tool calls of a request (calls reads how many)
+// rateLimit counts the tool calls of a request (calls reads them)
 // against the rate limit of its client; over it the answer is 429 with
 // Retry-After and the RateLimit-Policy / RateLimit fields, and no tool is
-// called (api/openapi.yaml, response TooManyRequests).
-func rateLimit(l Limiter, calls func(*http.Request) int) func(http.Handler) http.Handler {
+// called (api/openapi.yaml, response TooManyRequests). The calls' tool
+// names are read for the refusal's audit record only.
+func rateLimit(l Limiter, calls func(*http.Request) []any) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		if l == nil {
 			return next
 		}
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			c := access.FromContext(r.Context())
-			v, err := l.Take(r.Context(), c, calls(r))
+			payloads := calls(r)
+			ctx := toolrouter.WithCalledTools(r.Context(), func() []string { return toolNames(payloads) })
+			v, err := l.Take(ctx, c, len(payloads))
 			if err != nil {
 				writeError(w, r, toolrouter.Unavailable("rate limiter", err))
 				return
@@ -34,19 +37,31 @@ func rateLimit(l Limiter, calls func(*http.Request) int) func(http.Handler) http
 	}
 }
 
-// batchCalls is the number of tool calls of a POST /route/batch body: its
+// batchCalls is the tool calls of a POST /route/batch body: its
 // tool_calls, or the calls of its message (a turn that does not split is
 // refused by the handler, so it counts none).
-func batchCalls(r *http.Request) int {
+func batchCalls(r *http.Request) []any {
 	b := body(r)
 	if msg, ok := b["message"]; ok {
 		if turn, err := format.SplitTurn(msg); err == nil {
-			return len(turn.Calls)
+			return turn.Calls
 		}
-		return 0
+		return nil
 	}
 	calls, _ := b["tool_calls"].([]any)
-	return len(calls)
+	return calls
 }
 
-func oneCall(*http.Request) int { return 1 }
+// oneCall is the tool call of a POST /route body.
+func oneCall(r *http.Request) []any { return []any{body(r)["tool_call"]} }
+
+// toolNames is the tool names of payloads (those that name one).
+func toolNames(payloads []any) []string {
+	var names []string
+	for _, p := range payloads {
+		if call, err := format.Normalize(p); err == nil {
+			names = append(names, call.ToolName)
+		}
+	}
+	return names
+}

@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/rs/zerolog"
 
 	"github.com/toolrouterd/toolrouterd/internal/access"
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
@@ -29,34 +31,55 @@ func client(req mcp.Request) *access.Client {
 // a protocol error.
 func (h *Handler) intercept(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		c := client(req)
-		switch method {
-		case "tools/list":
-			h.Sync()
-			res, err := next(ctx, method, req)
-			if lr, ok := res.(*mcp.ListToolsResult); ok && c != nil {
-				// The client sees only its tools.
-				kept := lr.Tools[:0:0]
-				for _, t := range lr.Tools {
-					if name, _ := t.Meta[MetaToolName].(string); h.visible(c, name) {
-						kept = append(kept, t)
-					}
-				}
-				lr.Tools = kept
-			}
-			return res, err
-		case "tools/call":
-			if r, ok := req.(*mcp.CallToolRequest); ok {
-				if err := h.takeCall(ctx, c, req); err != nil {
-					return nil, err
-				}
-				h.inflight.Add(1)
-				defer h.inflight.Add(-1)
-				return h.call(access.NewContext(ctx, c), r)
-			}
+		res, err := h.dispatch(ctx, next, method, req)
+		var coded *jsonrpc.Error
+		if err != nil && !errors.As(err, &coded) {
+			// The SDK answers an error without a JSON-RPC code with code 0.
+			err = &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: err.Error()}
 		}
-		return next(ctx, method, req)
+		return res, err
 	}
+}
+
+// dispatch is intercept's work.
+func (h *Handler) dispatch(ctx context.Context, next mcp.MethodHandler, method string, req mcp.Request) (mcp.Result, error) {
+	c := client(req)
+	switch method {
+	case "tools/list":
+		h.Sync()
+		res, err := next(ctx, method, req)
+		if lr, ok := res.(*mcp.ListToolsResult); ok && c != nil {
+			// The client sees only its tools.
+			kept := lr.Tools[:0:0]
+			for _, t := range lr.Tools {
+				if name, _ := t.Meta[MetaToolName].(string); h.visible(c, name) {
+					kept = append(kept, t)
+				}
+			}
+			lr.Tools = kept
+		}
+		return res, err
+	case "tools/call":
+		if r, ok := req.(*mcp.CallToolRequest); ok {
+			if err := h.takeCall(ctx, c, req); err != nil {
+				return nil, err
+			}
+			if p := postOf(req); p != nil && p.slots != nil {
+				// A call of a JSON-RPC batch waits for one of the
+				// batch's slots (Deps.BatchConcurrency).
+				select {
+				case p.slots <- struct{}{}:
+					defer func() { <-p.slots }()
+				case <-ctx.Done():
+					return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "request cancelled"}
+				}
+			}
+			h.inflight.Add(1)
+			defer h.inflight.Add(-1)
+			return h.call(access.NewContext(ctx, c), r)
+		}
+	}
+	return next(ctx, method, req)
 }
 
 // call routes one tools/call.
@@ -95,8 +118,8 @@ func (h *Handler) call(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Call
 		rl.ClientCapabilities = clientCapabilities(p.Meta)
 	}
 	if p.RequestState != "" {
-		if rl.RequestState, err = unwrapState(p.RequestState, p.Name, clientName); err != nil {
-			return nil, err
+		if rl.RequestState, err = h.unwrapState(ctx, p.RequestState, p.Name, clientName); err != nil {
+			return nil, h.stateError(err)
 		}
 	}
 	if p.InputResponses != nil {
@@ -117,7 +140,9 @@ func (h *Handler) call(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Call
 		if modern {
 			// Relayed as the backend sent it, with a requestState that
 			// brings the retry back to it (mrtr.go).
-			out.RequestState = wrapState(p.Name, clientName, out.RequestState)
+			if out.RequestState, err = h.wrapState(ctx, p.Name, clientName, out.RequestState); err != nil {
+				return nil, h.stateError(err)
+			}
 			return out, nil
 		}
 		// An older client cannot answer it: the call failed.
@@ -126,6 +151,18 @@ func (h *Handler) call(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Call
 		out = result(&failed)
 	}
 	return withResultType(out, modern), nil
+}
+
+// stateError is the JSON-RPC error of a requestState that could not be
+// wrapped or unwrapped: as it is when it says why, else (the state key
+// could not be read from the store) an internal error, logged.
+func (h *Handler) stateError(err error) error {
+	var coded *jsonrpc.Error
+	if errors.As(err, &coded) {
+		return err
+	}
+	h.lim.Event(&h.d.Logger, zerolog.ErrorLevel, "MCP requestState").Err(err).Msg("MCP requestState")
+	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error: the state key is unavailable; retry later"}
 }
 
 // relay passes what a backend sends about the call on to the caller:

@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -57,5 +58,27 @@ func TestInterceptCountsCallsAdmitMissed(t *testing.T) {
 	var je *jsonrpc.Error
 	if !errors.As(err, &je) || je.Code != codeRateLimited || routed != 1 {
 		t.Errorf("second call over 1/h: %v, routed %d", err, routed)
+	}
+}
+
+// TestInterceptGivesEveryErrorACode (issue 21 finding 11): an error a
+// method handler returns without a JSON-RPC code (which the SDK would
+// answer with code 0) leaves as -32600; coded errors keep their code.
+func TestInterceptGivesEveryErrorACode(t *testing.T) {
+	h := New(Deps{Tools: func() Tools { return noTools{} }})
+	for _, c := range []struct {
+		err  error
+		code int64
+	}{
+		{errors.New("reading resource x: read handler returned nil information"), jsonrpc.CodeInvalidRequest},
+		{&jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "bad"}, jsonrpc.CodeInvalidParams},
+		{fmt.Errorf("wrapped: %w", &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "nope"}), jsonrpc.CodeMethodNotFound},
+	} {
+		mh := h.intercept(func(context.Context, string, mcp.Request) (mcp.Result, error) { return nil, c.err })
+		_, err := mh(context.Background(), "resources/read", &mcp.ReadResourceRequest{})
+		var coded *jsonrpc.Error
+		if !errors.As(err, &coded) || coded.Code != c.code {
+			t.Errorf("%v: answered %v, want code %d", c.err, err, c.code)
+		}
 	}
 }

@@ -29,14 +29,17 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/toolrouterd/toolrouterd/internal/access"
+	"github.com/toolrouterd/toolrouterd/internal/lograte"
+	"github.com/toolrouterd/toolrouterd/internal/store/memory"
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
 
 // Keys of the _meta objects this server reads and writes.
 const (
 	// MetaPlanID in a tools/call's params._meta names the plan the call
-	// belongs to (a string of 1 to 256 characters); without it the call
-	// belongs to the plan "mcp-" + the MCP session id. Results carry it too.
+	// belongs to (a string of 1 to 256 characters, no control character);
+	// without it the call belongs to the plan "mcp-" + the MCP session id.
+	// Results carry it too.
 	MetaPlanID = "toolrouter/plan_id"
 	// MetaToolCallID is the result's stable tool_call_id.
 	MetaToolCallID = "toolrouter/tool_call_id"
@@ -54,9 +57,6 @@ const (
 	MetaStatus     = "toolrouter/status"
 )
 
-// maxPlanID is the longest plan id accepted, as for POST /route.
-const maxPlanID = 256
-
 // Router routes tool calls (implemented by router.Router).
 type Router interface {
 	Route(ctx context.Context, planID string, payload any, meta map[string]any) (*toolrouter.Result, error)
@@ -71,6 +71,12 @@ type Tools interface {
 // (access.Window).
 type Limiter interface {
 	Take(ctx context.Context, c *access.Client, n int) (access.Verdict, error)
+}
+
+// Marks are small facts replicas share until they expire (store.Marks).
+type Marks interface {
+	PutMark(ctx context.Context, key, value string, expires time.Time) (string, error)
+	GetMark(ctx context.Context, key string) (string, bool, error)
 }
 
 // Deps are everything the MCP server needs.
@@ -94,6 +100,11 @@ type Deps struct {
 	MaxSessions int
 	// MaxBodyBytes bounds a request body (default 4 MiB).
 	MaxBodyBytes int64
+	// MaxBatch bounds the messages of a JSON-RPC batch, which only
+	// sessions of protocol 2025-03-26 may send (default
+	// toolrouter.MaxBatchCalls, as POST /route/batch); BatchConcurrency
+	// bounds its tools/call running at once (default 16).
+	MaxBatch, BatchConcurrency int
 	// Limiter, when set, enforces the clients' rate limits on tools/call:
 	// a request over the limit is answered HTTP 429 with a JSON-RPC error
 	// and no tool is called.
@@ -104,6 +115,15 @@ type Deps struct {
 	// _meta["toolrouter/tool_name"]) a client sees, in place of its scope:
 	// a virtual server's view (README "Virtual servers and tool search").
 	Visible func(c *access.Client, name string) bool
+	// Marks remembers the sessions terminated (DELETE) for every replica
+	// sharing it (store.Marks); nil: this replica's memory.
+	Marks Marks
+	// StateKey signs the requestStates of 2026-07-28 (TOOLROUTER_STATE_KEY;
+	// replicas must share it); empty: a key generated once into Marks.
+	StateKey string
+	// EndedTTL is how long a terminated session is answered 404 (default
+	// 24h); after it, its token is unknown, served like another replica's.
+	EndedTTL time.Duration
 	// ListTTL is the ttlMs hint of tools/list results under 2026-07-28
 	// (default 5s): how long a client may keep a list before asking again.
 	ListTTL time.Duration
@@ -116,8 +136,8 @@ type Deps struct {
 func DefaultPlanID(sessionID string, meta map[string]any) (string, error) {
 	if v, ok := meta[MetaPlanID]; ok {
 		s, _ := v.(string)
-		if s == "" || len(s) > maxPlanID {
-			return "", toolrouter.Invalid("_meta."+MetaPlanID, "_meta.%s must be a string of 1 to %d characters", MetaPlanID, maxPlanID)
+		if !toolrouter.ValidPlanID(s) {
+			return "", toolrouter.Invalid("_meta."+MetaPlanID, "_meta.%s must be a string of 1 to %d characters without control characters", MetaPlanID, toolrouter.MaxPlanID)
 		}
 		return s, nil
 	}
@@ -157,6 +177,11 @@ type Handler struct {
 	withClient func(http.Handler) http.Handler
 
 	owners sessionOwners // session.go
+
+	lim *lograte.Limiter // rate-limits error lines (a failing rate limiter or store)
+
+	keyMu sync.Mutex
+	key   []byte // the state key once known (mrtr.go)
 }
 
 // clientExtra is the TokenInfo.Extra key of the request's *access.Client.
@@ -182,17 +207,29 @@ func New(d Deps) *Handler {
 	if d.MaxBodyBytes <= 0 {
 		d.MaxBodyBytes = 4 << 20
 	}
+	if d.MaxBatch <= 0 {
+		d.MaxBatch = toolrouter.MaxBatchCalls
+	}
+	if d.BatchConcurrency <= 0 {
+		d.BatchConcurrency = 16
+	}
+	if d.Marks == nil {
+		d.Marks = memory.New()
+	}
+	if d.EndedTTL <= 0 {
+		d.EndedTTL = 24 * time.Hour
+	}
 	if d.ListTTL <= 0 {
 		d.ListTTL = 5 * time.Second
 	}
 	d.Logger = d.Logger.With().Str("component", "mcpserver").Logger()
 	slogger := slog.New(quieter{zerolog.NewSlogHandler(d.Logger)})
-	h := &Handler{d: d}
+	h := &Handler{d: d, lim: lograte.New(nil)}
 	h.withClient = auth.RequireBearerToken(func(ctx context.Context, _ string, r *http.Request) (*auth.TokenInfo, error) {
 		c := access.FromContext(r.Context())
 		// UserID binds a session to its client in the SDK too.
 		return &auth.TokenInfo{UserID: c.LabelName(), Extra: map[string]any{
-			clientExtra: c, prepaidExtra: r.Context().Value(prepaidKey{})}}, nil
+			clientExtra: c, postExtra: r.Context().Value(postKey{})}}, nil
 	}, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})
 	h.srv = mcp.NewServer(&mcp.Implementation{Name: "toolrouterd", Version: d.Version}, &mcp.ServerOptions{
 		Logger: slogger,
@@ -237,7 +274,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	r = r.WithContext(toolrouter.WithEntryPoint(r.Context(), toolrouter.EntryMCP))
 	w = &problemWriter{ResponseWriter: w}
 	defer w.(*problemWriter).finish()
-	modern, err := h.isModern(r)
+	body, err := h.readBody(r)
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
@@ -247,40 +284,57 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, http.StatusBadRequest, "reading the request body: "+err.Error())
 		return
 	}
+	msgs, array := decodeMessages(body)
 	c := access.FromContext(r.Context())
+	p := &post{}
 	var next http.Handler = h.modern // stateless: no session to count
-	if !modern {
-		name := ""
-		if c != nil {
-			name = c.Name
+	if !h.isModern(r, body) {
+		name := c.LabelName()
+		reserved := false
+		if r.Method == http.MethodPost && r.Header.Get(sessionIDHeader) == "" {
+			// Only initialize opens a session; anything else needs one
+			// (the SDK would answer a JSON-RPC error of code 0).
+			if len(msgs) > 0 && !hasInitialize(msgs) {
+				writeProblem(w, http.StatusBadRequest, "Mcp-Session-Id header required: send initialize first (or use protocol "+modernVersion+", which has no sessions)")
+				return
+			}
+			// A new session is held to the cap: the client's own, or the
+			// service's on an open service (name "").
+			if !h.reserve(name, h.d.MaxSessions) {
+				w.Header().Set("Retry-After", "5")
+				writeProblem(w, http.StatusServiceUnavailable, "too many MCP sessions open; retry later")
+				return
+			}
+			reserved = true
 		}
-		// A new session is held to the cap: the client's own, or the
-		// service's on an open service.
-		if r.Method == http.MethodPost && r.Header.Get(sessionIDHeader) == "" &&
-			(c == nil && h.sessions() >= h.d.MaxSessions || c != nil && h.openSessions(c.Name) >= h.d.MaxSessions) {
-			w.Header().Set("Retry-After", "5")
-			writeProblem(w, http.StatusServiceUnavailable, "too many MCP sessions open; retry later")
+		sw, r2, handler := h.routeSession(w, r, name)
+		if handler == nil {
+			if reserved {
+				h.owners.release(name)
+			}
 			return
 		}
-		if w, r, next = h.routeSession(w, r, name); next == nil {
-			return
+		sw.reserved = reserved
+		defer sw.end()
+		w, r, next = sw, r2, handler
+		if array && r.Method == http.MethodPost {
+			if h.checkBatch(w, r, len(msgs)) {
+				return
+			}
+			p.slots = make(chan struct{}, h.d.BatchConcurrency)
 		}
 	} else {
 		r = r.Clone(r.Context())
 		r.Header.Del(sessionHeader)
 	}
-	if c == nil { // an open service
-		next.ServeHTTP(w, r)
+	if r.Method == http.MethodPost && c != nil && h.d.Limiter != nil && !c.Rate.IsZero() && !h.admit(w, r, c, msgs, array, &p.prepaid) {
 		return
 	}
-	if r.Method == http.MethodPost && h.d.Limiter != nil && !c.Rate.IsZero() {
-		prepaid := new(atomic.Int64)
-		if !h.admit(w, r, c, prepaid) {
-			return
-		}
-		r = r.WithContext(context.WithValue(r.Context(), prepaidKey{}, prepaid))
-	}
-	h.withClient(next).ServeHTTP(w, r)
+	// The caller was authenticated at the edge: the SDK gets a placeholder
+	// bearer token and the client (nil on an open service) in its
+	// TokenInfo.
+	r.Header.Set("Authorization", "Bearer -")
+	h.withClient(next).ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), postKey{}, p)))
 }
 
 // visible reports whether client c sees the listed tool name.
@@ -299,6 +353,9 @@ func (h *Handler) sessions() int {
 	}
 	return n
 }
+
+// postKey is the request context key of its *post.
+type postKey struct{}
 
 // Close waits for the tools/call requests in flight, then closes every MCP
 // session, ending their open GET streams, which would otherwise keep a

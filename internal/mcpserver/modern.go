@@ -1,9 +1,7 @@
 package mcpserver
 
 import (
-	"bytes"
 	"encoding/json"
-	"io"
 	"net/http"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -15,33 +13,26 @@ const modernVersion = "2026-07-28"
 // isModern reports whether r is a request of protocol 2026-07-28 or later,
 // served statelessly: its MCP-Protocol-Version header says so, or (a
 // request without the header, and without a session) the protocol version
-// in its params._meta does; the stateless handler then checks the header
-// against the body. Everything else (initialize, a session's requests,
-// GET and DELETE of a session) is a session's. The body is read (bounded)
-// and put back only when the header is absent.
-func (h *Handler) isModern(r *http.Request) (bool, error) {
+// in the params._meta of its body does; the stateless handler then checks
+// the header against the body. Everything else (initialize, a session's
+// requests, GET and DELETE of a session) is a session's.
+func (h *Handler) isModern(r *http.Request, body []byte) bool {
 	if v := r.Header.Get("Mcp-Protocol-Version"); v != "" {
-		return isDate(v) && v >= modernVersion, nil
+		return isDate(v) && v >= modernVersion
 	}
-	if r.Method != http.MethodPost || r.Header.Get(sessionIDHeader) != "" || r.Body == nil {
-		return false, nil
+	if r.Method != http.MethodPost || r.Header.Get(sessionIDHeader) != "" {
+		return false
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, h.d.MaxBodyBytes))
-	r.Body.Close()
-	if err != nil {
-		return false, err
-	}
-	r.Body = io.NopCloser(bytes.NewReader(body))
 	var msg struct {
 		Params struct {
 			Meta map[string]any `json:"_meta"`
 		} `json:"params"`
 	}
 	if json.Unmarshal(body, &msg) != nil {
-		return false, nil // a batch or not JSON: the session handler answers
+		return false // a batch or not JSON: the session handler answers
 	}
 	v, _ := msg.Params.Meta[metaProtocolVersion].(string)
-	return v != "", nil
+	return v != ""
 }
 
 // metaProtocolVersion is the _meta key of a 2026-07-28 request's protocol

@@ -150,8 +150,8 @@ func (r *Router) Stream(ctx context.Context, planID string, payload any, meta ma
 // BatchConcurrency) and returns their results in input order. Sequences are
 // allocated in input order before any call runs.
 func (r *Router) Batch(ctx context.Context, planID string, payloads []any, meta map[string]any) ([]*toolrouter.Result, error) {
-	if planID == "" {
-		return nil, toolrouter.Invalid("plan_id", "plan_id must be a non-empty string")
+	if err := checkPlanID(planID); err != nil {
+		return nil, err
 	}
 	if payloads == nil {
 		return nil, toolrouter.Invalid("tool_calls", "tool_calls must be a list")
@@ -193,14 +193,22 @@ func planKey(ctx context.Context, planID string) string {
 }
 
 func checkPayload(planID string, payload any) error {
-	if planID == "" {
-		return toolrouter.Invalid("plan_id", "plan_id must be a non-empty string")
+	if err := checkPlanID(planID); err != nil {
+		return err
 	}
 	if _, ok := payload.(*format.Normalized); ok {
 		return nil
 	}
 	if _, ok := payload.(map[string]any); !ok {
 		return toolrouter.Invalid("tool_call", "tool_call: payload must be a dict (JSON object), got %s", toolrouter.JSONKind(payload))
+	}
+	return nil
+}
+
+// checkPlanID refuses a plan id before any sequence of it is taken.
+func checkPlanID(planID string) error {
+	if !toolrouter.ValidPlanID(planID) {
+		return toolrouter.Invalid("plan_id", "plan_id must be a string of 1 to %d characters without control characters", toolrouter.MaxPlanID)
 	}
 	return nil
 }

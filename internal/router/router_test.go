@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -346,5 +347,30 @@ func TestBatchTakesOneSequenceBlock(t *testing.T) {
 		if r.Sequence != int64(i) {
 			t.Errorf("result %d has sequence %d", i, r.Sequence)
 		}
+	}
+}
+
+// TestPlanIDControlCharactersTakeNoSequence (issue 21 finding 12): a plan
+// id with a control character, whatever the entry point, is invalid
+// before any sequence is taken.
+func TestPlanIDControlCharactersTakeNoSequence(t *testing.T) {
+	exec := &stubExec{out: toolrouter.Outcome{Output: json.RawMessage(`{}`), Status: 200, Attempts: 1, Answered: true}}
+	rt := newTestRouter(t, exec, nil)
+	seq := &countingSeq{Sequencer: memory.New()}
+	rt.Seq = seq
+	call := decodeJSON(t, `{"function":{"name":"test/echo","arguments":"{}"}}`)
+	for _, plan := range []string{"a\nb", "a\x00", "\x7f", strings.Repeat("é", 257)} {
+		if _, err := rt.Route(context.Background(), plan, call, nil); toolrouter.ErrorCode(err) != toolrouter.EINVALID {
+			t.Errorf("Route(%q): %v, want invalid", plan, err)
+		}
+		if _, err := rt.Batch(context.Background(), plan, []any{call}, nil); toolrouter.ErrorCode(err) != toolrouter.EINVALID {
+			t.Errorf("Batch(%q): %v, want invalid", plan, err)
+		}
+	}
+	if seq.block.Load() != 0 || seq.one.Load() != 0 {
+		t.Errorf("sequences taken: %d blocks, %d single", seq.block.Load(), seq.one.Load())
+	}
+	if _, err := rt.Route(context.Background(), strings.Repeat("é", 256), call, nil); err != nil {
+		t.Errorf("256 characters: %v", err)
 	}
 }

@@ -194,6 +194,10 @@ func New(ctx context.Context, o Options) (*Service, error) {
 		MaxBodyBytes: o.Config.MaxBodyBytes,
 		Limiter:      limiter,
 		Tracing:      tel.MCPServer(),
+		// A JSON-RPC batch is held to /route/batch's concurrency.
+		BatchConcurrency: o.Config.BatchConcurrency,
+		Marks:            st,
+		StateKey:         o.Config.StateKey,
 	}}
 	s.MCP = mcpserver.New(s.vmcp.deps(""))
 	mcpSrv.Store(s.MCP)

@@ -98,6 +98,7 @@ type Store interface {
 	Tenancy
 	RunAdmin
 	Pins
+	Marks
 
 	// Ping reports whether the store is reachable.
 	Ping(ctx context.Context) error
@@ -128,6 +129,18 @@ func Open(ctx context.Context, url string) (Store, error) {
 		return s, nil
 	}
 	return nil, fmt.Errorf("store %q: unsupported scheme %q (want memory, sqlite or postgres)", url, scheme)
+}
+
+// Marks are small facts replicas share, each until it expires (README
+// "MCP"): the MCP sessions terminated, the key signing requestStates.
+type Marks interface {
+	// PutMark stores value under key until expires, unless a mark that has
+	// not expired holds key; it returns the value key holds now (value, or
+	// the live mark's). Expired marks are deleted along the way.
+	PutMark(ctx context.Context, key, value string, expires time.Time) (string, error)
+	// GetMark returns the value of key's mark; false when there is none or
+	// it expired.
+	GetMark(ctx context.Context, key string) (string, bool, error)
 }
 
 // Tenancy is what the store keeps per client (README "Clients"): runs by

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // classRules are the seed's message rules, checked in order; the first rule
@@ -75,6 +76,28 @@ func ToolCallID(planID string, sequence int64) (string, error) {
 	copy(id[:], "tc_")
 	hex.Encode(id[3:], sum[:12])
 	return string(id[:]), nil
+}
+
+// MaxBatchCalls is the most tool calls one batch holds: POST /route/batch
+// and a JSON-RPC batch on /mcp.
+const MaxBatchCalls = 1024
+
+// MaxPlanID is the longest plan_id, in characters.
+const MaxPlanID = 256
+
+// ValidPlanID reports whether s is a plan_id (api/openapi.yaml): 1 to
+// MaxPlanID characters, none a control character, since a plan id reaches
+// tools in HTTP headers.
+func ValidPlanID(s string) bool {
+	if s == "" || utf8.RuneCountInString(s) > MaxPlanID {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x20 || s[i] == 0x7f {
+			return false
+		}
+	}
+	return true
 }
 
 // ShortDigest is the first 24 hex digits of the SHA-256 of s: the digest in

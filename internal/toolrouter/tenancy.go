@@ -63,6 +63,11 @@ type AuditRecord struct {
 	// call, in the order they ran (README "Trusting tools"); absent when
 	// none did.
 	Guardrails []GuardrailDecision `json:"guardrails,omitempty"`
+	// Calls and Tools, on a rate_limited record only: one record stands
+	// for a whole refused request, the number of calls it held and their
+	// distinct tool names (at most 32).
+	Calls int       `json:"calls,omitempty"`
+	Tools ToolNames `json:"tools,omitempty"`
 }
 
 // Finished is when the call ended: its start and its duration.

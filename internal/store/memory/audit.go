@@ -52,7 +52,7 @@ func (m *Store) ListAudit(_ context.Context, f toolrouter.AuditFilter) ([]toolro
 	out := []toolrouter.AuditRecord{}
 	for _, r := range m.audit.recs {
 		if !f.Before.Before(r.Time, strconv.FormatInt(r.ID, 10)) || f.Client != "" && r.Client != f.Client ||
-			f.Tool != "" && r.Tool != f.Tool && r.ToolName != f.Tool || f.Outcome != "" && r.Outcome != f.Outcome ||
+			f.Tool != "" && r.Tool != f.Tool && r.ToolName != f.Tool && !slices.Contains(r.Tools, f.Tool) || f.Outcome != "" && r.Outcome != f.Outcome ||
 			!f.Since.IsZero() && r.Time.Before(f.Since) || !f.Until.IsZero() && !r.Time.Before(f.Until) {
 			continue
 		}

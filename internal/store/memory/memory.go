@@ -27,6 +27,7 @@ type Store struct {
 	approvals approvals
 	audit     auditLog             // audit.go
 	pins      map[[2]string]memPin // pins.go
+	marks     map[string]mark      // marks.go
 }
 
 type memKey struct {

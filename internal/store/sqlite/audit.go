@@ -35,7 +35,7 @@ func (s *Store) AppendAudit(ctx context.Context, recs []toolrouter.AuditRecord) 
 // journal (a copy of every page the statement changes) for it; the group
 // commit rolls back its whole transaction on any error anyway.
 var insertAuditSQL = `INSERT OR FAIL INTO audit (` + sqlstore.AuditColumns[len("id, "):] + `)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
 // auditWrites are the statements that insert recs.
 func auditWrites(recs []toolrouter.AuditRecord) []writebehind.Write {
@@ -54,7 +54,7 @@ func appendAuditWrites(ws []writebehind.Write, recs []toolrouter.AuditRecord) []
 }
 
 // auditArgs is the number of values of insertAuditSQL.
-const auditArgs = 14
+const auditArgs = 16
 
 // ListAudit implements store.Tenancy; it sees the records this store
 // queued (it flushes them first).

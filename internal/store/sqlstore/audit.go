@@ -12,7 +12,7 @@ import (
 
 // AuditColumns are the audit table's columns in AuditRecord order (id
 // first), for INSERT and SELECT.
-const AuditColumns = "id, at, client, entry_point, plan_id, sequence, tool_call_id, tool_name, tool, args_sha256, outcome, error_category, duration_ms, replica, guardrails"
+const AuditColumns = "id, at, client, entry_point, plan_id, sequence, tool_call_id, tool_name, tool, args_sha256, outcome, error_category, duration_ms, replica, guardrails, calls, tools"
 
 // AuditSelect is the query of the records f selects, newest first by
 // their time (the call's start), then id: ph writes the i-th placeholder
@@ -37,8 +37,10 @@ func AuditSelect(f toolrouter.AuditFilter, ph func(int) string, at func(time.Tim
 		add("client = ?", f.Client)
 	}
 	if f.Tool != "" {
-		args = append(args, f.Tool, f.Tool)
-		where = append(where, "(tool = "+ph(len(args)-1)+" OR tool_name = "+ph(len(args))+")")
+		// A refused request's record names its tools in tools (migration
+		// 0071, toolrouter.ToolNames).
+		args = append(args, f.Tool, f.Tool, toolrouter.ToolsPattern(f.Tool))
+		where = append(where, "(tool = "+ph(len(args)-2)+" OR tool_name = "+ph(len(args)-1)+" OR tools LIKE "+ph(len(args))+` ESCAPE '\')`)
 	}
 	if f.Outcome != "" {
 		add("outcome = ?", f.Outcome)
@@ -64,7 +66,7 @@ func AuditSelect(f toolrouter.AuditFilter, ph func(int) string, at func(time.Tim
 // (scanned into at by the caller's type) and sequence.
 func AuditDest(r *toolrouter.AuditRecord, at, seq any) []any {
 	return []any{&r.ID, at, &r.Client, &r.EntryPoint, &r.PlanID, seq, &r.ToolCallID, &r.ToolName,
-		&r.Tool, &r.ArgsSHA256, &r.Outcome, &r.ErrorCategory, &r.DurationMS, &r.Replica, (*guardrailsColumn)(&r.Guardrails)}
+		&r.Tool, &r.ArgsSHA256, &r.Outcome, &r.ErrorCategory, &r.DurationMS, &r.Replica, (*guardrailsColumn)(&r.Guardrails), &r.Calls, &r.Tools}
 }
 
 // guardrailsColumn scans the guardrails column (JSON text, "" for none)
@@ -107,7 +109,7 @@ func AuditGuardrails(r *toolrouter.AuditRecord) string {
 // AppendAuditValues appends to dst a record's column values but id, at
 // and sequence, in AuditColumns order after sequence.
 func AppendAuditValues(dst []any, r *toolrouter.AuditRecord) []any {
-	return append(dst, r.ToolCallID, r.ToolName, r.Tool, r.ArgsSHA256, r.Outcome, r.ErrorCategory, r.DurationMS, r.Replica, AuditGuardrails(r))
+	return append(dst, r.ToolCallID, r.ToolName, r.Tool, r.ArgsSHA256, r.Outcome, r.ErrorCategory, r.DurationMS, r.Replica, AuditGuardrails(r), r.Calls, r.Tools)
 }
 
 // AuditSequence is a record's sequence column value (nil: NULL), read now:

@@ -66,6 +66,8 @@ func Run(t *testing.T, b Backend) {
 		{"AuditListedByTimeNotInsertion", auditListedByTimeNotInsertion},
 		{"ResultAndItsAuditRecordAreWrittenTogether", resultAndItsAuditRecordAreWrittenTogether},
 		{"TakeRateIsSharedAndBounded", takeRateIsSharedAndBounded},
+		{"MarksAreSharedAndExpire", marksAreSharedAndExpire},
+		{"RefusedRequestRecordNamesItsTools", refusedRequestRecordNamesItsTools},
 	}, append(runAdminTests, pinTests...)...) {
 		t.Run(tc.name, func(t *testing.T) {
 			clk := NewClock(time.Now())

@@ -1,0 +1,135 @@
+package e2e_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// TestRefusedRequestsCostLittle (issue 21 finding 2): a request refused by
+// the rate limit costs one audit record (naming how many calls it held
+// and their tools, so GET /audit?tool=X finds it), rate-limited log lines
+// and a small answer, on /route/batch, /mcp (a JSON-RPC batch) and /runs.
+// REFUSED_BATCHES (default 20) sets how many /route/batch requests of
+// 1,024 calls are refused, for measuring.
+func TestRefusedRequestsCostLittle(t *testing.T) {
+	batches := 20
+	if v, err := strconv.Atoi(os.Getenv("REFUSED_BATCHES")); err == nil && v > 0 {
+		batches = v
+	}
+	tools := startTools(t)
+	fake := startFakeLLM(t, "openai")
+	reg := exampleRegistry(t, tools.addr) + fmt.Sprintf(`
+providers:
+  - {name: fake, kind: openai, base_url: %s, model: fake-model}
+default_provider: fake
+clients:
+  - {name: hammer, key_env: HAMMER_KEY, tools: ["*"], rate_limit: 1/h}
+  - {name: auditor, key_env: AUDITOR_KEY, tools: [], admin: true}
+`, fake.baseURL)
+	db := filepath.Join(t.TempDir(), "audit.db")
+	rt, _ := startRouter(t, reg, "HAMMER_KEY=hammer-key", "AUDITOR_KEY=auditor-key", "TOOLROUTER_LOG_LEVEL=info", "TOOLROUTER_STORE=sqlite://"+db)
+	hammer := []string{"Authorization", "Bearer hammer-key"}
+	// The one call of the hour, so that everything after is refused.
+	if r := do(t, "POST", rt.URL()+"/route", map[string]any{"plan_id": "p", "tool_call": map[string]any{"name": "test/echo", "arguments": map[string]any{}}}, hammer...); r.Status != 200 {
+		t.Fatalf("first call: %d %s", r.Status, r.Body)
+	}
+
+	calls := make([]any, 1024)
+	for i := range calls {
+		name := "test/echo"
+		if i%2 == 1 {
+			name = "math/add"
+		}
+		calls[i] = map[string]any{"name": name, "arguments": "{}"}
+	}
+	body, _ := json.Marshal(map[string]any{"plan_id": "p", "tool_calls": calls})
+	answered := 0
+	for range batches {
+		r := do(t, "POST", rt.URL()+"/route/batch", body, hammer...)
+		if r.Status != http.StatusTooManyRequests {
+			t.Fatalf("batch: %d %s", r.Status, r.Body)
+		}
+		answered += len(r.Body)
+	}
+
+	// /mcp: a JSON-RPC batch of 1,024 calls on a 2025-03-26 session.
+	tok := mcpSession(t, rt.URL(), "2025-03-26", hammer...)
+	msgs := make([]string, 1024)
+	for i := range msgs {
+		msgs[i] = fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"test/echo","arguments":{}}}`, i+1)
+	}
+	r := mcpPost(t, rt.URL(), tok, "["+strings.Join(msgs, ",")+"]", append([]string{"Mcp-Protocol-Version", ""}, hammer...)...)
+	if r.Status != http.StatusTooManyRequests {
+		t.Fatalf("/mcp batch: %d %s", r.Status, r.Body)
+	}
+	mcpBytes := len(r.Body)
+
+	// /runs: a model turn of 64 calls.
+	turn := make([]any, 64)
+	for i := range turn {
+		turn[i] = toolCall("math/add", map[string]any{"a": i, "b": 1})
+	}
+	fake.script(t, map[string]any{"tool_calls": turn}, map[string]any{"text": "done"})
+	if rr := do(t, "POST", rt.URL()+"/runs", map[string]any{"prompt": "add"}, hammer...); rr.Status != 200 || !strings.Contains(string(rr.Body), "rate limit") {
+		t.Fatalf("run: %d %s", rr.Status, rr.Body)
+	}
+
+	auditor := []string{"Authorization", "Bearer auditor-key"}
+	var rows []map[string]any
+	for cursor := ""; ; {
+		q := "/audit?client=hammer&outcome=rate_limited&limit=1000" + cursor
+		a := do(t, "GET", rt.URL()+q, nil, auditor...)
+		var page struct {
+			Records    []map[string]any `json:"records"`
+			NextCursor string           `json:"next_cursor"`
+		}
+		if err := json.Unmarshal(a.Body, &page); err != nil || a.Status != 200 {
+			t.Fatalf("GET /audit: %d %s", a.Status, a.Body)
+		}
+		rows = append(rows, page.Records...)
+		if page.NextCursor == "" {
+			break
+		}
+		cursor = "&cursor=" + page.NextCursor
+	}
+	lines := strings.Count(rt.Output(), `"outcome":"rate_limited"`)
+	var dbBytes int64
+	for _, suffix := range []string{"", "-wal"} {
+		if fi, err := os.Stat(db + suffix); err == nil {
+			dbBytes += fi.Size()
+		}
+	}
+	t.Logf("%d refused batches of 1,024 calls (+ an /mcp batch of 1,024, a /runs turn of 64): %d audit records, %d audit log lines, SQLite %d bytes, %d bytes of /route/batch 429 answers; /mcp 429: %d bytes",
+		batches, len(rows), lines, dbBytes, answered, mcpBytes)
+
+	if want := batches + 2; len(rows) != want {
+		t.Errorf("%d rate_limited records, want %d: one per refused request", len(rows), want)
+	}
+	if lines > 40 {
+		t.Errorf("%d audit log lines for refused requests; want them rate-limited", lines)
+	}
+	if mcpBytes > 1024 {
+		t.Errorf("/mcp 429 answer of %d bytes; want one small error", mcpBytes)
+	}
+	for _, tool := range []string{"test/echo", "math/add"} {
+		a := do(t, "GET", rt.URL()+"/audit?client=hammer&outcome=rate_limited&limit=1000&tool="+tool, nil, auditor...)
+		var page struct {
+			Records []map[string]any `json:"records"`
+		}
+		_ = json.Unmarshal(a.Body, &page)
+		if len(page.Records) == 0 {
+			t.Errorf("GET /audit?tool=%s finds no refused attempt", tool)
+		}
+	}
+	if len(rows) > 0 {
+		if rows[len(rows)-1]["calls"] != float64(1024) {
+			t.Errorf("the first refused batch's record: %v; want calls 1024", rows[len(rows)-1])
+		}
+	}
+}
