@@ -50,3 +50,27 @@ func TestExampleProvidersAreTheREADMEs(t *testing.T) {
 		t.Errorf("the uncommented example: %v\n%s", err, out)
 	}
 }
+
+// TestShippedFilesCiteOnlyWhatShips: the deployment and example files a user
+// copies cite no document the repository does not have (they once cited
+// "CONTRACT §3").
+func TestShippedFilesCiteOnlyWhatShips(t *testing.T) {
+	for _, dir := range []string{"../deployments", "../examples"} {
+		err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+			if err != nil || d.IsDir() {
+				return err
+			}
+			b, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			if strings.Contains(string(b), "CONTRACT") {
+				t.Errorf("%s cites CONTRACT, which is not in the repository", path)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
