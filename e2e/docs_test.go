@@ -182,7 +182,8 @@ func TestMCPExampleRunsAsShown(t *testing.T) {
 
 // TestMakeRunPidfilePerAddress: two `make run`s on different addresses
 // (scripts/run-example.sh, as make runs it) keep a pidfile each, and one
-// stopping leaves the other's in place.
+// stopping leaves the other's in place. The second runs the README's
+// `make run REGISTRY=examples/registry-approvals.yaml` with its keys.
 func TestMakeRunPidfilePerAddress(t *testing.T) {
 	bin := t.TempDir()
 	for _, name := range []string{"toolrouterd", "exampletools"} {
@@ -190,11 +191,12 @@ func TestMakeRunPidfilePerAddress(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	start := func(addr string) *makeRun {
+	start := func(addr, registry string) *makeRun {
 		r := &makeRun{addr: addr, pidfile: filepath.Join(bin, "toolrouterd-"+strings.ReplaceAll(addr, ":", "-")+".pid"), done: make(chan struct{})}
 		r.cmd = exec.Command("bash", "scripts/run-example.sh")
 		r.cmd.Dir = ".."
-		r.cmd.Env = append(os.Environ(), "ADDR="+addr, "TOOLS_ADDR="+freeAddr(t), "STORE=memory://", "BIN="+bin, "REGISTRY=examples/registry.yaml")
+		r.cmd.Env = append(os.Environ(), "ADDR="+addr, "TOOLS_ADDR="+freeAddr(t), "STORE=memory://", "BIN="+bin, "REGISTRY="+registry)
+		r.cmd.Env = append(r.cmd.Env, exampleKeys...)
 		if err := r.cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
@@ -213,7 +215,12 @@ func TestMakeRunPidfilePerAddress(t *testing.T) {
 		})
 		return r
 	}
-	a, b := start(freeAddr(t)), start(freeAddr(t))
+	a, b := start(freeAddr(t), "examples/registry.yaml"), start(freeAddr(t), "examples/registry-approvals.yaml")
+	res := do(t, "POST", "http://"+b.addr+"/route", `{"plan_id": "p1", "tool_call": {"name": "kb/search", "arguments": {"query": "refund"}}}`,
+		"Authorization", "Bearer s-key").JSON(t)
+	if res["success"] != true {
+		t.Errorf("make run REGISTRY=examples/registry-approvals.yaml: kb/search as support-bot: %v", res)
+	}
 	pa, errA := os.ReadFile(a.pidfile)
 	pb, errB := os.ReadFile(b.pidfile)
 	if errA != nil || errB != nil || string(pa) == string(pb) {
