@@ -5,7 +5,12 @@ WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
-RUN CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/toolrouterd ./cmd/toolrouterd \
+# The build context has no .git (.dockerignore), so the version and commit
+# `toolrouterd version` and /mcp report come from here:
+#   docker build --build-arg VERSION=v1.2.0 --build-arg COMMIT=$(git rev-parse HEAD) .
+ARG VERSION=""
+ARG COMMIT=""
+RUN CGO_ENABLED=0 go build -trimpath -ldflags="-s -w -X main.version=${VERSION} -X main.commit=${COMMIT}" -o /out/toolrouterd ./cmd/toolrouterd \
  && mkdir -p /out/data
 
 # Optional image with Node.js, for stdio MCP servers from npm (README, "MCP

@@ -6,6 +6,7 @@ BIN     := bin
 ADDR    ?= 127.0.0.1:8080
 TOOLS_ADDR ?= 127.0.0.1:9001
 STORE   ?= sqlite://toolrouter.db
+REGISTRY ?= examples/registry.yaml
 
 .PHONY: all build run test deps vet lint cross bench bench-go bench-load bench-store bench-mcp bench-compare fmt clean
 
@@ -16,11 +17,12 @@ build:
 	$(GO) build -o $(BIN)/exampletools ./cmd/exampletools
 
 # Starts the example tool server and toolrouterd with the example registry
-# (scripts/run-example.sh: fails fast on a taken address, prints the pid for
-# SIGHUP). Ctrl-C stops both and exits 0.
+# (REGISTRY: another of examples/registry-*.yaml; scripts/run-example.sh:
+# fails fast on a taken address, prints the pid for SIGHUP). Ctrl-C stops
+# both and exits 0.
 run: build
-	@$(BIN)/toolrouterd check examples/registry.yaml
-	@ADDR=$(ADDR) TOOLS_ADDR=$(TOOLS_ADDR) STORE=$(STORE) BIN=$(BIN) bash scripts/run-example.sh
+	@$(BIN)/toolrouterd check $(REGISTRY)
+	@ADDR=$(ADDR) TOOLS_ADDR=$(TOOLS_ADDR) STORE=$(STORE) REGISTRY=$(REGISTRY) BIN=$(BIN) bash scripts/run-example.sh
 
 # Everything: vet, unit, golden, godog features and integration tests that
 # start the real binaries. No test skips for want of a tool: deps installs

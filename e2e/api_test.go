@@ -332,3 +332,28 @@ func TestIdempotencyKeysBelongToTheCaller(t *testing.T) {
 		t.Errorf("alice's own retry was not replayed")
 	}
 }
+
+// TestIndexPointsTheWay: GET / (no key needed, even with keys set) answers
+// links to the console, the OpenAPI document and health, each of which
+// answers; other unknown paths stay 404.
+func TestIndexPointsTheWay(t *testing.T) {
+	rt, _ := startRouter(t, "tools: []\n", "TOOLROUTER_API_KEYS=k1")
+	resp := do(t, "GET", rt.URL()+"/", nil)
+	links, _ := resp.JSON(t)["links"].(map[string]any)
+	if resp.Status != 200 || links["console"] != "/ui" || links["openapi"] != "/openapi.yaml" || links["health"] != "/healthz" {
+		t.Fatalf("GET /: %d %s", resp.Status, resp.Body)
+	}
+	for _, l := range links {
+		r, err := http.Get(rt.URL() + l.(string))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Body.Close()
+		if r.StatusCode != 200 {
+			t.Errorf("GET %s (linked from /): %d", l, r.StatusCode)
+		}
+	}
+	if r := do(t, "GET", rt.URL()+"/nope", nil); r.Status != 404 {
+		t.Errorf("GET /nope: %d, want 404", r.Status)
+	}
+}

@@ -102,7 +102,9 @@ func screenshot(t *testing.T, ctx context.Context, name string, publish bool) {
 // /route call with its tool and arguments, approves it in the page — the
 // call completes and the tool ran once —, approves a paused run's call the
 // same way; the run's owner then signs in and sees the run's timeline
-// (model turns, tool calls, the decided approval, the answer); the tools
+// (model turns, tool calls, the decided approval, the answer) from the
+// Runs tab's list of recent runs; the approver opens the paused run from its
+// approval card; the tools
 // view shows each provider's definitions.
 func TestConsole(t *testing.T) {
 	tool := newBodyTool(t)
@@ -174,6 +176,14 @@ func TestConsole(t *testing.T) {
 	if run.Status != "awaiting_approval" {
 		t.Fatalf("run: %+v", run)
 	}
+	// An approver reads a run with a call that waited for approval; a client
+	// that is neither its owner, an approver nor an admin does not.
+	if r := do(t, "GET", rt.URL()+"/runs/"+run.RunID, nil, asReviewer...); r.Status != 200 {
+		t.Errorf("the approver's GET /runs/{id}: %d, want 200", r.Status)
+	}
+	if r := do(t, "GET", rt.URL()+"/runs/"+run.RunID, nil, asOther...); r.Status != 404 {
+		t.Errorf("another client's GET /runs/{id}: %d, want 404", r.Status)
+	}
 	pending := do(t, "GET", rt.URL()+"/approvals?status=pending&run_id="+run.RunID, nil, asReviewer...).JSON(t)["approvals"].([]any)
 	runCard := `article.approval[data-approval-id="` + pending[0].(map[string]any)["approval_id"].(string) + `"]`
 	in(t, ctx, "the run's approval appears", chromedp.WaitVisible(chromedp.CSS(runCard)))
@@ -181,19 +191,24 @@ func TestConsole(t *testing.T) {
 		t.Errorf("the run's approval card: %s", got)
 	}
 	screenshot(t, ctx, "approvals.png", true)
+	// The approver (not an admin, not the run's client) opens the paused
+	// run from the card: it sees the run whose call it decides.
+	in(t, ctx, "the approver opens the run from the approval",
+		chromedp.Click(chromedp.CSS(runCard+` a[href="#run/`+run.RunID+`"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#timeline article.run[data-run-id="`+run.RunID+`"][data-status="awaiting_approval"]`)),
+		chromedp.Click(chromedp.CSS(`nav a[data-view="approvals"]`)),
+		chromedp.WaitVisible(chromedp.CSS(runCard)))
 	in(t, ctx, "approve the run's call", chromedp.Click(chromedp.CSS(runCard+" button.approve")), chromedp.WaitNotPresent(chromedp.CSS(runCard)))
 	waitRun(t, rt, run.RunID, func(r runResult) bool { return r.Status == "completed" }, asAgent...)
 
-	// The run's owner signs in and opens its timeline from the plan's list.
-	in(t, ctx, "sign out, sign in as the agent, list the plan's runs",
+	// The run's owner signs in; the Runs tab lists its recent runs (no
+	// plan typed) and opens the timeline.
+	in(t, ctx, "sign out, sign in as the agent, open the Runs tab",
 		chromedp.Click(chromedp.ID("signout")),
 		chromedp.WaitVisible(chromedp.ID("key")),
 		chromedp.SendKeys(chromedp.ID("key"), "agent-key"),
 		chromedp.Click(chromedp.CSS("#signin-form button")),
 		chromedp.Click(chromedp.CSS(`nav a[data-view="runs"]`)),
-		chromedp.WaitVisible(chromedp.ID("plan")),
-		chromedp.SendKeys(chromedp.ID("plan"), "plan-console-run"),
-		chromedp.Click(chromedp.CSS("#plan-form button")),
 		chromedp.Click(chromedp.CSS(`table.runs a[href="#run/`+run.RunID+`"]`)),
 		chromedp.WaitVisible(chromedp.CSS(`#timeline li[data-step="final"]`)))
 	nodes, err := chromedp.Run(ctx, chromedp.Nodes(chromedp.CSSAll(`#timeline li[data-step]`)))

@@ -276,11 +276,12 @@ func startRouter(t testing.TB, registryYAML string, env ...string) (*proc, strin
 	return p, path
 }
 
-// exampleRegistry is examples/registry.yaml with its tool server address
-// replaced by addr.
+// exampleRegistry is testdata/registry.yaml (the example tool server's
+// tools, owned by the tests: a reader's edits to examples/ do not reach it)
+// with its tool server address replaced by addr.
 func exampleRegistry(t testing.TB, addr string) string {
 	t.Helper()
-	b, err := os.ReadFile("../examples/registry.yaml")
+	b, err := os.ReadFile("testdata/registry.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,27 +1,32 @@
 #!/usr/bin/env bash
 # `make run` (README, Walkthrough): the example tool server on TOOLS_ADDR and
-# toolrouterd on ADDR with examples/registry.yaml, in the foreground.
+# toolrouterd on ADDR with REGISTRY (default examples/registry.yaml), in the
+# foreground.
 #
 # - Fails at once, saying which, when ADDR or TOOLS_ADDR is taken.
-# - Prints toolrouterd's pid (also in bin/toolrouterd.pid) for
-#   `kill -HUP` (reload the registry).
+# - Prints toolrouterd's pid (also in bin/toolrouterd.pid, or
+#   bin/toolrouterd-HOST-PORT.pid for an ADDR other than 127.0.0.1:8080, so
+#   that two make runs keep their own) for `kill -HUP` (reload the registry).
 # - Ctrl-C stops toolrouterd gracefully and ends with status 0: toolrouterd
 #   runs as the terminal's foreground job, so the interrupt goes to it
 #   alone, not to make (which would report it as an error).
 set -euo pipefail
 
-: "${ADDR:?}" "${TOOLS_ADDR:?}" "${STORE:?}" "${BIN:=bin}"
+: "${ADDR:?}" "${TOOLS_ADDR:?}" "${STORE:?}" "${BIN:=bin}" "${REGISTRY:=examples/registry.yaml}"
 pidfile="$BIN/toolrouterd.pid"
+if [[ $ADDR != 127.0.0.1:8080 ]]; then
+	pidfile="$BIN/toolrouterd-${ADDR//[^A-Za-z0-9.]/-}.pid"
+fi
 
-# examples/registry.yaml sends its tools to 127.0.0.1:9001; with another
+# The example registries send their tools to 127.0.0.1:9001; with another
 # TOOLS_ADDR toolrouterd reads a copy pointing there ($BIN/registry.yaml,
 # the file to edit before a SIGHUP).
-registry=examples/registry.yaml
+registry=$REGISTRY
 if [[ $TOOLS_ADDR != 127.0.0.1:9001 ]]; then
 	mkdir -p "$BIN"
 	sed "s#http://127\.0\.0\.1:9001/#http://$TOOLS_ADDR/#" "$registry" >"$BIN/registry.yaml"
 	registry=$BIN/registry.yaml
-	echo "make run: TOOLS_ADDR is $TOOLS_ADDR: serving $registry, a copy of examples/registry.yaml with that address"
+	echo "make run: TOOLS_ADDR is $TOOLS_ADDR: serving $registry, a copy of $REGISTRY with that address"
 fi
 
 # in_use HOST:PORT succeeds when something accepts connections there.
@@ -42,12 +47,14 @@ if in_use "$ADDR"; then
 	exit 1
 fi
 
-tools= service=
+tools= service= pid=
 cleanup() {
 	trap - EXIT INT TERM
 	[[ -n $service ]] && kill -TERM "$service" 2>/dev/null && wait "$service" 2>/dev/null
 	[[ -n $tools ]] && kill -TERM "$tools" 2>/dev/null && wait "$tools" 2>/dev/null
-	rm -f "$pidfile"
+	# Only our own pidfile: another make run on the same ADDR may own it now.
+	[[ $(cat "$pidfile" 2>/dev/null) == "$pid" ]] && rm -f "$pidfile"
+	return 0
 }
 trap cleanup EXIT
 # make forwards SIGTERM; an interrupt here (no terminal) stops the service.
@@ -73,6 +80,8 @@ done
 TOOLROUTER_ADDR=$ADDR TOOLROUTER_REGISTRY=$registry TOOLROUTER_STORE=$STORE \
 	TOOLROUTER_LOG_FORMAT=${TOOLROUTER_LOG_FORMAT:-console} "$BIN/toolrouterd" &
 service=$!
+pid=$service
+mkdir -p "$BIN"
 echo "$service" >"$pidfile"
 echo "make run: toolrouterd pid $service (reload the registry: kill -HUP $service, or kill -HUP \$(cat $pidfile)); Ctrl-C stops it"
 status=0

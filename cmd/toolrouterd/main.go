@@ -4,6 +4,7 @@
 //	toolrouterd               serve (configuration from TOOLROUTER_* variables)
 //	toolrouterd check FILE    validate a registry file and list every problem
 //	toolrouterd healthcheck   exit 0 when the local server answers /healthz
+//	toolrouterd version       print the version and VCS commit
 package main
 
 import (
@@ -45,12 +46,14 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 			return runCheck(args[2:], getenv, stdout, stderr)
 		case "healthcheck":
 			return runHealthcheck(ctx, getenv, stderr)
+		case "version", "--version":
+			return runVersion(stdout)
 		case "serve":
 		case "-h", "--help", "help":
-			fmt.Fprintln(stdout, "usage: toolrouterd [serve] | toolrouterd check FILE | toolrouterd healthcheck")
+			fmt.Fprintln(stdout, "usage: toolrouterd [serve] | toolrouterd check FILE | toolrouterd healthcheck | toolrouterd version")
 			return nil
 		default:
-			fmt.Fprintf(stderr, "toolrouterd: unknown command %q (want serve, check FILE or healthcheck)\n", args[1])
+			fmt.Fprintf(stderr, "toolrouterd: unknown command %q (want serve, check FILE, healthcheck or version)\n", args[1])
 			return exitError(2)
 		}
 	}

@@ -10,9 +10,12 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/toolrouterd/toolrouterd/internal/config"
 )
 
 // TestRunServesUntilCancelled starts the whole service in-process with its
@@ -37,6 +40,8 @@ func TestRunServesUntilCancelled(t *testing.T) {
 		"TOOLROUTER_DEBUG_ADDR": "127.0.0.1:0",
 	}
 	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+	version, commit = "v1.2.0", "0123456789abcdef" // as -ldflags -X sets them
+	t.Cleanup(func() { version, commit = "", "" })
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -112,6 +117,21 @@ func TestRunServesUntilCancelled(t *testing.T) {
 		t.Fatalf("POST /route: %d %+v %v", resp.StatusCode, res, err)
 	}
 
+	// /mcp reports the build's version as serverInfo.version.
+	req, _ = http.NewRequest(http.MethodPost, base+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Authorization", "Bearer k1")
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(body), `"serverInfo":{"name":"toolrouterd","version":"v1.2.0 (0123456789ab)"}`) {
+		t.Errorf("POST /mcp initialize: %d %s, want serverInfo.version v1.2.0 (0123456789ab)", resp.StatusCode, body)
+	}
+
 	cancel()
 	select {
 	case err := <-done:
@@ -120,5 +140,60 @@ func TestRunServesUntilCancelled(t *testing.T) {
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("run did not return within 30s of cancel")
+	}
+}
+
+// TestConsoleLogsColourOnlyOnATerminal: TOOLROUTER_LOG_FORMAT=console
+// writes no ANSI escapes to a file (or pipe), colours on a terminal.
+func TestConsoleLogsColourOnlyOnATerminal(t *testing.T) {
+	f, err := os.Create(filepath.Join(t.TempDir(), "log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	log := newLogger(config.Config{LogFormat: "console", LogLevel: "info"}, f)
+	log.Info().Str("k", "v").Msg("hello")
+	b, err := os.ReadFile(f.Name())
+	if err != nil || !strings.Contains(string(b), "hello") || strings.Contains(string(b), "\x1b[") {
+		t.Fatalf("console log to a file: %q %v, want the line without ANSI escapes", b, err)
+	}
+	if isTerminal(f) {
+		t.Error("a regular file counts as a terminal")
+	}
+	if tty, err := os.OpenFile("/dev/tty", os.O_WRONLY, 0); err == nil { // only where there is one
+		defer tty.Close()
+		if !isTerminal(tty) {
+			t.Error("/dev/tty does not count as a terminal")
+		}
+	}
+}
+
+// TestVersion: `toolrouterd version` prints the link-time version and
+// commit (release builds, the Dockerfile), and the build info's otherwise;
+// /mcp reports the same as serverInfo.version (TestRunServesUntilCancelled).
+func TestVersion(t *testing.T) {
+	var out strings.Builder
+	if err := run(context.Background(), []string{"toolrouterd", "version"}, func(string) (string, bool) { return "", false }, &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(out.String(), "toolrouterd ") || !strings.Contains(out.String(), "\ncommit ") {
+		t.Errorf("toolrouterd version:\n%s", out.String())
+	}
+
+	bi := &debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "(devel)"}, Settings: []debug.BuildSetting{
+		{Key: "vcs.revision", Value: "0123456789abcdef0123456789abcdef01234567"}, {Key: "vcs.modified", Value: "true"}}}
+	for _, c := range []struct {
+		bi              *debug.BuildInfo
+		version, commit string
+		want            string
+	}{
+		{bi, "", "", "devel (0123456789ab+modified)"},
+		{bi, "v1.2.0", "fedcba9876543210", "v1.2.0 (fedcba987654)"},
+		{&debug.BuildInfo{Main: debug.Module{Version: "v0.3.1"}}, "", "", "v0.3.1"},
+		{nil, "", "", "devel"},
+	} {
+		if got := readVersion(c.bi, c.bi != nil, c.version, c.commit).String(); got != c.want {
+			t.Errorf("readVersion(%v, %q, %q) = %q, want %q", c.bi != nil, c.version, c.commit, got, c.want)
+		}
 	}
 }

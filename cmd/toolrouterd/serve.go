@@ -27,9 +27,21 @@ import (
 func newLogger(c config.Config, w io.Writer) zerolog.Logger {
 	level, _ := zerolog.ParseLevel(c.LogLevel)
 	if c.LogFormat == "console" {
-		w = zerolog.ConsoleWriter{Out: w, TimeFormat: time.RFC3339}
+		// Colours only on a terminal: a log file or pipe gets plain text.
+		w = zerolog.ConsoleWriter{Out: w, TimeFormat: time.RFC3339, NoColor: !isTerminal(w)}
 	}
 	return zerolog.New(w).Level(level).With().Timestamp().Str("service", "toolrouterd").Logger()
+}
+
+// isTerminal reports whether w is a character device (a terminal), not a
+// file or a pipe.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }
 
 // serve reads the configuration, wires the service (internal/service) and
@@ -66,7 +78,7 @@ func serve(ctx context.Context, lookupEnv func(string) (string, bool), stderr io
 		}
 		return exitError(1)
 	}
-	svc, err := service.New(ctx, service.Options{Config: cfg, Registry: reg, Getenv: getenv, Logger: log, Owner: instanceID(), Telemetry: tel})
+	svc, err := service.New(ctx, service.Options{Config: cfg, Registry: reg, Getenv: getenv, Logger: log, Owner: instanceID(), Telemetry: tel, Version: currentVersion().String()})
 	if err != nil {
 		// Start-up failures name the variable at fault, like config errors.
 		log.Error().Err(err).Str("store", service.StoreKind(cfg.Store)).Msg("cannot start")

@@ -486,16 +486,28 @@ func decides(c *access.Client, run *toolrouter.Run) bool {
 }
 
 // sees reports whether c may read run: its own, or any when c is an admin
-// or the caller of an open service.
+// or the caller of an open service; an approver also reads a run with a
+// call that waited for approval (as it reads that call's result), so it
+// can see what it decides in context.
 func sees(c *access.Client, run *toolrouter.Run) bool {
-	return c == nil || c.Admin || run.Client == c.Name
+	return c == nil || c.Admin || run.Client == c.Name || c.Approver && waitedForApproval(run)
 }
 
-// List returns a plan's runs, newest first.
-func (r *Runner) List(ctx context.Context, planID string, limit int) ([]*toolrouter.Run, error) {
-	if planID == "" {
-		return nil, toolrouter.Invalid("plan_id", "plan_id: query parameter required")
+func waitedForApproval(run *toolrouter.Run) bool {
+	if len(run.PendingApprovals) > 0 {
+		return true
 	}
+	for _, tc := range run.ToolCalls {
+		if tc.ApprovalID != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// List returns a plan's runs (every plan's when planID is ""), newest
+// first: a client's own, every client's for an admin.
+func (r *Runner) List(ctx context.Context, planID string, limit int) ([]*toolrouter.Run, error) {
 	r.reap(ctx)
 	var runs []*toolrouter.Run
 	var err error

@@ -15,6 +15,9 @@
 //	POST /slow            sleeps "ms" milliseconds (default 1000, max 60000), then echoes the body
 //	POST /context         the arguments and the toolrouter headers the tool received
 //	POST /big             a JSON string of "bytes" characters (default 64 MiB), streamed
+//	POST /refund          {"to": string, "amount": number} -> {"refunded": amount, "to": to} (moves no money)
+//	POST /kb/search       {"query": string} -> {"articles": [...]}, the example articles whose title contains it
+//	POST /kb/delete       {"id": string} -> {"deleted": id} (deletes nothing)
 //	GET  /healthz         "ok"
 //
 // Request bodies are limited to MaxBodyBytes; larger ones get 413. Every endpoint except
@@ -31,6 +34,7 @@ import (
 	"math"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -69,6 +73,9 @@ func Handler() http.Handler {
 	mux.HandleFunc("POST /slow", handleSlow)
 	mux.HandleFunc("POST /context", handleContext)
 	mux.HandleFunc("POST /big", handleBig)
+	mux.HandleFunc("POST /refund", handleRefund)
+	mux.HandleFunc("POST /kb/search", handleKBSearch)
+	mux.HandleFunc("POST /kb/delete", handleKBDelete)
 	mux.HandleFunc("GET /healthz", handleHealthz)
 	return mux
 }
@@ -234,6 +241,79 @@ func handleAdd(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]float64{"sum": sum})
+}
+
+// stringArg is the named argument, which must be a non-empty string.
+func stringArg(args map[string]json.RawMessage, name string) (string, error) {
+	var v string
+	if raw, ok := args[name]; !ok || json.Unmarshal(raw, &v) != nil || v == "" {
+		return "", badRequest("schema: '%s' must be a non-empty string", name)
+	}
+	return v, nil
+}
+
+// handleRefund stands in for a payment API (the approvals example): it
+// checks the arguments and answers what a refund would, moving nothing.
+func handleRefund(w http.ResponseWriter, r *http.Request) {
+	_, args, err := readArgs(w, r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	to, err := stringArg(args, "to")
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	amount, err := requiredNumber(args, "amount")
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"refunded": amount, "to": to})
+}
+
+type article struct {
+	ID    string `json:"id"`
+	Title string `json:"title"`
+}
+
+func handleKBSearch(w http.ResponseWriter, r *http.Request) {
+	_, args, err := readArgs(w, r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	q, err := stringArg(args, "query")
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	found := []article{}
+	for _, a := range [...]article{
+		{"kb-1", "Refunds for damaged orders"},
+		{"kb-2", "Changing a delivery address"},
+		{"kb-3", "Resetting a password"},
+	} {
+		if strings.Contains(strings.ToLower(a.Title), strings.ToLower(q)) {
+			found = append(found, a)
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"articles": found})
+}
+
+func handleKBDelete(w http.ResponseWriter, r *http.Request) {
+	_, args, err := readArgs(w, r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	id, err := stringArg(args, "id")
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"deleted": id})
 }
 
 type validationResult struct {

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"regexp"
 	"runtime"
 	"strconv"
@@ -473,31 +474,58 @@ func TestRouting(t *testing.T) {
 	}
 }
 
-// TestExampleRegistryEndpointsExist checks that every endpoint of examples/registry.yaml is a
-// POST route of Handler() on the address `make run` serves it on.
+// TestExampleRegistryEndpointsExist checks that every endpoint of every examples/registry*.yaml
+// is a POST route of Handler() on the address `make run` serves it on.
 func TestExampleRegistryEndpointsExist(t *testing.T) {
 	t.Parallel()
-	b, err := os.ReadFile("../../examples/registry.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	endpoints := regexp.MustCompile(`(?m)^\s*endpoint:\s*(\S+)`).FindAllStringSubmatch(string(b), -1)
-	if len(endpoints) < 7 {
-		t.Fatalf("found %d endpoints in examples/registry.yaml, want 7", len(endpoints))
+	files, err := filepath.Glob("../../examples/registry*.yaml")
+	if err != nil || len(files) < 4 {
+		t.Fatalf("examples/registry*.yaml: %v %v, want the example and its three variations", files, err)
 	}
 	mux, ok := Handler().(*http.ServeMux)
 	if !ok {
 		t.Fatalf("Handler() is a %T, not a *http.ServeMux", Handler())
 	}
-	for _, m := range endpoints {
-		u := m[1]
-		path, ok := strings.CutPrefix(u, "http://127.0.0.1:9001/")
-		if !ok {
-			t.Fatalf("endpoint %s is not on http://127.0.0.1:9001", u)
+	for _, file := range files {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
 		}
-		req := httptest.NewRequest(http.MethodPost, "/"+path, nil)
-		if _, pattern := mux.Handler(req); pattern != "POST /"+path {
-			t.Fatalf("endpoint %s: matched pattern %q, want %q", u, pattern, "POST /"+path)
+		endpoints := regexp.MustCompile(`(?m)^\s*endpoint:\s*(\S+)`).FindAllStringSubmatch(string(b), -1)
+		if len(endpoints) < 7 {
+			t.Fatalf("found %d endpoints in %s, want 7 or more", len(endpoints), file)
+		}
+		for _, m := range endpoints {
+			u := m[1]
+			path, ok := strings.CutPrefix(u, "http://127.0.0.1:9001/")
+			if !ok {
+				t.Fatalf("%s: endpoint %s is not on http://127.0.0.1:9001", file, u)
+			}
+			req := httptest.NewRequest(http.MethodPost, "/"+path, nil)
+			if _, pattern := mux.Handler(req); pattern != "POST /"+path {
+				t.Fatalf("%s: endpoint %s: matched pattern %q, want %q", file, u, pattern, "POST /"+path)
+			}
 		}
 	}
+}
+
+// TestApprovalsExampleTools: the tools examples/registry-approvals.yaml
+// names answer as the README shows, and name a missing argument.
+func TestApprovalsExampleTools(t *testing.T) {
+	t.Parallel()
+	rec := do(t, http.MethodPost, "/refund", `{"to": "acct-7", "amount": 12.5}`, nil)
+	if m := decode(t, rec); rec.Code != http.StatusOK || m["refunded"] != 12.5 || m["to"] != "acct-7" {
+		t.Errorf("/refund: %d %v", rec.Code, m)
+	}
+	wantError(t, do(t, http.MethodPost, "/refund", `{"amount": 12.5}`, nil), http.StatusBadRequest, "schema: 'to' must be a non-empty string")
+	wantError(t, do(t, http.MethodPost, "/refund", `{"to": "a"}`, nil), http.StatusBadRequest, "schema: 'amount' must be a number")
+	rec = do(t, http.MethodPost, "/kb/search", `{"query": "REFUND"}`, nil)
+	if got := rec.Body.String(); rec.Code != http.StatusOK || got != `{"articles":[{"id":"kb-1","title":"Refunds for damaged orders"}]}` {
+		t.Errorf("/kb/search: %d %q", rec.Code, got)
+	}
+	rec = do(t, http.MethodPost, "/kb/delete", `{"id": "kb-2"}`, nil)
+	if m := decode(t, rec); rec.Code != http.StatusOK || m["deleted"] != "kb-2" {
+		t.Errorf("/kb/delete: %d %v", rec.Code, m)
+	}
+	wantError(t, do(t, http.MethodPost, "/kb/delete", `{}`, nil), http.StatusBadRequest, "schema: 'id' must be a non-empty string")
 }

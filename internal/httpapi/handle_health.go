@@ -13,6 +13,16 @@ type health struct {
 	Checks map[string]string `json:"checks,omitempty"`
 }
 
+// handleIndex answers GET / with where to go: a person who opens the
+// service's address finds the console and the API description.
+func handleIndex() http.HandlerFunc {
+	index := map[string]any{"service": "toolrouterd", "links": map[string]string{
+		"console": "/ui", "openapi": "/openapi.yaml", "health": "/healthz", "ready": "/readyz", "metrics": "/metrics"}}
+	return func(w http.ResponseWriter, r *http.Request) {
+		encode(w, r, http.StatusOK, index)
+	}
+}
+
 func handleHealthz() http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		encode(w, r, http.StatusOK, health{Status: "ok"})

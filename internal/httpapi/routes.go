@@ -24,7 +24,7 @@ func routes(d Deps, doc *openapi3.T) (http.Handler, error) {
 	lim := newLogLimiter(d.Now)
 	r.Use(requestID(d.Logger, lim), tracing(d.Tracer), accessLog(d.Metrics, lim), writeDeadline(d.WriteTimeout), recoverer, checkOrigin(d.AllowedOrigins, openService(d.Auth)), rejectEmptySegments, middleware.GetHead)
 	r.NotFound(handleNotFound(r))
-	public := map[string]bool{"/healthz": true, "/readyz": true, "/metrics": true, "/openapi.yaml": true,
+	public := map[string]bool{"/": true, "/healthz": true, "/readyz": true, "/metrics": true, "/openapi.yaml": true,
 		"/.well-known/oauth-protected-resource": true, "/.well-known/oauth-protected-resource/mcp": true}
 	for _, p := range console.Paths() {
 		public[p] = true
@@ -32,6 +32,7 @@ func routes(d Deps, doc *openapi3.T) (http.Handler, error) {
 	r.MethodNotAllowed(handleMethodNotAllowed(r, public, authenticate(d.Auth, d.JWTIssuer)))
 
 	// Unauthenticated operations endpoints.
+	r.Get("/", handleIndex())
 	r.Get("/healthz", handleHealthz())
 	r.Get("/readyz", handleReadyz(d.Readiness))
 	r.Method(http.MethodGet, "/metrics", d.Metrics.Handler())

@@ -49,6 +49,8 @@ type Options struct {
 	// Telemetry traces requests, tool calls, MCP and model calls; nil (or
 	// set up with tracing off) records nothing.
 	Telemetry *telemetry.Telemetry
+	// Version is the build's version, reported by /mcp as serverInfo.version.
+	Version string
 }
 
 // Service is a wired toolrouterd: its HTTP handler and the parts that
@@ -191,6 +193,7 @@ func New(ctx context.Context, o Options) (*Service, error) {
 	s.vmcp = &viewMCP{views: s.views, handlers: map[string]*mcpserver.Handler{}, base: mcpserver.Deps{
 		Router:       rt,
 		Logger:       o.Logger,
+		Version:      o.Version,
 		MaxBodyBytes: o.Config.MaxBodyBytes,
 		Limiter:      limiter,
 		Tracing:      tel.MCPServer(),

@@ -68,7 +68,8 @@ type Store interface {
 	SaveRun(ctx context.Context, run *toolrouter.Run) error
 	// GetRun returns a run (ENOTFOUND when unknown).
 	GetRun(ctx context.Context, runID string) (*toolrouter.Run, error)
-	// ListRuns returns a plan's runs, newest first, at most limit.
+	// ListRuns returns a plan's runs (every plan's when planID is ""),
+	// newest first, at most limit.
 	ListRuns(ctx context.Context, planID string, limit int) ([]*toolrouter.Run, error)
 	// InterruptStale marks running runs whose heartbeat is older than
 	// before as interrupted and returns how many it marked.
@@ -146,8 +147,8 @@ type Marks interface {
 // Tenancy is what the store keeps per client (README "Clients"): runs by
 // owner, the audit trail, and rate limit counters shared by replicas.
 type Tenancy interface {
-	// ListClientRuns returns the runs of a plan started by client, newest
-	// first, at most limit.
+	// ListClientRuns returns the runs of a plan (every plan when planID
+	// is "") started by client, newest first, at most limit.
 	ListClientRuns(ctx context.Context, client, planID string, limit int) ([]*toolrouter.Run, error)
 	// AppendAudit appends audit records in one write, written behind like
 	// SaveResult's (visible after Flush; ListAudit flushes first).

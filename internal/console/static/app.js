@@ -134,16 +134,18 @@ function loadApprovals() {
 
 // --- runs
 
+// listRuns lists a plan's runs, or without one the 50 most recent runs the
+// key may see.
 async function listRuns(plan) {
   await guarded(async () => {
-    const { runs } = await api("GET", "/runs?plan_id=" + encodeURIComponent(plan));
+    const { runs } = await api("GET", plan ? "/runs?plan_id=" + encodeURIComponent(plan) : "/runs?limit=50");
     $("runs-list").replaceChildren(runs.length ? el("table", { class: "runs" },
       el("thead", null, el("tr", null, ["run", "status", "created", "turns", "model", "prompt"].map((h) => el("th", null, h)))),
       el("tbody", null, runs.map((r) => el("tr", null,
         el("td", null, el("a", { href: "#run/" + encodeURIComponent(r.run_id) }, r.run_id)), el("td", null, badge(r.status)),
         el("td", null, when(r.created_at)), el("td", null, String(r.iterations)), el("td", null, `${r.provider}/${r.model}`),
         el("td", { class: "prompt" }, (r.prompt || "").slice(0, 80))))))
-      : el("p", { class: "empty" }, `No runs in plan ${plan}.`));
+      : el("p", { class: "empty" }, plan ? `No runs in plan ${plan}.` : "No runs yet."));
   });
 }
 
@@ -217,6 +219,7 @@ function route() {
   if (!signedIn) return;
   if (name === "approvals") loadApprovals();
   if (name === "tools") loadTools();
+  if (name === "runs") listRuns($("plan").value.trim());
   if (view === "run" && arg) {
     $("run-id").value = decodeURIComponent(arg);
     loadRun(decodeURIComponent(arg));

@@ -205,7 +205,7 @@ func (m *Store) listRuns(planID string, keep func(*memRun) bool, limit int) ([]*
 	m.mu.Lock()
 	var rs []*memRun
 	for _, r := range m.runs {
-		if r.planID == planID && keep(r) {
+		if (planID == "" || r.planID == planID) && keep(r) {
 			rs = append(rs, r)
 		}
 	}

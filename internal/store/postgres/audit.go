@@ -15,6 +15,9 @@ import (
 
 // ListClientRuns implements store.Tenancy.
 func (p *Store) ListClientRuns(ctx context.Context, client, planID string, limit int) ([]*toolrouter.Run, error) {
+	if planID == "" {
+		return p.listRuns(ctx, `client = $1`, limit, client)
+	}
 	return p.listRuns(ctx, `client = $1 AND plan_id = $2`, limit, client, planID)
 }
 

@@ -388,6 +388,9 @@ func (p *Store) GetRun(ctx context.Context, id string) (*toolrouter.Run, error) 
 
 // ListRuns implements store.Store.
 func (p *Store) ListRuns(ctx context.Context, planID string, limit int) ([]*toolrouter.Run, error) {
+	if planID == "" {
+		return p.listRuns(ctx, `TRUE`, limit)
+	}
 	return p.listRuns(ctx, `plan_id = $1`, limit, planID)
 }
 

@@ -14,6 +14,9 @@ import (
 
 // ListClientRuns implements store.Tenancy.
 func (s *Store) ListClientRuns(ctx context.Context, client, planID string, limit int) ([]*toolrouter.Run, error) {
+	if planID == "" {
+		return s.listRuns(ctx, `client = ?`, limit, client)
+	}
 	return s.listRuns(ctx, `client = ? AND plan_id = ?`, limit, client, planID)
 }
 

@@ -464,6 +464,9 @@ func (s *Store) GetRun(ctx context.Context, id string) (*toolrouter.Run, error) 
 
 // ListRuns implements store.Store.
 func (s *Store) ListRuns(ctx context.Context, planID string, limit int) ([]*toolrouter.Run, error) {
+	if planID == "" {
+		return s.listRuns(ctx, `1`, limit)
+	}
 	return s.listRuns(ctx, `plan_id = ?`, limit, planID)
 }
 

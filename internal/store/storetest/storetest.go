@@ -535,6 +535,8 @@ func runsSaveGetList(t *testing.T, b Backend, open func() store.Store, clk *Cloc
 		{"plan-x", 100, "run-x4,run-x3,run-x2,run-x1,run-x0,run-1"},
 		{"plan-y", 10, "run-y"},
 		{"plan-none", 10, ""},
+		{"", 3, "run-y,run-x4,run-x3"}, // every plan's: the console's recent runs
+		{"", 0, "run-y,run-x4,run-x3,run-x2,run-x1,run-x0,run-1"},
 	} {
 		rs, err := ss[1].ListRuns(ctx, tc.plan, tc.limit)
 		if err != nil {

@@ -77,6 +77,22 @@ func clientsAreIsolated(t *testing.T, b Backend, open func() store.Store, clk *C
 			t.Errorf("runs of %q: %v, want %v", c, ids, want)
 		}
 	}
+	// Without a plan: the client's runs of every plan.
+	if err := ss[0].SaveRun(ctx, func() *toolrouter.Run {
+		r := sampleRun("run-other-plan", "plan-other", base.Add(time.Hour))
+		r.Client = "alice"
+		return r
+	}()); err != nil {
+		t.Fatal(err)
+	}
+	var recent []string
+	rs, err := ss[1].ListClientRuns(ctx, "alice", "", 10)
+	for _, r := range rs {
+		recent = append(recent, r.RunID)
+	}
+	if want := []string{"run-other-plan", "run-2", "run-0"}; err != nil || !reflect.DeepEqual(recent, want) {
+		t.Errorf("alice's runs of every plan: %v %v, want %v", recent, err, want)
+	}
 	all, err := ss[0].ListRuns(ctx, "plan-same", 0)
 	if err != nil || len(all) != 4 {
 		t.Errorf("ListRuns: %d runs, %v; want 4", len(all), err)
