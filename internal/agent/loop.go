@@ -13,7 +13,6 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/toolrouterd/toolrouterd/internal/llm"
-	"github.com/toolrouterd/toolrouterd/internal/registry"
 	"github.com/toolrouterd/toolrouterd/internal/router"
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 	"github.com/toolrouterd/toolrouterd/internal/vserver"
@@ -397,7 +396,7 @@ func record(rec *toolrouter.ToolCallRecord, res *toolrouter.Result) {
 // the view exports them.
 func (x *execution) injectFound(records []toolrouter.ToolCallRecord) {
 	for _, rec := range records {
-		if rec.ToolName != registry.SearchToolsName || !rec.Success {
+		if rec.ToolName != toolrouter.SearchToolsName || !rec.Success {
 			continue
 		}
 		var out struct {

@@ -16,7 +16,6 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/toolrouterd/toolrouterd/internal/access"
-	"github.com/toolrouterd/toolrouterd/internal/registry"
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
 
@@ -25,7 +24,7 @@ import (
 type Guards struct {
 	// Registry is the registry in force; its guardrails are compiled once
 	// per registry (a reload makes a new one).
-	Registry func() *registry.Registry
+	Registry func() Registry
 	// Client calls the webhooks (outbound transport, no redirects: see
 	// NewClient).
 	Client *http.Client
@@ -33,9 +32,15 @@ type Guards struct {
 	cur atomic.Pointer[compiled]
 }
 
+// Registry is the registry in force (*registry.Registry): the guardrails
+// its file declares. A new value is a reload.
+type Registry interface {
+	Guardrails() []toolrouter.Guardrail
+}
+
 // compiled is the set of a registry.
 type compiled struct {
-	reg *registry.Registry
+	reg Registry
 	set *set
 }
 
@@ -47,7 +52,7 @@ type set struct {
 
 // hook is one compiled guardrail.
 type hook struct {
-	registry.Guardrail
+	toolrouter.Guardrail
 	tools, clients access.Scope
 	before, after  bool
 	redact         *redactor // the built-in redact_secrets; nil for a webhook
@@ -92,13 +97,13 @@ func (g *Guards) current() *set {
 }
 
 // compile compiles guardrails the registry validated.
-func compile(gs []registry.Guardrail) *set {
+func compile(gs []toolrouter.Guardrail) *set {
 	s := &set{}
 	for _, c := range gs {
 		h := &hook{Guardrail: c, tools: access.NewScope(c.Tools), clients: access.NewScope(c.Clients)}
-		h.before = c.Phase == registry.PhaseBefore || c.Phase == registry.PhaseBoth
-		h.after = c.Phase == registry.PhaseAfter || c.Phase == registry.PhaseBoth
-		if c.Builtin == registry.BuiltinRedactSecrets {
+		h.before = c.Phase == toolrouter.PhaseBefore || c.Phase == toolrouter.PhaseBoth
+		h.after = c.Phase == toolrouter.PhaseAfter || c.Phase == toolrouter.PhaseBoth
+		if c.Builtin == toolrouter.BuiltinRedactSecrets {
 			h.redact = newRedactor(c.Patterns)
 		}
 		s.before = s.before || h.before
@@ -125,18 +130,18 @@ func (g *Guards) Before(ctx context.Context, c Call) Verdict {
 		if !h.before || !h.applies(&c) {
 			continue
 		}
-		a, err := g.ask(ctx, h, registry.PhaseBefore, &c, nil)
+		a, err := g.ask(ctx, h, toolrouter.PhaseBefore, &c, nil)
 		var args map[string]any
 		if err == nil && a.Decision == decisionModify {
 			args, err = modifiedArgs(c.Tool, a.Arguments)
 		}
-		d := h.decision(ctx, registry.PhaseBefore, &c, a, err)
+		d := h.decision(ctx, toolrouter.PhaseBefore, &c, a, err)
 		v.Decisions = append(v.Decisions, d)
-		if h.Mode == registry.ModeAudit {
+		if h.Mode == toolrouter.ModeAudit {
 			continue
 		}
 		switch {
-		case err != nil && h.OnError == registry.OnErrorDeny:
+		case err != nil && h.OnError == toolrouter.OnErrorDeny:
 			v.Deny = d.Reason
 		case err != nil:
 		case a.Decision == decisionDeny:
@@ -169,7 +174,7 @@ func (g *Guards) After(ctx context.Context, c Call, out toolrouter.Outcome) (too
 			r, d := h.redactOutcome(out)
 			v.Decisions = append(v.Decisions, d)
 			if d.Redacted > 0 {
-				if h.Mode == registry.ModeAudit {
+				if h.Mode == toolrouter.ModeAudit {
 					zerolog.Ctx(ctx).Info().Str("guardrail", h.Name).Str("tool_call_id", c.ToolCallID).Int("redacted", d.Redacted).Msg("guardrail in audit mode would have redacted secrets")
 					continue
 				}
@@ -181,14 +186,14 @@ func (g *Guards) After(ctx context.Context, c Call, out toolrouter.Outcome) (too
 		if !out.Success() {
 			continue
 		}
-		a, err := g.ask(ctx, h, registry.PhaseAfter, &c, out.Output)
-		d := h.decision(ctx, registry.PhaseAfter, &c, a, err)
+		a, err := g.ask(ctx, h, toolrouter.PhaseAfter, &c, out.Output)
+		d := h.decision(ctx, toolrouter.PhaseAfter, &c, a, err)
 		v.Decisions = append(v.Decisions, d)
-		if h.Mode == registry.ModeAudit {
+		if h.Mode == toolrouter.ModeAudit {
 			continue
 		}
 		switch {
-		case err != nil && h.OnError == registry.OnErrorDeny:
+		case err != nil && h.OnError == toolrouter.OnErrorDeny:
 			v.Deny = d.Reason
 		case err != nil:
 		case a.Decision == decisionDeny:
@@ -215,16 +220,16 @@ func (h *hook) decision(ctx context.Context, phase string, c *Call, a answer, er
 		d.Decision = decisionError
 		d.Reason = fmt.Sprintf("guardrail %s failed: %v", h.Name, err)
 		switch {
-		case h.Mode == registry.ModeAudit:
+		case h.Mode == toolrouter.ModeAudit:
 			d.Reason += "; the call goes on (mode: audit)"
-		case h.OnError == registry.OnErrorDeny:
+		case h.OnError == toolrouter.OnErrorDeny:
 			d.Reason += "; the call is refused (on_error: deny)"
 		default:
 			d.Reason += "; the call goes on (on_error: allow)"
 		}
 	}
-	if h.Mode == registry.ModeAudit {
-		d.Mode = registry.ModeAudit
+	if h.Mode == toolrouter.ModeAudit {
+		d.Mode = toolrouter.ModeAudit
 		if d.Decision != decisionAllow {
 			zerolog.Ctx(ctx).Info().Str("guardrail", h.Name).Str("phase", phase).Str("tool", c.Tool.Name).
 				Str("tool_call_id", c.ToolCallID).Str("decision", d.Decision).Str("reason", d.Reason).

@@ -11,7 +11,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/toolrouterd/toolrouterd/internal/registry"
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
 
@@ -71,8 +70,8 @@ type redactor struct {
 }
 
 // newRedactor is the redactor of the built-in rules plus the registry's
-// patterns (which registry.Parse checked).
-func newRedactor(patterns []registry.SecretPattern) *redactor {
+// patterns (which the registry checked).
+func newRedactor(patterns []toolrouter.SecretPattern) *redactor {
 	r := &redactor{rules: builtinRules()}
 	if len(patterns) > 0 {
 		r.rules = slices.Clone(r.rules)
@@ -247,7 +246,7 @@ func (h *hook) redactOutcome(out toolrouter.Outcome) (toolrouter.Outcome, toolro
 	// The MCP result holds the output again (structuredContent, text):
 	// counted once, through the output.
 	out.MCPResult = h.redact.json(out.MCPResult, map[string]int{})
-	d := toolrouter.GuardrailDecision{Name: h.Name, Phase: registry.PhaseAfter, Decision: decisionAllow, Mode: modeOf(h)}
+	d := toolrouter.GuardrailDecision{Name: h.Name, Phase: toolrouter.PhaseAfter, Decision: decisionAllow, Mode: modeOf(h)}
 	if n := total(found); n > 0 {
 		kinds := make([]string, 0, len(found))
 		for k, c := range found {
@@ -260,8 +259,8 @@ func (h *hook) redactOutcome(out toolrouter.Outcome) (toolrouter.Outcome, toolro
 }
 
 func modeOf(h *hook) string {
-	if h.Mode == registry.ModeAudit {
-		return registry.ModeAudit
+	if h.Mode == toolrouter.ModeAudit {
+		return toolrouter.ModeAudit
 	}
 	return ""
 }

@@ -13,7 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/toolrouterd/toolrouterd/internal/outbound"
-	"github.com/toolrouterd/toolrouterd/internal/registry"
+	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
 
 // The hook protocol (api/openapi.yaml GuardrailRequest and
@@ -171,7 +171,7 @@ func parseAnswer(data []byte, phase string) (answer, error) {
 			return a, fmt.Errorf("decision %s takes no arguments or output", a.Decision)
 		}
 	case decisionModify:
-		if phase == registry.PhaseBefore {
+		if phase == toolrouter.PhaseBefore {
 			if hasOutput || !hasArgs {
 				return a, errors.New("decision modify before the call takes arguments (an object), not output")
 			}

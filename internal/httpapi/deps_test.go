@@ -7,9 +7,10 @@ import (
 )
 
 // TestDoesNotLinkTheRegistry: the HTTP edge does not link the registry file
-// parser (internal/registry, its YAML library go.yaml.in/yaml/v3): access
-// takes the clients through an interface of its own. kin-openapi's YAML
-// library (v4, for api/openapi.yaml) is expected.
+// parser (internal/registry, its YAML library go.yaml.in/yaml/v3): access,
+// guardrail and vserver take the registry in force through interfaces of
+// their own, and the file's types they read are toolrouter's. kin-openapi's
+// YAML library (v4, for api/openapi.yaml) is expected.
 func TestDoesNotLinkTheRegistry(t *testing.T) {
 	out, err := exec.Command("go", "list", "-deps", "github.com/toolrouterd/toolrouterd/internal/httpapi").CombinedOutput()
 	if err != nil {

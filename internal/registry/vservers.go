@@ -8,50 +8,22 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/toolrouterd/toolrouterd/internal/inputschema"
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
+	"github.com/toolrouterd/toolrouterd/internal/vserver"
 )
 
-// Names of the meta-tools a view in search mode lists (README "Virtual
-// servers and tool search"); no exported tool may take them there.
+// Names of the meta-tools of search mode (toolrouter's).
 const (
-	SearchToolsName = "search_tools"
-	CallToolName    = "call_tool"
+	SearchToolsName = toolrouter.SearchToolsName
+	CallToolName    = toolrouter.CallToolName
 )
 
-// VirtualServer is a curated view over the registry (README "Virtual
-// servers and tool search"): the tools it shows, by glob over canonical
-// names, and how each is exported.
-type VirtualServer struct {
-	Name      string
-	Tools     []string
-	Overrides []Override // in file order
-	// Search is discovery: search: the view lists search_tools and
-	// call_tool instead of its tools.
-	Search bool
-	// MaxOutputBytes and MaxOutputTokens are the output budgets of the
-	// view's calls; 0 is none. Parsed and validated here; applied by the
-	// output budgets (issue 23 part 4).
-	MaxOutputBytes, MaxOutputTokens int
-	Line                            int
-}
+// VirtualServer is a virtual server as the file declares it
+// (toolrouter.VirtualServer).
+type VirtualServer = toolrouter.VirtualServer
 
-// Override is how a virtual server exports one tool: "" and nil keep the
-// tool's own.
-type Override struct {
-	Tool        string // the canonical name it is for
-	Name        string
-	Description string
-	Title       string
-	Hints       *toolrouter.Hints
-	// Defaults are fixed argument values: removed from the exported
-	// schema and filled in on every call.
-	Defaults map[string]any
-	// Hidden are arguments removed from the exported schema (and from
-	// calls).
-	Hidden []string
-	Line   int
-}
+// Override is how a virtual server exports one tool (toolrouter.Override).
+type Override = toolrouter.Override
 
 // VirtualServers returns the virtual servers in file order.
 func (r *Registry) VirtualServers() []VirtualServer { return slices.Clone(r.virtualServers) }
@@ -179,7 +151,7 @@ func (p *parser) overrides(e entry, w where, vs VirtualServer, reg *Registry) []
 			continue
 		}
 		if t, found := reg.byName[tool]; found && t.Name == tool {
-			for _, pr := range CheckOverride(t, ov) {
+			for _, pr := range vserver.CheckOverride(t, ov) {
 				p.addAt(kv.key, w, "overrides."+tool+"."+pr.Field, pr.Why)
 			}
 			continue
@@ -253,54 +225,6 @@ func (p *parser) exportedNames(vs VirtualServer, reg *Registry, w where) {
 			p.add(line, w, "overrides."+t.Name+".name", fmt.Sprintf("exported name %q is a meta-tool's in discovery: search", name))
 		}
 	}
-}
-
-// FieldProblem is a problem of an override, by field ("defaults.repo").
-type FieldProblem struct{ Field, Why string }
-
-// CheckOverride checks an override against the tool it is for: hidden
-// arguments that exist and are not required without a default, defaults
-// for arguments that exist and satisfy the tool's input schema.
-func CheckOverride(t *toolrouter.Tool, ov Override) []FieldProblem {
-	var out []FieldProblem
-	props, _ := t.InputSchema["properties"].(map[string]any)
-	required := map[string]bool{}
-	if req, ok := t.InputSchema["required"].([]any); ok {
-		for _, r := range req {
-			if s, ok := r.(string); ok {
-				required[s] = true
-			}
-		}
-	}
-	for i, h := range ov.Hidden {
-		_, hasDefault := ov.Defaults[h]
-		switch {
-		case props[h] == nil:
-			out = append(out, FieldProblem{fmt.Sprintf("hidden[%d]", i), fmt.Sprintf("tool %q has no argument %q", t.Name, h)})
-		case required[h] && !hasDefault:
-			out = append(out, FieldProblem{fmt.Sprintf("hidden[%d]", i), fmt.Sprintf("argument %q is required by tool %q; hide it only with a default", h, t.Name)})
-		}
-	}
-	if len(ov.Defaults) == 0 {
-		return out
-	}
-	for _, k := range slices.Sorted(maps.Keys(ov.Defaults)) {
-		if props[k] == nil {
-			out = append(out, FieldProblem{"defaults." + k, fmt.Sprintf("tool %q has no argument %q", t.Name, k)})
-		}
-	}
-	// The defaults on their own must satisfy the schema, its required
-	// arguments aside (the caller gives those).
-	schema := maps.Clone(t.InputSchema)
-	delete(schema, "required")
-	validate, problems := inputschema.Compile(schema)
-	if len(problems) > 0 {
-		return append(out, FieldProblem{"defaults", fmt.Sprintf("tool %q's input schema does not compile: %s", t.Name, problems[0].Why)})
-	}
-	if err := validate(ov.Defaults); err != nil {
-		out = append(out, FieldProblem{"defaults", fmt.Sprintf("do not satisfy the input schema of tool %q: %v", t.Name, err)})
-	}
-	return out
 }
 
 // clientServers checks the virtual_servers of clients against the

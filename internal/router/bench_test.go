@@ -192,7 +192,7 @@ func BenchmarkRouteWithHook(b *testing.B) {
 	rt.Tools = func() router.Tools { return reg }
 	client := guardrail.NewClient(nil)
 	defer client.CloseIdleConnections()
-	rt.Guardrails = &guardrail.Guards{Registry: func() *registry.Registry { return reg }, Client: client}
+	rt.Guardrails = &guardrail.Guards{Registry: func() guardrail.Registry { return reg }, Client: client}
 	payload := decode(b, openAICall("call_1"))
 	ctx := context.Background()
 	res, err := rt.Route(ctx, "bench", payload, nil)

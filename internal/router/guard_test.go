@@ -71,7 +71,7 @@ func guardedRouter(t *testing.T, out toolrouter.Outcome, extra string) (*router.
 	rt.Tools = func() router.Tools { return reg }
 	client := guardrail.NewClient(nil)
 	t.Cleanup(client.CloseIdleConnections)
-	rt.Guardrails = &guardrail.Guards{Registry: func() *registry.Registry { return reg }, Client: client}
+	rt.Guardrails = &guardrail.Guards{Registry: func() guardrail.Registry { return reg }, Client: client}
 	aud := &recordingAudit{}
 	rt.Audit = aud
 	return rt, exec, aud

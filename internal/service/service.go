@@ -149,7 +149,7 @@ func New(ctx context.Context, o Options) (*Service, error) {
 	})
 	s.mcp.Sync(ctx, reg.MCPServers())
 	// The registry's guardrails, around every call (README "Trusting tools").
-	s.guards = &guardrail.Guards{Registry: s.holder.Current, Client: guardrail.NewClient(tel.Transport)}
+	s.guards = &guardrail.Guards{Registry: func() guardrail.Registry { return s.holder.Current() }, Client: guardrail.NewClient(tel.Transport)}
 	rt := &router.Router{
 		Tools:            func() router.Tools { return s.holder.Current() },
 		Exec:             s.exec,

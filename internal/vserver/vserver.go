@@ -18,7 +18,6 @@ import (
 	"sync/atomic"
 
 	"github.com/toolrouterd/toolrouterd/internal/access"
-	"github.com/toolrouterd/toolrouterd/internal/registry"
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
 
@@ -50,9 +49,18 @@ type View struct {
 	index   *index
 }
 
+// Registry is the registry in force (*registry.Registry): its tools and
+// the virtual servers its file declares. A new value is a reload.
+type Registry interface {
+	Tools() []*toolrouter.Tool
+	Lookup(name string) (*toolrouter.Tool, bool)
+	VirtualServers() []toolrouter.VirtualServer
+	Search() bool
+}
+
 // Set is the views of one registry.
 type Set struct {
-	reg   *registry.Registry
+	reg   Registry
 	views map[string]*View
 	// all is the registry-wide view: nil unless the registry sets
 	// discovery: search.
@@ -68,7 +76,7 @@ var empty = &View{byName: map[string]*Entry{}, index: newIndex(nil)}
 func Empty() *View { return empty }
 
 // Build makes the views of reg.
-func Build(reg *registry.Registry) *Set {
+func Build(reg Registry) *Set {
 	s := &Set{reg: reg, views: map[string]*View{}}
 	for _, vs := range reg.VirtualServers() {
 		s.views[vs.Name] = s.build(vs)
@@ -84,9 +92,9 @@ func Build(reg *registry.Registry) *Set {
 	return s
 }
 
-func (s *Set) build(vs registry.VirtualServer) *View {
+func (s *Set) build(vs toolrouter.VirtualServer) *View {
 	v := &View{Name: vs.Name, Search: vs.Search, MaxOutputBytes: vs.MaxOutputBytes, MaxOutputTokens: vs.MaxOutputTokens, byName: map[string]*Entry{}}
-	overrides := map[string]registry.Override{}
+	overrides := map[string]toolrouter.Override{}
 	for _, ov := range vs.Overrides {
 		overrides[ov.Tool] = ov
 		if _, ok := s.reg.Lookup(ov.Tool); !ok {
@@ -99,13 +107,13 @@ func (s *Set) build(vs registry.VirtualServer) *View {
 		}
 		ov, has := overrides[t.Name]
 		if has {
-			if probs := registry.CheckOverride(t, ov); len(probs) > 0 {
+			if probs := CheckOverride(t, ov); len(probs) > 0 {
 				s.warn(vs.Name, "tool %q left out: overrides.%s.%s: %s", t.Name, t.Name, probs[0].Field, probs[0].Why)
 				continue
 			}
 		}
 		e := entry(t, ov)
-		if v.Search && (e.Exported.Name == registry.SearchToolsName || e.Exported.Name == registry.CallToolName) {
+		if v.Search && (e.Exported.Name == toolrouter.SearchToolsName || e.Exported.Name == toolrouter.CallToolName) {
 			s.warn(vs.Name, "tool %q left out: its exported name is a meta-tool's", t.Name)
 			continue
 		}
@@ -144,7 +152,7 @@ func (v *View) add(e *Entry) error {
 }
 
 // entry exports t with its override.
-func entry(t *toolrouter.Tool, ov registry.Override) *Entry {
+func entry(t *toolrouter.Tool, ov toolrouter.Override) *Entry {
 	x := *t
 	x.Endpoint, x.Headers, x.ValidateArgs = "", nil, nil
 	if ov.Name != "" {
@@ -213,12 +221,12 @@ func (s *Set) For(c *access.Client, server string) (*View, error) {
 func (s *Set) View(name string) *View { return s.views[name] }
 
 // Registry is the registry the views were built of.
-func (s *Set) Registry() *registry.Registry { return s.reg }
+func (s *Set) Registry() Registry { return s.reg }
 
 // Catalog keeps the views of the registry in force, rebuilt when it
 // changes (a reload, tools discovered on MCP servers).
 type Catalog struct {
-	registry func() *registry.Registry
+	registry func() Registry
 	warn     func(string)
 	mu       sync.Mutex
 	cur      atomic.Pointer[Set]
@@ -226,8 +234,8 @@ type Catalog struct {
 
 // NewCatalog returns a catalog over the registry in force; warn (may be
 // nil) hears each warning of a rebuild.
-func NewCatalog(reg func() *registry.Registry, warn func(string)) *Catalog {
-	return &Catalog{registry: reg, warn: warn}
+func NewCatalog[R Registry](reg func() R, warn func(string)) *Catalog {
+	return &Catalog{registry: func() Registry { return reg() }, warn: warn}
 }
 
 // Current returns the views of the registry in force.
@@ -281,7 +289,7 @@ func (v *View) All() []*toolrouter.Tool {
 // Visible reports whether c sees the listed tool name.
 func (v *View) Visible(c *access.Client, name string) bool {
 	if v.Search {
-		return name == registry.SearchToolsName || name == registry.CallToolName
+		return name == toolrouter.SearchToolsName || name == toolrouter.CallToolName
 	}
 	e, ok := v.byName[name]
 	return ok && c.Allows(e.Real.Name)
@@ -302,10 +310,10 @@ func (v *View) Lookup(name string) (*Entry, bool) {
 func (v *View) Resolve(c *access.Client, call *toolrouter.Call) (tool *toolrouter.Tool, local *toolrouter.Outcome, ok bool) {
 	if v.Search {
 		switch call.ToolName {
-		case registry.SearchToolsName:
+		case toolrouter.SearchToolsName:
 			out := v.search(c, call.Arguments)
 			return nil, &out, true
-		case registry.CallToolName:
+		case toolrouter.CallToolName:
 			name, args, err := unwrap(call.Arguments)
 			if err != nil {
 				out := toolrouter.Failure(toolrouter.CategorySchema, "%v", err)
@@ -403,7 +411,7 @@ var yes, no = true, false
 // The meta-tools of search mode.
 var metaTools = []*toolrouter.Tool{
 	{
-		Name: registry.SearchToolsName, Kind: toolrouter.KindTool, Hints: &toolrouter.Hints{ReadOnly: &yes, OpenWorld: &no},
+		Name: toolrouter.SearchToolsName, Kind: toolrouter.KindTool, Hints: &toolrouter.Hints{ReadOnly: &yes, OpenWorld: &no},
 		Description: "Search the tools available to you by what you want to do. Returns the best matching tools' names, descriptions and input schemas; call one with call_tool.",
 		InputSchema: map[string]any{"type": "object", "required": []any{"query"}, "properties": map[string]any{
 			"query": map[string]any{"type": "string", "description": "What you want to do, in a few words"},
@@ -411,7 +419,7 @@ var metaTools = []*toolrouter.Tool{
 		}},
 	},
 	{
-		Name: registry.CallToolName, Kind: toolrouter.KindTool,
+		Name: toolrouter.CallToolName, Kind: toolrouter.KindTool,
 		Description: "Call a tool that search_tools found, by its name, with arguments matching its input schema.",
 		InputSchema: map[string]any{"type": "object", "required": []any{"name"}, "properties": map[string]any{
 			"name":      map[string]any{"type": "string", "description": "The tool's name, as search_tools returned it"},
