@@ -12,7 +12,8 @@
 // With -stdio it is a stdio MCP server (newline-delimited JSON-RPC on
 // stdin/stdout) that also has a tool "pid" answering its process id, so
 // tests of toolrouterd's stdio supervisor can kill it; it writes a line to
-// stderr when it starts, which toolrouterd logs.
+// stderr when it starts, which toolrouterd logs. With
+// MCPFIXTURE_STDERR_FLOOD=1 it also floods stderr with lines.
 package main
 
 import (
@@ -26,6 +27,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -66,11 +68,25 @@ func runStdio() error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	fmt.Fprintf(os.Stderr, "mcpfixture serving on stdio (pid %d)\n", os.Getpid())
+	if os.Getenv("MCPFIXTURE_STDERR_FLOOD") == "1" {
+		go floodStderr()
+	}
 	err := srv.Run(ctx, &mcp.StdioTransport{})
 	if ctx.Err() != nil || errors.Is(err, io.EOF) {
 		return nil
 	}
 	return err
+}
+
+// floodStderr writes short lines to stderr, one write each, as fast as
+// the reader takes them: a misbehaving server whose drain must stay cheap.
+func floodStderr() {
+	line := []byte("mcpfixture flooding stderr: " + strings.Repeat("x", 40) + "\n")
+	for {
+		if _, err := os.Stderr.Write(line); err != nil {
+			return
+		}
+	}
 }
 
 func run(addr string) error {
