@@ -16,6 +16,7 @@ import (
 	"github.com/toolrouterd/toolrouterd/internal/access"
 	"github.com/toolrouterd/toolrouterd/internal/agent"
 	"github.com/toolrouterd/toolrouterd/internal/audit"
+	"github.com/toolrouterd/toolrouterd/internal/circuit"
 	"github.com/toolrouterd/toolrouterd/internal/config"
 	"github.com/toolrouterd/toolrouterd/internal/httpapi"
 	"github.com/toolrouterd/toolrouterd/internal/lograte"
@@ -120,10 +121,13 @@ func New(ctx context.Context, o Options) (*Service, error) {
 		}
 	})
 	s.mcp.Sync(ctx, reg.MCPServers())
+	// Circuit breakers per tool host and MCP server, per replica (README
+	// "Circuit breakers").
+	circuits := circuit.New(toolrouter.Circuit{Failures: o.Config.CircuitFailures, Cooldown: o.Config.CircuitCooldown}, s.metrics.Registerer())
 	rt := &router.Router{
 		Tools:            func() router.Tools { return s.holder.Current() },
-		Exec:             s.exec,
-		MCP:              s.mcp,
+		Exec:             circuits.Wrap(s.exec),
+		MCP:              circuits.Wrap(s.mcp),
 		Seq:              st,
 		Results:          st,
 		Observer:         s.metrics,
@@ -169,6 +173,7 @@ func New(ctx context.Context, o Options) (*Service, error) {
 		Router:         rt,
 		Tools:          func() httpapi.Tools { return s.holder.Current() },
 		Readiness:      st,
+		Circuits:       circuits,
 		Metrics:        s.metrics,
 		Runs:           s.Runner,
 		Approvals:      rt,
