@@ -209,3 +209,25 @@ func wantMetric(t *testing.T, reg *prometheus.Registry, lines ...string) {
 		}
 	}
 }
+
+// BenchmarkGuardedCall is the cost the breaker adds to a call (the
+// backend here answers at once), against the bare backend.
+func BenchmarkGuardedCall(b *testing.B) {
+	be := &backend{out: ok}
+	tool := &toolrouter.Tool{Name: "a", Endpoint: "http://10.0.0.7:8080/a"}
+	req := toolrouter.ExecRequest{Tool: tool}
+	ctx := context.Background()
+	b.Run("bare", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			be.Call(ctx, req)
+		}
+	})
+	b.Run("guarded", func(b *testing.B) {
+		ex := circuit.New(toolrouter.Circuit{Failures: 5, Cooldown: time.Minute}, nil).Wrap(be)
+		b.ReportAllocs()
+		for b.Loop() {
+			ex.Call(ctx, req)
+		}
+	})
+}

@@ -230,7 +230,9 @@ func TestStdioServerThatCannotStart(t *testing.T) {
 // and its next call answered (issue 21, item 15).
 func TestStdioReplyOverLineLimit(t *testing.T) {
 	f := newManager(t)
-	f.m.Sync(context.Background(), []toolrouter.MCPServer{stdioConfig(t, "local")})
+	cfg := stdioConfig(t, "local")
+	cfg.Timeout = time.Minute // 17 MiB of JSON take a while under -race
+	f.m.Sync(context.Background(), []toolrouter.MCPServer{cfg})
 	pid, _ := strconv.Atoi(outText(t, call(f.m, find(t, f.m, "local/pid"), nil)))
 	out := call(f.m, find(t, f.m, "local/big"), map[string]any{"bytes": 17 << 20})
 	if out.Category != toolrouter.CategoryResource || !strings.Contains(out.Err, "reply over 16777216 bytes") || strings.Contains(out.Err, "exited") {
