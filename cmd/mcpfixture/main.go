@@ -11,7 +11,8 @@
 //
 // With -stdio it is a stdio MCP server (newline-delimited JSON-RPC on
 // stdin/stdout) that also has a tool "pid" answering its process id, so
-// tests of toolrouterd's stdio supervisor can kill it; it writes a line to
+// tests of toolrouterd's stdio supervisor can kill it, and "big" answering
+// a text of the bytes asked for (past the stdio line limit if asked); it writes a line to
 // stderr when it starts, which toolrouterd logs. With
 // MCPFIXTURE_STDERR_FLOOD=1 it also floods stderr with lines.
 package main
@@ -64,6 +65,15 @@ func runStdio() error {
 		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprint(os.Getpid())}},
 				StructuredContent: map[string]any{"pid": os.Getpid()}}, nil
+		})
+	srv.AddTool(&mcp.Tool{Name: "big", Description: "Returns a text of the given number of bytes, on one stdout line.",
+		InputSchema: map[string]any{"type": "object", "properties": map[string]any{"bytes": map[string]any{"type": "integer"}}}},
+		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			var in struct{ Bytes int }
+			if err := json.Unmarshal(req.Params.Arguments, &in); err != nil || in.Bytes < 0 || in.Bytes > 64<<20 {
+				return nil, fmt.Errorf("bytes: want 0..%d", 64<<20)
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.Repeat("b", in.Bytes)}}}, nil
 		})
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()

@@ -107,14 +107,18 @@ func (g guarded) Call(ctx context.Context, req toolrouter.ExecRequest) toolroute
 // verdict is what out says of the backend: errFailed when it could not be
 // reached or did not answer in time, errExcluded when the caller went away
 // or the call never left, nil (success) when the backend answered, even
-// with an error.
+// with an error. An MCP call that found no session and sent nothing
+// (Attempts 0) already failed at once: the server's supervisor reconnects
+// with its own backoff, and counting it would only keep the circuit open
+// after the server is back (a restarted stdio server).
 func verdict(ctx context.Context, out toolrouter.Outcome) error {
 	switch {
 	case ctx.Err() != nil:
 		return errExcluded
 	case out.Success() || out.Answered || out.Status != 0:
 		return nil
-	case out.Category == toolrouter.CategoryResource || out.Category == toolrouter.CategoryTimeout:
+	case out.Category == toolrouter.CategoryTimeout,
+		out.Category == toolrouter.CategoryResource && out.Attempts > 0:
 		return errFailed
 	}
 	return errExcluded

@@ -44,7 +44,9 @@ func (b *backend) count() int {
 }
 
 func unreachable(context.Context) toolrouter.Outcome {
-	return toolrouter.Failure(toolrouter.CategoryResource, "tool endpoint unreachable: connection refused")
+	out := toolrouter.Failure(toolrouter.CategoryResource, "tool endpoint unreachable: connection refused")
+	out.Attempts = 1
+	return out
 }
 
 func ok(context.Context) toolrouter.Outcome {
@@ -115,7 +117,8 @@ func TestOpensFailsFastAndCloses(t *testing.T) {
 
 // TestWhatCounts: only connection failures and timeouts count, in a row;
 // an answer (even an error, even an HTTP error status) resets the count; a
-// caller that went away counts for nothing; a failed trial opens it again.
+// caller that went away, or an MCP call that found no session and sent
+// nothing, counts for nothing; a failed trial opens it again.
 func TestWhatCounts(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := circuit.New(toolrouter.Circuit{Failures: 5, Cooldown: time.Minute}, nil)
@@ -146,6 +149,15 @@ func TestWhatCounts(t *testing.T) {
 		})
 		for range 3 {
 			ex.Call(cancelled, toolrouter.ExecRequest{Tool: tool})
+		}
+		// An MCP call that found no session sent nothing: not counted.
+		be.set(func(context.Context) toolrouter.Outcome {
+			return toolrouter.Failure(toolrouter.CategoryResource, "MCP server m unavailable: not connected")
+		})
+		for range 6 {
+			if out := call(ex, tool); strings.HasPrefix(out.Err, "circuit open") {
+				t.Fatalf("opened on calls that found no session: %+v", out)
+			}
 		}
 		be.set(unreachable)
 		call(ex, tool) // the fifth in a row
