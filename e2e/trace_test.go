@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -428,4 +429,42 @@ func testTracesRun(t *testing.T, provider, providerName string) {
 func sessionDigest(id string) string {
 	sum := sha256.Sum256([]byte(id))
 	return hex.EncodeToString(sum[:12])
+}
+
+// TestTracesAuditLine: the component=audit line of a traced call names its
+// request (request_id, as echoed in X-Request-Id) and its exported
+// execute_tool span (trace_id, span_id), so an operator goes from an audit
+// line to its trace (issue 21, item 8). At info, the level operators run.
+func TestTracesAuditLine(t *testing.T) {
+	col := startCollector(t)
+	ts := httptest.NewServer(&headerTool{})
+	defer ts.Close()
+	reg := fmt.Sprintf("tools:\n  - name: trace/echo\n    endpoint: %s/echo\n", ts.URL)
+	rt, _ := startRouter(t, reg, append(col.env(), "TOOLROUTER_LOG_LEVEL=info")...)
+
+	const trace = "44444444444444444444444444444444"
+	resp := do(t, "POST", rt.URL()+"/route", map[string]any{"plan_id": "audited", "tool_call": map[string]any{"name": "trace/echo", "arguments": map[string]any{}}},
+		"Traceparent", traceparent(trace, callerSpan), "X-Request-Id", "audit-line-req")
+	res := resp.JSON(t)
+	if res["success"] != true {
+		t.Fatalf("route failed: %s", resp.Body)
+	}
+	exec := one(t, col.wait(t, trace, "execute_tool trace/echo"), "execute_tool trace/echo")
+	id := res["tool_call_id"].(string)
+	line := rt.waitOutput(t, "the audit line", func(out string) (string, bool) {
+		l := grepLines(out, `"tool_call_id":"`+id+`"`)
+		return l, strings.Contains(l, `"component":"audit"`)
+	})
+	var got struct {
+		RequestID string `json:"request_id"`
+		TraceID   string `json:"trace_id"`
+		SpanID    string `json:"span_id"`
+	}
+	if err := json.Unmarshal([]byte(grepLines(line, `"component":"audit"`)), &got); err != nil {
+		t.Fatalf("audit line %q: %v", line, err)
+	}
+	if got.RequestID != "audit-line-req" || got.TraceID != exec.TraceID || got.SpanID != exec.SpanID {
+		t.Errorf("audit line names request %q, trace %q, span %q; want audit-line-req, %s, %s (execute_tool)\n%s",
+			got.RequestID, got.TraceID, got.SpanID, exec.TraceID, exec.SpanID, line)
+	}
 }

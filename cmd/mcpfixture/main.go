@@ -11,9 +11,12 @@
 //
 // With -stdio it is a stdio MCP server (newline-delimited JSON-RPC on
 // stdin/stdout) that also has a tool "pid" answering its process id, so
-// tests of toolrouterd's stdio supervisor can kill it; it writes a line to
-// stderr when it starts, which toolrouterd logs. Over HTTP, /control
-// changes a tool's definition at runtime and counts calls (control.go).
+// tests of toolrouterd's stdio supervisor can kill it, and "big" answering
+// a text of the bytes asked for (past the stdio line limit if asked); it
+// writes a line to stderr when it starts, which toolrouterd logs. With
+// MCPFIXTURE_STDERR_FLOOD=1 it also floods stderr with lines. Over HTTP,
+// /control changes a tool's definition at runtime and counts calls
+// (control.go).
 package main
 
 import (
@@ -27,6 +30,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -64,14 +68,37 @@ func runStdio() error {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprint(os.Getpid())}},
 				StructuredContent: map[string]any{"pid": os.Getpid()}}, nil
 		})
+	srv.AddTool(&mcp.Tool{Name: "big", Description: "Returns a text of the given number of bytes, on one stdout line.",
+		InputSchema: map[string]any{"type": "object", "properties": map[string]any{"bytes": map[string]any{"type": "integer"}}}},
+		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			var in struct{ Bytes int }
+			if err := json.Unmarshal(req.Params.Arguments, &in); err != nil || in.Bytes < 0 || in.Bytes > 64<<20 {
+				return nil, fmt.Errorf("bytes: want 0..%d", 64<<20)
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.Repeat("b", in.Bytes)}}}, nil
+		})
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	fmt.Fprintf(os.Stderr, "mcpfixture serving on stdio (pid %d)\n", os.Getpid())
+	if os.Getenv("MCPFIXTURE_STDERR_FLOOD") == "1" {
+		go floodStderr()
+	}
 	err := srv.Run(ctx, &mcp.StdioTransport{})
 	if ctx.Err() != nil || errors.Is(err, io.EOF) {
 		return nil
 	}
 	return err
+}
+
+// floodStderr writes short lines to stderr, one write each, as fast as
+// the reader takes them: a misbehaving server whose drain must stay cheap.
+func floodStderr() {
+	line := []byte("mcpfixture flooding stderr: " + strings.Repeat("x", 40) + "\n")
+	for {
+		if _, err := os.Stderr.Write(line); err != nil {
+			return
+		}
+	}
 }
 
 func run(addr string) error {

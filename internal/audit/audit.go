@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/toolrouterd/toolrouterd/internal/access"
 	"github.com/toolrouterd/toolrouterd/internal/lograte"
@@ -68,6 +69,9 @@ func (t *Trail) RecordWith(ctx context.Context, save toolrouter.AuditSaver, recs
 	} else if err := t.Store.AppendAudit(sctx, recs); err != nil {
 		t.Limit.Event(&t.Log, zerolog.ErrorLevel, "store audit records").Err(err).Str("component", "audit").Int("records", len(recs)).Msg("store audit records")
 	}
+	// The request and the span of the calls, so that an operator goes from
+	// an audit line to its request's lines and its trace.
+	reqID, sc := toolrouter.RequestID(ctx), trace.SpanContextFromContext(ctx)
 	for i := range recs {
 		r := &recs[i]
 		e := t.Log.Info()
@@ -77,8 +81,14 @@ func (t *Trail) RecordWith(ctx context.Context, save toolrouter.AuditSaver, recs
 			e = t.Limit.Event(&t.Log, zerolog.InfoLevel, "audit rate_limited "+r.Client)
 			e = e.Int("calls", r.Calls).Strs("tools", r.Tools)
 		}
-		e = e.Str("component", "audit").Time("at", r.Time).Str("client", r.Client).
-			Str("entry_point", r.EntryPoint).Str("plan_id", r.PlanID)
+		e = e.Str("component", "audit").Time("at", r.Time).Str("client", r.Client)
+		if reqID != "" {
+			e = e.Str("request_id", reqID)
+		}
+		if sc.IsValid() {
+			e = e.Str("trace_id", sc.TraceID().String()).Str("span_id", sc.SpanID().String())
+		}
+		e = e.Str("entry_point", r.EntryPoint).Str("plan_id", r.PlanID)
 		if r.Sequence != nil {
 			e = e.Int64("sequence", *r.Sequence)
 		}

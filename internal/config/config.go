@@ -47,6 +47,10 @@ type Config struct {
 	// RunHeartbeat is how often a running /runs run says it is alive; one
 	// silent for three heartbeats is marked interrupted by any replica.
 	RunHeartbeat time.Duration `split_words:"true" default:"5s"`
+	// CircuitFailures and CircuitCooldown are the circuit breakers'
+	// defaults (README "Circuit breakers"); 0 disables them.
+	CircuitFailures int           `split_words:"true" default:"5"`
+	CircuitCooldown time.Duration `split_words:"true" default:"30s"`
 	// ApprovalTTL is how long a call held for an approver waits before it
 	// expires as denied (README "Approvals").
 	ApprovalTTL time.Duration `split_words:"true" default:"1h"`
@@ -206,6 +210,10 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("TOOLROUTER_IDEMPOTENCY_TTL: %s must be positive", c.IdempotencyTTL)
 	case c.RunHeartbeat < 100*time.Millisecond:
 		return fmt.Errorf("TOOLROUTER_RUN_HEARTBEAT: %s is below the minimum of 100ms", c.RunHeartbeat)
+	case c.CircuitFailures < 0 || c.CircuitFailures > 1000:
+		return fmt.Errorf("TOOLROUTER_CIRCUIT_FAILURES: %d is outside 0 (off)..1000", c.CircuitFailures)
+	case c.CircuitCooldown < 0 || c.CircuitCooldown > 10*time.Minute:
+		return fmt.Errorf("TOOLROUTER_CIRCUIT_COOLDOWN: %s is outside 0 (off)..10m", c.CircuitCooldown)
 	case c.ApprovalTTL < time.Second:
 		return fmt.Errorf("TOOLROUTER_APPROVAL_TTL: %s is below the minimum of 1s", c.ApprovalTTL)
 	case c.MaxPendingApprovals < 1 || c.MaxPendingApprovals > 1000000:

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"maps"
 	"net/http"
 	"time"
 
@@ -31,8 +32,10 @@ func handleHealthz() http.HandlerFunc {
 
 // handleReadyz reports ready when the store answers (a registry is always
 // loaded: a bad file never replaces the one in force); it recovers on its
-// own when the store comes back.
-func handleReadyz(store Pinger) http.HandlerFunc {
+// own when the store comes back. The circuits that are not closed are
+// listed among the checks, without making it unready: the replica still
+// serves every other backend.
+func handleReadyz(store Pinger, circuits Circuits) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 		defer cancel()
@@ -42,6 +45,9 @@ func handleReadyz(store Pinger) http.HandlerFunc {
 			// to an unauthenticated endpoint.
 			limitedLog(r, zerolog.WarnLevel, "readiness").Str("error", clip(err.Error())).Msg("readiness: store unreachable")
 			h.Status, h.Checks["store"] = "unavailable", "unreachable"
+		}
+		if circuits != nil {
+			maps.Copy(h.Checks, circuits.Checks())
 		}
 		status := http.StatusOK
 		if h.Status != "ok" {

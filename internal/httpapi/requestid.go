@@ -7,6 +7,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/toolrouterd/toolrouterd/internal/randid"
+	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
 
 // requestID takes the request id from X-Request-Id (or makes one), echoes it
@@ -23,7 +24,7 @@ func requestID(base zerolog.Logger, lim *logLimiter) func(http.Handler) http.Han
 			st := &reqState{lim: lim, log: &l}
 			st.id[0] = id
 			w.Header()["X-Request-Id"] = st.id[:] // as Header.Set, without a slice of its own
-			ctx := context.WithValue(r.Context(), stateKey{}, st)
+			ctx := toolrouter.WithRequestID(context.WithValue(r.Context(), stateKey{}, st), id)
 			next.ServeHTTP(w, r.WithContext(l.WithContext(ctx)))
 		})
 	}

@@ -34,7 +34,7 @@ func routes(d Deps, doc *openapi3.T) (http.Handler, error) {
 	// Unauthenticated operations endpoints.
 	r.Get("/", handleIndex())
 	r.Get("/healthz", handleHealthz())
-	r.Get("/readyz", handleReadyz(d.Readiness))
+	r.Get("/readyz", handleReadyz(d.Readiness, d.Circuits))
 	r.Method(http.MethodGet, "/metrics", d.Metrics.Handler())
 	r.Get("/openapi.yaml", handleSpec(d.Spec))
 	// RFC 9728 protected resource metadata (404 unless JWT is on).

@@ -46,6 +46,12 @@ type Pinger interface {
 	Ping(ctx context.Context) error
 }
 
+// Circuits lists the backends' circuits that are not closed
+// (circuit.Breakers), for the checks of /readyz.
+type Circuits interface {
+	Checks() map[string]string
+}
+
 // Metrics records HTTP traffic.
 type Metrics interface {
 	HTTPRequest(route, method string, status int, d time.Duration)
@@ -61,6 +67,7 @@ type Deps struct {
 	Readiness Pinger // the store, which GET /readyz asks
 	Metrics   Metrics
 	Runs      Runs
+	Circuits  Circuits // the backends' circuit breakers, for /readyz; nil: none
 	// Approvals decides held calls and shows results; nil leaves
 	// /approvals and /results unmounted.
 	Approvals Approvals

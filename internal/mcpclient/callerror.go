@@ -38,6 +38,13 @@ func (s *server) failed(gen uint64, err error, c *toolCall) (out toolrouter.Outc
 	// closing.
 	never := !taken && (outbound.Unreachable(err) || errors.Is(err, mcp.ErrConnectionClosed))
 	switch {
+	case len(s.command) > 0 && overLineLimit(err):
+		// The process lives, but the session cannot resume in the middle
+		// of a line: the supervisor stops the process and starts it again.
+		// Not sent again: the same reply would break the next session too.
+		msg := fmt.Sprintf("MCP server %s: reply over %d bytes (the stdio line limit); the server is restarted", s.name, mcp.DefaultMaxLineLength)
+		s.m.log.Warn().Str("mcp_server", s.name).Str("tool", c.req.Tool.Name).Msg(msg)
+		return toolrouter.Failure(toolrouter.CategoryResource, "%s", msg), false
 	case never && c.fresh:
 		c.fresh = false
 		return out, true
@@ -52,6 +59,13 @@ func (s *server) failed(gen uint64, err error, c *toolCall) (out toolrouter.Outc
 		return toolrouter.Failure(toolrouter.CategoryResource, "MCP server %s unavailable: its process exited during the call (%s)", s.name, s.scrub(err)), false
 	}
 	return toolrouter.Failure(toolrouter.CategoryExecution, "MCP server %s: tools/call failed: %s", s.name, s.scrub(err)), false
+}
+
+// overLineLimit says err is the SDK's stdio reader refusing a line over
+// mcp.DefaultMaxLineLength (its error is unexported: matched by its text,
+// which TestStdioReplyOverLineLimit pins).
+func overLineLimit(err error) bool {
+	return strings.Contains(err.Error(), "exceeded the configured maximum line length")
 }
 
 // unavailable is the failure of a call that found no session, or could

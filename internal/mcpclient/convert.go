@@ -84,6 +84,7 @@ func registryTool(cfg toolrouter.MCPServer, d discovered) *toolrouter.Tool {
 		InputSchema:  d.input,
 		OutputSchema: d.output,
 		Timeout:      cfg.Timeout,
+		Circuit:      cfg.Circuit,
 		MCPServer:    cfg.Name,
 		MCPTool:      d.tool.Name,
 		ValidateArgs: d.validate,

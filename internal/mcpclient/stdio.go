@@ -3,6 +3,7 @@ package mcpclient
 import (
 	"bytes"
 	"context"
+	"io"
 	"os"
 	"os/exec"
 	"sync"
@@ -32,6 +33,9 @@ const (
 	// stderrLinesPerSecond bounds the stderr lines logged per second per
 	// server; the lines over it are counted and the count logged.
 	stderrLinesPerSecond = 50
+	// drainPause is how long the drain of a stderr whose second's lines
+	// are spent waits between reads (at most 64 KiB each).
+	drainPause = 20 * time.Millisecond
 )
 
 // inheritedEnv are the variables of toolrouterd's environment a stdio
@@ -94,8 +98,9 @@ func (s *server) newStdioTransport() *stdioTransport {
 // each line at most maxStderrLine bytes and at most stderrLinesPerSecond
 // lines a second.
 type lineLog struct {
-	log zerolog.Logger
-	now func() time.Time
+	log   zerolog.Logger
+	now   func() time.Time
+	sleep func(time.Duration)
 
 	mu      sync.Mutex
 	line    []byte
@@ -106,13 +111,47 @@ type lineLog struct {
 }
 
 func newLineLog(log zerolog.Logger, now func() time.Time) *lineLog {
-	return &lineLog{log: log, now: now}
+	return &lineLog{log: log, now: now, sleep: time.Sleep}
 }
 
 func (l *lineLog) Write(p []byte) (int, error) {
+	l.write(p)
+	return len(p), nil
+}
+
+// ReadFrom drains r, the process's stderr (exec's io.Copy calls it): large
+// reads, and once the second's lines are spent, each read is counted and
+// dropped unscanned and the drain pauses, so that a flooding server fills
+// the pipe and costs a read per pause instead of one per line. The pause
+// holds back a server that writes faster than drainPause allows (its
+// writes block) but never stops it: its calls are still served.
+func (l *lineLog) ReadFrom(r io.Reader) (int64, error) {
+	buf := make([]byte, 64<<10)
+	var total int64
+	for {
+		n, err := r.Read(buf)
+		total += int64(n)
+		if n > 0 && l.write(buf[:n]) {
+			l.sleep(drainPause)
+		}
+		if err == io.EOF {
+			return total, nil
+		}
+		if err != nil {
+			return total, err
+		}
+	}
+}
+
+// write logs the lines of p; spent says the second's lines are spent.
+func (l *lineLog) write(p []byte) (spent bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	n := len(p)
+	if len(p) > 0 && l.lines >= stderrLinesPerSecond && l.now().Sub(l.window) < time.Second {
+		l.dropped += bytes.Count(p, []byte{'\n'})
+		l.line, l.skip = l.line[:0], p[len(p)-1] != '\n'
+		return true
+	}
 	for len(p) > 0 {
 		i := bytes.IndexByte(p, '\n')
 		chunk := p
@@ -138,7 +177,7 @@ func (l *lineLog) Write(p []byte) (int, error) {
 		l.skip = false
 		p = p[i+1:]
 	}
-	return n, nil
+	return l.lines >= stderrLinesPerSecond
 }
 
 // emit logs the buffered line; l.mu is held.

@@ -79,6 +79,22 @@ func serveStdio() {
 			return nil, nil, ctx.Err()
 		}
 	})
+	mcp.AddTool(srv, &mcp.Tool{Name: "big"}, func(_ context.Context, _ *mcp.CallToolRequest, in struct {
+		Bytes int `json:"bytes"`
+	}) (*mcp.CallToolResult, any, error) {
+		return textResult(strings.Repeat("b", in.Bytes)), nil, nil
+	})
+	if os.Getenv("FLOOD") == "1" {
+		// Floods stderr with short lines as fast as the pipe takes them.
+		go func() {
+			line := []byte(strings.Repeat("flood ", 10) + "\n")
+			for {
+				if _, err := os.Stderr.Write(line); err != nil {
+					return
+				}
+			}
+		}()
+	}
 	fmt.Fprintln(os.Stderr, "stdio-test ready "+strings.Repeat("x", 5000))
 	fmt.Fprintln(os.Stderr, "second line")
 	_ = srv.Run(context.Background(), &mcp.StdioTransport{})
@@ -112,7 +128,7 @@ func TestStdioServerLifecycle(t *testing.T) {
 	f := newManager(t)
 	cfg := stdioConfig(t, "local")
 	f.m.Sync(context.Background(), []toolrouter.MCPServer{cfg})
-	if got := toolNames(f.m.Tools()); strings.Join(got, ",") != "local/cwd,local/env,local/pid,local/wait" {
+	if got := toolNames(f.m.Tools()); strings.Join(got, ",") != "local/big,local/cwd,local/env,local/pid,local/wait" {
 		t.Fatalf("tools = %v", got)
 	}
 
@@ -206,4 +222,31 @@ func TestStdioServerThatCannotStart(t *testing.T) {
 		t.Errorf("outcome = %+v", out)
 	}
 	eventually(t, "the cause logged", func() bool { return strings.Contains(f.logs.String(), "no such file or directory") })
+}
+
+// TestStdioReplyOverLineLimit: a reply over the stdio line limit (16 MiB)
+// is a resource failure that says so, not "process exited"; the session
+// cannot go on after an unread partial line, so the server is restarted
+// and its next call answered (issue 21, item 15).
+func TestStdioReplyOverLineLimit(t *testing.T) {
+	f := newManager(t)
+	cfg := stdioConfig(t, "local")
+	cfg.Timeout = time.Minute // 17 MiB of JSON take a while under -race
+	f.m.Sync(context.Background(), []toolrouter.MCPServer{cfg})
+	pid, _ := strconv.Atoi(outText(t, call(f.m, find(t, f.m, "local/pid"), nil)))
+	out := call(f.m, find(t, f.m, "local/big"), map[string]any{"bytes": 17 << 20})
+	if out.Category != toolrouter.CategoryResource || !strings.Contains(out.Err, "reply over 16777216 bytes") || strings.Contains(out.Err, "exited") {
+		t.Fatalf("over-long reply: %+v", out)
+	}
+	eventually(t, "the cause logged", func() bool { return strings.Contains(f.logs.String(), "reply over 16777216 bytes") })
+	var newPID int
+	eventually(t, "a new process answering", func() bool {
+		out := call(f.m, find(t, f.m, "local/pid"), nil)
+		if out.Err != "" {
+			return false
+		}
+		newPID, _ = strconv.Atoi(outText(t, out))
+		return newPID != pid
+	})
+	eventually(t, "the old process stopped", func() bool { return !alive(pid) })
 }

@@ -133,9 +133,9 @@ func (p *parser) tool(item *yaml.Node, i int) (pt parsedTool, ok bool) {
 		w = where{tool: name}
 	}
 	f := p.fields(n, w, "name", "description", "endpoint", "kind", "input_schema", "output_schema",
-		"timeout", "headers", "idempotent", "retries", "approval")
+		"timeout", "headers", "idempotent", "retries", "approval", "circuit")
 
-	t := &toolrouter.Tool{Kind: toolrouter.KindTool, Timeout: defaultTimeout}
+	t := &toolrouter.Tool{Kind: toolrouter.KindTool, Timeout: defaultTimeout, Circuit: p.circuit(f["circuit"], w)}
 	nameOK := false
 	if p.required(f["name"], n, w, "name") {
 		if name, ok := p.str(f["name"], w, "name"); ok {
@@ -341,6 +341,35 @@ func (p *parser) duration(e entry, w where, field string) (time.Duration, bool) 
 	}
 	return 0, false
 }
+
+// circuit reads a circuit breaker setting, {failures: N, cooldown: D};
+// what it leaves out takes the global defaults (toolrouter.Circuit).
+func (p *parser) circuit(e entry, w where) toolrouter.Circuit {
+	var c toolrouter.Circuit
+	if e.val == nil {
+		return c
+	}
+	if e.val.Kind != yaml.MappingNode {
+		p.addAt(e.val, w, "circuit", "must be a mapping like {failures: 5, cooldown: 30s}")
+		return c
+	}
+	cw := where{tool: w.tool, prefix: w.prefix + "circuit."}
+	f := p.fields(e.val, cw, "failures", "cooldown")
+	if n, ok := p.integer(f["failures"], cw, "failures"); ok {
+		if n < 0 || n > maxCircuitFailures {
+			p.addAt(f["failures"].val, cw, "failures", fmt.Sprintf("must be between 0 (off) and %d", maxCircuitFailures))
+		} else {
+			c.Failures, c.Off = n, n == 0
+		}
+	}
+	if d, ok := p.duration(f["cooldown"], cw, "cooldown"); ok {
+		c.Cooldown = d
+	}
+	return c
+}
+
+// maxCircuitFailures bounds a circuit's failures setting.
+const maxCircuitFailures = 1000
 
 // headers reads a mapping of header names to values, expanding ${VAR}.
 // A problem never shows a header's value.
@@ -624,8 +653,8 @@ func (p *parser) mcpServers(e entry) []toolrouter.MCPServer {
 		}
 		w := where{prefix: fmt.Sprintf("mcp_servers[%d].", i)}
 		f := p.fields(n, w, "name", "url", "command", "env", "cwd", "prefix", "tools", "headers", "timeout", "roots",
-			"pin", "pin_new", "on_change")
-		s := toolrouter.MCPServer{Timeout: defaultTimeout}
+			"pin", "pin_new", "on_change", "circuit")
+		s := toolrouter.MCPServer{Timeout: defaultTimeout, Circuit: p.circuit(f["circuit"], w)}
 		if p.required(f["name"], n, w, "name") {
 			if name, ok := p.str(f["name"], w, "name"); ok {
 				s.Name = name

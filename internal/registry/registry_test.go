@@ -442,3 +442,25 @@ func TestParsePinning(t *testing.T) {
 		t.Fatalf("pinning of the servers: %+v", got)
 	}
 }
+
+// TestCircuitSettings: circuit: {failures, cooldown} on a tool and on an
+// MCP server; what is left out takes the global defaults, failures: 0
+// turns the breaker off.
+func TestCircuitSettings(t *testing.T) {
+	src := "tools:\n  - name: a\n    endpoint: http://h/a\n    circuit: {failures: 2, cooldown: 5s}\n" +
+		"  - name: b\n    endpoint: http://h/b\n    circuit: {failures: 0}\n  - name: c\n    endpoint: http://h/c\n" +
+		"mcp_servers:\n  - name: m\n    url: http://h/mcp\n    circuit: {cooldown: 1m}\n"
+	reg, err := registry.Parse("r.yaml", []byte(src), env())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]toolrouter.Circuit{"a": {Failures: 2, Cooldown: 5 * time.Second}, "b": {Off: true}, "c": {}}
+	for name, c := range want {
+		if tool, _ := reg.Lookup(name); tool == nil || tool.Circuit != c {
+			t.Errorf("tool %s circuit = %+v, want %+v", name, tool, c)
+		}
+	}
+	if got := reg.MCPServers(); len(got) != 1 || got[0].Circuit != (toolrouter.Circuit{Cooldown: time.Minute}) {
+		t.Errorf("MCP server circuit = %+v", got)
+	}
+}

@@ -17,6 +17,7 @@ import (
 	"github.com/toolrouterd/toolrouterd/internal/access"
 	"github.com/toolrouterd/toolrouterd/internal/agent"
 	"github.com/toolrouterd/toolrouterd/internal/audit"
+	"github.com/toolrouterd/toolrouterd/internal/circuit"
 	"github.com/toolrouterd/toolrouterd/internal/config"
 	"github.com/toolrouterd/toolrouterd/internal/guardrail"
 	"github.com/toolrouterd/toolrouterd/internal/httpapi"
@@ -150,10 +151,13 @@ func New(ctx context.Context, o Options) (*Service, error) {
 	s.mcp.Sync(ctx, reg.MCPServers())
 	// The registry's guardrails, around every call (README "Trusting tools").
 	s.guards = &guardrail.Guards{Registry: func() guardrail.Registry { return s.holder.Current() }, Client: guardrail.NewClient(tel.Transport)}
+	// Circuit breakers per tool host and MCP server, per replica (README
+	// "Circuit breakers").
+	circuits := circuit.New(toolrouter.Circuit{Failures: o.Config.CircuitFailures, Cooldown: o.Config.CircuitCooldown}, s.metrics.Registerer())
 	rt := &router.Router{
 		Tools:            func() router.Tools { return s.holder.Current() },
-		Exec:             s.exec,
-		MCP:              pin.Guard{Executor: s.mcp},
+		Exec:             circuits.Wrap(s.exec),
+		MCP:              pin.Guard{Executor: circuits.Wrap(s.mcp)},
 		Seq:              st,
 		Results:          st,
 		Observer:         s.metrics,
@@ -210,6 +214,7 @@ func New(ctx context.Context, o Options) (*Service, error) {
 		Router:         rt,
 		Tools:          func() httpapi.Tools { return s.holder.Current() },
 		Readiness:      st,
+		Circuits:       circuits,
 		Metrics:        s.metrics,
 		Runs:           s.Runner,
 		Approvals:      pin.Approvals{Router: rt, Keeper: s.pins},

@@ -108,6 +108,7 @@ type MCPServer struct {
 	Tools   []string
 	Headers map[string]string
 	Timeout time.Duration
+	Circuit Circuit // its tools' circuit breaker settings
 	// Roots are the file:// URIs offered to the server as MCP roots; the
 	// roots capability is advertised only when there are some.
 	Roots []string
@@ -119,4 +120,28 @@ type MCPServer struct {
 	Unpinned bool
 	PinNew   string
 	OnChange string
+}
+
+// Circuit is the circuit breaker setting of a tool or an MCP server
+// (README "Circuit breakers"): after Failures consecutive connection
+// failures or timeouts its calls fail fast for Cooldown. Zero fields take
+// the global defaults; Off turns the breaker off (failures: 0).
+type Circuit struct {
+	Failures int
+	Cooldown time.Duration
+	Off      bool
+}
+
+// Or is c with its unset fields taken from def.
+func (c Circuit) Or(def Circuit) Circuit {
+	if c.Off {
+		return Circuit{Off: true}
+	}
+	if c.Failures == 0 {
+		c.Failures = def.Failures
+	}
+	if c.Cooldown == 0 {
+		c.Cooldown = def.Cooldown
+	}
+	return c
 }

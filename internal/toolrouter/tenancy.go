@@ -128,3 +128,17 @@ func EntryPoint(ctx context.Context) string {
 	}
 	return EntryRoute
 }
+
+type requestIDKey struct{}
+
+// WithRequestID returns ctx carrying the id of the HTTP request it serves
+// (X-Request-Id), for the audit log line of its tool calls.
+func WithRequestID(ctx context.Context, id string) context.Context {
+	return context.WithValue(ctx, requestIDKey{}, id)
+}
+
+// RequestID is the request id ctx carries; "" when none.
+func RequestID(ctx context.Context) string {
+	id, _ := ctx.Value(requestIDKey{}).(string)
+	return id
+}

@@ -59,6 +59,7 @@ type Tool struct {
 	InputSchema  map[string]any    `json:"input_schema"`
 	OutputSchema map[string]any    `json:"output_schema,omitempty"`
 	Timeout      time.Duration     `json:"-"`
+	Circuit      Circuit           `json:"-"`
 	Headers      map[string]string `json:"-"`
 	Idempotent   bool              `json:"idempotent"`
 	Retries      int               `json:"retries"`
