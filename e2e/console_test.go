@@ -2,6 +2,7 @@ package e2e_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -237,4 +238,56 @@ func TestConsole(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS(`article.tool-def[data-tool="billing/refund"]`)),
 		void(chromedp.Evaluate[bool](`(s => { s.value = "anthropic"; return s.dispatchEvent(new Event("change")); })(document.getElementById("provider"))`)),
 		void(chromedp.Poll[bool](`document.getElementById("tools-list").textContent.includes('"input_schema"')`)))
+}
+
+// TestConsoleApprovalsPages: the inbox reads every page of GET /approvals
+// (100 a page by default), so with 151 pending approvals the oldest — past
+// the first page — is shown, as text, and approved in the page.
+func TestConsoleApprovalsPages(t *testing.T) {
+	tool := newBodyTool(t)
+	rt, _ := startRouter(t, approvalRegistry(tool.srv.URL))
+	const markup = `<img src=x onerror=alert(1)>`
+	oldest := do(t, "POST", rt.URL()+"/route", map[string]any{"plan_id": "plan-oldest", "tool_call": map[string]any{
+		"name": "billing/refund", "arguments": map[string]any{"to": markup, "amount": 3}}}, asAgent...).JSON(t)
+	if oldest["status"] != "awaiting_approval" {
+		t.Fatalf("route: %v", oldest)
+	}
+	var calls []any
+	for i := range 150 {
+		calls = append(calls, map[string]any{"name": "billing/refund", "arguments": map[string]any{"to": fmt.Sprintf("acct-%d", i), "amount": 1}})
+	}
+	if r := do(t, "POST", rt.URL()+"/route/batch", map[string]any{"plan_id": "plan-many", "tool_calls": calls}, asAgent...); r.Status != 200 ||
+		strings.Count(string(r.Body), `"awaiting_approval"`) != 150 {
+		t.Fatalf("batch: %d %s", r.Status, r.Body)
+	}
+	first := do(t, "GET", rt.URL()+"/approvals?status=pending", nil, asReviewer...).JSON(t)
+	if n := len(first["approvals"].([]any)); n != 100 || first["next_cursor"] == nil {
+		t.Fatalf("the first page holds %d approvals, next_cursor %v: want 100 and a cursor", n, first["next_cursor"])
+	}
+
+	ctx := browser(t)
+	card := `article.approval[data-approval-id="` + oldest["approval_id"].(string) + `"]`
+	in(t, ctx, "sign in as the approver; every page is shown",
+		chromedp.Navigate(rt.URL()+"/ui"),
+		chromedp.WaitVisible(chromedp.ID("key")),
+		chromedp.SendKeys(chromedp.ID("key"), "reviewer-key"),
+		chromedp.Click(chromedp.CSS("#signin-form button")),
+		chromedp.WaitVisible(chromedp.CSS(card)),
+		void(chromedp.Poll[bool](`document.querySelectorAll("#ap-list article.approval").length === 151`)))
+	if got := text(t, ctx, card); !strings.Contains(got, markup) || !strings.Contains(got, "plan-oldest") {
+		t.Errorf("the oldest approval's card lacks its arguments as text:\n%s", got)
+	}
+	if n, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("#ap-list img").length`)); err != nil || n != 0 {
+		t.Errorf("the arguments became markup: %d img elements (%v)", n, err)
+	}
+	if hidden, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.getElementById("ap-more").hidden`)); err != nil || !hidden {
+		t.Errorf("the inbox says older approvals are left out, with 151 of them (%v)", err)
+	}
+	in(t, ctx, "approve the oldest in the page",
+		chromedp.Click(chromedp.CSS(card+" button.approve")),
+		chromedp.WaitNotPresent(chromedp.CSS(card)),
+		void(chromedp.Poll[bool](`document.querySelectorAll("#ap-list article.approval").length === 150`)))
+	if got := tool.received(); len(got) != 1 || !strings.Contains(got[0], `"amount":3`) {
+		t.Fatalf("the tool received %q, want the oldest call once", got)
+	}
 }

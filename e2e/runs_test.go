@@ -343,6 +343,11 @@ func TestRunErrors(t *testing.T) {
 			t.Errorf("%s: %d %s", field, resp.Status, resp.Body)
 		}
 	}
+	// A plan id the router would refuse (over 256 characters) fails the start, not each tool call.
+	long := do(t, "POST", rt.URL()+"/runs", map[string]any{"prompt": "x", "context": map[string]any{"plan_id": strings.Repeat("p", 257)}})
+	if d, _ := long.JSON(t)["detail"].(string); long.Status != 400 || !strings.Contains(d, "plan_id") {
+		t.Errorf("a 257-character plan id: %d %s", long.Status, long.Body)
+	}
 	// A provider whose key variable is unset is refused up front.
 	noKey, _ := startRouter(t, runsRegistry(t, tools.addr, fake, "UNSET_KEY_VAR"))
 	if resp := do(t, "POST", noKey.URL()+"/runs", map[string]any{"prompt": "x"}); resp.Status != 400 || !strings.Contains(string(resp.Body), "UNSET_KEY_VAR") {

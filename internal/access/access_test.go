@@ -2,9 +2,13 @@ package access_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/toolrouterd/toolrouterd/internal/access"
@@ -12,6 +16,7 @@ import (
 )
 
 func TestScope(t *testing.T) {
+	t.Parallel()
 	s := access.NewScope([]string{"billing/*", "math/add", "kb/?earch", "files/*/read*"})
 	for name, want := range map[string]bool{
 		"billing/refund": true, "billing/a/b": true, "billing": false, "billing/": true,
@@ -36,6 +41,7 @@ func TestScope(t *testing.T) {
 }
 
 func TestCouldMatch(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		pattern, prefix string
 		want            bool
@@ -50,6 +56,7 @@ func TestCouldMatch(t *testing.T) {
 }
 
 func TestNilClientAllowsAll(t *testing.T) {
+	t.Parallel()
 	var c *access.Client
 	if !c.Allows("anything") || c.LabelName() != "" {
 		t.Error("nil client")
@@ -79,6 +86,7 @@ const twoClients = `clients:
 `
 
 func TestAuthenticateKeys(t *testing.T) {
+	t.Parallel()
 	r := reg(t, twoClients, map[string]string{"BILLING_KEY": "b-key"})
 	a := access.NewAuthenticator([]string{"env-key-1", "env-key-2", "b-key"}, func() *registry.Registry { return r }, nil)
 	var warnings []string
@@ -127,6 +135,7 @@ func TestAuthenticateKeys(t *testing.T) {
 }
 
 func TestOpenWithoutKeysOrClients(t *testing.T) {
+	t.Parallel()
 	r := registry.Empty()
 	a := access.NewAuthenticator(nil, func() *registry.Registry { return r }, nil)
 	c, err := a.Authenticate(context.Background(), httptest.NewRequest("GET", "/", nil))
@@ -136,6 +145,7 @@ func TestOpenWithoutKeysOrClients(t *testing.T) {
 }
 
 func TestAuthenticatorFollowsReload(t *testing.T) {
+	t.Parallel()
 	cur := reg(t, twoClients, map[string]string{"BILLING_KEY": "b-key"})
 	a := access.NewAuthenticator(nil, func() *registry.Registry { return cur }, nil)
 	req := httptest.NewRequest("GET", "/", nil)
@@ -149,14 +159,20 @@ func TestAuthenticatorFollowsReload(t *testing.T) {
 	}
 }
 
+// TestWindow runs on the limiter's own clock (time.Now) in a synctest
+// bubble, whose fake time starts at midnight: windows are aligned to it.
 func TestWindow(t *testing.T) {
-	now := time.Date(2026, 1, 1, 12, 0, 10, 0, time.UTC)
-	w := access.NewWindow()
-	w.Now = func() time.Time { return now }
+	t.Parallel()
+	synctest.Test(t, testWindow)
+}
+
+func testWindow(t *testing.T) {
 	r := reg(t, twoClients, map[string]string{"BILLING_KEY": "b-key"})
 	cs := access.NewClients(nil, r.Clients())
+	w := access.NewWindow()
 	b := cs.ByKey("b-key")
 	ctx := context.Background()
+	time.Sleep(10 * time.Second) // 10 s into a minute
 	v, _ := w.Take(ctx, b, 1)
 	if !v.Allowed || v.Remaining != 1 || v.Reset != 50*time.Second {
 		t.Fatalf("first: %+v", v)
@@ -180,7 +196,11 @@ func TestWindow(t *testing.T) {
 	if !strings.Contains(v.Message("billing"), `client "billing" exceeded (2/m); retry in 50s`) {
 		t.Errorf("message = %s", v.Message("billing"))
 	}
-	now = now.Add(50 * time.Second) // the next minute
+	time.Sleep(49 * time.Second)
+	if v, _ := w.Take(ctx, b, 1); v.Allowed || v.Reset != time.Second {
+		t.Fatalf("a second before the next window: %+v", v)
+	}
+	time.Sleep(time.Second) // the next minute
 	if v, _ := w.Take(ctx, b, 2); !v.Allowed || v.Remaining != 0 {
 		t.Fatalf("next window: %+v", v)
 	}
@@ -194,6 +214,7 @@ func TestWindow(t *testing.T) {
 }
 
 func TestApprovalRights(t *testing.T) {
+	t.Parallel()
 	r := reg(t, `clients:
   - name: agent
     key_env: AGENT_KEY
@@ -225,4 +246,67 @@ func TestApprovalRights(t *testing.T) {
 	if !root.IsAdmin() || reviewer.IsAdmin() || !open.IsAdmin() {
 		t.Error("IsAdmin")
 	}
+}
+
+// sharedCounter is a store's TakeRate in memory (memory.Store's rule: all n
+// or nothing), keeping the windows it was asked about.
+type sharedCounter struct {
+	used    map[string]int
+	windows []time.Time
+	err     error
+}
+
+func (c *sharedCounter) TakeRate(_ context.Context, client string, window time.Time, n, quota int) (int, bool, error) {
+	if c.err != nil {
+		return 0, false, c.err
+	}
+	c.windows = append(c.windows, window)
+	k := client + "@" + window.String()
+	if c.used[k]+n > quota {
+		return c.used[k], false, nil
+	}
+	c.used[k] += n
+	return c.used[k], true, nil
+}
+
+// TestShared: the shared limiter asks its counter for the window of its
+// clock (time.Now, in a synctest bubble), answers with the window's reset
+// and wraps the counter's error with the client's name.
+func TestShared(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		r := reg(t, twoClients, map[string]string{"BILLING_KEY": "b-key"})
+		cs := access.NewClients(nil, r.Clients())
+		b := cs.ByKey("b-key")
+		c := &sharedCounter{used: map[string]int{}}
+		s := access.NewShared(c)
+		var limited []string
+		s.OnLimited = func(client string, calls int) { limited = append(limited, fmt.Sprintf("%s:%d", client, calls)) }
+		ctx := context.Background()
+		time.Sleep(15 * time.Second)
+		if v, err := s.Take(ctx, b, 2); err != nil || !v.Allowed || v.Remaining != 0 || v.Reset != 45*time.Second {
+			t.Fatalf("first: %+v %v", v, err)
+		}
+		if v, err := s.Take(ctx, b, 0); err != nil || v.Allowed || v.Remaining != 0 {
+			t.Fatalf("over the limit (n 0 counts as 1): %+v %v", v, err)
+		}
+		time.Sleep(45 * time.Second)
+		if v, err := s.Take(ctx, b, 1); err != nil || !v.Allowed || v.Remaining != 1 || v.Reset != time.Minute {
+			t.Fatalf("next window: %+v %v", v, err)
+		}
+		midnight := time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+		if want := []time.Time{midnight, midnight, midnight.Add(time.Minute)}; !slices.EqualFunc(c.windows, want, time.Time.Equal) {
+			t.Errorf("windows asked %v, want %v", c.windows, want)
+		}
+		if !slices.Equal(limited, []string{"billing:1"}) {
+			t.Errorf("OnLimited told %v", limited)
+		}
+		if v, err := s.Take(ctx, cs.BySubject("support-bot"), 1000); err != nil || !v.Allowed || len(c.windows) != 3 {
+			t.Fatalf("a client without a limit: %+v %v (the counter asked %d times)", v, err, len(c.windows))
+		}
+		c.err = errors.New("connection refused")
+		if _, err := s.Take(ctx, b, 1); err == nil || !strings.Contains(err.Error(), `client "billing": connection refused`) {
+			t.Errorf("counter error: %v", err)
+		}
+	})
 }

@@ -20,6 +20,7 @@ import (
 // slow issuer that fetch must stall only the tokens that need it, and many
 // such tokens share one fetch (issue 21 item 4: valid tokens took 9.7 s).
 func TestJWTSlowIssuerStallsOnlyUnknownKids(t *testing.T) {
+	t.Parallel()
 	is := newIssuer(t)
 	is.addKey("good", true, true)
 	is.addKey("forged", true, false)
@@ -122,6 +123,7 @@ func TestJWTSlowIssuerStallsOnlyUnknownKids(t *testing.T) {
 // A key set that cannot be fetched (an error status, garbage, too large)
 // is logged, and the keys in hand stay in use.
 func TestJWKSFetchFailuresLogged(t *testing.T) {
+	t.Parallel()
 	is := newIssuer(t)
 	is.addKey("good", true, true)
 	is.addKey("forged", true, false)

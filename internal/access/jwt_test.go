@@ -95,6 +95,7 @@ func (is *issuer) token(kid string, claims map[string]any) string {
 }
 
 func TestJWT(t *testing.T) {
+	t.Parallel()
 	is := newIssuer(t)
 	is.addKey("rsa-1", false, true)
 	is.addKey("ec-1", true, true)
@@ -190,6 +191,7 @@ func tamper(tok string) string {
 }
 
 func TestJWTSubjectClaimPicksClient(t *testing.T) {
+	t.Parallel()
 	is := newIssuer(t)
 	is.addKey("k", true, true)
 	v := access.NewJWTVerifier(access.JWTConfig{Issuer: "iss", JWKSURL: is.srv.URL, Audience: "aud", SubjectClaim: "client_id"})
@@ -225,6 +227,7 @@ func TestJWTSubjectClaimPicksClient(t *testing.T) {
 }
 
 func TestJWKSDown(t *testing.T) {
+	t.Parallel()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { http.Error(w, "down", http.StatusServiceUnavailable) }))
 	defer srv.Close()
 	v := access.NewJWTVerifier(access.JWTConfig{Issuer: "iss", JWKSURL: srv.URL, Audience: "aud"})

@@ -17,7 +17,6 @@ type Counter interface {
 // window, one upsert per request, so N replicas together allow a client
 // Rate.N calls per window, not N times that.
 type Shared struct {
-	Now func() time.Time
 	// OnLimited, when set, is told of every refusal (metrics).
 	OnLimited func(client string, calls int)
 	counter   Counter
@@ -35,9 +34,6 @@ func (s *Shared) Take(ctx context.Context, c *Client, n int) (Verdict, error) {
 	}
 	n = max(n, 1)
 	now := time.Now()
-	if s.Now != nil {
-		now = s.Now()
-	}
 	start := now.Truncate(c.Rate.Window)
 	// A reload that changes the rate starts afresh, as in Window.
 	used, ok, err := s.counter.TakeRate(ctx, c.Name+"\x1f"+c.Rate.String(), start, n, c.Rate.N)

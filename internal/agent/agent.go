@@ -186,6 +186,8 @@ func (req Request) Valid(context.Context) map[string]string {
 	}
 	if req.Context != nil && req.Context.PlanID == "" {
 		problems["context.plan_id"] = "must be a non-empty string"
+	} else if req.Context != nil && !toolrouter.ValidPlanID(req.Context.PlanID) {
+		problems["context.plan_id"] = fmt.Sprintf("must be at most %d characters, none a control character", toolrouter.MaxPlanID)
 	}
 	return problems
 }

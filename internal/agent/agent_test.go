@@ -315,6 +315,20 @@ func TestBadRequestsNameTheField(t *testing.T) {
 	}
 }
 
+// A run's plan id follows the router's rule (toolrouter.ValidPlanID): one
+// it would refuse fails the run's start, not each of its tool calls.
+func TestRunPlanIDIsTheRoutersRule(t *testing.T) {
+	r, _ := newRunner(&fakeAdapter{}, echoRouter(nil, nil))
+	for _, id := range []string{"plan\n1", "plan\x7f", strings.Repeat("é", toolrouter.MaxPlanID+1)} {
+		_, err := r.Start(context.Background(), agent.Request{Prompt: "x", Context: &toolrouter.ActorContext{PlanID: id}})
+		var e *toolrouter.Error
+		if !errors.As(err, &e) || e.Code != toolrouter.EINVALID || e.Field != "context.plan_id" ||
+			e.Message != "context.plan_id: must be at most 256 characters, none a control character" {
+			t.Errorf("plan id %.20q: %v", id, err)
+		}
+	}
+}
+
 func TestProviderErrorFailsTheRun(t *testing.T) {
 	a := &fakeAdapter{chat: func(n int, req llm.Request) (llm.Response, error) {
 		return llm.Response{}, &llm.ProviderError{Provider: "openai", Status: 400, Message: "Invalid 'messages'"}

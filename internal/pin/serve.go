@@ -83,6 +83,8 @@ func (a Approvals) ListApprovals(ctx context.Context, f toolrouter.ApprovalFilte
 	if err != nil {
 		return nil, err
 	}
+	// A page after the first joins the reviews past its cursor only.
+	defs = slices.DeleteFunc(defs, func(d *toolrouter.Approval) bool { return !f.Before.Before(d.CreatedAt, d.ID) })
 	as = append(append(make([]*toolrouter.Approval, 0, len(defs)+len(as)), defs...), as...) // never null in JSON
 	sortNewestFirst(as)
 	if f.Limit > 0 && len(as) > f.Limit {

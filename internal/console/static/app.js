@@ -109,6 +109,26 @@ function definitionCard(a) {
     el("div", { class: "label" }, "changes (- pinned, + new)"), diffView(d.diff));
 }
 
+// APPROVAL_PAGES caps the pages of GET /approvals one refresh reads (of
+// its default 100): past it the inbox says it shows only the newest.
+const APPROVAL_PAGES = 10;
+
+// listApprovals reads GET /approvals page by page (next_cursor), newest
+// first, once each (an approval seen on an earlier page is not repeated),
+// up to APPROVAL_PAGES pages; more tells whether older ones were left.
+async function listApprovals(status) {
+  const seen = new Map();
+  let cursor = null;
+  for (let page = 0; page < APPROVAL_PAGES; page++) {
+    const { approvals, next_cursor } = await api("GET", "/approvals?status=" + encodeURIComponent(status) +
+      (cursor ? "&cursor=" + encodeURIComponent(cursor) : ""));
+    for (const a of approvals) if (!seen.has(a.approval_id)) seen.set(a.approval_id, a);
+    if (!next_cursor) return { approvals: [...seen.values()], more: false };
+    cursor = next_cursor;
+  }
+  return { approvals: [...seen.values()], more: true };
+}
+
 // loadApprovals refreshes the list in place: cards already shown stay (a
 // reason being typed survives the refresh), new ones are inserted in order.
 // Loads run one after the other, so a refresh never races another.
@@ -116,18 +136,23 @@ let approvalsQueue = Promise.resolve();
 function loadApprovals() {
   return (approvalsQueue = approvalsQueue.then(() => guarded(async () => {
     const status = $("ap-status").value;
-    const { approvals } = await api("GET", "/approvals?status=" + encodeURIComponent(status));
+    const { approvals, more } = await listApprovals(status);
     const list = $("ap-list");
     const keep = new Set(approvals.map((a) => a.approval_id + "/" + a.status));
-    for (const c of [...list.children]) if (!keep.has(c.dataset.approvalId + "/" + c.dataset.status)) c.remove();
+    const shown = new Map();
+    for (const c of [...list.children]) {
+      if (!keep.has(c.dataset.approvalId + "/" + c.dataset.status)) c.remove();
+      else shown.set(c.dataset.approvalId, c);
+    }
     let prev = null;
     for (const a of approvals) {
-      let card = [...list.children].find((c) => c.dataset.approvalId === a.approval_id);
+      let card = shown.get(a.approval_id);
       if (!card) card = approvalCard(a);
       if ((prev ? prev.nextSibling : list.firstChild) !== card) list.insertBefore(card, prev ? prev.nextSibling : list.firstChild);
       prev = card;
     }
     if (!approvals.length) list.replaceChildren(el("p", { class: "empty" }, `No ${status} approvals.`));
+    show("ap-more", more ? `Showing the newest ${approvals.length} ${status} approvals; decide some to see older ones.` : "");
     $("ap-updated").textContent = "updated " + new Date().toLocaleTimeString();
   })));
 }
