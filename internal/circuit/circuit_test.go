@@ -93,7 +93,7 @@ func TestOpensFailsFastAndCloses(t *testing.T) {
 		// After the cool-down: one trial; while it runs, others fail fast.
 		time.Sleep(20*time.Second + time.Millisecond)
 		release := make(chan struct{})
-		be.set(func(context.Context) toolrouter.Outcome { <-release; return ok(nil) })
+		be.set(func(context.Context) toolrouter.Outcome { <-release; return ok(context.Background()) })
 		trial := make(chan toolrouter.Outcome)
 		go func() { trial <- call(ex, tool) }()
 		synctest.Wait()

@@ -345,15 +345,6 @@ func (h *Handler) visible(c *access.Client, name string) bool {
 	return c.Allows(name)
 }
 
-// sessions counts the open sessions.
-func (h *Handler) sessions() int {
-	n := 0
-	for range h.srv.Sessions() {
-		n++
-	}
-	return n
-}
-
 // postKey is the request context key of its *post.
 type postKey struct{}
 
