@@ -250,8 +250,8 @@ func TestHelmTemplate(t *testing.T) {
 
 // TestHelmConfigValuesAreSettings: config.* in values.schema.json,
 // values.yaml and ci/full-values.yaml are the same keys, one per setting
-// besides the four the chart sets itself (TOOLROUTER_ADDR, _REGISTRY, _STORE,
-// _API_KEYS); with TestHelmTemplate/full (every setting rendered) a value
+// besides the five the chart sets itself (TOOLROUTER_ADDR, _REGISTRY, _STORE,
+// _API_KEYS, _STATE_KEY: the last three from Secrets); with TestHelmTemplate/full (every setting rendered) a value
 // cannot exist without its variable, nor a variable without its value.
 func TestHelmConfigValuesAreSettings(t *testing.T) {
 	configOf := func(file string) []string {
@@ -282,7 +282,7 @@ func TestHelmConfigValuesAreSettings(t *testing.T) {
 		}
 	}
 	settings := configKeys(t)
-	if want := len(settings) + 2 - 4; len(schema) != want { // + TOOLROUTER_TRACE_CONTENT, _STORE
+	if want := len(settings) + 2 - 5; len(schema) != want { // + TOOLROUTER_TRACE_CONTENT, _STORE
 		t.Errorf("values.schema.json has %d config values, want %d (one per setting)", len(schema), want)
 	}
 }
