@@ -55,6 +55,9 @@ type Outcome struct {
 	// MCPResult is an MCP backend's CallToolResult as it sent it (see
 	// Result.MCPResult); nil for HTTP tools.
 	MCPResult json.RawMessage
+	// FullOutput is the whole output of an Output shaped to its budget;
+	// nil when the output was not shaped.
+	FullOutput json.RawMessage
 }
 
 // Success reports whether the call succeeded.
@@ -82,6 +85,9 @@ type Provider struct {
 	// Region is the AWS region of a bedrock provider (its credentials come
 	// from the AWS SDK's default chain).
 	Region string
+	// ContextWindow is the model's context window in tokens (0: unknown);
+	// /runs budgets tool outputs against it (README "Output budgets").
+	ContextWindow int
 }
 
 // MCPServer is an MCP server of the registry's mcp_servers block whose
@@ -107,4 +113,9 @@ type MCPServer struct {
 	// Roots are the file:// URIs offered to the server as MCP roots; the
 	// roots capability is advertised only when there are some.
 	Roots []string
+	// Budget is the output budget of each of its tools, ToolBudgets those
+	// of single tools by their name on the server (README "Output
+	// budgets").
+	Budget      OutputBudget
+	ToolBudgets map[string]OutputBudget
 }
