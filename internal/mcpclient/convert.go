@@ -87,6 +87,10 @@ func registryTool(cfg toolrouter.MCPServer, d discovered) *toolrouter.Tool {
 		MCPServer:    cfg.Name,
 		MCPTool:      d.tool.Name,
 		ValidateArgs: d.validate,
+		Budget:       cfg.Budget,
+	}
+	if b, ok := cfg.ToolBudgets[d.tool.Name]; ok {
+		t.Budget = b.Tighter(cfg.Budget)
 	}
 	if d.validateOut != nil {
 		validate := d.validateOut

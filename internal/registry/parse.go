@@ -127,8 +127,8 @@ func (p *parser) tool(item *yaml.Node, i int) (pt parsedTool, ok bool) {
 	if name, ok := peekString(n, "name"); ok && name != "" {
 		w = where{tool: name}
 	}
-	f := p.fields(n, w, "name", "description", "endpoint", "kind", "input_schema", "output_schema",
-		"timeout", "headers", "idempotent", "retries", "approval")
+	f := p.fields(n, w, append([]string{"name", "description", "endpoint", "kind", "input_schema", "output_schema",
+		"timeout", "headers", "idempotent", "retries", "approval"}, budgetKeys...)...)
 
 	t := &toolrouter.Tool{Kind: toolrouter.KindTool, Timeout: defaultTimeout}
 	nameOK := false
@@ -183,6 +183,7 @@ func (p *parser) tool(item *yaml.Node, i int) (pt parsedTool, ok bool) {
 			p.addAt(f["approval"].val, w, "approval", fmt.Sprintf("must be required or none, got %q", s))
 		}
 	}
+	t.Budget = p.outputBudget(f, w)
 	pt.tool = t
 	return pt, nameOK
 }
@@ -505,7 +506,7 @@ func (p *parser) providers(e entry) []toolrouter.Provider {
 			continue
 		}
 		w := where{prefix: fmt.Sprintf("providers[%d].", i)}
-		f := p.fields(n, w, "name", "kind", "base_url", "model", "api_key_env", "region")
+		f := p.fields(n, w, "name", "kind", "base_url", "model", "api_key_env", "region", "context_window")
 		var pr toolrouter.Provider
 		ok := true
 		if p.required(f["name"], n, w, "name") {
@@ -557,6 +558,13 @@ func (p *parser) providers(e entry) []toolrouter.Provider {
 				p.addAt(f["api_key_env"].val, w, "api_key_env", "must be the name of an environment variable ([A-Za-z_][A-Za-z0-9_]*), not the key itself")
 			}
 		}
+		if v, has := p.integer(f["context_window"], w, "context_window"); has {
+			if v < 1024 {
+				p.addAt(f["context_window"].val, w, "context_window", "must be at least 1024 (tokens)")
+			} else {
+				pr.ContextWindow = v
+			}
+		}
 		if ok {
 			out = append(out, pr)
 		}
@@ -594,7 +602,7 @@ func (p *parser) mcpServers(e entry) []toolrouter.MCPServer {
 			continue
 		}
 		w := where{prefix: fmt.Sprintf("mcp_servers[%d].", i)}
-		f := p.fields(n, w, "name", "url", "command", "env", "cwd", "prefix", "tools", "headers", "timeout", "roots")
+		f := p.fields(n, w, append([]string{"name", "url", "command", "env", "cwd", "prefix", "tools", "headers", "timeout", "roots", "tool_budgets"}, budgetKeys...)...)
 		s := toolrouter.MCPServer{Timeout: defaultTimeout}
 		if p.required(f["name"], n, w, "name") {
 			if name, ok := p.str(f["name"], w, "name"); ok {
@@ -662,6 +670,8 @@ func (p *parser) mcpServers(e entry) []toolrouter.MCPServer {
 			}
 			s.Roots = append(s.Roots, d.Value)
 		}
+		s.Budget = p.outputBudget(f, w)
+		s.ToolBudgets = p.toolBudgets(f["tool_budgets"], w)
 		out = append(out, s)
 	}
 	return out

@@ -25,6 +25,7 @@ import (
 	"github.com/toolrouterd/toolrouterd/internal/registry"
 	"github.com/toolrouterd/toolrouterd/internal/remote"
 	"github.com/toolrouterd/toolrouterd/internal/router"
+	"github.com/toolrouterd/toolrouterd/internal/shape"
 	"github.com/toolrouterd/toolrouterd/internal/store"
 	"github.com/toolrouterd/toolrouterd/internal/telemetry"
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
@@ -135,6 +136,7 @@ func New(ctx context.Context, o Options) (*Service, error) {
 		Approvals:        st,
 		ApprovalTTL:      o.Config.ApprovalTTL,
 		Client:           func(name string) *access.Client { return authn.Clients().ByName(name) },
+		Shape:            shape.New(),
 	}
 	s.router = rt
 	s.Runner = &agent.Runner{

@@ -56,8 +56,9 @@ type Outcome struct {
 	// Result.MCPResult); nil for HTTP tools.
 	MCPResult json.RawMessage
 	// FullOutput is the whole output of an Output shaped to its budget;
-	// nil when the output was not shaped.
+	// nil when the output was not shaped. Note says how it was shaped.
 	FullOutput json.RawMessage
+	Note       string
 }
 
 // Success reports whether the call succeeded.
