@@ -78,7 +78,10 @@ func parseNode(dec *json.Decoder) (*node, error) {
 	}
 }
 
-func strNode(s string) *node { return &node{kind: 's', str: s, size: len(encStr(s))} }
+func strNode(s string) *node {
+	b := encStr(s)
+	return &node{kind: 's', str: s, lit: b, size: len(b)}
+}
 
 // encStr encodes s as JSON, without HTML escaping.
 func encStr(s string) []byte {
@@ -172,14 +175,8 @@ func fit(n *node, limit int) *node {
 	}
 	switch n.kind {
 	case 's':
-		text := Text(n.str, limit-2, "")
-		for {
-			s := strNode(text)
-			if s.size <= limit || text == "" {
-				return s
-			}
-			text = cutMiddle(text, len(text)-(s.size-limit)-1)
-		}
+		b := encodeString(n.str, limit, "")
+		return &node{kind: 's', lit: b, size: len(b)}
 	case 'l':
 		return strNode("…")
 	}
@@ -232,9 +229,7 @@ func summary(n *node, limit int) *node {
 
 func (n *node) write(buf *bytes.Buffer) {
 	switch n.kind {
-	case 's':
-		buf.Write(encStr(n.str))
-	case 'l':
+	case 's', 'l':
 		buf.Write(n.lit)
 	default:
 		open, end := byte('['), byte(']')

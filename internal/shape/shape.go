@@ -144,16 +144,17 @@ func (s *Shaper) fitBytes(raw json.RawMessage, keep []string, limit int, where s
 	var str string
 	trimmed := bytes.TrimSpace(raw)
 	if len(trimmed) > 0 && trimmed[0] == '"' && json.Unmarshal(trimmed, &str) == nil {
-		return encodeString(Text(str, limit-2, where), limit)
+		return encodeString(str, limit, where)
 	}
-	n, err := parse(trimmed)
-	if err != nil {
-		// Not JSON (cannot happen for a tool's output): cut as text.
-		return encodeString(Text(string(raw), limit-2, where), limit)
-	}
+	var n *node
 	if len(keep) > 0 {
-		if k := project(trimmed, keep); k != nil {
-			n = k
+		n = project(trimmed, keep)
+	}
+	if n == nil {
+		var err error
+		if n, err = parse(trimmed); err != nil {
+			// Not JSON (cannot happen for a tool's output): cut as text.
+			return encodeString(string(raw), limit, where)
 		}
 	}
 	var buf bytes.Buffer
@@ -161,15 +162,15 @@ func (s *Shaper) fitBytes(raw json.RawMessage, keep []string, limit int, where s
 	return buf.Bytes()
 }
 
-// encodeString encodes s as a JSON string of at most limit bytes (escapes
-// may lengthen it: the text is then cut further).
-func encodeString(s string, limit int) json.RawMessage {
-	for {
-		b := encStr(s)
-		if len(b) <= limit || s == "" {
+// encodeString encodes s cut by Text as a JSON string of at most limit
+// bytes (escapes lengthen it: then the text is cut further).
+func encodeString(s string, limit int, where string) json.RawMessage {
+	for n := limit - 2; ; {
+		b := encStr(Text(s, n, where))
+		if len(b) <= limit || n <= 0 {
 			return b
 		}
-		s = cutMiddle(s, len(s)-(len(b)-limit)-1)
+		n -= len(b) - limit
 	}
 }
 

@@ -202,3 +202,39 @@ func TestMCPResultShapesContentAndStructured(t *testing.T) {
 		t.Errorf("structuredContent %d bytes, _meta %v", len(b), out.Meta)
 	}
 }
+
+func TestContextWindow(t *testing.T) {
+	for model, want := range map[string]int{
+		"gpt-4o-mini": 128000, "gpt-4.1": 1047576, "claude-sonnet-4-5": 200000,
+		"anthropic.claude-3-5-sonnet-20240620-v1:0": 200000, "openai/gpt-5-mini": 400000,
+		"qwen2.5:7b": 32768, "some-local-model": 0,
+	} {
+		if got := shape.ContextWindow(model, 0); got != want {
+			t.Errorf("%s: %d, want %d", model, got, want)
+		}
+	}
+	if got := shape.ContextWindow("gpt-4o", 8192); got != 8192 {
+		t.Errorf("configured: %d", got)
+	}
+	if got := shape.RunShare(128000, 10000, 2); got != 32000 {
+		t.Errorf("share %d, want 32000 (a quarter of the window)", got)
+	}
+	if got := shape.RunShare(32768, 20000, 2); got != (32768-4096-20000)/2 {
+		t.Errorf("share %d", got)
+	}
+	if got := shape.RunShare(8192, 9000, 3); got != 256 {
+		t.Errorf("share of a full window %d, want the floor 256", got)
+	}
+}
+
+// TestEscapesKeepTheMarker: a text whose JSON escapes lengthen it is cut
+// further, its marker kept.
+func TestEscapesKeepTheMarker(t *testing.T) {
+	raw := mustJSON(t, "HEAD\n"+strings.Repeat("line\n", 100000)+"TAIL")
+	got, cut := shape.New().Output(raw, toolrouter.OutputBudget{Bytes: 1000}, "GET /results/tc_e")
+	var s string
+	if !cut || len(got) > 1000 || json.Unmarshal(got, &s) != nil || !strings.HasPrefix(s, "HEAD\n") || !strings.HasSuffix(s, "TAIL") ||
+		!strings.Contains(s, "bytes here; the whole output: GET /results/tc_e …]") {
+		t.Errorf("%d bytes: %s", len(got), got)
+	}
+}
