@@ -37,7 +37,7 @@ func (p *parser) outputBudget(f map[string]entry, w where) toolrouter.OutputBudg
 			p.addAt(it, w, field, "must be a JSONPath query such as $.items[0:20]")
 			continue
 		}
-		if err := shape.CheckKeep([]string{d.Value}); err != nil {
+		if err := shape.CheckKeep(d.Value); err != nil {
 			p.addAt(it, w, field, fmt.Sprintf("not a JSONPath query (RFC 9535): %v", err))
 			continue
 		}

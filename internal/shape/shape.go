@@ -59,15 +59,11 @@ func (s *Shaper) Tokens(text string) (int, error) {
 	return len(enc.Encode(text, nil, nil)), nil
 }
 
-// CheckKeep reports the first keep path that is not a valid RFC 9535
-// JSONPath query.
-func CheckKeep(paths []string) error {
-	for i, p := range paths {
-		if _, err := jsonpath.Parse(p); err != nil {
-			return fmt.Errorf("keep[%d]: %w", i, err)
-		}
-	}
-	return nil
+// CheckKeep reports a keep path that is not a valid RFC 9535 JSONPath
+// query.
+func CheckKeep(path string) error {
+	_, err := jsonpath.Parse(path)
+	return err
 }
 
 type ctxKey struct{}

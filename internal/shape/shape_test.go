@@ -142,7 +142,7 @@ func TestKeepPaths(t *testing.T) {
 	if len(v) != 2 || v["total"].(float64) != 500 || len(v["items"].([]any)) != 3 || v["items"].([]any)[2].(map[string]any)["id"].(float64) != 2 {
 		t.Errorf("projection: %s", got)
 	}
-	if err := shape.CheckKeep([]string{"$.ok", "$.items[0:"}); err == nil || !strings.Contains(err.Error(), "keep[1]") {
+	if err := shape.CheckKeep("$.items[0:"); err == nil || shape.CheckKeep("$.ok") != nil {
 		t.Errorf("CheckKeep: %v", err)
 	}
 }
