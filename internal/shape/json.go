@@ -165,6 +165,28 @@ func (n *node) overhead(k int, marked bool) int {
 	return o
 }
 
+// most is the most members of n that each get minShare within limit,
+// with the marker of the rest when some are cut (linear in the members).
+func (n *node) most(limit int) int {
+	all := len(n.kids)
+	if n.overhead(all, false)+all*minShare <= limit {
+		return all
+	}
+	o := n.overhead(0, true) // brackets and the marker member
+	k := 0
+	for ; k < all; k++ {
+		add := minShare + 1 // the member and its comma
+		if n.kind == 'o' {
+			add += len(n.keys[k]) + 1
+		}
+		if o+add > limit {
+			break
+		}
+		o += add
+	}
+	return k
+}
+
 // minShare is the least room a kept member gets.
 const minShare = 24
 
@@ -180,11 +202,7 @@ func fit(n *node, limit int) *node {
 	case 'l':
 		return strNode("…")
 	}
-	// The most members that each get minShare; the rest are cut.
-	k := len(n.kids)
-	for k > 0 && n.overhead(k, k < len(n.kids))+k*minShare > limit {
-		k--
-	}
+	k := n.most(limit)
 	if k == 0 {
 		return summary(n, limit)
 	}

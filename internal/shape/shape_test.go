@@ -80,7 +80,7 @@ func randomJSON(r *rand.Rand, depth int) any {
 func TestJSONAlwaysFitsAndStaysValid(t *testing.T) {
 	s := shape.New()
 	r := rand.New(rand.NewPCG(1, 2))
-	for i := range 300 {
+	for i := range 120 {
 		raw := mustJSON(t, randomJSON(r, 0))
 		limit := shape.MinBytes + r.IntN(4000)
 		got, cut := s.Output(raw, toolrouter.OutputBudget{Bytes: limit}, "GET /results/tc_x")
