@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolrouterd/toolrouterd/internal/shape"
 )
 
 // fiveMB is a 5 MB text with a recognisable head and tail.
@@ -168,4 +170,47 @@ func group(n int) string {
 		s = s[:i] + "," + s[i:]
 	}
 	return s
+}
+
+// TestRunsBudgetToolOutputsAgainstTheContextWindow: in /runs, a 5 MB tool
+// output with no budget of its own reaches the model cut to its share of
+// the provider's context_window (README "Output budgets"), marked.
+func TestRunsBudgetToolOutputsAgainstTheContextWindow(t *testing.T) {
+	text := fiveMB()
+	ts := bigTools(t, text, []byte(`{}`))
+	fake := startFakeLLM(t, "openai")
+	reg := fmt.Sprintf(`tools:
+  - name: big_text
+    endpoint: %s/text
+providers:
+  - name: fake
+    kind: openai
+    base_url: %s
+    model: fake-model
+    context_window: 8192
+default_provider: fake
+`, ts.URL, fake.baseURL)
+	p, _ := startRouter(t, reg)
+	fake.script(t,
+		map[string]any{"tool_calls": []any{toolCall("big_text", map[string]any{})}, "usage": map[string]any{"input_tokens": 1000, "output_tokens": 24}},
+		map[string]any{"text": "It is a long log."})
+	run := decodeRun(t, do(t, "POST", p.URL()+"/runs", map[string]any{"prompt": "Read the log"}))
+	if run.Status != "completed" || len(run.ToolCalls) != 1 || !run.ToolCalls[0].Success {
+		t.Fatalf("run %+v", run)
+	}
+	// The share: min((8192 − 8192/8 − 1024) / 1 call, 8192/4) = 2048 tokens.
+	out, _ := run.ToolCalls[0].Output.(string)
+	n, err := shape.New().Tokens(out)
+	if err != nil || n > 2048 || n < 1000 || !strings.HasPrefix(out, "HEAD-OF-OUTPUT") || !strings.Contains(out, "the whole output: GET /results/tc_") {
+		t.Errorf("the tool output recorded: %d tokens (%v), %d bytes", n, err, len(out))
+	}
+	reqs := fake.requests(t)
+	if len(reqs) != 2 {
+		t.Fatalf("%d model requests", len(reqs))
+	}
+	msgs, _ := reqs[1]["messages"].([]any)
+	last, _ := msgs[len(msgs)-1].(map[string]any)
+	if content, _ := last["content"].(string); last["role"] != "tool" || len(content) > 16<<10 || !strings.Contains(content, "toolrouterd cut") {
+		t.Errorf("the model read a tool message of %d bytes (role %v)", len(content), last["role"])
+	}
 }
