@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolrouterd/toolrouterd/internal/shape"
+	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
 
 // fiveMB is a 5 MB text with a recognisable head and tail.
@@ -161,6 +162,12 @@ mcp_servers:
 	mr := mcpCall(t, cs, "big_text", map[string]any{})
 	if got := mcpText(mr); len(got) > 16384 || !strings.HasSuffix(got, "TAIL-OF-OUTPUT") || mr.Meta["toolrouter/truncated"] != true {
 		t.Errorf("/mcp big_text: %d bytes, _meta %v", len(got), mr.Meta)
+	}
+	// An MCP backend's result passes through /mcp shaped too.
+	mr = mcpCall(t, cs, toolrouter.ExportName(toolrouter.FormatMCP, "bigmcp/dump"), map[string]any{})
+	if got := mcpText(mr); len(got) > 12000 || !strings.HasPrefix(got, "HEAD-OF-OUTPUT") || !strings.HasSuffix(got, "TAIL-OF-OUTPUT") ||
+		!strings.Contains(got, "toolrouterd cut") || mr.Meta["toolrouter/truncated"] != true {
+		t.Errorf("/mcp bigmcp/dump: %d bytes, _meta %v", len(got), mr.Meta)
 	}
 }
 
