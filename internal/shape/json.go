@@ -13,30 +13,55 @@ import (
 // node is a JSON value with its members in document order and its encoded
 // size.
 type node struct {
-	kind byte     // 'o' object, 'a' array, 's' string, 'l' number, true, false, null
+	kind byte     // 'o' object, 'a' array, 's' string, 'l' number, true, false, null, 'r' not parsed yet
 	keys []string // object member names, encoded
 	kids []*node
-	lit  []byte // an 'l' value, encoded
+	lit  []byte // an 's' or 'l' value, encoded; an 'r' value as it came
 	str  string // an 's' value
 	size int    // bytes of the encoding
+	more int    // members past the parsed ones, only counted (an over-budget container)
 }
 
+// total is the number of members of a container.
+func (n *node) total() int { return len(n.kids) + n.more }
+
 // parse reads one JSON value, keeping member order and numbers as sent.
-func parse(raw []byte) (*node, error) {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	n, err := parseNode(dec)
+// At most max values are parsed: the rest stay raw (kind 'r', a slice of
+// raw), parsed only if fit needs their insides; and a container keeps at
+// most max/2+1 members (each takes 2 bytes or more, so one with more cannot
+// fit in max), the rest only counted. The memory a shaping takes is so
+// bounded by its budget (times the depth), not by the output's size.
+func parse(raw []byte, max int) (*node, error) {
+	p := &parser{dec: json.NewDecoder(bytes.NewReader(raw)), raw: raw, left: max, kids: max/2 + 1}
+	p.dec.UseNumber()
+	n, err := p.value()
 	if err != nil {
 		return nil, err
 	}
-	if _, err := dec.Token(); err == nil {
+	if _, err := p.dec.Token(); err == nil {
 		return nil, fmt.Errorf("data after the JSON value")
 	}
 	return n, nil
 }
 
-func parseNode(dec *json.Decoder) (*node, error) {
-	tok, err := dec.Token()
+type parser struct {
+	dec  *json.Decoder
+	raw  []byte
+	left int // values still to parse
+	kids int // members a container keeps
+}
+
+func (p *parser) value() (*node, error) {
+	if p.left <= 0 {
+		var v json.RawMessage
+		if err := p.dec.Decode(&v); err != nil {
+			return nil, err
+		}
+		end := int(p.dec.InputOffset())
+		return &node{kind: 'r', lit: p.raw[end-len(v) : end], size: len(v)}, nil
+	}
+	p.left--
+	tok, err := p.dec.Token()
 	if err != nil {
 		return nil, err
 	}
@@ -46,27 +71,39 @@ func parseNode(dec *json.Decoder) (*node, error) {
 		if t == '{' {
 			n.kind = 'o'
 		}
-		for dec.More() {
+		extra := 0 // bytes of the members only counted
+		for p.dec.More() {
+			var key string
 			if n.kind == 'o' {
-				k, err := dec.Token()
+				k, err := p.dec.Token()
 				if err != nil {
 					return nil, err
 				}
-				n.keys = append(n.keys, string(encStr(k.(string))))
+				key = string(encStr(k.(string)))
 			}
-			kid, err := parseNode(dec)
+			if len(n.kids) >= p.kids {
+				var v json.RawMessage
+				if err := p.dec.Decode(&v); err != nil {
+					return nil, err
+				}
+				n.more++
+				extra += len(key) + 1 + len(v) + 1
+				continue
+			}
+			kid, err := p.value()
 			if err != nil {
 				return nil, err
 			}
+			if n.kind == 'o' {
+				n.keys = append(n.keys, key)
+			}
 			n.kids = append(n.kids, kid)
 		}
-		if _, err := dec.Token(); err != nil {
+		if _, err := p.dec.Token(); err != nil {
 			return nil, err
 		}
-		n.size = n.overhead(len(n.kids), false)
-		for _, k := range n.kids {
-			n.size += k.size
-		}
+		n.resize()
+		n.size += extra
 		return n, nil
 	case string:
 		return strNode(t), nil
@@ -160,7 +197,7 @@ func (n *node) overhead(k int, marked bool) int {
 		if n.kind == 'o' {
 			o += len(markerKey) + 1
 		}
-		o += cutMarker(n.kind, len(n.kids)).size
+		o += cutMarker(n.kind, n.total()).size
 	}
 	return o
 }
@@ -169,7 +206,7 @@ func (n *node) overhead(k int, marked bool) int {
 // with the marker of the rest when some are cut (linear in the members).
 func (n *node) most(limit int) int {
 	all := len(n.kids)
-	if n.overhead(all, false)+all*minShare <= limit {
+	if n.more == 0 && n.overhead(all, false)+all*minShare <= limit {
 		return all
 	}
 	o := n.overhead(0, true) // brackets and the marker member
@@ -201,6 +238,12 @@ func fit(n *node, limit int) *node {
 		return &node{kind: 's', lit: b, size: len(b)}
 	case 'l':
 		return strNode("…")
+	case 'r':
+		inner, err := parse(n.lit, limit)
+		if err != nil {
+			return strNode("…")
+		}
+		return fit(inner, limit)
 	}
 	k := n.most(limit)
 	if k == 0 {
@@ -211,7 +254,8 @@ func fit(n *node, limit int) *node {
 		out.keys = slices.Clone(n.keys[:k])
 	}
 	// Water-filling: the smaller members whole, the rest share what is left.
-	avail := limit - n.overhead(k, k < len(n.kids))
+	cut := k < n.total()
+	avail := limit - n.overhead(k, cut)
 	order := make([]int, k)
 	for i := range order {
 		order[i] = i
@@ -222,11 +266,11 @@ func fit(n *node, limit int) *node {
 		out.kids[i] = fit(n.kids[i], share)
 		avail -= out.kids[i].size
 	}
-	if k < len(n.kids) {
+	if cut {
 		if n.kind == 'o' {
 			out.keys = append(out.keys, markerKey)
 		}
-		out.kids = append(out.kids, cutMarker(n.kind, len(n.kids)-k))
+		out.kids = append(out.kids, cutMarker(n.kind, n.total()-k))
 	}
 	out.resize()
 	return out
@@ -235,9 +279,9 @@ func fit(n *node, limit int) *node {
 // summary replaces a container that cannot keep one member by a string
 // saying what it was.
 func summary(n *node, limit int) *node {
-	s := strNode(fmt.Sprintf("[… %s items]", group(len(n.kids))))
+	s := strNode(fmt.Sprintf("[… %s items]", group(n.total())))
 	if n.kind == 'o' {
-		s = strNode(fmt.Sprintf("{… %s members}", group(len(n.kids))))
+		s = strNode(fmt.Sprintf("{… %s members}", group(n.total())))
 	}
 	if s.size > limit {
 		return strNode("…")
@@ -247,7 +291,7 @@ func summary(n *node, limit int) *node {
 
 func (n *node) write(buf *bytes.Buffer) {
 	switch n.kind {
-	case 's', 'l':
+	case 's', 'l', 'r':
 		buf.Write(n.lit)
 	default:
 		open, end := byte('['), byte(']')

@@ -148,7 +148,7 @@ func (s *Shaper) fitBytes(raw json.RawMessage, keep []string, limit int, where s
 	}
 	if n == nil {
 		var err error
-		if n, err = parse(trimmed); err != nil {
+		if n, err = parse(trimmed, limit); err != nil {
 			// Not JSON (cannot happen for a tool's output): cut as text.
 			return encodeString(string(raw), limit, where)
 		}

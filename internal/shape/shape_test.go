@@ -238,3 +238,18 @@ func TestEscapesKeepTheMarker(t *testing.T) {
 		t.Errorf("%d bytes: %s", len(got), got)
 	}
 }
+
+// TestHugeFlatArrayCountsWhatItCut: a million-item array is parsed only as
+// far as the budget can hold, and its marker counts every item cut.
+func TestHugeFlatArrayCountsWhatItCut(t *testing.T) {
+	raw := []byte("[" + strings.TrimSuffix(strings.Repeat("1,", 1_000_000), ",") + "]")
+	got, cut := shape.New().Output(raw, toolrouter.OutputBudget{Bytes: 1000}, "")
+	var items []any
+	if !cut || len(got) > 1000 || json.Unmarshal(got, &items) != nil {
+		t.Fatalf("cut %v, %d bytes: %.200s", cut, len(got), got)
+	}
+	kept := len(items) - 1
+	if want := fmt.Sprintf("… %s more items cut", groupInt(1_000_000-kept)); items[len(items)-1] != want {
+		t.Errorf("marker %q, want %q", items[len(items)-1], want)
+	}
+}
