@@ -8,7 +8,7 @@ TOOLS_ADDR ?= 127.0.0.1:9001
 STORE   ?= sqlite://toolrouter.db
 REGISTRY ?= examples/registry.yaml
 
-.PHONY: all build run test deps vet lint cross bench bench-go bench-load bench-store bench-mcp bench-compare fmt clean
+.PHONY: all build run test deps vet lint cross bench bench-go bench-load bench-store bench-mcp bench-compare bench-context fmt clean
 
 all: build
 
@@ -70,6 +70,13 @@ bench-go:
 
 bench-load: build
 	bash bench/load.sh
+
+# What the model is offered per turn: a catalogue of 205 real MCP tool
+# definitions listed in full against tool search (meta-tools + one
+# answer), in OpenAI (o200k_base) and Anthropic tokens, and the search's
+# recall@5 on 116 labelled tasks (bench/context; README "Output budgets").
+bench-context:
+	GO=$(GO) bash bench/context/run.sh
 
 # toolrouterd → MCP echo tool against calling the MCP server directly.
 bench-mcp: build

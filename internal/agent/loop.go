@@ -14,6 +14,7 @@ import (
 
 	"github.com/toolrouterd/toolrouterd/internal/llm"
 	"github.com/toolrouterd/toolrouterd/internal/router"
+	"github.com/toolrouterd/toolrouterd/internal/shape"
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 	"github.com/toolrouterd/toolrouterd/internal/vserver"
 )
@@ -177,7 +178,7 @@ func (x *execution) turn(ctx context.Context, iter int) *outcome {
 		return &outcome{status: toolrouter.RunCompleted}
 	}
 	x.messages = append(x.messages, llm.Message{Role: llm.RoleAssistant, Content: resp.Content, ToolCalls: resp.ToolCalls, Provider: resp.Provider})
-	records := x.callTools(ctx, iter, resp.ToolCalls)
+	records := x.callTools(x.budgeted(ctx, resp), iter, resp.ToolCalls)
 	if x.p.inject {
 		x.injectFound(records)
 	}
@@ -187,6 +188,20 @@ func (x *execution) turn(ctx context.Context, iter int) *outcome {
 	x.answer(resp.ToolCalls, records)
 	x.save(ctx)
 	return x.checkRepeats(ctx, resp.ToolCalls)
+}
+
+// budgeted gives each tool output of the turn its share of the model's
+// context window (README "Output budgets", shape.RunShare).
+func (x *execution) budgeted(ctx context.Context, resp llm.Response) context.Context {
+	used := 0
+	if u := resp.Usage; u != nil {
+		used = int(u.InputTokens + u.OutputTokens)
+	}
+	share := shape.RunShare(shape.ContextWindow(x.p.model, x.p.provider.ContextWindow), used, len(resp.ToolCalls))
+	if share == 0 {
+		return ctx
+	}
+	return shape.WithBudget(ctx, toolrouter.OutputBudget{Tokens: share})
 }
 
 func cancelled(ctx context.Context) *outcome {

@@ -89,6 +89,10 @@ func registryTool(cfg toolrouter.MCPServer, d discovered) *toolrouter.Tool {
 		MCPTool:      d.tool.Name,
 		ValidateArgs: d.validate,
 		Definition:   definitionOf(d.tool),
+		Budget:       cfg.Budget,
+	}
+	if b, ok := cfg.ToolBudgets[d.tool.Name]; ok {
+		t.Budget = b.Tighter(cfg.Budget)
 	}
 	if d.validateOut != nil {
 		validate := d.validateOut

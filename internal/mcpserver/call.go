@@ -212,6 +212,9 @@ func result(res *toolrouter.Result) *mcp.CallToolResult {
 	if res.ToolName != "" {
 		out.Meta[MetaToolName] = res.ToolName
 	}
+	if res.Truncated { // shaped to its budget (README "Output budgets")
+		out.Meta[MetaTruncated] = true
+	}
 	if out.NeedsInput() {
 		return out // the backend's input_required result, for call to relay
 	}

@@ -43,6 +43,9 @@ const (
 	MetaPlanID = "toolrouter/plan_id"
 	// MetaToolCallID is the result's stable tool_call_id.
 	MetaToolCallID = "toolrouter/tool_call_id"
+	// MetaTruncated is true on a result whose output was shaped to its
+	// output budget; the whole output is at GET /results/{tool_call_id}.
+	MetaTruncated = "toolrouter/truncated"
 	// MetaSequence is the result's sequence within its plan.
 	MetaSequence = "toolrouter/sequence"
 	// MetaToolName is the canonical name of the tool that was called (in a

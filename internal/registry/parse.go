@@ -132,8 +132,8 @@ func (p *parser) tool(item *yaml.Node, i int) (pt parsedTool, ok bool) {
 	if name, ok := peekString(n, "name"); ok && name != "" {
 		w = where{tool: name}
 	}
-	f := p.fields(n, w, "name", "description", "endpoint", "kind", "input_schema", "output_schema",
-		"timeout", "headers", "idempotent", "retries", "approval", "circuit")
+	f := p.fields(n, w, append([]string{"name", "description", "endpoint", "kind", "input_schema", "output_schema",
+		"timeout", "headers", "idempotent", "retries", "approval", "circuit"}, budgetKeys...)...)
 
 	t := &toolrouter.Tool{Kind: toolrouter.KindTool, Timeout: defaultTimeout, Circuit: p.circuit(f["circuit"], w)}
 	nameOK := false
@@ -188,6 +188,7 @@ func (p *parser) tool(item *yaml.Node, i int) (pt parsedTool, ok bool) {
 			p.addAt(f["approval"].val, w, "approval", fmt.Sprintf("must be required or none, got %q", s))
 		}
 	}
+	t.Budget = p.outputBudget(f, w)
 	pt.tool = t
 	return pt, nameOK
 }
@@ -556,7 +557,7 @@ func (p *parser) providers(e entry) []toolrouter.Provider {
 			continue
 		}
 		w := where{prefix: fmt.Sprintf("providers[%d].", i)}
-		f := p.fields(n, w, "name", "kind", "base_url", "model", "api_key_env", "region", "search_mode")
+		f := p.fields(n, w, "name", "kind", "base_url", "model", "api_key_env", "region", "search_mode", "context_window")
 		var pr toolrouter.Provider
 		ok := true
 		if p.required(f["name"], n, w, "name") {
@@ -615,6 +616,13 @@ func (p *parser) providers(e entry) []toolrouter.Provider {
 				p.addAt(f["search_mode"].val, w, "search_mode", fmt.Sprintf("must be call or inject, got %q", s))
 			}
 		}
+		if v, has := p.integer(f["context_window"], w, "context_window"); has {
+			if v < 1024 {
+				p.addAt(f["context_window"].val, w, "context_window", "must be at least 1024 (tokens)")
+			} else {
+				pr.ContextWindow = v
+			}
+		}
 		if ok {
 			out = append(out, pr)
 		}
@@ -652,8 +660,8 @@ func (p *parser) mcpServers(e entry) []toolrouter.MCPServer {
 			continue
 		}
 		w := where{prefix: fmt.Sprintf("mcp_servers[%d].", i)}
-		f := p.fields(n, w, "name", "url", "command", "env", "cwd", "prefix", "tools", "headers", "timeout", "roots",
-			"pin", "pin_new", "on_change", "circuit")
+		f := p.fields(n, w, append([]string{"name", "url", "command", "env", "cwd", "prefix", "tools", "headers", "timeout", "roots",
+			"pin", "pin_new", "on_change", "circuit", "tool_budgets"}, budgetKeys...)...)
 		s := toolrouter.MCPServer{Timeout: defaultTimeout, Circuit: p.circuit(f["circuit"], w)}
 		if p.required(f["name"], n, w, "name") {
 			if name, ok := p.str(f["name"], w, "name"); ok {
@@ -722,6 +730,8 @@ func (p *parser) mcpServers(e entry) []toolrouter.MCPServer {
 			s.Roots = append(s.Roots, d.Value)
 		}
 		p.pinning(f, w, &s)
+		s.Budget = p.outputBudget(f, w)
+		s.ToolBudgets = p.toolBudgets(f["tool_budgets"], w)
 		out = append(out, s)
 	}
 	return out

@@ -85,8 +85,8 @@ func (p *parser) virtualServers(e entry, reg *Registry) []VirtualServer {
 		vs.Search = p.discovery(f["discovery"], w)
 		for _, k := range []string{"max_output_bytes", "max_output_tokens"} {
 			if v, has := p.integer(f[k], w, k); has {
-				if v < 1 {
-					p.addAt(f[k].val, w, k, "must be at least 1")
+				if min := map[string]int{"max_output_bytes": 256, "max_output_tokens": 1}[k]; v < min {
+					p.addAt(f[k].val, w, k, fmt.Sprintf("must be at least %d", min))
 					continue
 				}
 				if k == "max_output_bytes" {

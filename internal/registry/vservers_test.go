@@ -88,7 +88,7 @@ func TestVirtualServerProblems(t *testing.T) {
 		{"meta-tool name in search mode", vs("    discovery: search\n    overrides:\n      gh/create_issue: {name: call_tool}\n"),
 			`exported name "call_tool" is a meta-tool's in discovery: search`},
 		{"bad discovery", vs("    discovery: smart\n"), `virtual server "s": discovery: must be full or search, got "smart"`},
-		{"bad budget", vs("    max_output_bytes: 0\n"), `virtual server "s": max_output_bytes: must be at least 1`},
+		{"bad budget", vs("    max_output_bytes: 0\n"), `virtual server "s": max_output_bytes: must be at least 256`},
 		{"bad annotation", vs("    overrides:\n      gh/create_issue: {annotations: {readOnlyHint: maybe}}\n"), `annotations.readOnlyHint: must be true or false`},
 		{"annotations not a mapping", vs("    overrides:\n      gh/create_issue: {annotations: yes}\n"), `overrides.gh/create_issue.annotations: must be a mapping`},
 		{"override not a mapping", vs("    overrides:\n      gh/create_issue: [x]\n"), `overrides.gh/create_issue: must be a mapping`},

@@ -379,7 +379,8 @@ func (r *Router) settleCall(ctx context.Context, a *toolrouter.Approval) (*toolr
 			return r.finish(ctx, rc, toolrouter.Failure(toolrouter.CategoryPermission, "the client may no longer call %s", a.ToolName), false), nil
 		}
 	}
-	out := r.afterExec(ctx, rc, tool, r.exec(ctx, toolrouter.ExecRequest{Tool: tool, Args: args, PlanID: a.PlanID, ToolCallID: a.ToolCallID}))
+	req := toolrouter.ExecRequest{Tool: tool, Args: args, PlanID: a.PlanID, ToolCallID: a.ToolCallID}
+	out := r.shape(ctx, req, r.afterExec(ctx, rc, tool, r.exec(ctx, req)))
 	return r.finish(ctx, rc, out, out.Answered), nil
 }
 

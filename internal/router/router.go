@@ -102,7 +102,10 @@ type Router struct {
 	// call runs only while its client exists and may call the tool. Nil:
 	// no named client's approved call runs.
 	Client func(name string) *access.Client
-	Now    func() time.Time
+	// Shape fits outputs into their tool's budget (README "Output
+	// budgets"); nil: outputs are never shaped.
+	Shape Shaper
+	Now   func() time.Time
 }
 
 // Route routes one tool call payload (a decoded JSON value, or a
@@ -229,11 +232,19 @@ type routed struct {
 	// context, for its log.
 	router *Router
 	ctx    context.Context
+	// full is the whole output of a shaped one: stored, not answered.
+	full json.RawMessage
 }
 
 // SaveAudited stores the result with its audit records (Results).
 func (x *routed) SaveAudited(sctx context.Context, recs []toolrouter.AuditRecord) error {
-	err := x.router.Results.SaveResult(sctx, &x.res, recs...)
+	res := &x.res
+	if x.full != nil {
+		stored := x.res
+		stored.FullOutput, stored.JSON = x.full, nil
+		res = &stored
+	}
+	err := x.router.Results.SaveResult(sctx, res, recs...)
 	if err != nil {
 		x.router.LogLimit.Event(zerolog.Ctx(x.ctx), zerolog.ErrorLevel, "store route result").Err(err).Str("tool_call_id", x.res.ToolCallID).Int("audit_records", len(recs)).Msg("store route result")
 	}
@@ -363,7 +374,10 @@ func (r *Router) route(ctx context.Context, planID string, seq int64, payload an
 			emit(u)
 		}
 	}
-	out := r.afterExec(ctx, &rc, tool, r.exec(ctx, req))
+	// The output is checked, hooked and redacted whole, then shaped to its
+	// budget: the schema holds for the whole output, and the full copy kept
+	// for GET /results holds no secret a guardrail redacted.
+	out := r.shape(ctx, req, r.afterExec(ctx, &rc, tool, r.exec(ctx, req)))
 	// An executor that does not take from the batch's budget itself (MCP)
 	// is held to it here.
 	if b := toolrouter.BudgetFrom(ctx); b != nil && out.Success() && !out.Budgeted && !b.Take(int64(len(out.Output))) {
@@ -403,6 +417,11 @@ func (r *Router) finish(ctx context.Context, rc *routeCall, out toolrouter.Outco
 	}
 	res.Notes = append(res.Notes, rc.notes...)
 	res.MCPResult = out.MCPResult
+	if out.FullOutput != nil {
+		res.Truncated = true
+		res.Notes = append(res.Notes, out.Note)
+		rc.r.full = out.FullOutput
+	}
 	if !res.Success {
 		rc.r.errMsg, rc.r.errCat = out.Err, out.Category
 		if rc.r.errCat == "" {

@@ -29,6 +29,7 @@ import (
 	"github.com/toolrouterd/toolrouterd/internal/registry"
 	"github.com/toolrouterd/toolrouterd/internal/remote"
 	"github.com/toolrouterd/toolrouterd/internal/router"
+	"github.com/toolrouterd/toolrouterd/internal/shape"
 	"github.com/toolrouterd/toolrouterd/internal/store"
 	"github.com/toolrouterd/toolrouterd/internal/telemetry"
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
@@ -172,6 +173,7 @@ func New(ctx context.Context, o Options) (*Service, error) {
 		// Per client (issue 21 item 5).
 		MaxPendingApprovals: o.Config.MaxPendingApprovals,
 		Client:              func(name string) *access.Client { return authn.Clients().ByName(name) },
+		Shape:               shape.New(),
 	}
 	s.router = rt
 	s.views = vserver.NewCatalog(s.holder.Current, func(w string) { o.Logger.Warn().Msg(w) })

@@ -55,6 +55,10 @@ type Outcome struct {
 	// MCPResult is an MCP backend's CallToolResult as it sent it (see
 	// Result.MCPResult); nil for HTTP tools.
 	MCPResult json.RawMessage
+	// FullOutput is the whole output of an Output shaped to its budget;
+	// nil when the output was not shaped. Note says how it was shaped.
+	FullOutput json.RawMessage
+	Note       string
 }
 
 // Success reports whether the call succeeded.
@@ -86,6 +90,9 @@ type Provider struct {
 	// calls call_tool) or "inject" (the tools search_tools found join the
 	// next turn's tools).
 	SearchMode string
+	// ContextWindow is the model's context window in tokens (0: unknown);
+	// /runs budgets tool outputs against it (README "Output budgets").
+	ContextWindow int
 }
 
 // MCPServer is an MCP server of the registry's mcp_servers block whose
@@ -120,6 +127,11 @@ type MCPServer struct {
 	Unpinned bool
 	PinNew   string
 	OnChange string
+	// Budget is the output budget of each of its tools, ToolBudgets those
+	// of single tools by their name on the server (README "Output
+	// budgets").
+	Budget      OutputBudget
+	ToolBudgets map[string]OutputBudget
 }
 
 // Circuit is the circuit breaker setting of a tool or an MCP server

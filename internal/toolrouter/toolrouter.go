@@ -85,6 +85,9 @@ type Tool struct {
 	// definition changed and awaits review. Such a tool is found by name
 	// but not listed, and its calls are refused as permission.
 	Quarantine string `json:"-"`
+	// Budget is the tool's output budget (README "Output budgets"): an
+	// output over it is shaped, not failed. Zero: none.
+	Budget OutputBudget `json:"-"`
 
 	// ValidateArgs checks decoded arguments against InputSchema; nil means
 	// anything goes. The returned error's text names the offending field.
@@ -101,6 +104,37 @@ type Hints struct {
 	Destructive *bool `json:"destructiveHint,omitempty"`
 	Idempotent  *bool `json:"idempotentHint,omitempty"`
 	OpenWorld   *bool `json:"openWorldHint,omitempty"`
+}
+
+// OutputBudget bounds what a tool's output may cost its caller (README
+// "Output budgets"): Bytes and Tokens (o200k_base) are maxima, 0 meaning
+// none; Keep are the JSONPath queries (RFC 9535) whose nodes a JSON output
+// keeps when it is over budget.
+type OutputBudget struct {
+	Bytes, Tokens int
+	Keep          []string
+}
+
+// IsZero reports a budget that bounds nothing.
+func (b OutputBudget) IsZero() bool { return b.Bytes <= 0 && b.Tokens <= 0 }
+
+// Tighter is the budget of both b and o: the smaller of each maximum that
+// is set, and b's Keep (else o's).
+func (b OutputBudget) Tighter(o OutputBudget) OutputBudget {
+	min0 := func(x, y int) int {
+		switch {
+		case x <= 0:
+			return y
+		case y <= 0:
+			return x
+		}
+		return min(x, y)
+	}
+	out := OutputBudget{Bytes: min0(b.Bytes, o.Bytes), Tokens: min0(b.Tokens, o.Tokens), Keep: b.Keep}
+	if len(out.Keep) == 0 {
+		out.Keep = o.Keep
+	}
+	return out
 }
 
 // ValidationMode is the string `mode` of a validation tool's output_schema,
@@ -154,6 +188,11 @@ type Result struct {
 	// Notes say what the router changed in the tool's answer (invalid
 	// UTF-8 replaced); absent when nothing was.
 	Notes []string `json:"notes,omitempty"`
+	// Truncated reports an output shaped to its budget (README "Output
+	// budgets"); FullOutput, set only in the stored result, is the whole
+	// output, for GET /results/{tool_call_id}.
+	Truncated  bool            `json:"truncated,omitempty"`
+	FullOutput json.RawMessage `json:"full_output,omitempty"`
 	// MCPResult is the CallToolResult an MCP backend answered, exactly as
 	// it sent it (every content block, structuredContent, isError, _meta),
 	// for the /mcp endpoint to pass on; nil for HTTP tools and calls that

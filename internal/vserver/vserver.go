@@ -18,6 +18,7 @@ import (
 	"sync/atomic"
 
 	"github.com/toolrouterd/toolrouterd/internal/access"
+	"github.com/toolrouterd/toolrouterd/internal/shape"
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
 
@@ -432,6 +433,10 @@ type ctxKey struct{}
 
 // NewContext returns ctx carrying v.
 func NewContext(ctx context.Context, v *View) context.Context {
+	if v != nil && (v.MaxOutputBytes > 0 || v.MaxOutputTokens > 0) {
+		// The view's budget tightens its tools' own (README "Output budgets").
+		ctx = shape.WithBudget(ctx, toolrouter.OutputBudget{Bytes: v.MaxOutputBytes, Tokens: v.MaxOutputTokens})
+	}
 	return context.WithValue(ctx, ctxKey{}, v)
 }
 
