@@ -1,6 +1,8 @@
 package vserver
 
 import (
+	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
+
 	"math"
 	"slices"
 	"sort"
@@ -144,5 +146,30 @@ func tokens(text string) []string {
 		cur = append(cur, r)
 	}
 	flush()
+	return out
+}
+
+// Index is the tool search of discovery: search over a list of tools as
+// they are, for measuring it (bench/context) on catalogues that are no
+// registry.
+type Index struct{ ix *index }
+
+// NewIndex indexes tools exactly as a view in search mode indexes its
+// exported tools.
+func NewIndex(tools []*toolrouter.Tool) *Index {
+	entries := make([]*Entry, len(tools))
+	for i, t := range tools {
+		entries[i] = &Entry{Exported: t, Real: t}
+	}
+	return &Index{newIndex(entries)}
+}
+
+// Search returns up to limit tools, best first, as search_tools ranks them.
+func (x *Index) Search(query string, limit int) []*toolrouter.Tool {
+	found := x.ix.search(query, limit, func(*Entry) bool { return true })
+	out := make([]*toolrouter.Tool, len(found))
+	for i, e := range found {
+		out[i] = e.Real
+	}
 	return out
 }
