@@ -487,24 +487,11 @@ func decides(c *access.Client, run *toolrouter.Run) bool {
 	return c.MayApprove() && run.Status == toolrouter.RunAwaitingApproval && len(run.PendingApprovals) > 0
 }
 
-// sees reports whether c may read run: its own, or any when c is an admin
-// or the caller of an open service; an approver also reads a run with a
-// call that waited for approval (as it reads that call's result), so it
-// can see what it decides in context.
+// sees reports whether c may read and act on run: its own, or any when c
+// is an admin or the caller of an open service. An approver reads (only)
+// the runs that wait for its decision: decides.
 func sees(c *access.Client, run *toolrouter.Run) bool {
-	return c == nil || c.Admin || run.Client == c.Name || c.Approver && waitedForApproval(run)
-}
-
-func waitedForApproval(run *toolrouter.Run) bool {
-	if len(run.PendingApprovals) > 0 {
-		return true
-	}
-	for _, tc := range run.ToolCalls {
-		if tc.ApprovalID != "" {
-			return true
-		}
-	}
-	return false
+	return c == nil || c.Admin || run.Client == c.Name
 }
 
 // List returns a plan's runs (every plan's when planID is ""), newest
