@@ -26,32 +26,64 @@ func readme(t *testing.T) string {
 	return string(b)
 }
 
-// yamlBlock is the README's ```yaml block that starts with first.
+// docFiles are the documents a user reads: README.md and docs/*.md, as
+// paths from the repository's root.
+func docFiles(t *testing.T) []string {
+	t.Helper()
+	pages, err := filepath.Glob("../docs/*.md")
+	if err != nil || len(pages) == 0 {
+		t.Fatalf("docs/*.md: %v, %d pages", err, len(pages))
+	}
+	files := []string{"README.md"}
+	for _, p := range pages {
+		files = append(files, strings.TrimPrefix(p, "../"))
+	}
+	return files
+}
+
+// docs is the text of README.md and docs/*.md, one after the other: the
+// examples the tests check may live in any of them.
+func docs(t *testing.T) string {
+	t.Helper()
+	var b strings.Builder
+	for _, f := range docFiles(t) {
+		text, err := os.ReadFile("../" + f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.Write(text)
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+// yamlBlock is the ```yaml block of README.md or docs/*.md that starts
+// with first.
 func yamlBlock(t *testing.T, first string) string {
 	t.Helper()
-	r := readme(t)
+	r := docs(t)
 	j := strings.Index(r, "```yaml\n"+first)
 	if j < 0 {
-		t.Fatalf("README has no ```yaml block starting with %q", first)
+		t.Fatalf("README.md and docs/ have no ```yaml block starting with %q", first)
 	}
 	end := strings.Index(r[j+8:], "```")
 	return r[j+8 : j+8+end]
 }
 
-// exampleKeys are the keys the README starts registry-approvals.yaml with.
+// exampleKeys are the keys docs/security.md starts registry-approvals.yaml with.
 var exampleKeys = []string{"BILLING_AGENT_KEY=b-secret", "SUPPORT_BOT_KEY=s-key", "ALICE_KEY=a-key"}
 
-// TestExampleVariations: each variation of the example registry the README
+// TestExampleVariations: each variation of the example registry the docs
 // runs (`make run REGISTRY=examples/registry-….yaml`) is the example's tools
-// plus its addition, passes `toolrouterd check`, is named in the README, and
-// its addition is the block the README shows.
+// plus its addition, passes `toolrouterd check`, is named in README.md or
+// docs/, and its addition is the block they show.
 func TestExampleVariations(t *testing.T) {
 	base, err := os.ReadFile("../examples/registry.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
 	tools := string(base[strings.Index(string(base), "tools:\n"):])
-	r := readme(t)
+	r := docs(t)
 	for file, c := range map[string]struct{ block, summary string }{
 		"registry-providers.yaml": {"providers:\n", "7 tool(s), 2 provider(s), 0 MCP server(s), 0 client(s)"},
 		"registry-mcp.yaml":       {"mcp_servers:\n", "7 tool(s), 0 provider(s), 1 MCP server(s), 0 client(s)"},
@@ -67,7 +99,7 @@ func TestExampleVariations(t *testing.T) {
 				t.Errorf("examples/%s does not hold examples/registry.yaml's tools verbatim", file)
 			}
 			if !strings.Contains(r, "make run REGISTRY=examples/"+file) && !strings.Contains(r, "`examples/"+file+"`") {
-				t.Errorf("README does not tell how to run examples/%s", file)
+				t.Errorf("README.md and docs/ do not tell how to run examples/%s", file)
 			}
 			if c.block != "" {
 				i := strings.Index(text, "\n"+c.block)
@@ -75,7 +107,7 @@ func TestExampleVariations(t *testing.T) {
 					t.Fatalf("examples/%s has no %q block", file, c.block)
 				}
 				if got, want := yamlBlock(t, c.block), text[i+1:]; got != want {
-					t.Errorf("README's block:\n%s\nexamples/%s's:\n%s", got, file, want)
+					t.Errorf("the docs' block:\n%s\nexamples/%s's:\n%s", got, file, want)
 				}
 			}
 			cmd := exec.Command(filepath.Join(binDir, "toolrouterd"), "check", "examples/"+file)
@@ -89,8 +121,8 @@ func TestExampleVariations(t *testing.T) {
 	}
 }
 
-// TestApprovalsExampleRunsAsShown follows the README's "Clients" and
-// "Approvals" sections against examples/registry-approvals.yaml and the
+// TestApprovalsExampleRunsAsShown follows docs/security.md's "Clients" and
+// docs/approvals.md's "Approvals" sections against examples/registry-approvals.yaml and the
 // example tool server: the refund waits, is approved and succeeds.
 func TestApprovalsExampleRunsAsShown(t *testing.T) {
 	b, err := os.ReadFile("../examples/registry-approvals.yaml")
@@ -110,12 +142,12 @@ func TestApprovalsExampleRunsAsShown(t *testing.T) {
 	for _, tl := range do(t, "GET", base+"/schemas/openai", nil, billing...).JSON(t)["tools"].([]any) {
 		names = append(names, tl.(map[string]any)["name"].(string))
 	}
-	shown := regexp.MustCompile(`(?s)Bearer b-secret' \| jq -r '\.tools\[\]\.name'\n(.*?)\n\$`).FindStringSubmatch(readme(t))
+	shown := regexp.MustCompile(`(?s)Bearer b-secret' \| jq -r '\.tools\[\]\.name'\n(.*?)\n\$`).FindStringSubmatch(docs(t))
 	if shown == nil {
-		t.Fatal("README shows no billing-agent tool list")
+		t.Fatal("README.md and docs/ show no billing-agent tool list")
 	}
 	if want := strings.Split(shown[1], "\n"); !slices.Equal(names, want) {
-		t.Errorf("billing-agent's tools: %v, want %v (README)", names, want)
+		t.Errorf("billing-agent's tools: %v, want %v (docs/security.md)", names, want)
 	}
 	res := do(t, "POST", base+"/route", `{"plan_id": "p1", "tool_call": {"name": "kb/search", "arguments": "{}"}}`, billing...).JSON(t)
 	if res["error"] != "Tool 'kb/search' not found" || res["error_category"] != "not_found" {
@@ -150,11 +182,11 @@ func TestApprovalsExampleRunsAsShown(t *testing.T) {
 
 // TestMCPExampleRunsAsShown starts the pinned MCP reference server and
 // toolrouterd with examples/registry-mcp.yaml: the "MCP server connected"
-// line has the offered and tools counts the README shows.
+// line has the offered and tools counts docs/mcp.md shows.
 func TestMCPExampleRunsAsShown(t *testing.T) {
-	m := regexp.MustCompile(`mcp_server=everything offered=(\d+) service=toolrouterd tools=(\d+)`).FindStringSubmatch(readme(t))
+	m := regexp.MustCompile(`mcp_server=everything offered=(\d+) service=toolrouterd tools=(\d+)`).FindStringSubmatch(docs(t))
 	if m == nil {
-		t.Fatal("README has no \"MCP server connected\" line for everything")
+		t.Fatal("README.md and docs/ have no \"MCP server connected\" line for everything")
 	}
 	b, err := os.ReadFile("../examples/registry-mcp.yaml")
 	if err != nil {
@@ -176,13 +208,13 @@ func TestMCPExampleRunsAsShown(t *testing.T) {
 		}
 	}
 	if want := fmt.Sprintf("offered=%s tools=%s", m[1], m[2]); got != want {
-		t.Errorf("toolrouterd logged %q, the README says %q", got, want)
+		t.Errorf("toolrouterd logged %q, docs/mcp.md says %q", got, want)
 	}
 }
 
 // TestMakeRunPidfilePerAddress: two `make run`s on different addresses
 // (scripts/run-example.sh, as make runs it) keep a pidfile each, and one
-// stopping leaves the other's in place. The second runs the README's
+// stopping leaves the other's in place. The second runs docs/security.md's
 // `make run REGISTRY=examples/registry-approvals.yaml` with its keys.
 func TestMakeRunPidfilePerAddress(t *testing.T) {
 	bin := t.TempDir()

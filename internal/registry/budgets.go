@@ -9,10 +9,6 @@ import (
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
 
-// budgetKeys are the keys of an output budget (README "Output budgets"),
-// on a tool, an MCP server and an entry of its tool_budgets.
-var budgetKeys = []string{"max_output_bytes", "max_output_tokens", "keep"}
-
 // outputBudget reads the output budget keys of f.
 func (p *parser) outputBudget(f map[string]entry, w where) toolrouter.OutputBudget {
 	var b toolrouter.OutputBudget
@@ -67,7 +63,7 @@ func (p *parser) toolBudgets(e entry, w where) map[string]toolrouter.OutputBudge
 			p.addAt(kv.val, w, "tool_budgets."+kv.key.Value, "must be a mapping with max_output_bytes, max_output_tokens, keep")
 			continue
 		}
-		out[kv.key.Value] = p.outputBudget(p.fields(n, tw, budgetKeys...), tw)
+		out[kv.key.Value] = p.outputBudget(p.fields(n, tw, "max_output_bytes", "max_output_tokens", "keep"), tw)
 	}
 	return out
 }

@@ -132,8 +132,8 @@ func (p *parser) tool(item *yaml.Node, i int) (pt parsedTool, ok bool) {
 	if name, ok := peekString(n, "name"); ok && name != "" {
 		w = where{tool: name}
 	}
-	f := p.fields(n, w, append([]string{"name", "description", "endpoint", "kind", "input_schema", "output_schema",
-		"timeout", "headers", "idempotent", "retries", "approval", "circuit"}, budgetKeys...)...)
+	f := p.fields(n, w, "name", "description", "endpoint", "kind", "input_schema", "output_schema",
+		"timeout", "headers", "idempotent", "retries", "approval", "circuit", "max_output_bytes", "max_output_tokens", "keep")
 
 	t := &toolrouter.Tool{Kind: toolrouter.KindTool, Timeout: defaultTimeout, Circuit: p.circuit(f["circuit"], w)}
 	nameOK := false
@@ -660,8 +660,8 @@ func (p *parser) mcpServers(e entry) []toolrouter.MCPServer {
 			continue
 		}
 		w := where{prefix: fmt.Sprintf("mcp_servers[%d].", i)}
-		f := p.fields(n, w, append([]string{"name", "url", "command", "env", "cwd", "prefix", "tools", "headers", "timeout", "roots",
-			"pin", "pin_new", "on_change", "circuit", "tool_budgets"}, budgetKeys...)...)
+		f := p.fields(n, w, "name", "url", "command", "env", "cwd", "prefix", "tools", "headers", "timeout", "roots",
+			"pin", "pin_new", "on_change", "circuit", "tool_budgets", "max_output_bytes", "max_output_tokens", "keep")
 		s := toolrouter.MCPServer{Timeout: defaultTimeout, Circuit: p.circuit(f["circuit"], w)}
 		if p.required(f["name"], n, w, "name") {
 			if name, ok := p.str(f["name"], w, "name"); ok {

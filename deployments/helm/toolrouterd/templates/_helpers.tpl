@@ -53,7 +53,7 @@ the chart's own. */}}
 {{- if or .Values.registry.existingConfigMap .Values.registry.content }}true{{ end }}
 {{- end }}
 
-{{/* The config.* values in the README's order, each with its variable. */}}
+{{/* The config.* values in docs/configuration.md's order, each with its variable. */}}
 {{- define "toolrouterd.configVars" -}}
 logLevel: TOOLROUTER_LOG_LEVEL
 logFormat: TOOLROUTER_LOG_FORMAT
