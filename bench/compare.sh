@@ -16,6 +16,8 @@
 #   mcp-router       loadgen -> toolrouterd POST /route (default store) -> one MCP session -> mcpecho
 #   router-sqlite[NAME]  ablation: router-sqlite built with the extra build
 #                    tags of BENCH_ABLATE's entry NAME (bench/README.md, decision table)
+#   mcp-router[NAME] the same build's MCP path (BENCH_ABLATE defaults to
+#                    "sdk-mcp:sdkmcp": the kept MCP fast path against the SDK's)
 #
 # first at full speed (closed loop), then at a fixed rate (open loop, each
 # latency from the request's scheduled time: BENCH_ROUTE_RATE for the HTTP
@@ -37,7 +39,7 @@
 #   BENCH_ROUTE_RATE=1000   fixed rate of the HTTP targets, req/s (0 skips the fixed-rate part)
 #   BENCH_MCP_RATE=500      fixed rate of the MCP targets, calls/s
 #   BENCH_RATE_DURATION=10s measured duration of every fixed-rate run
-#   BENCH_ABLATE=           "NAME:TAG[,TAG] ...": one more router-sqlite[NAME] per
+#   BENCH_ABLATE=sdk-mcp:sdkmcp "NAME:TAG[,TAG] ...": one more router-sqlite[NAME] and mcp-router[NAME] per
 #                           entry, toolrouterd built with those build tags
 #   BENCH_ONLY=             a regex: measure only the targets it matches (e.g.
 #                           '^router-sqlite' for the ablations alone)
@@ -63,7 +65,7 @@ BIN=${BENCH_BIN:-bin}
 ROUTE_RATE=${BENCH_ROUTE_RATE:-1000}
 MCP_RATE=${BENCH_MCP_RATE:-500}
 RATE_DURATION=${BENCH_RATE_DURATION:-10s}
-ABLATE=${BENCH_ABLATE:-}
+ABLATE=${BENCH_ABLATE-sdk-mcp:sdkmcp}
 
 BENCH=bench-compare
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -279,6 +281,13 @@ for a in "${!ABL_BIN[@]}"; do
 	URL[$t]="http://127.0.0.1:${PORT[sqlite-$a]}/route" BODY[$t]=$TMP/route.json CPU_OF[$t]=${PID[sqlite-$a]}
 done
 TARGETS+=(mcp-direct mcp-router)
+# … and the MCP path of each ablation (mcp-router[NAME]: the kept MCP fast
+# path's ablation is -tags sdkmcp).
+for a in "${!ABL_BIN[@]}"; do
+	t="mcp-router[$a]"
+	TARGETS+=("$t")
+	URL[$t]="http://127.0.0.1:${PORT[sqlite-$a]}/route" BODY[$t]=$TMP/mcp.json CPU_OF[$t]=${PID[sqlite-$a]}
+done
 if [[ -n ${BENCH_ONLY:-} ]]; then
 	only=()
 	for t in "${TARGETS[@]}"; do [[ $t =~ $BENCH_ONLY ]] && only+=("$t"); done
@@ -291,7 +300,7 @@ post() { curl -sf --max-time 5 -X POST -H 'Content-Type: application/json' --dat
 for t in "${TARGETS[@]}"; do
 	[[ $t == mcp-direct ]] && continue
 	want='"msg":"hi"'
-	[[ $t == router-* || $t == mcp-router ]] && want='"success":true'
+	[[ $t == router-* || $t == mcp-router* ]] && want='"success":true'
 	ok=""
 	for i in $(seq 1 50); do # the MCP tool joins once discovered
 		[[ $(post "${URL[$t]}" "${BODY[$t]}") == *$want* ]] && ok=1 && break
@@ -354,6 +363,7 @@ for t in "${TARGETS[@]}"; do
 	case $t in
 	router-sqlite\[*) base=router-sqlite ;;
 	router-* | *-proxy) [[ -n $NGINX ]] && base=nginx ;;
+	mcp-router\[*) base=mcp-router ;;
 	mcp-router) base=mcp-direct ;;
 	esac
 	floor=-
