@@ -363,7 +363,7 @@ func (r *Router) route(ctx context.Context, planID string, seq int64, payload an
 			emit(u)
 		}
 	}
-	out := r.afterExec(ctx, &rc, tool, r.exec(ctx, req))
+	out := r.afterExec(ctx, &rc, tool, r.exec(r.redactReports(ctx, &rc, tool, &req), req))
 	// An executor that does not take from the batch's budget itself (MCP)
 	// is held to it here.
 	if b := toolrouter.BudgetFrom(ctx); b != nil && out.Success() && !out.Budgeted && !b.Take(int64(len(out.Output))) {
