@@ -343,3 +343,23 @@ func TestGuardrailRedactsWhatTheBackendReports(t *testing.T) {
 		}
 	}
 }
+
+// The before-hooks see the arguments the run's actor context adds
+// (RouteWith's extra), and what they answer is what the tool gets.
+func TestGuardrailBeforeSeesAndDecidesExtraArguments(t *testing.T) {
+	h := newHookServer(t, func(req map[string]any) string {
+		return `{"decision":"modify","arguments":{"msg":"hi","sandbox_root":"/srv/safe"}}`
+	})
+	rt, exec, _ := guardedRouter(t, toolrouter.Outcome{Output: json.RawMessage(`{}`)},
+		"guardrails:\n  - {name: roots, endpoint: "+h.URL+"}\n")
+	res, err := rt.RouteWith(context.Background(), "p", echoCall(t, "test/echo", `{"msg":"hi"}`), nil, map[string]any{"sandbox_root": "/"})
+	if err != nil || !res.Success {
+		t.Fatalf("%+v %v", res, err)
+	}
+	if args, _ := h.seen[0]["arguments"].(map[string]any); args["sandbox_root"] != "/" {
+		t.Errorf("the hook saw %v, without the actor context's sandbox_root", h.seen[0]["arguments"])
+	}
+	if exec.req.Args["sandbox_root"] != "/srv/safe" {
+		t.Errorf("the tool got %v, not the hook's sandbox_root", exec.req.Args)
+	}
+}

@@ -17,6 +17,7 @@ import (
 	"github.com/toolrouterd/toolrouterd/internal/format"
 	"github.com/toolrouterd/toolrouterd/internal/lograte"
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
+	"github.com/toolrouterd/toolrouterd/internal/vserver"
 )
 
 // Tools looks tools up by canonical name or provider alias.
@@ -327,20 +328,25 @@ func (r *Router) route(ctx context.Context, planID string, seq int64, payload an
 			return r.finish(ctx, &rc, toolrouter.Outcome{Err: err.Error(), Category: toolrouter.CategorySchema}, false)
 		}
 	}
-	// Before-hooks see the arguments as the caller sent them, validated;
+	if len(extra) > 0 {
+		// A run's actor context: added to the arguments, except those a
+		// virtual server fixes (hidden or defaulted), which no caller sets.
+		v := vserver.FromContext(ctx)
+		args := make(map[string]any, len(rc.call.Arguments)+len(extra))
+		for k, val := range rc.call.Arguments {
+			args[k] = val
+		}
+		for k, val := range extra {
+			if v == nil || !v.Fixes(rc.call.ToolName, k) {
+				args[k] = val
+			}
+		}
+		rc.call.Arguments, res.Arguments = args, args
+	}
+	// Before-hooks see the arguments as the tool would get them, validated;
 	// a denied call waits for no approver and never reaches the tool.
 	if out, denied := r.guardBefore(ctx, &rc, tool); denied {
 		return r.finish(ctx, &rc, out, false)
-	}
-	if len(extra) > 0 {
-		args := make(map[string]any, len(rc.call.Arguments)+len(extra))
-		for k, v := range rc.call.Arguments {
-			args[k] = v
-		}
-		for k, v := range extra {
-			args[k] = v
-		}
-		rc.call.Arguments, res.Arguments = args, args // exactly what the tool gets
 	}
 	if r.needsApproval(ctx, tool) {
 		return r.hold(ctx, &rc)

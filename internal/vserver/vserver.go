@@ -301,6 +301,13 @@ func (v *View) Lookup(name string) (*Entry, bool) {
 	return e, ok
 }
 
+// Fixes reports whether the view fixes argument arg of the tool it calls
+// name (hidden, or given a default): no caller sets it.
+func (v *View) Fixes(name, arg string) bool {
+	e, ok := v.byName[name]
+	return ok && e.Hidden[arg]
+}
+
 // Resolve finds the registry tool a call names within the view, for the
 // client c: call_tool is unwrapped into the call it carries, and the
 // call's arguments become what the tool gets (hidden ones dropped,
