@@ -305,7 +305,22 @@ func (v *View) Lookup(name string) (*Entry, bool) {
 // name (hidden, or given a default): no caller sets it.
 func (v *View) Fixes(name, arg string) bool {
 	e, ok := v.byName[name]
-	return ok && e.Hidden[arg]
+	return ok && e.hides(arg)
+}
+
+// hides reports whether the argument named k is one of e's hidden ones,
+// whatever its case: decoders such as Go's encoding/json match object
+// keys to fields case-insensitively (Unicode simple folding).
+func (e *Entry) hides(k string) bool {
+	if e.Hidden[k] {
+		return true
+	}
+	for h := range e.Hidden {
+		if strings.EqualFold(h, k) {
+			return true
+		}
+	}
+	return false
 }
 
 // Resolve finds the registry tool a call names within the view, for the
@@ -336,7 +351,7 @@ func (v *View) Resolve(c *access.Client, call *toolrouter.Call) (tool *toolroute
 	if len(e.Hidden) > 0 {
 		args := make(map[string]any, len(call.Arguments)+len(e.Defaults))
 		for k, val := range call.Arguments {
-			if !e.Hidden[k] {
+			if !e.hides(k) {
 				args[k] = val
 			}
 		}
