@@ -103,7 +103,11 @@ type Router struct {
 	// call runs only while its client exists and may call the tool. Nil:
 	// no named client's approved call runs.
 	Client func(name string) *access.Client
-	Now    func() time.Time
+	// Views are the virtual servers in force: an approved call of a
+	// client bound to them runs only while one of them holds the tool.
+	// Nil: no bound client's approved call runs.
+	Views func() *vserver.Set
+	Now   func() time.Time
 }
 
 // Route routes one tool call payload (a decoded JSON value, or a

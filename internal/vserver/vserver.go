@@ -216,6 +216,17 @@ func (s *Set) For(c *access.Client, server string) (*View, error) {
 	return s.all, nil
 }
 
+// Reaches reports whether c may call the registry tool named tool in
+// one of the virtual servers it may use.
+func (s *Set) Reaches(c *access.Client, tool string) bool {
+	for name, v := range s.views {
+		if c.MayUse(name) && c.Allows(tool) && slices.ContainsFunc(v.entries, func(e *Entry) bool { return e.Real.Name == tool }) {
+			return true
+		}
+	}
+	return false
+}
+
 // View is the virtual server name (nil when there is none), whoever
 // asks.
 func (s *Set) View(name string) *View { return s.views[name] }
