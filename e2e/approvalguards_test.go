@@ -96,3 +96,45 @@ func TestApprovalGuards(t *testing.T) {
 		}
 	})
 }
+
+// TestApprovedCallOfAViewDroppedBeforeApproval, through the real binary: a
+// client bound to virtual servers whose held call's tool left its views
+// (a reload) does not get it run by the approval.
+func TestApprovedCallOfAViewDroppedBeforeApproval(t *testing.T) {
+	tool := newBodyTool(t)
+	reg := func(deskTools string) string {
+		return fmt.Sprintf(`tools:
+  - name: billing/refund
+    endpoint: %[1]s/refund
+    approval: required
+  - name: kb/search
+    endpoint: %[1]s/search
+virtual_servers:
+  - {name: desk, tools: %[2]s}
+clients:
+  - {name: agent, key_sha256: %[3]s, virtual_servers: [desk]}
+  - {name: reviewer, key_sha256: %[4]s, tools: ["*"], approver: true}
+`, tool.srv.URL, deskTools, sum("agent-key"), sum("reviewer-key"))
+	}
+	rt, path := startRouter(t, reg(`["billing/refund", "kb/search"]`))
+	u := rt.URL()
+	held := do(t, "POST", u+"/route?server=desk", refundCall("p-desk", 5), asAgent...).JSON(t)
+	id, _ := held["approval_id"].(string)
+	if id == "" {
+		t.Fatalf("the call was not held: %v", held)
+	}
+	// While the view holds the tool, the approved call runs.
+	kept := do(t, "POST", u+"/route?server=desk", refundCall("p-desk", 6), asAgent...).JSON(t)
+	if r := do(t, "POST", u+"/approvals/"+kept["approval_id"].(string), map[string]any{"decision": "approve"}, asReviewer...); r.Status != 200 || r.JSON(t)["result"].(map[string]any)["success"] != true {
+		t.Fatalf("approving a call the view still holds: %d %s", r.Status, r.Body)
+	}
+	rt.reload(t, path, reg(`["kb/search"]`))
+	r := do(t, "POST", u+"/approvals/"+id, map[string]any{"decision": "approve"}, asReviewer...)
+	fin, _ := r.JSON(t)["result"].(map[string]any)
+	if r.Status != 200 || fin["success"] != false || fin["error_category"] != "permission" || fin["error"] != "the client may no longer call billing/refund" {
+		t.Errorf("approving: %d %s", r.Status, r.Body)
+	}
+	if n := len(tool.received()); n != 1 {
+		t.Errorf("the tool ran %d times, want once (the call approved while the view held it)", n)
+	}
+}

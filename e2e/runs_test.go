@@ -546,3 +546,22 @@ func TestRunsApprovalResumeEachNewProvider(t *testing.T) {
 		})
 	}
 }
+
+// TestRunTurnOfTooManyToolCalls: a model answer asking for more tool calls
+// in one turn than a batch holds (1,024) fails the run and runs none of
+// them. Before, 20,000 calls of a 4 MB answer took the router to 1 GB of
+// memory and 24 s; a 32 MiB answer holds ~150,000.
+func TestRunTurnOfTooManyToolCalls(t *testing.T) {
+	tools := startTools(t)
+	fake := startFakeLLM(t, "openai")
+	rt, _ := startRouter(t, runsRegistry(t, tools.addr, fake))
+	calls := make([]any, 1025)
+	for i := range calls {
+		calls[i] = toolCall("test/echo", map[string]any{"msg": "x"})
+	}
+	fake.script(t, map[string]any{"tool_calls": calls})
+	run := decodeRun(t, do(t, "POST", rt.URL()+"/runs", map[string]any{"prompt": "p"}))
+	if run.Status != "failed" || run.Error == nil || !strings.Contains(*run.Error, "1025 tool calls") || !strings.Contains(*run.Error, "at most 1024") || len(run.ToolCalls) != 0 {
+		t.Fatalf("run %s, error %v, %d tool calls; want failed naming the limit, none run", run.Status, run.Error, len(run.ToolCalls))
+	}
+}

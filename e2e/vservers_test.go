@@ -659,3 +659,33 @@ clients:
 		t.Fatalf("check refused a good file: %v\n%s", err, out)
 	}
 }
+
+// TestRunActorContextKeepsAViewsFixedArguments: a run on a virtual server
+// that fixes sandbox_root (a hidden default) cannot move the tool out of
+// its sandbox with its actor context's sandbox_root.
+func TestRunActorContextKeepsAViewsFixedArguments(t *testing.T) {
+	tools := startTools(t)
+	fake := startFakeLLM(t, "openai")
+	reg := strings.Replace(runsRegistry(t, tools.addr, fake), "tools:\n", fmt.Sprintf(`tools:
+  - name: box/context
+    endpoint: http://%s/context
+    input_schema: {type: object, properties: {path: {type: string}, sandbox_root: {type: string}}}
+`, tools.addr), 1) + `
+virtual_servers:
+  - name: sandboxed
+    tools: ["box/context"]
+    overrides:
+      box/context: {name: read_file, defaults: {sandbox_root: /srv/tenant-a}}
+`
+	rt, _ := startRouter(t, reg)
+	fake.script(t, map[string]any{"tool_calls": []any{toolCall("read_file", map[string]any{"path": "a.txt", "sandbox_root": "/etc"})}}, map[string]any{"text": "ok"})
+	run := decodeRun(t, do(t, "POST", rt.URL()+"/runs", map[string]any{"prompt": "p", "server": "sandboxed",
+		"context": map[string]any{"plan_id": "plan-box", "sandbox_root": "/"}}))
+	if len(run.ToolCalls) != 1 || !run.ToolCalls[0].Success {
+		t.Fatalf("tool call failed: %+v", run.ToolCalls)
+	}
+	out, _ := run.ToolCalls[0].Output.(map[string]any)
+	if args, _ := out["arguments"].(map[string]any); args["sandbox_root"] != "/srv/tenant-a" || args["path"] != "a.txt" {
+		t.Errorf("the tool received %v, want sandbox_root /srv/tenant-a", out["arguments"])
+	}
+}

@@ -152,6 +152,10 @@ func (r *Runner) execute(ctx context.Context, x *execution, first int, before fu
 	return x.finish(ctx, outcome{status: toolrouter.RunTerminated, reason: toolrouter.ReasonMaxIterations})
 }
 
+// MaxTurnToolCalls is the most tool calls a model may ask for in one
+// turn, as many as a POST /route/batch holds.
+const MaxTurnToolCalls = 1024
+
 // turn is one iteration: ask the model, run the tools it asked for, answer
 // every call. It returns how the run ends, or nil to go on.
 func (x *execution) turn(ctx context.Context, iter int) *outcome {
@@ -176,6 +180,11 @@ func (x *execution) turn(ctx context.Context, iter int) *outcome {
 	}
 	if len(resp.ToolCalls) == 0 {
 		return &outcome{status: toolrouter.RunCompleted}
+	}
+	if n := len(resp.ToolCalls); n > MaxTurnToolCalls {
+		// A model's answer (up to 32 MiB) could otherwise ask for some
+		// 150,000 calls, each run, recorded and stored.
+		return &outcome{status: toolrouter.RunFailed, err: fmt.Sprintf("the model asked for %d tool calls in one turn; at most %d (as in a batch), none was run", n, MaxTurnToolCalls)}
 	}
 	x.messages = append(x.messages, llm.Message{Role: llm.RoleAssistant, Content: resp.Content, ToolCalls: resp.ToolCalls, Provider: resp.Provider})
 	records := x.callTools(x.budgeted(ctx, resp), iter, resp.ToolCalls)

@@ -212,6 +212,35 @@ func (g *Guards) After(ctx context.Context, c Call, out toolrouter.Outcome) (too
 	return out, v
 }
 
+// Reports is the redaction, by the enforced redact hooks that apply to c,
+// of what the backend reports while the call runs (progress messages, log
+// data): it reaches the caller before the output does. Both are nil when
+// no such hook applies.
+func (g *Guards) Reports(c Call) (text func(string) string, data func(json.RawMessage) json.RawMessage) {
+	var rs []*redactor
+	for _, h := range g.current().hooks {
+		if h.after && h.redact != nil && h.Mode != toolrouter.ModeAudit && h.applies(&c) {
+			rs = append(rs, h.redact)
+		}
+	}
+	if len(rs) == 0 {
+		return nil, nil
+	}
+	text = func(s string) string {
+		for _, r := range rs {
+			s = r.text(s, map[string]int{})
+		}
+		return s
+	}
+	data = func(raw json.RawMessage) json.RawMessage {
+		for _, r := range rs {
+			raw = r.json(raw, map[string]int{})
+		}
+		return raw
+	}
+	return text, data
+}
+
 // decision is the audit entry of hook h's answer a (or failure err), and
 // logs what an audit-mode hook would have done.
 func (h *hook) decision(ctx context.Context, phase string, c *Call, a answer, err error) toolrouter.GuardrailDecision {

@@ -375,7 +375,7 @@ func (r *Router) settleCall(ctx context.Context, a *toolrouter.Approval) (*toolr
 		if r.Client != nil {
 			c = r.Client(a.Client)
 		}
-		if c == nil || !c.Allows(a.ToolName) {
+		if c == nil || !c.Allows(a.ToolName) || c.Bound() && (r.Views == nil || !r.Views().Reaches(c, a.ToolName)) {
 			return r.finish(ctx, rc, toolrouter.Failure(toolrouter.CategoryPermission, "the client may no longer call %s", a.ToolName), false), nil
 		}
 	}

@@ -15,6 +15,7 @@ import (
 type Guardrails interface {
 	Before(ctx context.Context, c guardrail.Call) guardrail.Verdict
 	After(ctx context.Context, c guardrail.Call, out toolrouter.Outcome) (toolrouter.Outcome, guardrail.Verdict)
+	Reports(c guardrail.Call) (text func(string) string, data func(json.RawMessage) json.RawMessage)
 }
 
 // guardCall is what the guardrails see of rc's call of tool.
@@ -39,6 +40,35 @@ func (r *Router) guardBefore(ctx context.Context, rc *routeCall, tool *toolroute
 		rc.call.Arguments, rc.r.res.Arguments = v.Args, v.Args
 	}
 	return toolrouter.Outcome{}, false
+}
+
+// redactReports makes what the backend of rc's call of tool reports while
+// it runs (req's progress, the relay of ctx: /route's SSE updates, /mcp's
+// notifications) pass the redaction the output passes, and returns the
+// context to run the call in.
+func (r *Router) redactReports(ctx context.Context, rc *routeCall, tool *toolrouter.Tool, req *toolrouter.ExecRequest) context.Context {
+	if r.Guardrails == nil {
+		return ctx
+	}
+	text, data := r.Guardrails.Reports(guardCall(rc, tool))
+	if text == nil {
+		return ctx
+	}
+	if p := req.Progress; p != nil {
+		req.Progress = func(progress, total float64, message string) { p(progress, total, text(message)) }
+	}
+	relay := toolrouter.RelayFrom(ctx)
+	if relay == nil {
+		return ctx
+	}
+	cp := *relay
+	if p := relay.Progress; p != nil {
+		cp.Progress = func(progress, total float64, message string) { p(progress, total, text(message)) }
+	}
+	if l := relay.Log; l != nil {
+		cp.Log = func(level, logger string, raw json.RawMessage) { l(level, logger, data(raw)) }
+	}
+	return toolrouter.WithRelay(ctx, &cp)
 }
 
 // afterExec holds the tool's output to its output schema (HTTP tools: an

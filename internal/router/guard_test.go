@@ -293,3 +293,73 @@ func TestGuardrailMCPResult(t *testing.T) {
 		t.Errorf("after modify: output %s, MCP result %s; want the hook's output and no backend result", res.Output, res.MCPResult)
 	}
 }
+
+// reportingExec is a backend that reports, while the call runs, progress
+// and log messages holding a secret, through the route's progress and the
+// /mcp caller's relay.
+type reportingExec struct {
+	msg string
+	out toolrouter.Outcome
+}
+
+func (e reportingExec) Call(ctx context.Context, req toolrouter.ExecRequest) toolrouter.Outcome {
+	if req.Progress != nil {
+		req.Progress(1, 2, e.msg)
+	}
+	if relay := toolrouter.RelayFrom(ctx); relay != nil {
+		relay.Progress(1, 2, e.msg)
+		b, _ := json.Marshal(map[string]string{"line": e.msg})
+		relay.Log("info", "tool", b)
+	}
+	return e.out
+}
+
+// What a backend reports while the call runs reaches the caller before
+// the output (SSE updates of /route, notifications of /mcp): redaction
+// covers it too.
+func TestGuardrailRedactsWhatTheBackendReports(t *testing.T) {
+	const key = "AKIAZ4RT7YUIOPL2QW3E"
+	rt, _, _ := guardedRouter(t, toolrouter.Outcome{}, "guardrails:\n  - {name: secrets, builtin: redact_secrets}\n")
+	rt.Exec = reportingExec{msg: "using key " + key, out: toolrouter.Outcome{Output: json.RawMessage(`{}`)}}
+	var mu sync.Mutex
+	var seen []string
+	note := func(s string) { mu.Lock(); seen = append(seen, s); mu.Unlock() }
+	ctx := toolrouter.WithRelay(context.Background(), &toolrouter.Relay{
+		Progress: func(_, _ float64, m string) { note("relay progress: " + m) },
+		Log:      func(_, _ string, data json.RawMessage) { note("relay log: " + string(data)) },
+	})
+	res, err := rt.Stream(ctx, "p", echoCall(t, "test/echo", `{}`), nil, func(u toolrouter.Update) { note("update: " + u.Message) })
+	if err != nil || !res.Success {
+		t.Fatalf("result %+v, %v", res, err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seen) < 3 {
+		t.Fatalf("the backend's reports did not arrive: %q", seen)
+	}
+	for _, s := range seen {
+		if strings.Contains(s, key) {
+			t.Errorf("a report reached the caller unredacted: %s", s)
+		}
+	}
+}
+
+// The before-hooks see the arguments the run's actor context adds
+// (RouteWith's extra), and what they answer is what the tool gets.
+func TestGuardrailBeforeSeesAndDecidesExtraArguments(t *testing.T) {
+	h := newHookServer(t, func(req map[string]any) string {
+		return `{"decision":"modify","arguments":{"msg":"hi","sandbox_root":"/srv/safe"}}`
+	})
+	rt, exec, _ := guardedRouter(t, toolrouter.Outcome{Output: json.RawMessage(`{}`)},
+		"guardrails:\n  - {name: roots, endpoint: "+h.URL+"}\n")
+	res, err := rt.RouteWith(context.Background(), "p", echoCall(t, "test/echo", `{"msg":"hi"}`), nil, map[string]any{"sandbox_root": "/"})
+	if err != nil || !res.Success {
+		t.Fatalf("%+v %v", res, err)
+	}
+	if args, _ := h.seen[0]["arguments"].(map[string]any); args["sandbox_root"] != "/" {
+		t.Errorf("the hook saw %v, without the actor context's sandbox_root", h.seen[0]["arguments"])
+	}
+	if exec.req.Args["sandbox_root"] != "/srv/safe" {
+		t.Errorf("the tool got %v, not the hook's sandbox_root", exec.req.Args)
+	}
+}

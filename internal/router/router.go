@@ -17,6 +17,7 @@ import (
 	"github.com/toolrouterd/toolrouterd/internal/format"
 	"github.com/toolrouterd/toolrouterd/internal/lograte"
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
+	"github.com/toolrouterd/toolrouterd/internal/vserver"
 )
 
 // Tools looks tools up by canonical name or provider alias.
@@ -105,6 +106,10 @@ type Router struct {
 	// Shape fits outputs into their tool's budget (README "Output
 	// budgets"); nil: outputs are never shaped.
 	Shape Shaper
+	// Views are the virtual servers in force: an approved call of a
+	// client bound to them runs only while one of them holds the tool.
+	// Nil: no bound client's approved call runs.
+	Views func() *vserver.Set
 	Now   func() time.Time
 }
 
@@ -338,20 +343,25 @@ func (r *Router) route(ctx context.Context, planID string, seq int64, payload an
 			return r.finish(ctx, &rc, toolrouter.Outcome{Err: err.Error(), Category: toolrouter.CategorySchema}, false)
 		}
 	}
-	// Before-hooks see the arguments as the caller sent them, validated;
+	if len(extra) > 0 {
+		// A run's actor context: added to the arguments, except those a
+		// virtual server fixes (hidden or defaulted), which no caller sets.
+		v := vserver.FromContext(ctx)
+		args := make(map[string]any, len(rc.call.Arguments)+len(extra))
+		for k, val := range rc.call.Arguments {
+			args[k] = val
+		}
+		for k, val := range extra {
+			if v == nil || !v.Fixes(rc.call.ToolName, k) {
+				args[k] = val
+			}
+		}
+		rc.call.Arguments, res.Arguments = args, args
+	}
+	// Before-hooks see the arguments as the tool would get them, validated;
 	// a denied call waits for no approver and never reaches the tool.
 	if out, denied := r.guardBefore(ctx, &rc, tool); denied {
 		return r.finish(ctx, &rc, out, false)
-	}
-	if len(extra) > 0 {
-		args := make(map[string]any, len(rc.call.Arguments)+len(extra))
-		for k, v := range rc.call.Arguments {
-			args[k] = v
-		}
-		for k, v := range extra {
-			args[k] = v
-		}
-		rc.call.Arguments, res.Arguments = args, args // exactly what the tool gets
 	}
 	if r.needsApproval(ctx, tool) {
 		return r.hold(ctx, &rc)
@@ -377,7 +387,7 @@ func (r *Router) route(ctx context.Context, planID string, seq int64, payload an
 	// The output is checked, hooked and redacted whole, then shaped to its
 	// budget: the schema holds for the whole output, and the full copy kept
 	// for GET /results holds no secret a guardrail redacted.
-	out := r.shape(ctx, req, r.afterExec(ctx, &rc, tool, r.exec(ctx, req)))
+	out := r.shape(ctx, req, r.afterExec(ctx, &rc, tool, r.exec(r.redactReports(ctx, &rc, tool, &req), req)))
 	// An executor that does not take from the batch's budget itself (MCP)
 	// is held to it here.
 	if b := toolrouter.BudgetFrom(ctx); b != nil && out.Success() && !out.Budgeted && !b.Take(int64(len(out.Output))) {

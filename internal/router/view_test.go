@@ -74,3 +74,38 @@ clients:
 		t.Fatalf("a bound client without a view: %+v", res)
 	}
 }
+
+// The arguments a run's actor context adds (RouteWith's extra) do not
+// override what a virtual server fixes: its defaults and hidden
+// arguments.
+func TestExtraArgumentsDoNotOverrideAViewsFixedArguments(t *testing.T) {
+	reg, err := registry.Parse("test.yaml", []byte(testRegistry+`  - name: test/box
+    endpoint: http://127.0.0.1:9/box
+    input_schema:
+      type: object
+      properties: {path: {type: string}, sandbox_root: {type: string}, resource_bindings: {type: object}}
+virtual_servers:
+  - name: v
+    tools: ["test/box"]
+    overrides:
+      test/box: {defaults: {sandbox_root: /srv/tenant-a}, hidden: [resource_bindings]}
+`), os.Getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exec := &stubExec{out: toolrouter.Outcome{Output: []byte(`{"ok":true}`), Answered: true}}
+	rt := &router.Router{Tools: func() router.Tools { return reg }, Exec: exec, Seq: memory.New()}
+	inV := vserver.NewContext(context.Background(), vserver.Build(reg).View("v"))
+	extra := map[string]any{"sandbox_root": "/", "resource_bindings": map[string]any{"db": "prod"}}
+	res, err := rt.RouteWith(inV, "p", map[string]any{"name": "test/box", "arguments": map[string]any{"path": "x"}}, nil, extra)
+	if err != nil || !res.Success {
+		t.Fatalf("%+v %v", res, err)
+	}
+	if want := map[string]any{"path": "x", "sandbox_root": "/srv/tenant-a"}; !reflect.DeepEqual(exec.req.Args, want) {
+		t.Fatalf("the tool got %v, want %v", exec.req.Args, want)
+	}
+	// Outside a view, the actor context's arguments are added as before.
+	if _, err := rt.RouteWith(context.Background(), "p", map[string]any{"name": "test/box", "arguments": map[string]any{"path": "x"}}, nil, extra); err != nil || exec.req.Args["sandbox_root"] != "/" {
+		t.Fatalf("without a view the tool got %v", exec.req.Args)
+	}
+}

@@ -177,6 +177,7 @@ func New(ctx context.Context, o Options) (*Service, error) {
 	}
 	s.router = rt
 	s.views = vserver.NewCatalog(s.holder.Current, func(w string) { o.Logger.Warn().Msg(w) })
+	rt.Views = s.views.Current
 	s.Runner = &agent.Runner{
 		Router:    rt,
 		Registry:  func() agent.Registry { return s.holder.Current() },

@@ -217,6 +217,17 @@ func (s *Set) For(c *access.Client, server string) (*View, error) {
 	return s.all, nil
 }
 
+// Reaches reports whether c may call the registry tool named tool in
+// one of the virtual servers it may use.
+func (s *Set) Reaches(c *access.Client, tool string) bool {
+	for name, v := range s.views {
+		if c.MayUse(name) && c.Allows(tool) && slices.ContainsFunc(v.entries, func(e *Entry) bool { return e.Real.Name == tool }) {
+			return true
+		}
+	}
+	return false
+}
+
 // View is the virtual server name (nil when there is none), whoever
 // asks.
 func (s *Set) View(name string) *View { return s.views[name] }
@@ -302,6 +313,28 @@ func (v *View) Lookup(name string) (*Entry, bool) {
 	return e, ok
 }
 
+// Fixes reports whether the view fixes argument arg of the tool it calls
+// name (hidden, or given a default): no caller sets it.
+func (v *View) Fixes(name, arg string) bool {
+	e, ok := v.byName[name]
+	return ok && e.hides(arg)
+}
+
+// hides reports whether the argument named k is one of e's hidden ones,
+// whatever its case: decoders such as Go's encoding/json match object
+// keys to fields case-insensitively (Unicode simple folding).
+func (e *Entry) hides(k string) bool {
+	if e.Hidden[k] {
+		return true
+	}
+	for h := range e.Hidden {
+		if strings.EqualFold(h, k) {
+			return true
+		}
+	}
+	return false
+}
+
 // Resolve finds the registry tool a call names within the view, for the
 // client c: call_tool is unwrapped into the call it carries, and the
 // call's arguments become what the tool gets (hidden ones dropped,
@@ -330,7 +363,7 @@ func (v *View) Resolve(c *access.Client, call *toolrouter.Call) (tool *toolroute
 	if len(e.Hidden) > 0 {
 		args := make(map[string]any, len(call.Arguments)+len(e.Defaults))
 		for k, val := range call.Arguments {
-			if !e.Hidden[k] {
+			if !e.hides(k) {
 				args[k] = val
 			}
 		}

@@ -211,3 +211,19 @@ func TestCatalogRebuildsOnChange(t *testing.T) {
 		t.Fatalf("after discovery: %v", got)
 	}
 }
+
+// A hidden or defaulted argument cannot come back under another case of
+// its name: decoders such as Go's encoding/json match object keys to
+// fields case-insensitively (with Unicode folding: ſ is s, K is k).
+func TestHiddenArgumentsIgnoreTheCaseOfTheirName(t *testing.T) {
+	set, _ := setup(t)
+	call := &toolrouter.Call{ToolName: "file_bug", Arguments: map[string]any{
+		"title": "t", "Repo": "evil/one", "REPO": "evil/two", "LABELS": []any{"x"}, "ℓabels": "kept", "laBelſ": []any{"y"}}}
+	if _, _, ok := set.View("support").Resolve(nil, call); !ok {
+		t.Fatal("file_bug not found")
+	}
+	want := map[string]any{"title": "t", "repo": "acme/app", "ℓabels": "kept"}
+	if !reflect.DeepEqual(call.Arguments, want) {
+		t.Fatalf("the tool gets %v, want %v", call.Arguments, want)
+	}
+}
