@@ -221,3 +221,17 @@ func redactor(key string) func(string) string {
 	}
 	return func(s string) string { return strings.ReplaceAll(s, key, "[REDACTED]") }
 }
+
+// WithDefaults is cfg as an adapter uses it: with an HTTP client of its own
+// (NewHTTPClient) when it has none, and its base URL without surrounding
+// spaces and trailing slashes, or def when it has none.
+func WithDefaults(cfg Config, def string) (Config, string) {
+	if cfg.HTTPClient == nil {
+		cfg.HTTPClient = NewHTTPClient()
+	}
+	base := strings.TrimRight(strings.TrimSpace(cfg.BaseURL), "/")
+	if base == "" {
+		base = def
+	}
+	return cfg, base
+}

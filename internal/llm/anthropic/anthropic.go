@@ -35,13 +35,7 @@ var _ llm.Adapter = (*Adapter)(nil)
 // New returns an adapter for cfg. A nil cfg.HTTPClient is replaced by one
 // built for this adapter (llm.NewHTTPClient).
 func New(cfg llm.Config) *Adapter {
-	if cfg.HTTPClient == nil {
-		cfg.HTTPClient = llm.NewHTTPClient()
-	}
-	base := strings.TrimRight(strings.TrimSpace(cfg.BaseURL), "/")
-	if base == "" {
-		base = DefaultBaseURL
-	}
+	cfg, base := llm.WithDefaults(cfg, DefaultBaseURL)
 	return &Adapter{cfg: cfg, endpoint: base + "/v1/messages"}
 }
 

@@ -36,13 +36,7 @@ var _ llm.Adapter = (*Adapter)(nil)
 // New returns an adapter for cfg. A nil cfg.HTTPClient is replaced by one
 // built for this adapter (llm.NewHTTPClient).
 func New(cfg llm.Config) *Adapter {
-	if cfg.HTTPClient == nil {
-		cfg.HTTPClient = llm.NewHTTPClient()
-	}
-	base := strings.TrimRight(strings.TrimSpace(cfg.BaseURL), "/")
-	if base == "" {
-		base = DefaultBaseURL
-	}
+	cfg, base := llm.WithDefaults(cfg, DefaultBaseURL)
 	a := &Adapter{cfg: cfg, endpoint: base + "/chat/completions"}
 	if u, err := url.Parse(base); err == nil && strings.EqualFold(u.Hostname(), "api.openai.com") {
 		a.completionTokens = true
