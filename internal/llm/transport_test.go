@@ -173,11 +173,28 @@ func TestSendStopsWhenContextEnds(t *testing.T) {
 		w.WriteHeader(http.StatusTooManyRequests)
 		_, _ = io.WriteString(w, `{"error":{"message":"slow down"}}`)
 	})
-	cfg := llm.Config{HTTPClient: srv.Client(), APIKey: secret}
+	// The first answer read (its body closed), the client waits the 20 s
+	// the provider asked for: cancel then, however slow the machine.
+	read := make(chan struct{}, 16)
+	base := srv.Client().Transport
+	client := &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		resp, err := base.RoundTrip(r)
+		if err == nil {
+			resp.Body = &signalClose{ReadCloser: resp.Body, closed: read}
+		}
+		return resp, err
+	})}
+	cfg := llm.Config{HTTPClient: client, APIKey: secret}
 
 	// Canceled while waiting.
 	ctx, cancel := context.WithCancel(context.Background())
-	time.AfterFunc(100*time.Millisecond, cancel)
+	go func() {
+		select {
+		case <-read:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
 	start := time.Now()
 	_, err := send(ctx, cfg, srv.URL)
 	if !errors.Is(err, context.Canceled) || time.Since(start) > 10*time.Second {
@@ -260,4 +277,23 @@ func TestSendBadURLNotRetried(t *testing.T) {
 	if !errors.As(err, &pe) || pe.Status != 0 || time.Since(start) > 500*time.Millisecond {
 		t.Fatalf("got %#v after %v", err, time.Since(start))
 	}
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// signalClose says on closed when its body is closed.
+type signalClose struct {
+	io.ReadCloser
+	closed chan<- struct{}
+}
+
+func (b *signalClose) Close() error {
+	err := b.ReadCloser.Close()
+	select {
+	case b.closed <- struct{}{}:
+	default:
+	}
+	return err
 }
