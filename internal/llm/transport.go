@@ -235,3 +235,13 @@ func WithDefaults(cfg Config, def string) (Config, string) {
 	}
 	return cfg, base
 }
+
+// Bearer is the header of a request that carries key as a bearer token;
+// empty without a key.
+func Bearer(key string) http.Header {
+	h := http.Header{}
+	if key != "" {
+		h.Set("Authorization", "Bearer "+key)
+	}
+	return h
+}

@@ -227,11 +227,7 @@ func (a *Adapter) Chat(ctx context.Context, req llm.Request) (llm.Response, erro
 	if err != nil {
 		return llm.Response{}, err
 	}
-	h := http.Header{}
-	if a.cfg.APIKey != "" {
-		h.Set("Authorization", "Bearer "+a.cfg.APIKey)
-	}
-	resp, err := llm.Send(ctx, a.cfg, Provider, a.endpoint, h, body, nil)
+	resp, err := llm.Send(ctx, a.cfg, Provider, a.endpoint, llm.Bearer(a.cfg.APIKey), body, nil)
 	if err != nil {
 		return llm.Response{}, err
 	}
