@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/kelseyhightower/envconfig"
 	yaml3 "go.yaml.in/yaml/v3"
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
@@ -98,13 +97,9 @@ func load(t *testing.T) *manifests {
 // configKeys is every TOOLROUTER_* variable the binary reads.
 func configKeys(t *testing.T) map[string]bool {
 	t.Helper()
-	var buf bytes.Buffer
-	if err := envconfig.Usagef(config.Prefix, &config.Config{}, &buf, "{{range .}}{{.Key}}\n{{end}}"); err != nil {
-		t.Fatal(err)
-	}
 	keys := map[string]bool{}
-	for _, k := range strings.Fields(buf.String()) {
-		keys[k] = true
+	for _, v := range config.Vars() {
+		keys[v.Name] = true
 	}
 	if !keys["TOOLROUTER_STORE"] || !keys["TOOLROUTER_SHUTDOWN_TIMEOUT"] {
 		t.Fatalf("config keys: %v", keys)

@@ -2,7 +2,7 @@
 package config
 
 import (
-	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -13,79 +13,79 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kelseyhightower/envconfig"
 	"github.com/rs/zerolog"
+	"github.com/sethvargo/go-envconfig"
 )
 
 // Prefix of every variable.
 const Prefix = "TOOLROUTER"
 
-// Config is the process configuration (CONTRACT §2). Field names map to
-// TOOLROUTER_<SPLIT_WORDS>; no `envconfig` tags are used on purpose, since a
-// tag makes envconfig also read the bare, unprefixed name.
+// Config is the process configuration (CONTRACT §2). Each field's `env` tag
+// holds its variable's whole name, so only TOOLROUTER_* names are read, and
+// its default, if any (the last option: Vars reads the tags too).
 type Config struct {
-	Addr             string        `split_words:"true" default:":8080"`
-	Registry         string        `split_words:"true"`
-	Store            string        `split_words:"true" default:"sqlite://toolrouter.db"`
-	APIKeys          []string      `split_words:"true"`
-	LogLevel         string        `split_words:"true" default:"info"`
-	LogFormat        string        `split_words:"true" default:"json"`
-	MaxBodyBytes     int64         `split_words:"true" default:"4194304"`
-	BatchConcurrency int           `split_words:"true" default:"16"`
-	ShutdownTimeout  time.Duration `split_words:"true" default:"30s"`
+	Addr             string        `env:"TOOLROUTER_ADDR,default=:8080"`
+	Registry         string        `env:"TOOLROUTER_REGISTRY"`
+	Store            string        `env:"TOOLROUTER_STORE,default=sqlite://toolrouter.db"`
+	APIKeys          []string      `env:"TOOLROUTER_API_KEYS"`
+	LogLevel         string        `env:"TOOLROUTER_LOG_LEVEL,default=info"`
+	LogFormat        string        `env:"TOOLROUTER_LOG_FORMAT,default=json"`
+	MaxBodyBytes     int64         `env:"TOOLROUTER_MAX_BODY_BYTES,default=4194304"`
+	BatchConcurrency int           `env:"TOOLROUTER_BATCH_CONCURRENCY,default=16"`
+	ShutdownTimeout  time.Duration `env:"TOOLROUTER_SHUTDOWN_TIMEOUT,default=30s"`
 	// WriteTimeout bounds the writing of one non-streaming response, from
 	// its first byte: a client that stops reading is cut off after it.
-	WriteTimeout time.Duration `split_words:"true" default:"30s"`
+	WriteTimeout time.Duration `env:"TOOLROUTER_WRITE_TIMEOUT,default=30s"`
 	// MaxBatchOutputBytes caps the tool output bytes one batch holds; the
 	// calls beyond it fail as resource.
-	MaxBatchOutputBytes int64 `split_words:"true" default:"67108864"`
+	MaxBatchOutputBytes int64 `env:"TOOLROUTER_MAX_BATCH_OUTPUT_BYTES,default=67108864"`
 	// IdempotencyTTL is how long an answered Idempotency-Key is replayed.
-	IdempotencyTTL time.Duration `split_words:"true" default:"24h"`
+	IdempotencyTTL time.Duration `env:"TOOLROUTER_IDEMPOTENCY_TTL,default=24h"`
 	// AuditRetention bounds how long audit records live (README "Audit
 	// trail"); any replica deletes older ones.
-	AuditRetention time.Duration `split_words:"true" default:"720h"`
+	AuditRetention time.Duration `env:"TOOLROUTER_AUDIT_RETENTION,default=720h"`
 	// RunHeartbeat is how often a running /runs run says it is alive; one
 	// silent for three heartbeats is marked interrupted by any replica.
-	RunHeartbeat time.Duration `split_words:"true" default:"5s"`
+	RunHeartbeat time.Duration `env:"TOOLROUTER_RUN_HEARTBEAT,default=5s"`
 	// CircuitFailures and CircuitCooldown are the circuit breakers'
 	// defaults (README "Circuit breakers"); 0 disables them.
-	CircuitFailures int           `split_words:"true" default:"5"`
-	CircuitCooldown time.Duration `split_words:"true" default:"30s"`
+	CircuitFailures int           `env:"TOOLROUTER_CIRCUIT_FAILURES,default=5"`
+	CircuitCooldown time.Duration `env:"TOOLROUTER_CIRCUIT_COOLDOWN,default=30s"`
 	// ApprovalTTL is how long a call held for an approver waits before it
 	// expires as denied (README "Approvals").
-	ApprovalTTL time.Duration `split_words:"true" default:"1h"`
+	ApprovalTTL time.Duration `env:"TOOLROUTER_APPROVAL_TTL,default=1h"`
 	// MaxPendingApprovals caps one client's calls awaiting approval; a
 	// call over it fails as resource. ApprovalRetention is how long
 	// decided and expired approvals are kept (README "Approvals").
-	MaxPendingApprovals int           `split_words:"true" default:"1000"`
-	ApprovalRetention   time.Duration `split_words:"true" default:"168h"`
+	MaxPendingApprovals int           `env:"TOOLROUTER_MAX_PENDING_APPROVALS,default=1000"`
+	ApprovalRetention   time.Duration `env:"TOOLROUTER_APPROVAL_RETENTION,default=168h"`
 	// MaxActiveRuns bounds the runs one client executes at once (per
 	// process), MaxRunBytes a run's stored document (README "Runs: limits,
 	// cancellation and size").
-	MaxActiveRuns int   `split_words:"true" default:"64"`
-	MaxRunBytes   int64 `split_words:"true" default:"8388608"`
+	MaxActiveRuns int   `env:"TOOLROUTER_MAX_ACTIVE_RUNS,default=64"`
+	MaxRunBytes   int64 `env:"TOOLROUTER_MAX_RUN_BYTES,default=8388608"`
 	// ResultRetention and RunRetention are how long route results and
 	// finished runs are kept (README "Retention").
-	ResultRetention time.Duration `split_words:"true" default:"168h"`
-	RunRetention    time.Duration `split_words:"true" default:"168h"`
+	ResultRetention time.Duration `env:"TOOLROUTER_RESULT_RETENTION,default=168h"`
+	RunRetention    time.Duration `env:"TOOLROUTER_RUN_RETENTION,default=168h"`
 	// JWT bearer tokens (README "JWT clients"): all of issuer, JWKS URL and
 	// audience, or none.
-	JWTIssuer       string `split_words:"true"`
-	JWTJwksURL      string `split_words:"true"`
-	JWTAudience     string `split_words:"true"`
-	JWTSubjectClaim string `split_words:"true" default:"sub"`
+	JWTIssuer       string `env:"TOOLROUTER_JWT_ISSUER"`
+	JWTJwksURL      string `env:"TOOLROUTER_JWT_JWKS_URL"`
+	JWTAudience     string `env:"TOOLROUTER_JWT_AUDIENCE"`
+	JWTSubjectClaim string `env:"TOOLROUTER_JWT_SUBJECT_CLAIM,default=sub"`
 	// AllowedOrigins are the browser origins (scheme://host[:port], or *)
 	// allowed besides the default ones, against DNS rebinding (README,
 	// "Security"): on a loopback bind only loopback origins and Hosts are
 	// accepted, elsewhere only same-origin requests.
-	AllowedOrigins []string `split_words:"true"`
+	AllowedOrigins []string `env:"TOOLROUTER_ALLOWED_ORIGINS"`
 	// StateKey signs the requestStates /mcp relays (README "MCP"): at
 	// least 32 characters, the same on every replica; unset, a key is
 	// generated once into the store.
-	StateKey string `split_words:"true"`
+	StateKey string `env:"TOOLROUTER_STATE_KEY"`
 	// DebugAddr, when set, serves Go's profiler (net/http/pprof) on its
 	// own listener, never on TOOLROUTER_ADDR (README "Profiling").
-	DebugAddr string `split_words:"true"`
+	DebugAddr string `env:"TOOLROUTER_DEBUG_ADDR"`
 }
 
 // JWT reports whether JWT bearer tokens are on.
@@ -97,74 +97,60 @@ func Load() (Config, error) { return LoadFrom(os.LookupEnv) }
 
 // LoadFrom reads and validates the configuration from lookup, which
 // reports a variable's value and whether it is set (os.LookupEnv, or a map
-// in tests). Its error is one line naming the variable at fault. A variable
-// that is set but empty counts as set (envconfig's rule): it is an error for
-// every variable with a default, and means "none" for TOOLROUTER_REGISTRY
-// and TOOLROUTER_API_KEYS. Variable names are envconfig's (prefix
-// TOOLROUTER_, split_words), which reads only the process environment, so
-// the values are parsed here.
+// in tests). go-envconfig decodes the values: integers as strconv.ParseInt
+// in base 0, durations as time.ParseDuration, lists split on commas with
+// each entry trimmed. Its error is one line naming the variable at fault. A
+// variable that is set but empty counts as set (go-envconfig's rule): it is
+// an error for every variable with a default, and means "none" for
+// TOOLROUTER_REGISTRY and TOOLROUTER_API_KEYS.
 func LoadFrom(lookup func(string) (string, bool)) (Config, error) {
-	var c Config
-	var names bytes.Buffer
-	if err := envconfig.Usagef(Prefix, &c, &names, "{{range .}}{{.Name}} {{.Key}}\n{{end}}"); err != nil {
-		return c, err
+	types := map[string]reflect.Type{}
+	for _, v := range Vars() {
+		types[v.Name] = v.typ
 	}
-	v := reflect.ValueOf(&c).Elem()
-	for _, line := range strings.Split(strings.TrimSpace(names.String()), "\n") {
-		name, key, _ := strings.Cut(line, " ")
-		sf, _ := v.Type().FieldByName(name)
-		value, ok := lookup(key)
-		if !ok {
-			if value, ok = sf.Tag.Lookup("default"); !ok {
-				continue
-			}
+	// note runs on each value before it is decoded: it keeps the variable a
+	// decoding error is about, and refuses an empty number or duration,
+	// which go-envconfig would decode as 0 (off, for some).
+	var key, value string
+	note := envconfig.MutatorFunc(func(_ context.Context, k, _, _, v string) (string, bool, error) {
+		key, value = k, v
+		if kind := types[k].Kind(); v == "" && kind != reflect.String && kind != reflect.Slice {
+			return v, true, errors.New("empty")
 		}
-		if err := setField(v.FieldByName(name), value); err != nil {
-			return c, fmt.Errorf("%s: %q is not a valid %s", key, value, typeWord(sf.Type.String()))
+		return v, false, nil
+	})
+	var c Config
+	err := envconfig.ProcessWith(context.Background(), &envconfig.Config{
+		Target: &c, Lookuper: envconfig.LookuperFunc(lookup), Mutators: []envconfig.Mutator{note},
+	})
+	if err != nil {
+		word := "integer"
+		if types[key] == reflect.TypeFor[time.Duration]() {
+			word = "duration (e.g. 30s)"
 		}
+		return c, fmt.Errorf("%s: %q is not a valid %s", key, value, word)
 	}
 	return c, c.Validate()
 }
 
-// setField parses value into f as envconfig does: integers in any base
-// strconv.ParseInt takes, durations as time.ParseDuration, lists split on
-// commas (blank: an empty list).
-func setField(f reflect.Value, value string) error {
-	switch f.Interface().(type) {
-	case string:
-		f.SetString(value)
-	case time.Duration:
-		d, err := time.ParseDuration(value)
-		if err != nil {
-			return err
-		}
-		f.SetInt(int64(d))
-	case int, int64:
-		n, err := strconv.ParseInt(value, 0, f.Type().Bits())
-		if err != nil {
-			return err
-		}
-		f.SetInt(n)
-	case []string:
-		list := []string{}
-		if strings.TrimSpace(value) != "" {
-			list = strings.Split(value, ",")
-		}
-		f.Set(reflect.ValueOf(list))
-	default:
-		return fmt.Errorf("unsupported type %s", f.Type())
-	}
-	return nil
+// Var is a variable Load reads, from its Config field's `env` tag.
+type Var struct {
+	Name    string // TOOLROUTER_…
+	Default string // "" for none
+	typ     reflect.Type
 }
 
-func typeWord(t string) string {
-	switch t {
-	case "int", "int64":
-		return "integer"
-	case "time.Duration", "Duration":
-		return "duration (e.g. 30s)"
+// Vars lists the variables Load reads, in the order of Config's fields.
+func Vars() []Var {
+	t := reflect.TypeFor[Config]()
+	vars := make([]Var, 0, t.NumField())
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, opts, _ := strings.Cut(f.Tag.Get("env"), ",")
+		def, _ := strings.CutPrefix(opts, "default=")
+		vars = append(vars, Var{Name: name, Default: def, typ: f.Type})
 	}
-	return t
+	return vars
 }
 
 // MaxBodyLimit is the largest TOOLROUTER_MAX_BODY_BYTES: a body is read
@@ -275,9 +261,10 @@ func (c *Config) validateOrigins() error {
 }
 
 // validateAPIKeys drops the blanks of a comma-separated list ("k1, k2,")
-// but refuses a list with no key at all: TOOLROUTER_API_KEYS=" , " (from
+// but refuses commas with no key at all: TOOLROUTER_API_KEYS=" , " (from
 // "${KEY1},${KEY2}" with both unset, say) would otherwise turn
-// authentication off without a word. Keys are never printed.
+// authentication off without a word. A blank value, one blank entry, means
+// none. Keys are never printed.
 func (c *Config) validateAPIKeys() error {
 	keys := make([]string, 0, len(c.APIKeys))
 	for i, k := range c.APIKeys {
@@ -292,7 +279,7 @@ func (c *Config) validateAPIKeys() error {
 		}
 		keys = append(keys, k)
 	}
-	if len(c.APIKeys) > 0 && len(keys) == 0 {
+	if len(c.APIKeys) > 1 && len(keys) == 0 {
 		return errors.New("TOOLROUTER_API_KEYS: holds commas but no key; set comma-separated keys, or leave it empty to turn authentication off")
 	}
 	c.APIKeys = keys

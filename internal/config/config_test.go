@@ -1,16 +1,19 @@
 package config_test
 
 import (
+	"context"
 	"os"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/sethvargo/go-envconfig"
+
 	"github.com/toolrouterd/toolrouterd/internal/config"
 )
 
-// clearEnv unsets every TOOLROUTER_ variable (and the bare names envconfig
-// could fall back to) for the test, then sets env (name, value, …).
+// clearEnv unsets every TOOLROUTER_ variable for the test, then sets env (name, value, …).
 func clearEnv(t *testing.T, env ...string) {
 	t.Helper()
 	for _, kv := range os.Environ() {
@@ -45,8 +48,9 @@ func TestDefaults(t *testing.T) {
 }
 
 // TestBareNamesAreNotRead: only TOOLROUTER_-prefixed variables count
-// (envconfig reads the bare name of a field with an `envconfig` tag; a
-// Kubernetes pod or a shell easily has ADDR or STORE set).
+// (kelseyhightower/envconfig, used before, read the bare name of a field
+// with an `envconfig` tag; a Kubernetes pod or a shell easily has ADDR or
+// STORE set).
 func TestBareNamesAreNotRead(t *testing.T) {
 	clearEnv(t,
 		"ADDR", "nonsense", "REGISTRY", "/nonexistent.yaml", "STORE", "redis://x", "API_KEYS", "k",
@@ -86,6 +90,11 @@ func TestValidValues(t *testing.T) {
 		{"TOOLROUTER_BATCH_CONCURRENCY", "1024", func(c config.Config) bool { return c.BatchConcurrency == 1024 }},
 		{"TOOLROUTER_SHUTDOWN_TIMEOUT", "1m30s", func(c config.Config) bool { return c.ShutdownTimeout == 90*time.Second }},
 		{"TOOLROUTER_SHUTDOWN_TIMEOUT", "8760h", func(c config.Config) bool { return c.ShutdownTimeout == 8760*time.Hour }},
+		{"TOOLROUTER_SHUTDOWN_TIMEOUT", "1.5h", func(c config.Config) bool { return c.ShutdownTimeout == 90*time.Minute }},
+		{"TOOLROUTER_BATCH_CONCURRENCY", "0x10", func(c config.Config) bool { return c.BatchConcurrency == 16 }},
+		{"TOOLROUTER_BATCH_CONCURRENCY", "1_000", func(c config.Config) bool { return c.BatchConcurrency == 1000 }},
+		{"TOOLROUTER_API_KEYS", "k1,,k2", func(c config.Config) bool { return strings.Join(c.APIKeys, "|") == "k1|k2" }},
+		{"TOOLROUTER_CIRCUIT_FAILURES", "0", func(c config.Config) bool { return c.CircuitFailures == 0 }},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name+"="+tc.value, func(t *testing.T) {
@@ -117,6 +126,9 @@ func TestBadValuesNameTheVariable(t *testing.T) {
 		{"TOOLROUTER_SHUTDOWN_TIMEOUT", "", "is not a valid duration"},
 		{"TOOLROUTER_IDEMPOTENCY_TTL", "", "is not a valid duration"},
 		{"TOOLROUTER_RUN_HEARTBEAT", "", "is not a valid duration"},
+		// go-envconfig decodes an empty number as 0, which turns these off.
+		{"TOOLROUTER_CIRCUIT_FAILURES", "", "is not a valid integer"},
+		{"TOOLROUTER_CIRCUIT_COOLDOWN", "", "is not a valid duration"},
 		{"TOOLROUTER_ALLOWED_ORIGINS", "evil.example", "is not an origin"},
 		{"TOOLROUTER_ALLOWED_ORIGINS", "https://app.example/path", "is not an origin"},
 		{"TOOLROUTER_ALLOWED_ORIGINS", "ftp://app.example", "is not an origin"},
@@ -225,6 +237,36 @@ func TestLoadFromReadsOnlyItsLookup(t *testing.T) {
 	env["TOOLROUTER_SHUTDOWN_TIMEOUT"] = ""
 	if _, err := config.LoadFrom(lookup); err == nil || !strings.HasPrefix(err.Error(), "TOOLROUTER_SHUTDOWN_TIMEOUT: ") {
 		t.Errorf("set but empty: %v", err)
+	}
+}
+
+// TestGoEnvconfigDecodes: LoadFrom's values are go-envconfig's, decoding
+// Config's `env` tags (then validated), for durations, lists and integers
+// in the forms a hand-written parser easily gets wrong.
+func TestGoEnvconfigDecodes(t *testing.T) {
+	for _, env := range []map[string]string{
+		{"TOOLROUTER_SHUTDOWN_TIMEOUT": "1h0m0.5s", "TOOLROUTER_RUN_HEARTBEAT": "1.5s", "TOOLROUTER_APPROVAL_TTL": "+2h"},
+		{"TOOLROUTER_API_KEYS": " k1 ,k2,, ", "TOOLROUTER_ALLOWED_ORIGINS": " https://a.example , http://b.example:81 "},
+		{"TOOLROUTER_BATCH_CONCURRENCY": "0o20", "TOOLROUTER_MAX_BODY_BYTES": "0x10_0000", "TOOLROUTER_CIRCUIT_FAILURES": "+7"},
+		{"TOOLROUTER_STORE": "memory://", "TOOLROUTER_REGISTRY": "", "TOOLROUTER_API_KEYS": ""},
+	} {
+		var want config.Config
+		if err := envconfig.ProcessWith(context.Background(), &envconfig.Config{Target: &want, Lookuper: envconfig.MapLookuper(env)}); err != nil {
+			t.Fatalf("%v: go-envconfig: %v", env, err)
+		}
+		if err := want.Validate(); err != nil {
+			t.Fatalf("%v: %v", env, err)
+		}
+		got, err := config.LoadFrom(func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+		if err != nil || !reflect.DeepEqual(got, want) {
+			t.Errorf("%v: LoadFrom %+v, %v; go-envconfig %+v", env, got, err, want)
+		}
+	}
+	// The decoded values themselves, lest both sides be wrong alike.
+	env := map[string]string{"TOOLROUTER_SHUTDOWN_TIMEOUT": "1h0m0.5s", "TOOLROUTER_API_KEYS": " k1 ,k2,, ", "TOOLROUTER_MAX_BODY_BYTES": "0x10_0000"}
+	c, err := config.LoadFrom(func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+	if err != nil || c.ShutdownTimeout != time.Hour+500*time.Millisecond || strings.Join(c.APIKeys, "|") != "k1|k2" || c.MaxBodyBytes != 1<<20 {
+		t.Errorf("%+v %v", c, err)
 	}
 }
 

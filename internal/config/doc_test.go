@@ -1,14 +1,10 @@
 package config_test
 
 import (
-	"bytes"
 	"os"
-	"reflect"
 	"regexp"
 	"strings"
 	"testing"
-
-	"github.com/kelseyhightower/envconfig"
 
 	"github.com/toolrouterd/toolrouterd/internal/config"
 )
@@ -31,23 +27,16 @@ func TestConfigurationTableHasEveryVariable(t *testing.T) {
 			rows[m[1]] = cells
 		}
 	}
-	var c config.Config
-	var usage bytes.Buffer
-	if err := envconfig.Usagef(config.Prefix, &c, &usage, "{{range .}}{{.Name}} {{.Key}}\n{{end}}"); err != nil {
-		t.Fatal(err)
-	}
 	read := map[string]bool{}
-	for _, line := range strings.Split(strings.TrimSpace(usage.String()), "\n") {
-		name, key, _ := strings.Cut(line, " ")
-		read[key] = true
-		cells, ok := rows[key]
+	for _, v := range config.Vars() {
+		read[v.Name] = true
+		cells, ok := rows[v.Name]
 		if !ok {
-			t.Errorf("Load reads %s; docs/configuration.md's table has no row for it", key)
+			t.Errorf("Load reads %s; docs/configuration.md's table has no row for it", v.Name)
 			continue
 		}
-		sf, _ := reflect.TypeOf(c).FieldByName(name)
-		if def, ok := sf.Tag.Lookup("default"); ok && !strings.Contains(cells[1], "`"+def+"`") {
-			t.Errorf("docs/configuration.md: %s's default is %q, its row says %s", key, def, cells[1])
+		if v.Default != "" && !strings.Contains(cells[1], "`"+v.Default+"`") {
+			t.Errorf("docs/configuration.md: %s's default is %q, its row says %s", v.Name, v.Default, cells[1])
 		}
 	}
 	if len(read) < 20 {
