@@ -17,9 +17,6 @@ import (
 	"github.com/sethvargo/go-envconfig"
 )
 
-// Prefix of every variable.
-const Prefix = "TOOLROUTER"
-
 // Config is the process configuration (CONTRACT §2). Each field's `env` tag
 // holds its variable's whole name, so only TOOLROUTER_* names are read, and
 // its default, if any (the last option: Vars reads the tags too).
