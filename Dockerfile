@@ -13,8 +13,8 @@ ARG COMMIT=""
 RUN CGO_ENABLED=0 go build -trimpath -ldflags="-s -w -X main.version=${VERSION} -X main.commit=${COMMIT}" -o /out/toolrouterd ./cmd/toolrouterd \
  && mkdir -p /out/data
 
-# Optional image with Node.js, for stdio MCP servers from npm (docs/mcp.md, "MCP
-# servers": mcp_servers entries with command: [npx, -y, "@scope/server"]).
+# Optional image with Node.js, for stdio MCP servers from npm (docs/mcp.md "MCP both
+# ways": mcp_servers entries with command: [npx, -y, "@scope/server"]).
 # The default image below has no Node.js (distroless, no shell). Build this
 # one with
 #   docker build --target with-node \

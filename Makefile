@@ -74,7 +74,8 @@ bench-load: build
 # What the model is offered per turn: a catalogue of 205 real MCP tool
 # definitions listed in full against tool search (meta-tools + one
 # answer), in OpenAI (o200k_base) and Anthropic tokens, and the search's
-# recall@5 on 116 labelled tasks (bench/context; README "Output budgets").
+# recall@5 on 116 labelled tasks (bench/context;
+# docs/output-budgets.md "What full lists and tool search cost").
 bench-context:
 	GO=$(GO) bash bench/context/run.sh
 

@@ -181,7 +181,8 @@ func group(n int) string {
 
 // TestRunsBudgetToolOutputsAgainstTheContextWindow: in /runs, a 5 MB tool
 // output with no budget of its own reaches the model cut to its share of
-// the provider's context_window (README "Output budgets"), marked.
+// the provider's context_window (docs/output-budgets.md "Budgets against
+// the model's context window in /runs"), marked.
 func TestRunsBudgetToolOutputsAgainstTheContextWindow(t *testing.T) {
 	text := fiveMB()
 	ts := bigTools(t, text, []byte(`{}`))

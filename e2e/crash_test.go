@@ -17,7 +17,7 @@ import (
 // TestKillDuringBurstSQLite and TestKillDuringBurstPostgres: kill -9 the
 // service while routes (half of them keyed) are being answered, restart
 // it on the same store and continue: no sequence is handed out twice, and
-// every keyed request that was answered replays its answer (README
+// every keyed request that was answered replays its answer (docs/operations.md
 // "Storage and durability").
 func TestKillDuringBurstSQLite(t *testing.T) {
 	killDuringBurst(t, "sqlite://"+filepath.Join(t.TempDir(), "toolrouter.db"))

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"sort"
 	"strings"
 	"testing"
 	"unicode"
@@ -284,5 +285,108 @@ func TestDocsCheckSessions(t *testing.T) {
 	}
 	if ran == 0 {
 		t.Fatal("no toolrouterd check session found in README.md and docs/")
+	}
+}
+
+var (
+	// citeRE is a citation of a documentation section: README or
+	// docs/PAGE.md, then the section's heading in double quotes.
+	citeRE = regexp.MustCompile(`(?:^|[^\w/.-])(README|docs/[\w-]+\.md)(?:\.md)?(?:'s)?,? "([^"]+)"`)
+	// commentMarkRE is what starts a comment line: indentation and a
+	// comment marker of Go, YAML, shell, SQL or a block comment.
+	commentMarkRE = regexp.MustCompile(`^\s*(?://+|#+|--+|\*+)?\s*`)
+)
+
+// citedFiles are the files of the repository whose comments and messages
+// may point a reader at a section of the documentation.
+func citedFiles(t *testing.T) []string {
+	t.Helper()
+	exts := []string{".go", ".yaml", ".yml", ".sh", ".md", ".feature", ".sql", ".js", ".mjs", ".py", ".tpl", ".html", ".txt"}
+	var files []string
+	err := filepath.WalkDir("..", func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		name := d.Name()
+		if d.IsDir() {
+			if p != ".." && (strings.HasPrefix(name, ".") || name == "node_modules" || name == "bin") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if name != "CHANGELOG.md" && (name == "Makefile" || name == "Dockerfile" || slices.Contains(exts, filepath.Ext(name))) {
+			files = append(files, p)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
+}
+
+// joinLines joins text's lines into one, each without its indentation and
+// comment marker, so that a citation wrapped over two comment lines reads
+// as one; starts[i] is where line i+1 begins in it.
+func joinLines(text string) (joined string, starts []int) {
+	var b strings.Builder
+	for i, l := range strings.Split(text, "\n") {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		starts = append(starts, b.Len())
+		b.WriteString(strings.TrimRight(commentMarkRE.ReplaceAllString(l, ""), " \t\r"))
+	}
+	return b.String(), starts
+}
+
+// TestDocsCitationsResolve: every citation of a section in the code,
+// scripts, manifests and docs (README or docs/PAGE.md followed by a quoted
+// heading) names a page that exists and a heading of it: the heading
+// itself, or its start before " — " or ": ". A reader who follows the
+// pointer finds the text.
+func TestDocsCitationsResolve(t *testing.T) {
+	headings := map[string][]string{}
+	for _, f := range docFiles(t) {
+		b, err := os.ReadFile("../" + f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		prose, _ := splitMarkdown(string(b))
+		for _, m := range headingRE.FindAllStringSubmatch(prose, -1) {
+			headings[f] = append(headings[f], strings.ReplaceAll(m[1], "`", ""))
+		}
+	}
+	resolves := func(page, section string) bool {
+		for _, h := range headings[page] {
+			if h == section || strings.HasPrefix(h, section+" — ") || strings.HasPrefix(h, section+": ") {
+				return true
+			}
+		}
+		return false
+	}
+	checked := 0
+	for _, f := range citedFiles(t) {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		text, starts := joinLines(string(b))
+		for _, m := range citeRE.FindAllStringSubmatchIndex(text, -1) {
+			page, section := text[m[2]:m[3]], text[m[4]:m[5]]
+			if page == "README" {
+				page = "README.md"
+			}
+			line := sort.SearchInts(starts, m[2]+1)
+			checked++
+			if _, ok := headings[page]; !ok {
+				t.Errorf("%s:%d: cites %s %q: no such page", strings.TrimPrefix(f, "../"), line, page, section)
+			} else if !resolves(page, section) {
+				t.Errorf("%s:%d: cites %s %q: the page has no such heading", strings.TrimPrefix(f, "../"), line, page, section)
+			}
+		}
+	}
+	if checked < 50 {
+		t.Fatalf("checked %d citations; the scan is broken", checked)
 	}
 }

@@ -19,7 +19,7 @@ import (
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
 
-// README "Trusting tools": guardrail webhooks, redaction and typed outputs,
+// docs/trusting-tools.md "Trusting tools": guardrail webhooks, redaction and typed outputs,
 // through the real binary from /route, /mcp and a /runs loop.
 
 // Secrets the leaky tool answers with; none may reach a caller.

@@ -33,7 +33,7 @@ clients:
 // one plan_id get separate sequences; runs, Idempotency-Key replays and
 // MCP sessions stay with their client; GET /audit answers "who called
 // billing/refund today" for an admin only; a SIGHUP that removes a client
-// keeps its stored data (README "Clients", "Audit trail").
+// keeps its stored data (docs/security.md "Clients", "Audit trail").
 func TestIsolationE2E(t *testing.T) {
 	stores := map[string]func(t *testing.T) string{
 		"memory":   func(*testing.T) string { return "memory://" },
@@ -165,7 +165,7 @@ func testIsolation(t *testing.T, storeURL string) {
 }
 
 // TestRateLimitSharedByReplicas: two replicas on one PostgreSQL database
-// count a client's calls in one counter (README "Clients"): a 3/h client
+// count a client's calls in one counter (docs/security.md "Clients"): a 3/h client
 // gets 3 calls in all, not 3 per replica; the refusal is audited.
 func TestRateLimitSharedByReplicas(t *testing.T) {
 	tool := newRecordingTool(t)
@@ -191,7 +191,7 @@ clients:
 			t.Fatalf("statuses across replicas: %v, want [200 200 200 429]", statuses)
 		}
 		// The refusal was on reps[1]: written behind there, seen here
-		// within milliseconds (README "Audit trail").
+		// within milliseconds (docs/security.md "Audit trail").
 		var r response
 		waitFor(t, "the rate_limited record on the other replica", func() bool {
 			r = do(t, "GET", reps[0].URL()+"/audit?outcome=rate_limited", nil, "Authorization", "Bearer auditor-key")

@@ -15,8 +15,9 @@ import (
 // TestMCPInputRequired: under protocol 2026-07-28 a backend's
 // input_required result (multi round-trip requests) reaches the /mcp
 // caller, and its retry reaches the backend, on whichever replica it lands
-// (README, "MCP"): the go-sdk client answers an elicitation through the
-// gateway by itself; a three-round call started on one replica finishes on
+// (docs/mcp.md "Elicitation through the gateway (multi round-trip
+// requests)"): the go-sdk client answers an elicitation through the gateway
+// by itself; a three-round call started on one replica finishes on
 // another; a changed requestState is refused. Older clients and /route get
 // a failure saying why.
 func TestMCPInputRequired(t *testing.T) {

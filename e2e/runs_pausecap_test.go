@@ -9,7 +9,7 @@ import (
 
 // TestPausedRunStaysWithinMaxRunBytes: a run that pauses for approval
 // after a turn whose other call returned far more than
-// TOOLROUTER_MAX_RUN_BYTES is stored within the cap (README "Runs:
+// TOOLROUTER_MAX_RUN_BYTES is stored within the cap (docs/runs.md "Runs:
 // limits, cancellation and size") — the state it keeps to resume is part
 // of its stored document — and still resumes once approved.
 func TestPausedRunStaysWithinMaxRunBytes(t *testing.T) {

@@ -1,6 +1,6 @@
 Feature: Clients cannot see or influence each other's data
   Each client has its own plan sequences and tool_call ids, stored results,
-  runs, Idempotency-Key replays and MCP sessions (README "Clients"). Admin
+  runs, Idempotency-Key replays and MCP sessions (docs/security.md "Clients"). Admin
   clients see every client's runs and read the audit trail.
 
   Background:

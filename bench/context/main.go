@@ -1,5 +1,5 @@
-// Command context is `make bench-context` (README "Tool search and output
-// budgets: what they save"): for a catalogue of real MCP tool definitions
+// Command context is `make bench-context` (docs/output-budgets.md "What full
+// lists and tool search cost"): for a catalogue of real MCP tool definitions
 // (catalogue.json, collected by collect.mjs), the tokens a model is
 // offered per turn with every definition listed (discovery: full) against
 // the two meta-tools plus one search answer (discovery: search), counted

@@ -1,4 +1,4 @@
-// Package access says who is calling and what they may do (README
+// Package access says who is calling and what they may do (docs/security.md
 // "Clients"): it resolves a request's bearer key or JWT to a Client of the
 // registry, carries that Client in the request context, matches tool
 // names against the client's scope, and counts its tool calls against its
@@ -23,7 +23,7 @@ type Client struct {
 	tools    Scope
 	approval Scope
 	// servers are the virtual servers the client is limited to; nil: not
-	// limited (README "Virtual servers and tool search").
+	// limited (docs/mcp.md "Virtual servers and tool search").
 	servers []string
 }
 
@@ -44,7 +44,7 @@ func (c *Client) Allows(tool string) bool {
 }
 
 // MayApprove reports whether the client may decide approvals: an admin,
-// an approver, or the caller of an open service (README "Approvals").
+// an approver, or the caller of an open service (docs/approvals.md "Approvals").
 func (c *Client) MayApprove() bool {
 	return c == nil || c.Admin || c.Approver
 }
@@ -82,7 +82,7 @@ func FromContext(ctx context.Context) *Client {
 	return c
 }
 
-// Scope is a compiled list of tool-name globs (README "Clients"): "*"
+// Scope is a compiled list of tool-name globs (docs/security.md "Clients"): "*"
 // matches any run of characters, "/" included, and "?" any one character;
 // every other character matches itself. So "*" is every tool and
 // "billing/*" every tool whose name starts with "billing/". No patterns

@@ -15,7 +15,7 @@ import (
 	"github.com/rs/zerolog"
 )
 
-// JWTConfig configures JWT bearer tokens (README "JWT clients").
+// JWTConfig configures JWT bearer tokens (docs/security.md "JWT clients").
 type JWTConfig struct {
 	Issuer   string // iss every token must carry
 	JWKSURL  string // where the issuer's signing keys are

@@ -1,4 +1,4 @@
-// Package agent runs the tool-calling loop of /runs (README, "Run the
+// Package agent runs the tool-calling loop of /runs (docs/runs.md "Run the
 // whole tool-calling loop"; features/runtime.feature): it asks the LLM
 // provider for a turn, executes every tool call the model asks for through
 // the router, feeds the results back, and stops when the model answers or a
@@ -108,7 +108,7 @@ type Runner struct {
 	// resumes as the client that started it. Nil: runs of a named client
 	// cannot resume.
 	Client func(name string) *access.Client
-	// Views are the virtual servers of the registry in force (README
+	// Views are the virtual servers of the registry in force (docs/mcp.md
 	// "Virtual servers and tool search"); nil: none.
 	Views func() *vserver.Set
 
@@ -249,7 +249,7 @@ func (r *Runner) prepare(ctx context.Context, req Request) (*plan, error) {
 		p.allowed = make(map[string]bool, len(req.Tools))
 		for i, n := range req.Tools {
 			t, ok := reg.Lookup(n)
-			if !ok || !client.Allows(t.Name) || t.Quarantine != "" { // quarantined: not offered (README "Pinned definitions")
+			if !ok || !client.Allows(t.Name) || t.Quarantine != "" { // quarantined: not offered (docs/trusting-tools.md "Pinned definitions")
 				return nil, toolrouter.Invalid(fmt.Sprintf("tools[%d]", i), "tools[%d]: unknown tool %q", i, n)
 			}
 			offered = append(offered, t)
@@ -379,7 +379,7 @@ func (r *Runner) overLimit(ctx context.Context, names []string) (string, bool) {
 }
 
 // actorArgs are the arguments the actor context adds to every tool call
-// (README, "Run the whole tool-calling loop"): its sandbox root and resource bindings, when set.
+// (docs/runs.md "Run the whole tool-calling loop"): its sandbox root and resource bindings, when set.
 func actorArgs(actor toolrouter.ActorContext) map[string]any {
 	out := map[string]any{}
 	if actor.SandboxRoot != "" {
@@ -468,7 +468,7 @@ func (r *Runner) get(ctx context.Context, id string, read bool) (*toolrouter.Run
 	r.reap(ctx)
 	run, err := r.Runs.GetRun(ctx, id)
 	if c := access.FromContext(ctx); err == nil && !sees(c, run) && !(read && decides(c, run)) {
-		// Another client's run is a run that does not exist (README "Clients").
+		// Another client's run is a run that does not exist (docs/security.md "Clients").
 		return nil, toolrouter.Errorf(toolrouter.ENOTFOUND, "run %q not found", id)
 	}
 	if err == nil && run.Status == toolrouter.RunAwaitingApproval {

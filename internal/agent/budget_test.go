@@ -12,8 +12,9 @@ import (
 )
 
 // TestToolOutputsBudgetedAgainstTheContextWindow: each tool call of a turn
-// is routed with its share of what the model's window leaves (README
-// "Output budgets"); a model of unknown window gets none.
+// is routed with its share of what the model's window leaves (docs/output-budgets.md
+// "Budgets against the model's context window in /runs"); a model of
+// unknown window gets none.
 func TestToolOutputsBudgetedAgainstTheContextWindow(t *testing.T) {
 	for _, tt := range []struct {
 		model string

@@ -31,7 +31,7 @@ type active struct {
 }
 
 // admit counts a new run of the client in ctx, or refuses it (429) when
-// the client already has MaxActive runs in this process (README "Runs:
+// the client already has MaxActive runs in this process (docs/runs.md "Runs:
 // limits, cancellation and size").
 func (r *Runner) admit(ctx context.Context) (client string, err error) {
 	client = access.FromContext(ctx).LabelName()

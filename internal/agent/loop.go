@@ -20,7 +20,8 @@ import (
 )
 
 // Event is one step of a run, streamed to SSE clients as an event named
-// Type whose data is Data (README, "/runs"; api/openapi.yaml, POST /runs).
+// Type whose data is Data (docs/runs.md "Run the whole tool-calling loop";
+// api/openapi.yaml, POST /runs).
 type Event struct {
 	Type EventType
 	// Data is *toolrouter.Run (run_started, run_finished), ModelTurn,
@@ -200,7 +201,8 @@ func (x *execution) turn(ctx context.Context, iter int) *outcome {
 }
 
 // budgeted gives each tool output of the turn its share of the model's
-// context window (README "Output budgets", shape.RunShare).
+// context window (docs/output-budgets.md "Budgets against the model's
+// context window in /runs", shape.RunShare).
 func (x *execution) budgeted(ctx context.Context, resp llm.Response) context.Context {
 	used := 0
 	if u := resp.Usage; u != nil {

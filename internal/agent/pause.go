@@ -13,7 +13,7 @@ import (
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
 
-// Runs that pause (README "Approvals"): a turn with calls held for an
+// Runs that pause (docs/approvals.md "Approvals"): a turn with calls held for an
 // approver stores the run as awaiting_approval, with what the loop needs
 // to go on (resumeState), and ends its goroutine. Once every held call of
 // that turn is decided, any replica resumes it: the one that decided the
@@ -52,7 +52,7 @@ func (x *execution) pause(ctx context.Context, iter int, calls []llm.ToolCall, r
 	x.mu.Lock()
 	st.TurnStart = len(x.run.ToolCalls)
 	x.run.ToolCalls = append(x.run.ToolCalls, records...)
-	// The state is part of the run's stored document (README "Runs:
+	// The state is part of the run's stored document (docs/runs.md "Runs:
 	// limits, cancellation and size"): it gets what the capped run leaves.
 	limit := x.r.MaxRunBytes
 	if limit <= 0 {

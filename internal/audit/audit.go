@@ -1,4 +1,4 @@
-// Package audit writes the audit trail (README "Audit trail"): one record
+// Package audit writes the audit trail (docs/security.md "Audit trail"): one record
 // per tool call attempt, appended to the store and logged as one
 // component=audit line, and the refusals of a rate limiter as records of
 // their own.
@@ -41,7 +41,7 @@ func (t *Trail) Record(ctx context.Context, recs ...toolrouter.AuditRecord) {
 
 // RecordWith is Record with save, when not nil, storing the records
 // instead of the trail's own write: the caller's, which writes them in the
-// same transaction as the call's result (README "Audit trail") and reports
+// same transaction as the call's result (docs/security.md "Audit trail") and reports
 // its own failure.
 func (t *Trail) RecordWith(ctx context.Context, save toolrouter.AuditSaver, recs ...toolrouter.AuditRecord) {
 	if t == nil || len(recs) == 0 {

@@ -1,4 +1,4 @@
-// Package circuit guards tool backends with circuit breakers (README
+// Package circuit guards tool backends with circuit breakers (docs/operations.md
 // "Circuit breakers"): after a number of consecutive connection failures
 // or timeouts of one HTTP tool host or one MCP server, its calls fail fast
 // as resource for a cool-down; then one trial call goes through (half

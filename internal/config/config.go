@@ -38,50 +38,52 @@ type Config struct {
 	MaxBatchOutputBytes int64 `env:"TOOLROUTER_MAX_BATCH_OUTPUT_BYTES,default=67108864"`
 	// IdempotencyTTL is how long an answered Idempotency-Key is replayed.
 	IdempotencyTTL time.Duration `env:"TOOLROUTER_IDEMPOTENCY_TTL,default=24h"`
-	// AuditRetention bounds how long audit records live (README "Audit
+	// AuditRetention bounds how long audit records live (docs/security.md "Audit
 	// trail"); any replica deletes older ones.
 	AuditRetention time.Duration `env:"TOOLROUTER_AUDIT_RETENTION,default=720h"`
 	// RunHeartbeat is how often a running /runs run says it is alive; one
 	// silent for three heartbeats is marked interrupted by any replica.
 	RunHeartbeat time.Duration `env:"TOOLROUTER_RUN_HEARTBEAT,default=5s"`
 	// CircuitFailures and CircuitCooldown are the circuit breakers'
-	// defaults (README "Circuit breakers"); 0 disables them.
+	// defaults (docs/operations.md "Circuit breakers"); 0 disables them.
 	CircuitFailures int           `env:"TOOLROUTER_CIRCUIT_FAILURES,default=5"`
 	CircuitCooldown time.Duration `env:"TOOLROUTER_CIRCUIT_COOLDOWN,default=30s"`
 	// ApprovalTTL is how long a call held for an approver waits before it
-	// expires as denied (README "Approvals").
+	// expires as denied (docs/approvals.md "Approvals").
 	ApprovalTTL time.Duration `env:"TOOLROUTER_APPROVAL_TTL,default=1h"`
 	// MaxPendingApprovals caps one client's calls awaiting approval; a
 	// call over it fails as resource. ApprovalRetention is how long
-	// decided and expired approvals are kept (README "Approvals").
+	// decided and expired approvals are kept (docs/approvals.md "Approvals").
 	MaxPendingApprovals int           `env:"TOOLROUTER_MAX_PENDING_APPROVALS,default=1000"`
 	ApprovalRetention   time.Duration `env:"TOOLROUTER_APPROVAL_RETENTION,default=168h"`
 	// MaxActiveRuns bounds the runs one client executes at once (per
-	// process), MaxRunBytes a run's stored document (README "Runs: limits,
+	// process), MaxRunBytes a run's stored document (docs/runs.md "Runs: limits,
 	// cancellation and size").
 	MaxActiveRuns int   `env:"TOOLROUTER_MAX_ACTIVE_RUNS,default=64"`
 	MaxRunBytes   int64 `env:"TOOLROUTER_MAX_RUN_BYTES,default=8388608"`
 	// ResultRetention and RunRetention are how long route results and
-	// finished runs are kept (README "Retention").
+	// finished runs are kept (docs/operations.md "Retention").
 	ResultRetention time.Duration `env:"TOOLROUTER_RESULT_RETENTION,default=168h"`
 	RunRetention    time.Duration `env:"TOOLROUTER_RUN_RETENTION,default=168h"`
-	// JWT bearer tokens (README "JWT clients"): all of issuer, JWKS URL and
+	// JWT bearer tokens (docs/security.md "JWT clients"): all of issuer, JWKS URL and
 	// audience, or none.
 	JWTIssuer       string `env:"TOOLROUTER_JWT_ISSUER"`
 	JWTJwksURL      string `env:"TOOLROUTER_JWT_JWKS_URL"`
 	JWTAudience     string `env:"TOOLROUTER_JWT_AUDIENCE"`
 	JWTSubjectClaim string `env:"TOOLROUTER_JWT_SUBJECT_CLAIM,default=sub"`
 	// AllowedOrigins are the browser origins (scheme://host[:port], or *)
-	// allowed besides the default ones, against DNS rebinding (README,
+	// allowed besides the default ones, against DNS rebinding (docs/security.md
 	// "Security"): on a loopback bind only loopback origins and Hosts are
 	// accepted, elsewhere only same-origin requests.
 	AllowedOrigins []string `env:"TOOLROUTER_ALLOWED_ORIGINS"`
-	// StateKey signs the requestStates /mcp relays (README "MCP"): at
+	// StateKey signs the requestStates /mcp relays (docs/mcp.md
+	// "Elicitation through the gateway (multi round-trip requests)"): at
 	// least 32 characters, the same on every replica; unset, a key is
 	// generated once into the store.
 	StateKey string `env:"TOOLROUTER_STATE_KEY"`
 	// DebugAddr, when set, serves Go's profiler (net/http/pprof) on its
-	// own listener, never on TOOLROUTER_ADDR (README "Profiling").
+	// own listener, never on TOOLROUTER_ADDR (docs/configuration.md
+	// "Configuration", TOOLROUTER_DEBUG_ADDR).
 	DebugAddr string `env:"TOOLROUTER_DEBUG_ADDR"`
 }
 

@@ -1,4 +1,4 @@
-// Package console serves the web console at /ui (README "Console"): static
+// Package console serves the web console at /ui (docs/approvals.md "Console"): static
 // files embedded in the binary — one page, its script and its style sheet,
 // no build step and nothing fetched from elsewhere. The page holds no data:
 // it asks for a bearer key and calls the JSON API with it, so every

@@ -510,7 +510,7 @@ func TestExampleRegistryEndpointsExist(t *testing.T) {
 }
 
 // TestApprovalsExampleTools: the tools examples/registry-approvals.yaml
-// names answer as the README shows, and name a missing argument.
+// names answer as docs/approvals.md shows, and name a missing argument.
 func TestApprovalsExampleTools(t *testing.T) {
 	t.Parallel()
 	rec := do(t, http.MethodPost, "/refund", `{"to": "acct-7", "amount": 12.5}`, nil)

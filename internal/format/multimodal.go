@@ -9,7 +9,7 @@ import (
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
 
-// Multimodal results (README, "Images and other media in results"): a
+// Multimodal results (docs/mcp.md "Images and other media in results"): a
 // tool's output that holds MCP content blocks with media, either an MCP
 // backend's CallToolResult or an HTTP tool's reply of the same shape
 // ({"content": [{"type": "image", "data": …, "mimeType": …}, …]}), is

@@ -1,4 +1,4 @@
-// Package guardrail runs the registry's guardrails (README "Trusting
+// Package guardrail runs the registry's guardrails (docs/trusting-tools.md "Trusting
 // tools") around every tool call the router makes: webhooks called before
 // a call (which may allow, deny or rewrite its arguments) and after it
 // (which may allow, deny or rewrite its output), and the built-in

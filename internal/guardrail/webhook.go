@@ -17,7 +17,7 @@ import (
 )
 
 // The hook protocol (api/openapi.yaml GuardrailRequest and
-// GuardrailAnswer; README "Trusting tools").
+// GuardrailAnswer; docs/trusting-tools.md "Guardrail hooks").
 const (
 	decisionAllow  = "allow"
 	decisionDeny   = "deny"

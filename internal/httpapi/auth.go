@@ -11,7 +11,7 @@ import (
 	"github.com/toolrouterd/toolrouterd/internal/access"
 )
 
-// authenticate resolves the request's credentials to a client (README
+// authenticate resolves the request's credentials to a client (docs/security.md
 // "Clients") and puts it in the request context, where every lookup of a
 // tool finds it; nil auth means an open service. Missing or refused
 // credentials are 401 problem+json; with JWT on (issuer set) the

@@ -7,7 +7,7 @@ import (
 )
 
 // entryPoint names the entry point of the tool calls of a route for
-// their audit records (README "Audit trail").
+// their audit records (docs/security.md "Audit trail").
 func entryPoint(e string) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -9,7 +9,7 @@ import (
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
 
-// Approvals decides held calls and shows results (router.Router; README
+// Approvals decides held calls and shows results (router.Router; docs/approvals.md
 // "Approvals").
 type Approvals interface {
 	Approval(ctx context.Context, id string) (*toolrouter.Approval, error)

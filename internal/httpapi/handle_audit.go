@@ -17,7 +17,7 @@ type AuditLog interface {
 
 // handleAudit answers GET /audit (api/openapi.yaml, operation listAudit):
 // admin clients (and anyone on an open service) only, records newest first, a page of limit with a cursor
-// to the next (README "Audit trail").
+// to the next (docs/security.md "Audit trail").
 func handleAudit(log AuditLog) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if c := access.FromContext(r.Context()); c != nil && !c.Admin {

@@ -102,7 +102,7 @@ func handleRoute(rt Router, ap Approvals) http.HandlerFunc {
 		}
 		status := http.StatusOK
 		if res.Status == toolrouter.ResultAwaitingApproval {
-			// README "Approvals": accepted, not done; the approval and
+			// docs/approvals.md "Approvals": accepted, not done; the approval and
 			// the result to poll are named.
 			w.Header().Set("Location", "/approvals/"+res.ApprovalID)
 			status = http.StatusAccepted

@@ -26,7 +26,7 @@ type Keys interface {
 // keyLease is how long a claimed key stays in progress without its
 // request renewing it (every keyLease/3 while it runs): a request whose
 // replica died frees its key seconds later, as Abandoned, never to run
-// again (README "Storage and durability").
+// again (docs/operations.md "Storage and durability").
 const keyLease = 10 * time.Second
 
 // keyWait is how long a request waits for another request holding the same
@@ -64,7 +64,7 @@ func idempotency(keys Keys, ttl, lease time.Duration) func(http.Handler) http.Ha
 			sum.Write([]byte(r.Method + " " + r.URL.Path + " " + r.Header.Get("Accept") + "\n"))
 			sum.Write(rawBody(r))
 			fp := hex.EncodeToString(sum.Sum(nil))
-			// Keys belong to their client (README "Clients"): one client
+			// Keys belong to their client (docs/security.md "Clients"): one client
 			// can neither replay nor block another's answers by reusing
 			// its key.
 			key = toolrouter.ScopedKey(access.FromContext(r.Context()).LabelName(), key)

@@ -9,7 +9,7 @@ import (
 )
 
 // checkOrigin guards every route against DNS rebinding, as the MCP
-// transport asks of /mcp (README, "Security"): a request that reached a
+// transport asks of /mcp (docs/security.md "Security"): a request that reached a
 // loopback address must name a loopback Host, and a request with an Origin
 // header (a browser's) must come from an allowed origin. Allowed are the
 // operator's TOOLROUTER_ALLOWED_ORIGINS ("*" allows any), loopback origins

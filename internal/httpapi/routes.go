@@ -40,7 +40,7 @@ func routes(d Deps, doc *openapi3.T) (http.Handler, error) {
 	// RFC 9728 protected resource metadata (404 unless JWT is on).
 	r.Get("/.well-known/oauth-protected-resource", handleResourceMetadata(d.JWTIssuer, ""))
 	r.Get("/.well-known/oauth-protected-resource/mcp", handleResourceMetadata(d.JWTIssuer, "/mcp"))
-	// The console (README "Console"): static files holding no data; the
+	// The console (docs/approvals.md "Console"): static files holding no data; the
 	// page calls the API below with the key its user enters.
 	ui := console.Handler(handleNotFound(r))
 	r.Get("/ui", ui.ServeHTTP)

@@ -93,7 +93,7 @@ type Deps struct {
 	// WriteTimeout bounds the writing of a response from its first byte
 	// (default 30s); streams extend their own deadline per event.
 	WriteTimeout time.Duration
-	// Views are the virtual servers of the registry in force (README
+	// Views are the virtual servers of the registry in force (docs/mcp.md
 	// "Virtual servers and tool search"); nil: none.
 	Views func() *vserver.Set
 	// VirtualMCP is the MCP endpoint of a virtual server, /mcp/{server};

@@ -8,7 +8,7 @@ import (
 	"github.com/toolrouterd/toolrouterd/internal/vserver"
 )
 
-// withView puts the request's view in its context (README "Virtual
+// withView puts the request's view in its context (docs/mcp.md "Virtual
 // servers and tool search"): the virtual server of the query's server
 // (404 naming "server" when there is none the client may use), else the
 // empty view of a client bound to virtual servers, or the registry-wide

@@ -3,7 +3,7 @@
 // into the Tool.ValidateArgs that checks a call's arguments, with messages
 // that name the offending field. The registry compiles its file tools'
 // schemas with it, mcpclient those of the tools MCP servers list, so that
-// arguments are checked alike (README "The registry file").
+// arguments are checked alike (docs/registry.md "The registry file").
 package inputschema
 
 import (
@@ -309,7 +309,8 @@ func argsValidator(s *jsonschema.Schema) func(map[string]any) error {
 
 // CompileValue compiles schema like Compile, for any JSON value (decoded
 // with json.Decoder.UseNumber or not): a registry tool's output_schema,
-// against which its outputs are checked (README "Trusting tools").
+// against which its outputs are checked (docs/trusting-tools.md "Typed
+// outputs").
 func CompileValue(schema map[string]any) (validate func(any) error, problems []Problem) {
 	compiled, err := compileSchema(schema)
 	if err != nil {

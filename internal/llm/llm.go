@@ -180,7 +180,7 @@ func (e *ProviderError) Error() string {
 
 // Config is what an adapter needs to reach its provider.
 type Config struct {
-	BaseURL string // as the official SDKs take it (README, "The registry file")
+	BaseURL string // as the official SDKs take it (docs/registry.md "The registry file")
 	APIKey  string // never logged
 	// HTTPClient is shared by every adapter; nil means a default one.
 	HTTPClient *http.Client

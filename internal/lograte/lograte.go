@@ -1,6 +1,6 @@
 // Package lograte rate-limits repeated log lines by kind, so that a flood of
 // failures (a store outage, a client sending bad requests) becomes a few
-// lines with a count of what was suppressed (README "Logs", issue 14 item 9).
+// lines with a count of what was suppressed (issue 14 item 9).
 package lograte
 
 import (

@@ -122,7 +122,7 @@ func registryTool(cfg toolrouter.MCPServer, d discovered) *toolrouter.Tool {
 	return t
 }
 
-// definition is what a tool's pin digests (README "Pinned definitions"):
+// definition is what a tool's pin digests (docs/trusting-tools.md "Pinned definitions"):
 // the tool as its server lists it, but for _meta and icons.
 type definition struct {
 	Name         string               `json:"name"`
@@ -157,14 +157,15 @@ func Redefine(t *toolrouter.Tool, def json.RawMessage) (*toolrouter.Tool, error)
 // content blocks themselves. The result itself travels along as MCPResult
 // for the /mcp endpoint to pass on unchanged. A tool with an output schema
 // must answer structuredContent that matches it: anything else is a
-// schema failure naming the mismatch (README, "MCP").
+// schema failure naming the mismatch (docs/mcp.md "MCP both ways").
 func outcome(t *toolrouter.Tool, res *mcp.CallToolResult) toolrouter.Outcome {
 	if res == nil {
 		return toolrouter.Outcome{Output: json.RawMessage("null"), Answered: true}
 	}
 	if res.NeedsInput() {
 		// Only an /mcp caller can answer it (mcpserver relays the result);
-		// for everyone else the call failed (README, "MCP").
+		// for everyone else the call failed (docs/mcp.md "Elicitation through the
+		// gateway (multi round-trip requests)").
 		return toolrouter.Outcome{Err: needsInputMessage(res), Category: toolrouter.CategoryExecution,
 			Answered: true, MCPResult: encodeResult(res)}
 	}

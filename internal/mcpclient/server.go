@@ -94,7 +94,7 @@ func newServer(m *Manager, cfg toolrouter.MCPServer) *server {
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
 	// No roots capability unless the registry gives the server roots
-	// (README, "MCP servers"): the SDK would otherwise advertise it.
+	// (docs/mcp.md "MCP both ways"): the SDK would otherwise advertise it.
 	caps := &mcp.ClientCapabilities{}
 	if len(cfg.Roots) > 0 {
 		caps.RootsV2 = &mcp.RootCapabilities{}
@@ -109,8 +109,8 @@ func newServer(m *Manager, cfg toolrouter.MCPServer) *server {
 		// serverTransport.event): no ProgressNotificationHandler.
 		KeepAlive: keepAlive,
 		// An input_required result is not answered here but relayed to
-		// the /mcp caller, whose retry comes back as a new call (README,
-		// "MCP", multi round-trip requests).
+		// the /mcp caller, whose retry comes back as a new call (docs/mcp.md
+		// "Elicitation through the gateway (multi round-trip requests)").
 		MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
 	})
 	if m.Trace != nil {

@@ -13,8 +13,8 @@ import (
 	"github.com/rs/zerolog"
 )
 
-// A stdio server (an mcp_servers entry with command instead of url, README
-// "MCP servers") is a child process that toolrouterd starts, speaks MCP
+// A stdio server (an mcp_servers entry with command instead of url, docs/mcp.md
+// "MCP both ways") is a child process that toolrouterd starts, speaks MCP
 // with over its stdin and stdout (newline-delimited JSON-RPC, one session
 // that every call shares), and supervises like a remote server's
 // session: when the process exits its tools fail with resource and the

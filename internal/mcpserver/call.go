@@ -212,14 +212,14 @@ func result(res *toolrouter.Result) *mcp.CallToolResult {
 	if res.ToolName != "" {
 		out.Meta[MetaToolName] = res.ToolName
 	}
-	if res.Truncated { // shaped to its budget (README "Output budgets")
+	if res.Truncated { // shaped to its budget (docs/output-budgets.md "Output budgets")
 		out.Meta[MetaTruncated] = true
 	}
 	if out.NeedsInput() {
 		return out // the backend's input_required result, for call to relay
 	}
 	if res.Status == toolrouter.ResultAwaitingApproval {
-		// README "Approvals", /mcp: an error result the model and the
+		// docs/approvals.md "Approvals", /mcp: an error result the model and the
 		// client can read, naming the approval and where the result will be.
 		out.IsError = true
 		out.Content = []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf(

@@ -9,7 +9,7 @@ import (
 // quieter logs the SDK's info messages (a line per session connected,
 // initialized, disconnected) at debug level; warnings and errors stay.
 // It drops the session ids the SDK adds: a session id is a credential
-// and is never written to logs (README "Clients").
+// and is never written to logs (docs/security.md "Clients").
 type quieter struct{ slog.Handler }
 
 func (q quieter) Enabled(ctx context.Context, l slog.Level) bool {

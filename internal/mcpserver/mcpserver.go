@@ -4,7 +4,7 @@
 // POST /route, so ids, sequences, argument validation and error
 // classification are the same.
 //
-// One endpoint speaks both eras of the protocol (README, "MCP"): a client
+// One endpoint speaks both eras of the protocol (docs/mcp.md "MCP both ways"): a client
 // that sends initialize (2025-03-26 to 2025-11-25) gets a session; a
 // request that carries the 2026-07-28 per-request metadata (the
 // MCP-Protocol-Version header, or the protocol version in params._meta) is
@@ -116,7 +116,7 @@ type Deps struct {
 	Tracing mcp.Middleware
 	// Visible, when set, decides which listed tools (by their
 	// _meta["toolrouter/tool_name"]) a client sees, in place of its scope:
-	// a virtual server's view (README "Virtual servers and tool search").
+	// a virtual server's view (docs/mcp.md "Virtual servers and tool search").
 	Visible func(c *access.Client, name string) bool
 	// Marks remembers the sessions terminated (DELETE) for every replica
 	// sharing it (store.Marks); nil: this replica's memory.
@@ -252,7 +252,7 @@ func New(d Deps) *Handler {
 		h.srv.AddReceivingMiddleware(d.Tracing)
 	}
 	get := func(*http.Request) *mcp.Server { return h.srv }
-	// Origin and Host are checked by httpapi for every route (README,
+	// Origin and Host are checked by httpapi for every route (docs/security.md
 	// "Security"), with the operator's allowed origins.
 	h.http = mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{
 		Logger:                     slogger,

@@ -219,8 +219,8 @@ func TestMCPServerListTools(t *testing.T) {
 	if add.Annotations == nil || !add.Annotations.IdempotentHint || add.Annotations.ReadOnlyHint {
 		t.Errorf("math/add annotations = %+v, want idempotentHint only", add.Annotations)
 	}
-	// An HTTP tool's outputs are checked against its output_schema (README
-	// "Trusting tools"): it is advertised.
+	// An HTTP tool's outputs are checked against its output_schema (docs/trusting-tools.md
+	// "Typed outputs"): it is advertised.
 	if out, _ := json.Marshal(add.OutputSchema); string(out) != `{"properties":{"sum":{"type":"number"}},"type":"object"}` {
 		t.Errorf("math/add outputSchema = %s, want its output_schema", out)
 	}

@@ -16,7 +16,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// Multi round-trip requests (protocol 2026-07-28; README, "MCP"): a
+// Multi round-trip requests (protocol 2026-07-28; docs/mcp.md "Elicitation
+// through the gateway (multi round-trip requests)"): a
 // backend that needs input (elicitation, sampling, roots) answers
 // tools/call with an input_required result; /mcp relays it to its caller,
 // whose retry of the call (same tool, its inputResponses, the requestState

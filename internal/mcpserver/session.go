@@ -13,7 +13,7 @@ import (
 	"github.com/rs/zerolog"
 )
 
-// Sessions across replicas (README, "MCP behind a load balancer").
+// Sessions across replicas (docs/mcp.md "MCP behind a load balancer").
 //
 // The SDK keeps a session in the memory of the replica that answered its
 // initialize. So that a session client works whichever replica each of its

@@ -1,4 +1,4 @@
-// Package pin pins the definitions of MCP servers' tools (README "Pinned
+// Package pin pins the definitions of MCP servers' tools (docs/trusting-tools.md "Pinned
 // definitions"): the first discovery of a tool stores its definition's
 // digest in the store; a later, different definition under the same name
 // quarantines the tool (the pinned definition is kept, the tool is not

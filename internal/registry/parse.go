@@ -517,7 +517,8 @@ func (p *parser) inputSchema(e entry, w where) (map[string]any, func(map[string]
 }
 
 // outputSchema reads, checks and compiles a tool's output schema: every
-// output of the tool is checked against it (README "Trusting tools"). A
+// output of the tool is checked against it (docs/trusting-tools.md "Typed
+// outputs"). A
 // validation tool's {mode: strict} compiles too (mode is no keyword) and
 // accepts any output.
 func (p *parser) outputSchema(e entry, w where) (map[string]any, func(any) error) {
@@ -737,7 +738,7 @@ func (p *parser) mcpServers(e entry) []toolrouter.MCPServer {
 	return out
 }
 
-// pinning reads how a server's tool definitions are pinned (README
+// pinning reads how a server's tool definitions are pinned (docs/trusting-tools.md
 // "Pinned definitions"): pin (default true), pin_new (quarantine | allow)
 // and on_change (quarantine | keep_old).
 func (p *parser) pinning(f map[string]entry, w where, s *toolrouter.MCPServer) {

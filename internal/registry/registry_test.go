@@ -429,7 +429,7 @@ func TestStdioMCPServer(t *testing.T) {
 }
 
 // TestParsePinning: pin defaults to true; pin: false, pin_new and
-// on_change are read (README "Pinned definitions").
+// on_change are read (docs/trusting-tools.md "Pinned definitions").
 func TestParsePinning(t *testing.T) {
 	r := parse(t, `mcp_servers:
   - {name: a, url: http://mcp.example/a}

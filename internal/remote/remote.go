@@ -1,5 +1,5 @@
 // Package remote is the router's executor for HTTP tools: it executes one
-// toolrouter.ExecRequest against the tool's endpoint (README "Writing a
+// toolrouter.ExecRequest against the tool's endpoint (docs/registry.md "Writing a
 // tool"): POST the arguments object as JSON, read a bounded reply, classify
 // failures into the error categories and retry only tools that declare
 // themselves idempotent (backoff, Retry-After and transport from outbound).

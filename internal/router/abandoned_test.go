@@ -44,7 +44,7 @@ func approved(t *testing.T, st *memory.Store, id, tool, status string, at time.T
 
 // An approved call whose result still awaits past its grace (the tool's
 // timeout per attempt and a minute) is failed, not run again, and its run
-// resumes; before the grace, or once final, it is left alone (README
+// resumes; before the grace, or once final, it is left alone (docs/approvals.md
 // "Approvals").
 func TestSettleAbandonedApproval(t *testing.T) {
 	t.Parallel()

@@ -17,7 +17,7 @@ import (
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
 
-// Approvals keeps the calls held for an approver (README "Approvals") and
+// Approvals keeps the calls held for an approver (docs/approvals.md "Approvals") and
 // the results they are routed into (store.Store).
 type Approvals interface {
 	CreateApproval(ctx context.Context, a *toolrouter.Approval) error
@@ -218,12 +218,12 @@ func (r *Router) ExpireDue(ctx context.Context) (int, error) {
 }
 
 // errAbandoned is the error of an approved call whose replica stopped
-// while it ran (README "Approvals").
+// while it ran (docs/approvals.md "Approvals").
 const errAbandoned = "the replica running this approved call stopped; the tool may have run — not run again"
 
 // SettleAbandoned fails the approved calls whose result is still
 // awaiting_approval past their grace after the decision: the replica that
-// ran them stopped. As a lapsed Idempotency-Key lease (README "Storage and
+// ran them stopped. As a lapsed Idempotency-Key lease (docs/operations.md "Storage and
 // durability"), such a call is abandoned, never run again: its result
 // fails as execution and the run that waits for it resumes. Any replica
 // may sweep; two writing the same failure is harmless. It returns how

@@ -175,8 +175,8 @@ func BenchmarkBatch16(b *testing.B) {
 }
 
 // BenchmarkRouteWithHook is BenchmarkRoute with one guardrail webhook
-// before each call, served on loopback by this process (README "Trusting
-// tools"): the difference is the cost per call of one local hook.
+// before each call, served on loopback by this process (docs/trusting-tools.md "Guardrail
+// hooks"): the difference is the cost per call of one local hook.
 func BenchmarkRouteWithHook(b *testing.B) {
 	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)

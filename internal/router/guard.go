@@ -11,7 +11,7 @@ import (
 )
 
 // Guardrails runs the registry's guardrails around each call
-// (guardrail.Guards, README "Trusting tools").
+// (guardrail.Guards, docs/trusting-tools.md "Trusting tools").
 type Guardrails interface {
 	Before(ctx context.Context, c guardrail.Call) guardrail.Verdict
 	After(ctx context.Context, c guardrail.Call, out toolrouter.Outcome) (toolrouter.Outcome, guardrail.Verdict)

@@ -77,10 +77,10 @@ type Router struct {
 	MaxBatchOutput int64
 	saves          toolrouter.Saves // the contexts of result saves
 	final          sync.Map         // ids of approved approvals whose result is final (SettleAbandoned)
-	// Guardrails run before and after every call (README "Trusting
+	// Guardrails run before and after every call (docs/trusting-tools.md "Trusting
 	// tools"); nil: none.
 	Guardrails Guardrails
-	// Approvals holds the calls that wait for an approver (README
+	// Approvals holds the calls that wait for an approver (docs/approvals.md
 	// "Approvals"); nil: no call waits.
 	Approvals Approvals
 	// ApprovalTTL is how long a call waits before it expires
@@ -103,7 +103,7 @@ type Router struct {
 	// call runs only while its client exists and may call the tool. Nil:
 	// no named client's approved call runs.
 	Client func(name string) *access.Client
-	// Shape fits outputs into their tool's budget (README "Output
+	// Shape fits outputs into their tool's budget (docs/output-budgets.md "Output
 	// budgets"); nil: outputs are never shaped.
 	Shape Shaper
 	// Views are the virtual servers in force: an approved call of a
@@ -194,7 +194,7 @@ func (r *Router) Batch(ctx context.Context, planID string, payloads []any, meta 
 }
 
 // planKey is the store key of a plan of the client in ctx: each client
-// has its own sequences, hence its own tc_ ids (README "Clients"); the
+// has its own sequences, hence its own tc_ ids (docs/security.md "Clients"); the
 // tc_ formula of the README still takes the plan_id as sent.
 func planKey(ctx context.Context, planID string) string {
 	return toolrouter.ScopedKey(access.FromContext(ctx).LabelName(), planID)
@@ -274,7 +274,7 @@ type routeCall struct {
 	// route encoded them ("": auditRecord digests res.Arguments).
 	argsSHA256 string
 	// guards are the guardrails' decisions and notes what they changed in
-	// the output (README "Trusting tools").
+	// the output (docs/trusting-tools.md "Trusting tools").
 	guards []toolrouter.GuardrailDecision
 	notes  []string
 }
@@ -329,7 +329,7 @@ func (r *Router) route(ctx context.Context, planID string, seq int64, payload an
 		return r.finish(ctx, &rc, *local, local.Answered)
 	}
 	// A tool outside the scope of the client in ctx is a tool that does
-	// not exist: same result, not called (README "Clients").
+	// not exist: same result, not called (docs/security.md "Clients").
 	if !ok || !access.FromContext(ctx).Allows(tool.Name) {
 		if ok {
 			rc.denied = tool.Name
@@ -481,7 +481,7 @@ func (r *Router) finish(ctx context.Context, rc *routeCall, out toolrouter.Outco
 	var save toolrouter.AuditSaver
 	if r.Results != nil {
 		// The tool ran: keep its result, with its audit record in the same
-		// transaction (README "Audit trail"), even if the caller went away
+		// transaction (docs/security.md "Audit trail"), even if the caller went away
 		// (the Auditor's ctx outlives it).
 		rc.r.router, rc.r.ctx = r, ctx
 		save = rc.r
@@ -494,7 +494,7 @@ func (r *Router) finish(ctx context.Context, rc *routeCall, out toolrouter.Outco
 	return res
 }
 
-// auditRecord is the audit record of a finished call (README "Audit
+// auditRecord is the audit record of a finished call (docs/security.md "Audit
 // trail"): the digest of its arguments, never the arguments.
 func auditRecord(ctx context.Context, rc *routeCall, res *toolrouter.Result) toolrouter.AuditRecord {
 	a := toolrouter.AuditRecord{Time: rc.start.UTC(), Client: res.Client, EntryPoint: toolrouter.EntryPoint(ctx),

@@ -17,7 +17,7 @@ type Shaper interface {
 
 // shape fits a successful output into the budget of its tool, tightened by
 // the budget of ctx (a virtual server's, a /runs model's share of its
-// context window): shaped, not failed (README "Output budgets"). The
+// context window): shaped, not failed (docs/output-budgets.md "Output budgets"). The
 // whole output stays in out.FullOutput for the stored result. An MCP
 // backend's result is cut to the size of the shaped output.
 func (r *Router) shape(ctx context.Context, req toolrouter.ExecRequest, out toolrouter.Outcome) toolrouter.Outcome {

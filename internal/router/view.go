@@ -9,7 +9,7 @@ import (
 )
 
 // lookup finds the tool a call names: within the virtual server view of
-// ctx when there is one (README "Virtual servers and tool search"), which
+// ctx when there is one (docs/mcp.md "Virtual servers and tool search"), which
 // may rewrite the call (call_tool unwrapped, defaults filled in) or answer
 // it itself (local: search_tools); else in the registry. A client bound
 // to virtual servers reaches no tool outside them.

@@ -7,7 +7,7 @@ import (
 
 // The retention sweep deletes sweepBatch rows per statement and waits
 // sweepPause between statements, so a route waits for the store's write
-// lock at most one short statement (README "Retention").
+// lock at most one short statement (docs/operations.md "Retention").
 const (
 	sweepBatch = 500
 	sweepPause = 100 * time.Millisecond

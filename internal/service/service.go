@@ -128,7 +128,7 @@ func New(ctx context.Context, o Options) (*Service, error) {
 	s.mcp = mcpclient.New(o.Logger, s.metrics.Registerer())
 	s.mcp.Trace, s.mcp.TraceHTTP = tel.MCPClient(), tel.Transport
 	// The tools discovered on MCP servers are served as their pins say
-	// (README "Pinned definitions").
+	// (docs/trusting-tools.md "Pinned definitions").
 	var mcpSrv atomic.Pointer[mcpserver.Handler] // set below; discovery may publish before
 	s.pins = &pin.Keeper{Store: st, Audit: trail, Log: o.Logger.With().Str("component", "pin").Logger(),
 		Servers: func() []toolrouter.MCPServer { return s.holder.Current().MCPServers() }, Discovered: s.mcp.Tools,
@@ -150,9 +150,9 @@ func New(ctx context.Context, o Options) (*Service, error) {
 		}
 	})
 	s.mcp.Sync(ctx, reg.MCPServers())
-	// The registry's guardrails, around every call (README "Trusting tools").
+	// The registry's guardrails, around every call (docs/trusting-tools.md "Trusting tools").
 	s.guards = &guardrail.Guards{Registry: func() guardrail.Registry { return s.holder.Current() }, Client: guardrail.NewClient(tel.Transport)}
-	// Circuit breakers per tool host and MCP server, per replica (README
+	// Circuit breakers per tool host and MCP server, per replica (docs/operations.md
 	// "Circuit breakers").
 	circuits := circuit.New(toolrouter.Circuit{Failures: o.Config.CircuitFailures, Cooldown: o.Config.CircuitCooldown}, s.metrics.Registerer())
 	rt := &router.Router{
@@ -195,7 +195,7 @@ func New(ctx context.Context, o Options) (*Service, error) {
 		Client:          func(name string) *access.Client { return authn.Clients().ByName(name) },
 		Views:           s.views.Current,
 	}
-	// A decided approval of a paused run resumes it (README "Approvals").
+	// A decided approval of a paused run resumes it (docs/approvals.md "Approvals").
 	rt.Settled = func(ctx context.Context, a *toolrouter.Approval) { s.Runner.ResumeLater(ctx, a.RunID) }
 	s.vmcp = &viewMCP{views: s.views, handlers: map[string]*mcpserver.Handler{}, base: mcpserver.Deps{
 		Router:       rt,
@@ -307,7 +307,7 @@ func (s *Service) PurgeKeys(ctx context.Context, every time.Duration) {
 }
 
 // ExpireApprovals expires the approvals past their time every interval
-// until ctx ends (README "Approvals"): their calls get their denied
+// until ctx ends (docs/approvals.md "Approvals"): their calls get their denied
 // result even when nobody asks about them. It fails the approved calls
 // abandoned by a replica that stopped too (Router.SettleAbandoned).
 func (s *Service) ExpireApprovals(ctx context.Context, every time.Duration) {

@@ -9,7 +9,7 @@ import (
 	"github.com/toolrouterd/toolrouterd/internal/store"
 )
 
-// newLimiter is the rate limiter of the clients (README "Clients"): with
+// newLimiter is the rate limiter of the clients (docs/security.md "Clients"): with
 // PostgreSQL the counters live in the store, shared by every replica; with
 // SQLite or memory (one machine) each process counts in memory.
 func (s *Service) newLimiter(st store.Store) audit.Taker {

@@ -11,7 +11,7 @@ import (
 	"github.com/toolrouterd/toolrouterd/internal/vserver"
 )
 
-// viewMCP is the MCP side of the views (README "Virtual servers and tool
+// viewMCP is the MCP side of the views (docs/mcp.md "Virtual servers and tool
 // search"): the Deps of /mcp made to list and route within the view of
 // each request, and one MCP server per virtual server, /mcp/{name},
 // made when first asked for.

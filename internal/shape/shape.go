@@ -1,4 +1,4 @@
-// Package shape fits a tool's output into its output budget (README
+// Package shape fits a tool's output into its output budget (docs/output-budgets.md
 // "Output budgets"): text keeps its head and tail around a marker saying
 // how much was cut; JSON keeps the nodes of its keep paths (RFC 9535
 // JSONPath), then is pruned breadth-first — small values whole, large

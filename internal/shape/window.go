@@ -3,8 +3,9 @@ package shape
 import "strings"
 
 // windows are the context windows (tokens) of well-known model families,
-// by name prefix, most specific first (README "Output budgets"; figures
-// from the providers' model pages). A provider's context_window overrides
+// by name prefix, most specific first (docs/output-budgets.md "Budgets
+// against the model's context window in /runs"; figures from the
+// providers' model pages). A provider's context_window overrides
 // them; a model not listed has none (its outputs are budgeted only by
 // their tools').
 var windows = []struct {

@@ -7,7 +7,7 @@ import (
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
 
-// RunAdmin is what bounds runs and storage (README "Runs: limits,
+// RunAdmin is what bounds runs and storage (docs/runs.md "Runs: limits,
 // cancellation and size" and "Retention"): heartbeats that write one
 // column, cancellation seen by the replica running a run, and deletion of
 // what outlived its retention in small batches.

@@ -1,7 +1,7 @@
 // Package store is the contract of what must outlive a request and be
 // shared by replicas (per-plan sequences, route results, idempotency keys
 // and runs) and Open, which picks the backend a TOOLROUTER_STORE URL names
-// (README "Configuration"). Each backend lives in its own package with its
+// (docs/configuration.md "Configuration"). Each backend lives in its own package with its
 // own driver: store/memory, store/sqlite, store/postgres; store/storetest
 // is the contract suite they all pass.
 package store
@@ -29,11 +29,11 @@ type Store interface {
 	NextSequences(ctx context.Context, planID string, n int64) (first int64, err error)
 
 	// SaveResult stores a route result under its tool_call_id, and the
-	// audit records of its call in the same transaction (README "Audit
+	// audit records of its call in the same transaction (docs/security.md "Audit
 	// trail"). The SQL stores write it behind (group commit): it is
 	// committed within milliseconds, with the results of other routes, or
 	// by Flush or Close; a crash loses what was not yet committed, the
-	// result and its audit records together (README "Storage and
+	// result and its audit records together (docs/operations.md "Storage and
 	// durability").
 	SaveResult(ctx context.Context, res *toolrouter.Result, audit ...toolrouter.AuditRecord) error
 	// Flush waits until every write queued before it is committed.
@@ -75,7 +75,7 @@ type Store interface {
 	// before as interrupted and returns how many it marked.
 	InterruptStale(ctx context.Context, before time.Time) (int, error)
 
-	// CreateApproval stores a pending approval (README "Approvals").
+	// CreateApproval stores a pending approval (docs/approvals.md "Approvals").
 	CreateApproval(ctx context.Context, a *toolrouter.Approval) error
 	// GetApproval returns an approval (ENOTFOUND when unknown).
 	GetApproval(ctx context.Context, id string) (*toolrouter.Approval, error)
@@ -132,8 +132,10 @@ func Open(ctx context.Context, url string) (Store, error) {
 	return nil, fmt.Errorf("store %q: unsupported scheme %q (want memory, sqlite or postgres)", url, scheme)
 }
 
-// Marks are small facts replicas share, each until it expires (README
-// "MCP"): the MCP sessions terminated, the key signing requestStates.
+// Marks are small facts replicas share, each until it expires (docs/mcp.md
+// "MCP behind a load balancer" and "Elicitation through the gateway (multi
+// round-trip requests)"): the MCP sessions terminated, the key signing
+// requestStates.
 type Marks interface {
 	// PutMark stores value under key until expires, unless a mark that has
 	// not expired holds key; it returns the value key holds now (value, or
@@ -144,7 +146,7 @@ type Marks interface {
 	GetMark(ctx context.Context, key string) (string, bool, error)
 }
 
-// Tenancy is what the store keeps per client (README "Clients"): runs by
+// Tenancy is what the store keeps per client (docs/security.md "Clients"): runs by
 // owner, the audit trail, and rate limit counters shared by replicas.
 type Tenancy interface {
 	// ListClientRuns returns the runs of a plan (every plan when planID
@@ -168,7 +170,7 @@ type Tenancy interface {
 	PurgeRates(ctx context.Context, before time.Time) (int, error)
 }
 
-// Pins keeps the pinned tool definitions of MCP servers (README "Pinned
+// Pins keeps the pinned tool definitions of MCP servers (docs/trusting-tools.md "Pinned
 // definitions"), shared by replicas: one pin per server and tool, updated
 // by compare-and-swap on its Version.
 type Pins interface {

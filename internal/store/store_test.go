@@ -17,7 +17,7 @@ import (
 func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
 
 // TestOpenRoutesEveryScheme checks that each TOOLROUTER_STORE scheme
-// (README "Configuration") reaches its backend through store.Open.
+// (docs/configuration.md "Configuration") reaches its backend through store.Open.
 func TestOpenRoutesEveryScheme(t *testing.T) {
 	isMemory := func(s store.Store) bool { _, ok := s.(*memory.Store); return ok }
 	isSQLite := func(s store.Store) bool { _, ok := s.(*sqlite.Store); return ok }

@@ -116,7 +116,7 @@ func (t *Telemetry) MCPServer() mcp.Middleware {
 
 // sessionDigest is what spans say of an MCP session id: 24 hex digits of
 // its SHA-256, as in the plan ids of /mcp sessions
-// (mcpserver.SessionPlanID). A session id is a credential (README
+// (mcpserver.SessionPlanID). A session id is a credential (docs/security.md
 // "Clients") and never leaves the process.
 func sessionDigest(id string) string { return toolrouter.ShortDigest(id) }
 

@@ -16,7 +16,7 @@ type StoreSpans func(ctx context.Context, operation string) (_ context.Context, 
 
 // Store returns the store call spans when TOOLROUTER_TRACE_STORE=true and
 // tracing is on, else nil: store calls are many and small, so they are
-// traced only when debugging (README "Tracing, dashboard and alerts").
+// traced only when debugging (docs/observability.md "Tracing, dashboard and alerts").
 func (t *Telemetry) Store(system string) StoreSpans {
 	if !t.Enabled() || !t.store {
 		return nil

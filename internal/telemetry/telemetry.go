@@ -1,6 +1,7 @@
 // Package telemetry is toolrouterd's OpenTelemetry tracing, set up in one
-// place from the standard OTEL_* variables (README "Tracing"), and the spans
-// the rest of the service opens through it.
+// place from the standard OTEL_* variables (docs/observability.md "Tracing,
+// dashboard and alerts"), and the spans the rest of the service opens
+// through it.
 //
 // Span names and attributes follow the OpenTelemetry semantic conventions
 // v1.41.0 (development status): docs/gen-ai/gen-ai-spans.md (execute_tool,

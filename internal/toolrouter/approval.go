@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// ApprovalStatus is where an approval stands (README "Approvals").
+// ApprovalStatus is where an approval stands (docs/approvals.md "Approvals").
 type ApprovalStatus string
 
 // Approval states: pending until decided once, or expired.
@@ -58,7 +58,7 @@ type Approval struct {
 	DecidedBy *string    `json:"decided_by"`
 	Reason    *string    `json:"reason"`
 	// Kind is ApprovalKindCall or ApprovalKindDefinition (a changed tool
-	// definition, README "Pinned definitions"; Definition shows it).
+	// definition, docs/trusting-tools.md "Pinned definitions"; Definition shows it).
 	Kind       string            `json:"kind,omitempty"`
 	Definition *DefinitionChange `json:"definition,omitempty"`
 }

@@ -6,7 +6,7 @@ import (
 )
 
 // ClientSpec is a named caller of the service as the registry file
-// declares it (README "Clients"): how it is identified (a bearer key, by
+// declares it (docs/security.md "Clients"): how it is identified (a bearer key, by
 // its SHA-256, or a JWT subject), the tools it may see and call, and its
 // rate limit. access builds its clients from these.
 type ClientSpec struct {
@@ -25,10 +25,10 @@ type ClientSpec struct {
 	Admin     bool
 	Approver  bool
 	// Approval are glob patterns of the tools whose calls by this client
-	// wait for an approver's decision (README "Approvals").
+	// wait for an approver's decision (docs/approvals.md "Approvals").
 	Approval []string
 	// VirtualServers, when set, are the only virtual servers through
-	// which the client reaches tools (README "Virtual servers and tool
+	// which the client reaches tools (docs/mcp.md "Virtual servers and tool
 	// search"); nil means the whole registry.
 	VirtualServers []string
 	// Line is where the client is in the registry file; ToolsLine where

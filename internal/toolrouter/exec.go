@@ -7,7 +7,7 @@ import (
 )
 
 // ExecRequest is one call for a tool's backend to execute: a POST to its
-// HTTP endpoint (README "Writing a tool") or an MCP server's tools/call.
+// HTTP endpoint (docs/registry.md "Writing a tool") or an MCP server's tools/call.
 type ExecRequest struct {
 	Tool *Tool
 	// Args is the arguments object; nil is sent as {}.
@@ -69,7 +69,7 @@ func Failure(cat ErrorCategory, format string, args ...any) Outcome {
 	return Outcome{Err: fmt.Sprintf(format, args...), Category: cat}
 }
 
-// Provider is an LLM provider of the registry's providers block (README
+// Provider is an LLM provider of the registry's providers block (docs/registry.md
 // "The registry file"), the model a run talks to.
 type Provider struct {
 	Name string
@@ -91,7 +91,8 @@ type Provider struct {
 	// next turn's tools).
 	SearchMode string
 	// ContextWindow is the model's context window in tokens (0: unknown);
-	// /runs budgets tool outputs against it (README "Output budgets").
+	// /runs budgets tool outputs against it (docs/output-budgets.md
+	// "Budgets against the model's context window in /runs").
 	ContextWindow int
 }
 
@@ -123,19 +124,19 @@ type MCPServer struct {
 	// tool (pin: false); PinNew "allow" serves tools that appear after
 	// the first discovery without review; OnChange "keep_old" serves the
 	// pinned definition while a change awaits review, or was rejected
-	// (README "Pinned definitions").
+	// (docs/trusting-tools.md "Pinned definitions").
 	Unpinned bool
 	PinNew   string
 	OnChange string
 	// Budget is the output budget of each of its tools, ToolBudgets those
-	// of single tools by their name on the server (README "Output
+	// of single tools by their name on the server (docs/output-budgets.md "Output
 	// budgets").
 	Budget      OutputBudget
 	ToolBudgets map[string]OutputBudget
 }
 
 // Circuit is the circuit breaker setting of a tool or an MCP server
-// (README "Circuit breakers"): after Failures consecutive connection
+// (docs/operations.md "Circuit breakers"): after Failures consecutive connection
 // failures or timeouts its calls fail fast for Cooldown. Zero fields take
 // the global defaults; Off turns the breaker off (failures: 0).
 type Circuit struct {

@@ -3,7 +3,7 @@ package toolrouter
 import "time"
 
 // Guardrail is one entry of the registry file's guardrails: section
-// (README "Trusting tools"): a webhook called before and/or after the
+// (docs/trusting-tools.md "Trusting tools"): a webhook called before and/or after the
 // calls it applies to, or a built-in check. guardrail runs these.
 type Guardrail struct {
 	Name string

@@ -2,7 +2,7 @@ package toolrouter
 
 import "time"
 
-// ClaimState is the outcome of claiming an Idempotency-Key (README "HTTP
+// ClaimState is the outcome of claiming an Idempotency-Key (docs/http-api.md "HTTP
 // details").
 type ClaimState int
 
@@ -14,7 +14,7 @@ const (
 	// Abandoned: the request holding the key stopped renewing its lease
 	// (its replica died, or its answer could not be stored) without an
 	// answer. It may have run its tool, so the key is not run again
-	// (README "Storage and durability").
+	// (docs/operations.md "Storage and durability").
 	Abandoned
 )
 

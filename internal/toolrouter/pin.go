@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// Pin is the reviewed definition of one tool of an MCP server (README
+// Pin is the reviewed definition of one tool of an MCP server (docs/trusting-tools.md
 // "Pinned definitions"), shared by replicas through the store. Tool is the
 // server's name for the tool; a Pin with Tool "" only marks the server as
 // discovered (tools that appear later are new); Server "" holds the pins

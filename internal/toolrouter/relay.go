@@ -8,10 +8,11 @@ import (
 // Relay receives what a backend sends about a call while the call runs, so
 // that the caller can pass it on: the /mcp endpoint forwards an MCP
 // backend's notifications/progress and notifications/message to the MCP
-// client that made the call (README, "MCP"). Either func may be nil.
+// client that made the call (docs/mcp.md "MCP both ways"). Either func may be nil.
 //
 // It also carries what an /mcp caller on protocol 2026-07-28 sends along
-// for the backend (README, "MCP", multi round-trip requests); each is
+// for the backend (docs/mcp.md "Elicitation through the gateway (multi round-trip
+// requests)"); each is
 // empty when the caller sent none.
 type Relay struct {
 	// Progress receives a progress notification (total 0: unknown).

@@ -12,7 +12,7 @@ type RunStatus string
 // terminates (a limit stopped it), fails (the provider or the service
 // failed), is interrupted (its replica died) or is cancelled (POST
 // /runs/{id}/cancel). A run awaiting approval is paused: no replica
-// executes it until its turn's held calls are decided (README "Approvals").
+// executes it until its turn's held calls are decided (docs/approvals.md "Approvals").
 const (
 	RunRunning          RunStatus = "running"
 	RunAwaitingApproval RunStatus = "awaiting_approval"
@@ -101,7 +101,7 @@ type Run struct {
 	Owner       string    `json:"-"`
 	HeartbeatAt time.Time `json:"-"`
 	// Client is the client that started the run ("" on an open service);
-	// only it and admin clients see the run (README "Clients").
+	// only it and admin clients see the run (docs/security.md "Clients").
 	Client string `json:"-"`
 }
 

@@ -6,7 +6,7 @@ import (
 )
 
 // ScopedKey is the store key of a plan, a stored route result or an
-// Idempotency-Key of a client (README "Clients", isolation): the client's
+// Idempotency-Key of a client (docs/security.md "Clients", isolation): the client's
 // name and the key, so two clients using the same plan_id share neither
 // a sequence nor results. The caller of an open service ("") keeps the
 // bare key. The separator (U+001F) cannot appear in a client name.
@@ -17,7 +17,7 @@ func ScopedKey(client, key string) string {
 	return client + "\x1f" + key
 }
 
-// Audit outcomes (README "Audit trail").
+// Audit outcomes (docs/security.md "Audit trail").
 const (
 	AuditSuccess     = "success"
 	AuditFailure     = "failure"
@@ -35,12 +35,12 @@ const (
 
 // AuditSaver stores audit records in place of the audit trail's own
 // write: a route's result store, which writes them in the same transaction
-// as the result (README "Audit trail") and reports its own failure.
+// as the result (docs/security.md "Audit trail") and reports its own failure.
 type AuditSaver interface {
 	SaveAudited(ctx context.Context, recs []AuditRecord) error
 }
 
-// AuditRecord is one tool call attempt (README "Audit trail"): who, from
+// AuditRecord is one tool call attempt (docs/security.md "Audit trail"): who, from
 // where, which tool, with which arguments' digest (never the arguments),
 // and how it ended. ID is the store's, set when it is appended.
 type AuditRecord struct {
@@ -60,7 +60,7 @@ type AuditRecord struct {
 	Replica       string    `json:"replica"`
 	FinishedAt    time.Time `json:"finished_at"` // Time plus the duration (Finished), set by GET /audit
 	// Guardrails are the decisions of the guardrails that looked at the
-	// call, in the order they ran (README "Trusting tools"); absent when
+	// call, in the order they ran (docs/trusting-tools.md "Trusting tools"); absent when
 	// none did.
 	Guardrails []GuardrailDecision `json:"guardrails,omitempty"`
 	// Calls and Tools, on a rate_limited record only: one record stands

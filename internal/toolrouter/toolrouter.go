@@ -70,22 +70,22 @@ type Tool struct {
 	// ReadOnly is an MCP tool's readOnlyHint annotation.
 	ReadOnly bool `json:"read_only,omitempty"`
 	// Approval is the registry's approval: required: every call waits for
-	// an approver's decision before it runs (README "Approvals").
+	// an approver's decision before it runs (docs/approvals.md "Approvals").
 	Approval bool `json:"approval,omitempty"`
 	// Title and Hints are what a virtual server exports of the tool (MCP's
-	// title and annotations, README "Virtual servers and tool search");
+	// title and annotations, docs/mcp.md "Virtual servers and tool search");
 	// empty and nil for registry tools.
 	Title string `json:"title,omitempty"`
 	Hints *Hints `json:"hints,omitempty"`
 	// Definition is an MCP tool's definition as its server listed it
 	// (name, description, inputSchema, outputSchema, annotations), what
-	// its pin digests (README "Pinned definitions").
+	// its pin digests (docs/trusting-tools.md "Pinned definitions").
 	Definition any `json:"-"`
 	// Quarantine, when set, says why the tool is quarantined: its
 	// definition changed and awaits review. Such a tool is found by name
 	// but not listed, and its calls are refused as permission.
 	Quarantine string `json:"-"`
-	// Budget is the tool's output budget (README "Output budgets"): an
+	// Budget is the tool's output budget (docs/output-budgets.md "Output budgets"): an
 	// output over it is shaped, not failed. Zero: none.
 	Budget OutputBudget `json:"-"`
 
@@ -106,7 +106,7 @@ type Hints struct {
 	OpenWorld   *bool `json:"openWorldHint,omitempty"`
 }
 
-// OutputBudget bounds what a tool's output may cost its caller (README
+// OutputBudget bounds what a tool's output may cost its caller (docs/output-budgets.md
 // "Output budgets"): Bytes and Tokens (o200k_base) are maxima, 0 meaning
 // none; Keep are the JSONPath queries (RFC 9535) whose nodes a JSON output
 // keeps when it is over budget.
@@ -182,13 +182,13 @@ type Result struct {
 	ProviderResult   any             `json:"provider_result"`
 	// Status is awaiting_approval while the call waits for an approver
 	// and complete once decided; absent for calls that never waited
-	// (README "Approvals"). ApprovalID names the approval.
+	// (docs/approvals.md "Approvals"). ApprovalID names the approval.
 	Status     string `json:"status,omitempty"`
 	ApprovalID string `json:"approval_id,omitempty"`
 	// Notes say what the router changed in the tool's answer (invalid
 	// UTF-8 replaced); absent when nothing was.
 	Notes []string `json:"notes,omitempty"`
-	// Truncated reports an output shaped to its budget (README "Output
+	// Truncated reports an output shaped to its budget (docs/output-budgets.md "Output
 	// budgets"); FullOutput, set only in the stored result, is the whole
 	// output, for GET /results/{tool_call_id}.
 	Truncated  bool            `json:"truncated,omitempty"`
@@ -229,7 +229,7 @@ const (
 	StatusComplete UpdateStatus = "complete"
 	StatusError    UpdateStatus = "error"
 	// StatusAwaitingApproval replaces running for a call held for an
-	// approver; its Message is the approval id (README "Approvals").
+	// approver; its Message is the approval id (docs/approvals.md "Approvals").
 	StatusAwaitingApproval UpdateStatus = "awaiting_approval"
 )
 

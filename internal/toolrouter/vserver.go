@@ -1,6 +1,6 @@
 package toolrouter
 
-// Names of the meta-tools a view in search mode lists (README "Virtual
+// Names of the meta-tools a view in search mode lists (docs/mcp.md "Virtual
 // servers and tool search"); no exported tool may take them there.
 const (
 	SearchToolsName = "search_tools"
@@ -8,7 +8,7 @@ const (
 )
 
 // VirtualServer is a curated view over the registry as the registry file
-// declares it (README "Virtual servers and tool search"): the tools it
+// declares it (docs/mcp.md "Virtual servers and tool search"): the tools it
 // shows, by glob over canonical names, and how each is exported. vserver
 // builds its views from these.
 type VirtualServer struct {

@@ -1,4 +1,4 @@
-// Package vserver builds what a caller is shown of the registry (README
+// Package vserver builds what a caller is shown of the registry (docs/mcp.md
 // "Virtual servers and tool search"): the curated views of the registry's
 // virtual servers (which tools, under which names, descriptions and
 // schemas, with which fixed arguments) and, in search mode, the two
@@ -467,7 +467,7 @@ type ctxKey struct{}
 // NewContext returns ctx carrying v.
 func NewContext(ctx context.Context, v *View) context.Context {
 	if v != nil && (v.MaxOutputBytes > 0 || v.MaxOutputTokens > 0) {
-		// The view's budget tightens its tools' own (README "Output budgets").
+		// The view's budget tightens its tools' own (docs/output-budgets.md "Output budgets").
 		ctx = shape.WithBudget(ctx, toolrouter.OutputBudget{Bytes: v.MaxOutputBytes, Tokens: v.MaxOutputTokens})
 	}
 	return context.WithValue(ctx, ctxKey{}, v)

@@ -1,4 +1,4 @@
-// The toolrouterd console (README "Console"): plain DOM over the JSON API
+// The toolrouterd console (docs/approvals.md "Console"): plain DOM over the JSON API
 // (api/openapi.yaml). Data only ever enters the page as text (textContent),
 // never as markup.
 "use strict";
@@ -61,7 +61,7 @@ async function guarded(f) {
 // --- approvals inbox
 
 // diffView shows a definition diff line by line, removed and added lines
-// marked (README "Pinned definitions").
+// marked (docs/trusting-tools.md "Pinned definitions").
 const diffView = (diff) => el("pre", { class: "diff" }, (diff || "").split("\n").filter((l) => l !== "").map((l) =>
   el("span", { class: l.startsWith("+ ") ? "add" : l.startsWith("- ") ? "del" : "same" }, l + "\n")));
 

@@ -227,7 +227,7 @@ func reasoningBlocks(raw json.RawMessage) ([]types.ContentBlock, error) {
 	return out, nil
 }
 
-// resultBlock is the toolResult block of format.ToolResult (README,
+// resultBlock is the toolResult block of format.ToolResult (docs/mcp.md
 // "Images and other media in results"): a JSON object output as a json
 // block, other output and errors as text, images as image blocks.
 func resultBlock(callID, name string, success bool, output json.RawMessage, errText string) (types.ContentBlock, error) {

@@ -256,7 +256,7 @@ func encodeArguments(args map[string]any) (string, error) {
 
 // outputItemFor is the function_call_output item: its output is the
 // result's text, or input_text and input_image items when the tool
-// answered with images (format.ToolResult, README "Images and other media
+// answered with images (format.ToolResult, docs/mcp.md "Images and other media
 // in results").
 func outputItemFor(callID, name string, success bool, output json.RawMessage, errText string) any {
 	call := toolrouter.Call{Format: toolrouter.FormatOpenAI, ProviderCallID: callID, ToolName: name,

@@ -13,7 +13,7 @@ import (
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
 
-// The group commit (README "Storage and durability"): the results and
+// The group commit (docs/operations.md "Storage and durability"): the results and
 // audit records queued since the last commit are inserted by one
 // statement each, whatever their number (rows passed as arrays, unnest
 // making them a table), and the other writes (an Idempotency-Key's answer)

@@ -24,7 +24,7 @@ type connecting struct {
 }
 
 // OpenLazy is Open for a service that must start while PostgreSQL is
-// down (README "Running one node or several replicas"): it makes one
+// down (docs/operations.md "Running one node or several replicas"): it makes one
 // attempt (at most firstAttempt), and if that fails returns anyway (an
 // error only for a malformed URL), then connects and applies the
 // migrations in the background, retrying with backoff. Until then Ping

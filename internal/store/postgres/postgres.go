@@ -100,7 +100,7 @@ func open(ctx context.Context, url string, lazy bool) (*Store, error) {
 		}
 	}
 	// The group commit: results and key answers queued together go in one
-	// transaction, one round trip (README "Storage and durability").
+	// transaction, one round trip (docs/operations.md "Storage and durability").
 	p.w = writebehind.New(p.commit, pgWriteQueue, pgWriteBatch)
 	p.seq = newSequencer(p.allocateGroup)
 	return p, nil

@@ -13,7 +13,7 @@ import (
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
 
-// Sequence allocation (README "Storage and durability"): the NextSequence
+// Sequence allocation (docs/operations.md "Storage and durability"): the NextSequence
 // and NextSequences calls made at once in one process are combined into
 // one statement, one round trip and one commit, that advances every plan
 // involved by the sum of its callers' counts and hands each caller its own

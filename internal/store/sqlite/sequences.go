@@ -11,7 +11,7 @@ import (
 
 const (
 	// seqBlock is how many sequences of a plan one durable commit
-	// reserves (README "Storage and durability"). A crash skips the rest
+	// reserves (docs/operations.md "Storage and durability"). A crash skips the rest
 	// of the reserved blocks; a clean Close gives it back.
 	seqBlock = 1024
 	// writeQueue bounds the writes waiting for the group commit;

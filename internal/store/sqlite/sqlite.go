@@ -31,7 +31,7 @@ var migrationFiles embed.FS
 // statement or one BEGIN IMMEDIATE transaction, and writers wait for each
 // other (busy_timeout) instead of failing.
 //
-// A route waits for no disk write (README "Storage and durability"):
+// A route waits for no disk write (docs/operations.md "Storage and durability"):
 // sequences come from memory, from blocks reserved by one durable commit
 // (sequences.go), and results are written behind by the group commit
 // (writebehind), which also carries the answers of Idempotency-Keys,

@@ -94,7 +94,7 @@ func (g *guardrailsColumn) Scan(src any) error {
 }
 
 // AuditGuardrails is a record's guardrails column value: its decisions as
-// JSON, "" when there are none (README "Trusting tools").
+// JSON, "" when there are none (docs/trusting-tools.md "Trusting tools").
 func AuditGuardrails(r *toolrouter.AuditRecord) string {
 	if len(r.Guardrails) == 0 {
 		return ""

@@ -47,7 +47,7 @@ func Migrations(files fs.FS, dir string) []Migration {
 	}
 	sort.Slice(ms, func(i, j int) bool { return ms[i].Version < ms[j].Version })
 	// Versions are unique; they may skip numbers (work done in parallel
-	// takes its own block of numbers, README "Development").
+	// takes its own block of numbers).
 	for i, m := range ms {
 		if i > 0 && m.Version == ms[i-1].Version {
 			panic(fmt.Sprintf("sqlstore: migrations %s: %s and %s have the same version", dir, ms[i-1].Name, m.Name))

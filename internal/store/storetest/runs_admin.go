@@ -10,7 +10,7 @@ import (
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
 
-// runAdminTests are the contract of store.RunAdmin (README "Runs: limits,
+// runAdminTests are the contract of store.RunAdmin (docs/runs.md "Runs: limits,
 // cancellation and size", "Retention").
 var runAdminTests = []struct {
 	name string

@@ -13,7 +13,7 @@ import (
 )
 
 // clientsAreIsolated: two clients using one plan_id get separate
-// sequences and results; runs are listed per client (README "Clients").
+// sequences and results; runs are listed per client (docs/security.md "Clients").
 func clientsAreIsolated(t *testing.T, b Backend, open func() store.Store, clk *Clock) {
 	ctx := context.Background()
 	ss := replicas(open, 2)
@@ -122,7 +122,7 @@ func auditAppendListPurge(t *testing.T, b Backend, open func() store.Store, clk 
 	}
 	recs[3].Sequence = nil // a rate-limited call has none
 	recs[3].ErrorCategory = "not_found"
-	// The guardrails' decisions come back as written (README "Trusting
+	// The guardrails' decisions come back as written (docs/trusting-tools.md "Trusting
 	// tools"); a record without any has none (nil), not an empty list.
 	recs[2].Guardrails = []toolrouter.GuardrailDecision{
 		{Name: "policy", Phase: "before", Decision: "modify", Reason: "amount capped"},
@@ -262,7 +262,7 @@ func takeRateIsSharedAndBounded(t *testing.T, b Backend, open func() store.Store
 }
 
 // resultAndItsAuditRecordAreWrittenTogether: SaveResult stores the call's
-// audit record with its result (README "Audit trail"), and an audit record
+// audit record with its result (docs/security.md "Audit trail"), and an audit record
 // without a result on its own; after Flush another replica sees them all.
 func resultAndItsAuditRecordAreWrittenTogether(t *testing.T, b Backend, open func() store.Store, clk *Clock) {
 	ctx := context.Background()

@@ -1,4 +1,4 @@
-// Package writebehind is the group commit of the SQL stores (README
+// Package writebehind is the group commit of the SQL stores (docs/operations.md
 // "Storage and durability"): one writer goroutine per store takes every
 // write queued since its last commit and commits them together, in one
 // transaction, so many routes' results (and any other record that can be

@@ -1,4 +1,4 @@
--- The audit trail (README "Audit trail"): one row per tool call attempt,
+-- The audit trail (docs/security.md "Audit trail"): one row per tool call attempt,
 -- newest first by id.
 CREATE TABLE audit (
 	id             BIGSERIAL PRIMARY KEY,

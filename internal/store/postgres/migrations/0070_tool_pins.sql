@@ -1,4 +1,4 @@
--- Pinned tool definitions (README "Pinned definitions"): one row per MCP
+-- Pinned tool definitions (docs/trusting-tools.md "Pinned definitions"): one row per MCP
 -- server and tool (tool '' marks the server as discovered); body is the
 -- Pin JSON, version counts its updates (compare-and-swap).
 CREATE TABLE tool_pins (

@@ -1,4 +1,4 @@
--- The audit trail (README "Audit trail"): one row per tool call attempt,
+-- The audit trail (docs/security.md "Audit trail"): one row per tool call attempt,
 -- newest first by id. Times as in 0002 (fixed-width UTC text).
 CREATE TABLE audit (
 	id             INTEGER PRIMARY KEY AUTOINCREMENT,

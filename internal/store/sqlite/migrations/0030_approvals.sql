@@ -1,4 +1,4 @@
--- Approvals (README "Approvals"): body is the Approval JSON; status,
+-- Approvals (docs/approvals.md "Approvals"): body is the Approval JSON; status,
 -- run_id and the times are columns too, for the conditional decision and
 -- the expiry sweep. Timestamps as in 0002 (fixed-width UTC text).
 CREATE TABLE approvals (
