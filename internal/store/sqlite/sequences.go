@@ -19,8 +19,13 @@ const (
 	writeQueue = 4096
 	writeBatch = 512
 	// writeLinger is how long a group commit nobody waits for waits for
-	// more writes (writebehind.Writer.Linger).
-	writeLinger = 2 * time.Millisecond
+	// more writes (writebehind.Writer.Linger). At moderate rates most of
+	// a commit's CPU is its fixed part (the transaction, the log append),
+	// so a longer linger means fewer, fuller commits; nothing waits for
+	// it: a route answers before its commit, and a read of this store
+	// (GetResult, Audit) flushes the queue first (bench/README.md,
+	// decision table).
+	writeLinger = 10 * time.Millisecond
 )
 
 // sequences are the blocks this store reserved, by plan. A route takes
