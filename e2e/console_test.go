@@ -301,7 +301,7 @@ func TestConsoleApprovalsPages(t *testing.T) {
 // shows the newest 1,000, says so, and the oldest is not among them.
 func TestConsoleApprovalsCap(t *testing.T) {
 	tool := newBodyTool(t)
-	rt, _ := startRouter(t, approvalRegistry(tool.srv.URL), "TOOLROUTER_STORE=sqlite://"+filepath.Join(t.TempDir(), "a.db"))
+	rt, _ := startRouter(t, approvalRegistry(tool.srv.URL))
 	calls := make([]any, 1001)
 	for i := range calls {
 		calls[i] = map[string]any{"name": "billing/refund", "arguments": map[string]any{"to": fmt.Sprintf("acct-%d", i), "amount": 1}}
