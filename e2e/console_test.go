@@ -3,6 +3,7 @@ package e2e_test
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -290,4 +291,82 @@ func TestConsoleApprovalsPages(t *testing.T) {
 	if got := tool.received(); len(got) != 1 || !strings.Contains(got[0], `"amount":3`) {
 		t.Fatalf("the tool received %q, want the oldest call once", got)
 	}
+}
+
+// TestConsoleApprovalsCap: at the caps of 1,000 — one client's pending
+// approvals (TOOLROUTER_MAX_PENDING_APPROVALS' default) and the inbox's
+// (ten pages of GET /approvals) — the 1,001st call of a client fails as
+// resource; with exactly 1,000 pending the inbox shows them all and does
+// not say older ones are left out; with 1,001 (another client's call) it
+// shows the newest 1,000, says so, and the oldest is not among them.
+func TestConsoleApprovalsCap(t *testing.T) {
+	tool := newBodyTool(t)
+	rt, _ := startRouter(t, approvalRegistry(tool.srv.URL))
+	calls := make([]any, 1001)
+	for i := range calls {
+		calls[i] = map[string]any{"name": "billing/refund", "arguments": map[string]any{"to": fmt.Sprintf("acct-%d", i), "amount": 1}}
+	}
+	start := time.Now()
+	r := do(t, "POST", rt.URL()+"/route/batch", map[string]any{"plan_id": "plan-cap", "tool_calls": calls}, asAgent...)
+	t.Logf("a batch of 1,001 calls to hold answered in %v", time.Since(start))
+	held, full := 0, 0
+	for _, res := range r.JSON(t)["results"].([]any) {
+		res := res.(map[string]any)
+		switch {
+		case res["status"] == "awaiting_approval":
+			held++
+		case res["error_category"] == "resource" && strings.Contains(fmt.Sprint(res["error"]), "TOOLROUTER_MAX_PENDING_APPROVALS is 1000"):
+			full++
+		}
+	}
+	if held != 1000 || full != 1 {
+		t.Fatalf("a batch of 1,001 calls to hold: %d held, %d over the cap; want 1,000 and 1", held, full)
+	}
+
+	ctx := browser(t)
+	const cards = `document.querySelectorAll("#ap-list article.approval").length`
+	in(t, ctx, "sign in as the approver; the 1,000 are shown",
+		chromedp.Navigate(rt.URL()+"/ui"),
+		chromedp.WaitVisible(chromedp.ID("key")),
+		chromedp.SendKeys(chromedp.ID("key"), "reviewer-key"),
+		chromedp.Click(chromedp.CSS("#signin-form button")),
+		void(chromedp.Poll[bool](cards+` === 1000`)))
+	if hidden, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.getElementById("ap-more").hidden`)); err != nil || !hidden {
+		t.Errorf("with exactly 1,000 pending, the inbox says older approvals are left out: %q (%v)", text(t, ctx, "#ap-more"), err)
+	}
+
+	// One more, from another client: the newest 1,001st.
+	newest := do(t, "POST", rt.URL()+"/route", map[string]any{"plan_id": "plan-newest", "tool_call": map[string]any{
+		"name": "billing/refund", "arguments": map[string]any{"to": "acct-newest", "amount": 2}}}, asOther...).JSON(t)
+	if newest["status"] != "awaiting_approval" {
+		t.Fatalf("route: %v", newest)
+	}
+	page := func(q string) ([]any, string) {
+		m := do(t, "GET", rt.URL()+"/approvals?status=pending&limit=1000"+q, nil, asReviewer...).JSON(t)
+		next, _ := m["next_cursor"].(string)
+		return m["approvals"].([]any), next
+	}
+	first, next := page("")
+	rest, last := page("&cursor=" + url.QueryEscape(next))
+	if len(first) != 1000 || next == "" || len(rest) != 1 || last != "" {
+		t.Fatalf("GET /approvals: pages of %d (next %q) and %d (next %q); want 1,000 with a cursor, then 1", len(first), next, len(rest), last)
+	}
+	oldest := rest[0].(map[string]any)["approval_id"].(string)
+	in(t, ctx, "the next refresh shows the newest and says older ones are left out",
+		chromedp.WaitVisible(chromedp.CSS(`article.approval[data-approval-id="`+newest["approval_id"].(string)+`"]`)),
+		chromedp.WaitVisible(chromedp.ID("ap-more")))
+	if got := text(t, ctx, "#ap-more"); !strings.Contains(got, "newest 1000 pending approvals") {
+		t.Errorf("the inbox's notice: %q", got)
+	}
+	if n, err := chromedp.Run(ctx, chromedp.Evaluate[int](cards)); err != nil || n != 1000 {
+		t.Errorf("%d cards shown (%v), want the newest 1,000", n, err)
+	}
+	if n, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll('article.approval[data-approval-id="`+oldest+`"]').length`)); err != nil || n != 0 {
+		t.Errorf("the oldest approval %s is shown (%d, %v)", oldest, n, err)
+	}
+	in(t, ctx, "deciding the newest brings the oldest in, and the notice goes",
+		chromedp.Click(chromedp.CSS(`article.approval[data-approval-id="`+newest["approval_id"].(string)+`"] button.deny`)),
+		chromedp.WaitVisible(chromedp.CSS(`article.approval[data-approval-id="`+oldest+`"]`)),
+		chromedp.WaitNotVisible(chromedp.ID("ap-more")),
+		void(chromedp.Poll[bool](cards+` === 1000`)))
 }

@@ -1,14 +1,21 @@
 package e2e_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
 
 // TestRefusedRequestsCostLittle (issue 21 finding 2): a request refused by
@@ -131,5 +138,93 @@ clients:
 		if rows[len(rows)-1]["calls"] != float64(1024) {
 			t.Errorf("the first refused batch's record: %v; want calls 1024", rows[len(rows)-1])
 		}
+	}
+}
+
+// TestRefusedRecordsNameCanonicalTools: the record of a request refused by
+// the rate limit names the tools its calls reach by their canonical
+// registry names, resolved as the router resolves them (a provider alias,
+// a virtual server's exported name), so GET /audit?tool=<canonical> finds
+// it; a name that reaches no tool stays as sent. On /route/batch, /route
+// and /mcp, plain and virtual (/mcp/{server}).
+func TestRefusedRecordsNameCanonicalTools(t *testing.T) {
+	tools := startTools(t)
+	reg := exampleRegistry(t, tools.addr) + `
+virtual_servers:
+  - name: sv
+    tools: ["test/echo"]
+    overrides:
+      test/echo: {name: ping}
+clients:
+  - {name: hammer, key_env: HAMMER_KEY, tools: ["*"], rate_limit: 1/h}
+  - {name: sbot, key_env: SBOT_KEY, virtual_servers: [sv], rate_limit: 1/h}
+  - {name: auditor, key_env: AUDITOR_KEY, tools: [], admin: true}
+`
+	rt, _ := startRouter(t, reg, "HAMMER_KEY=hammer-key", "SBOT_KEY=sbot-key", "AUDITOR_KEY=auditor-key")
+	hammer := []string{"Authorization", "Bearer hammer-key"}
+	sbot := []string{"Authorization", "Bearer sbot-key"}
+	echo := toolrouter.ExportName(toolrouter.FormatOpenAI, "test/echo") // test_echo_8a21e386
+	add := toolrouter.ExportName(toolrouter.FormatOpenAI, "math/add")
+	call := func(name string) map[string]any { return map[string]any{"name": name, "arguments": map[string]any{}} }
+
+	// Each client's one call of the hour, so that everything after is refused.
+	if r := do(t, "POST", rt.URL()+"/route", map[string]any{"plan_id": "p", "tool_call": call("test/echo")}, hammer...); r.Status != 200 {
+		t.Fatalf("hammer's first call: %d %s", r.Status, r.Body)
+	}
+	if r := do(t, "POST", rt.URL()+"/route?server=sv", map[string]any{"plan_id": "p", "tool_call": call("ping")}, sbot...); r.Status != 200 {
+		t.Fatalf("sbot's first call: %d %s", r.Status, r.Body)
+	}
+
+	refused := func(what string, r response) {
+		t.Helper()
+		if r.Status != http.StatusTooManyRequests {
+			t.Fatalf("%s: %d %s, want 429", what, r.Status, r.Body)
+		}
+	}
+	refused("/route/batch", do(t, "POST", rt.URL()+"/route/batch", map[string]any{"plan_id": "p",
+		"tool_calls": []any{call(echo), call(add), call("no/such_tool")}}, hammer...))
+	refused("/route", do(t, "POST", rt.URL()+"/route", map[string]any{"plan_id": "p", "tool_call": call(echo)}, hammer...))
+	refused("/route/batch?server=sv", do(t, "POST", rt.URL()+"/route/batch?server=sv", map[string]any{"plan_id": "p",
+		"tool_calls": []any{call("ping")}}, sbot...))
+	tok := mcpSession(t, rt.URL(), "2025-11-25", hammer...)
+	if r := mcpPost(t, rt.URL(), tok, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"`+echo+`","arguments":{}}}`, hammer...); r.Status != http.StatusTooManyRequests {
+		t.Fatalf("/mcp tools/call: %d %s, want 429", r.Status, r.Body)
+	}
+	cs := connectMCP(t, rt.URL()+"/mcp/sv", "sbot-key", "")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "ping", Arguments: map[string]any{}}); err == nil {
+		t.Fatalf("/mcp/sv tools/call ping: %v, want refused", res)
+	}
+
+	auditor := []string{"Authorization", "Bearer auditor-key"}
+	records := func(q string) []map[string]any {
+		t.Helper()
+		a := do(t, "GET", rt.URL()+"/audit?outcome=rate_limited&"+q, nil, auditor...)
+		var page struct {
+			Records []map[string]any `json:"records"`
+		}
+		if err := json.Unmarshal(a.Body, &page); err != nil || a.Status != 200 {
+			t.Fatalf("GET /audit?%s: %d %s", q, a.Status, a.Body)
+		}
+		return page.Records
+	}
+	got := map[string][]string{}
+	for _, r := range records("tool=test/echo") {
+		key := fmt.Sprint(r["client"], " ", r["entry_point"])
+		got[key] = append(got[key], strings.Join(toStrings(r["tools"]), ","))
+	}
+	want := map[string][]string{
+		"hammer route_batch": {"test/echo,math/add,no/such_tool"},
+		"hammer route":       {"test/echo"},
+		"hammer mcp":         {"test/echo"},
+		"sbot route_batch":   {"test/echo"},
+		"sbot mcp":           {"test/echo"},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("refused records found by GET /audit?tool=test/echo (client entry point: tools): %v, want %v", got, want)
+	}
+	if n := len(records("tool=math/add")); n != 1 {
+		t.Errorf("GET /audit?tool=math/add finds %d refused records, want 1 (the batch)", n)
 	}
 }

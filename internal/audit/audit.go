@@ -110,15 +110,27 @@ type Taker interface {
 type Limiter struct {
 	Taker
 	Trail *Trail
+	// Canonical, when set, is the registry name of the tool a name sent
+	// reaches in ctx (router.Router.Canonical), which the record keeps so
+	// that GET /audit?tool=<canonical> finds a call sent under an alias;
+	// nil: the names as sent.
+	Canonical func(ctx context.Context, name string) string
 }
 
 // Take implements Taker.
 func (l Limiter) Take(ctx context.Context, c *access.Client, n int) (access.Verdict, error) {
 	v, err := l.Taker.Take(ctx, c, n)
 	if err == nil && !v.Allowed {
+		names := toolrouter.RefusedTools(toolrouter.CalledTools(ctx)) // a copy, at most 32
+		if l.Canonical != nil {
+			for i, name := range names {
+				names[i] = l.Canonical(ctx, name)
+			}
+			names = toolrouter.RefusedTools(names) // an alias and its tool are one name
+		}
 		l.Trail.Record(ctx, toolrouter.AuditRecord{Client: c.LabelName(), EntryPoint: toolrouter.EntryPoint(ctx),
 			Outcome: toolrouter.AuditRateLimited, ErrorCategory: "rate_limited", Calls: max(n, 1),
-			Tools: toolrouter.RefusedTools(toolrouter.CalledTools(ctx))})
+			Tools: names})
 	}
 	return v, err
 }

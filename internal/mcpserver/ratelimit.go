@@ -31,7 +31,7 @@ func (h *Handler) admit(w http.ResponseWriter, r *http.Request, c *access.Client
 	if len(calls) == 0 {
 		return true
 	}
-	ctx := toolrouter.WithCalledTools(r.Context(), func() []string { return h.callNames(calls) })
+	ctx := toolrouter.WithCalledTools(r.Context(), func() []string { return callNames(calls) })
 	v, err := h.d.Limiter.Take(ctx, c, len(calls))
 	if err == nil && v.Allowed {
 		prepaid.Add(int64(len(calls)))
@@ -57,16 +57,9 @@ func (h *Handler) admit(w http.ResponseWriter, r *http.Request, c *access.Client
 	return false
 }
 
-// callNames is the tool names of tools/call requests: as sent, and the
-// canonical name an MCP name stands for.
-func (h *Handler) callNames(calls []*jsonrpc.Request) []string {
-	h.mu.Lock()
-	tools := h.last
-	h.mu.Unlock()
-	canonical := make(map[string]string, len(tools))
-	for _, t := range tools {
-		canonical[toolrouter.ExportName(toolrouter.FormatMCP, t.Name)] = t.Name
-	}
+// callNames is the tool names of tools/call requests, as sent (the
+// Limiter's refusal record resolves them).
+func callNames(calls []*jsonrpc.Request) []string {
 	var names []string
 	for _, m := range calls {
 		var p struct {
@@ -74,9 +67,6 @@ func (h *Handler) callNames(calls []*jsonrpc.Request) []string {
 		}
 		if json.Unmarshal(m.Params, &p) == nil && p.Name != "" {
 			names = append(names, p.Name)
-			if c, ok := canonical[p.Name]; ok && c != p.Name {
-				names = append(names, c)
-			}
 		}
 	}
 	return names

@@ -24,3 +24,16 @@ func (r *Router) lookup(ctx context.Context, call *toolrouter.Call) (tool *toolr
 	tool, ok = r.Tools().Lookup(call.ToolName)
 	return tool, nil, ok
 }
+
+// Canonical is the registry name of the tool a call named name reaches,
+// found as Route finds it (lookup: the view of ctx, else the registry),
+// whatever the client's scope (as a denied call's audit record names
+// it); name itself when it reaches none. The record of a request refused
+// as a whole names its tools so (audit.Limiter).
+func (r *Router) Canonical(ctx context.Context, name string) string {
+	call := toolrouter.Call{ToolName: name}
+	if tool, _, ok := r.lookup(ctx, &call); ok && tool != nil {
+		return tool.Name
+	}
+	return name
+}

@@ -109,3 +109,49 @@ virtual_servers:
 		t.Fatalf("without a view the tool got %v", exec.req.Args)
 	}
 }
+
+// TestCanonical: the name a refused request's audit record keeps is the
+// tool the call would reach, found as Route finds it: a provider alias
+// and a view's exported name become the registry name; a name that
+// reaches nothing (unknown, call_tool without arguments, a bound client
+// without a view) stays as sent.
+func TestCanonical(t *testing.T) {
+	reg, err := registry.Parse("test.yaml", []byte(testRegistry+`virtual_servers:
+  - name: v
+    tools: ["test/echo"]
+    overrides:
+      test/echo: {name: say}
+  - name: s
+    tools: ["*"]
+    discovery: search
+clients:
+  - {name: bound, key_sha256: "`+"cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc"+`", virtual_servers: [v]}
+`), os.Getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt := &router.Router{Tools: func() router.Tools { return reg }}
+	set := vserver.Build(reg)
+	bg := context.Background()
+	inV := vserver.NewContext(bg, set.View("v"))
+	inS := vserver.NewContext(bg, set.View("s"))
+	bound := access.NewContext(bg, access.NewClients(nil, reg.Clients()).ByName("bound"))
+	alias := toolrouter.ExportName(toolrouter.FormatOpenAI, "test/echo")
+	for _, c := range []struct {
+		ctx        context.Context
+		name, want string
+	}{
+		{bg, "test/echo", "test/echo"},
+		{bg, alias, "test/echo"},
+		{bg, "no/such", "no/such"},
+		{inV, "say", "test/echo"},
+		{inV, toolrouter.ExportName(toolrouter.FormatOpenAI, "say"), "test/echo"},
+		{inV, alias, alias}, // not in the view under that name
+		{inS, toolrouter.CallToolName, toolrouter.CallToolName},
+		{bound, alias, alias}, // a bound client reaches no tool without a view
+	} {
+		if got := rt.Canonical(c.ctx, c.name); got != c.want {
+			t.Errorf("Canonical(%q) = %q, want %q", c.name, got, c.want)
+		}
+	}
+}

@@ -123,7 +123,6 @@ func New(ctx context.Context, o Options) (*Service, error) {
 		o.Logger.Warn().Msg("TOOLROUTER_API_KEYS is empty and the registry has no clients: requests are not authenticated")
 	}
 	trail := &audit.Trail{Store: st, Replica: o.Owner, Log: o.Logger, Limit: logLimit}
-	limiter := audit.Limiter{Taker: s.newLimiter(st), Trail: trail}
 
 	s.mcp = mcpclient.New(o.Logger, s.metrics.Registerer())
 	s.mcp.Trace, s.mcp.TraceHTTP = tel.MCPClient(), tel.Transport
@@ -176,6 +175,8 @@ func New(ctx context.Context, o Options) (*Service, error) {
 		Shape:               shape.New(),
 	}
 	s.router = rt
+	// A refused request's record names the tools its calls reach.
+	limiter := audit.Limiter{Taker: s.newLimiter(st), Trail: trail, Canonical: rt.Canonical}
 	s.views = vserver.NewCatalog(s.holder.Current, func(w string) { o.Logger.Warn().Msg(w) })
 	rt.Views = s.views.Current
 	s.Runner = &agent.Runner{

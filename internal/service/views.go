@@ -28,6 +28,9 @@ type viewMCP struct {
 func (m *viewMCP) deps(name string) mcpserver.Deps {
 	d := m.base
 	d.Router = viewRouter{m.base.Router, m.views, name}
+	if m.base.Limiter != nil {
+		d.Limiter = viewLimiter{m.base.Limiter, m.views, name}
+	}
 	d.Tools = func() mcpserver.Tools {
 		set := m.views.Current()
 		if name == "" {
@@ -94,12 +97,31 @@ type viewRouter struct {
 }
 
 func (r viewRouter) Route(ctx context.Context, planID string, payload any, meta map[string]any) (*toolrouter.Result, error) {
-	v, err := r.views.Current().For(access.FromContext(ctx), r.name)
+	return r.next.Route(viewContext(ctx, r.views, access.FromContext(ctx), r.name), planID, payload, meta)
+}
+
+// viewContext is ctx carrying the view of the MCP server name for client
+// c (see viewRouter).
+func viewContext(ctx context.Context, views *vserver.Catalog, c *access.Client, name string) context.Context {
+	v, err := views.Current().For(c, name)
 	if err != nil {
 		v = vserver.Empty()
 	}
 	if v != nil {
 		ctx = vserver.NewContext(ctx, v)
 	}
-	return r.next.Route(ctx, planID, payload, meta)
+	return ctx
+}
+
+// viewLimiter counts the calls of an MCP server within its view, as
+// viewRouter routes them: a refusal's audit record names the tools the
+// calls reach there (audit.Limiter).
+type viewLimiter struct {
+	next  mcpserver.Limiter
+	views *vserver.Catalog
+	name  string
+}
+
+func (l viewLimiter) Take(ctx context.Context, c *access.Client, n int) (access.Verdict, error) {
+	return l.next.Take(viewContext(ctx, l.views, c, l.name), c, n)
 }

@@ -64,8 +64,9 @@ type AuditRecord struct {
 	// none did.
 	Guardrails []GuardrailDecision `json:"guardrails,omitempty"`
 	// Calls and Tools, on a rate_limited record only: one record stands
-	// for a whole refused request, the number of calls it held and their
-	// distinct tool names (at most 32).
+	// for a whole refused request, the number of calls it held and the
+	// distinct canonical names of the tools they reach (a name that
+	// reaches none as sent; at most 32).
 	Calls int       `json:"calls,omitempty"`
 	Tools ToolNames `json:"tools,omitempty"`
 }

@@ -116,17 +116,21 @@ const APPROVAL_PAGES = 10;
 // listApprovals reads GET /approvals page by page (next_cursor), newest
 // first, once each (an approval seen on an earlier page is not repeated),
 // up to APPROVAL_PAGES pages; more tells whether older ones were left.
+// A full page has a next_cursor even when nothing follows it, so past the
+// last page one approval is asked for to tell.
 async function listApprovals(status) {
   const seen = new Map();
+  const get = (cursor, limit) => api("GET", "/approvals?status=" + encodeURIComponent(status) +
+    (cursor ? "&cursor=" + encodeURIComponent(cursor) : "") + (limit ? "&limit=" + limit : ""));
   let cursor = null;
   for (let page = 0; page < APPROVAL_PAGES; page++) {
-    const { approvals, next_cursor } = await api("GET", "/approvals?status=" + encodeURIComponent(status) +
-      (cursor ? "&cursor=" + encodeURIComponent(cursor) : ""));
+    const { approvals, next_cursor } = await get(cursor);
     for (const a of approvals) if (!seen.has(a.approval_id)) seen.set(a.approval_id, a);
     if (!next_cursor) return { approvals: [...seen.values()], more: false };
     cursor = next_cursor;
   }
-  return { approvals: [...seen.values()], more: true };
+  const { approvals: older } = await get(cursor, 1);
+  return { approvals: [...seen.values()], more: older.length > 0 };
 }
 
 // loadApprovals refreshes the list in place: cards already shown stay (a
