@@ -329,7 +329,7 @@ func checkChart(t *testing.T, c *chart, settings map[string]bool) {
 		if _, dup := lookup[e.Name]; dup {
 			t.Errorf("env %s twice", e.Name)
 		}
-		if strings.HasPrefix(e.Name, config.Prefix+"_") && !settings[e.Name] {
+		if strings.HasPrefix(e.Name, "TOOLROUTER_") && !settings[e.Name] {
 			t.Errorf("env %s: toolrouterd has no such setting", e.Name)
 		}
 		switch {

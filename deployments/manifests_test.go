@@ -222,7 +222,7 @@ func TestDeployment(t *testing.T) {
 	// Every TOOLROUTER_* variable exists, and its value (when literal) parses.
 	keys := configKeys(t)
 	for _, e := range c.Env {
-		if strings.HasPrefix(e.Name, config.Prefix+"_") && !keys[e.Name] {
+		if strings.HasPrefix(e.Name, "TOOLROUTER_") && !keys[e.Name] {
 			t.Errorf("env %s: toolrouterd has no such setting", e.Name)
 		}
 	}
@@ -534,7 +534,7 @@ func TestCompose(t *testing.T) {
 			t.Errorf("%s: want build from ../Dockerfile", name)
 		}
 		for k := range s.Environment {
-			if strings.HasPrefix(k, config.Prefix+"_") && !keys[k] {
+			if strings.HasPrefix(k, "TOOLROUTER_") && !keys[k] {
 				t.Errorf("%s: env %s: toolrouterd has no such setting", name, k)
 			}
 		}
