@@ -309,7 +309,8 @@ func citedFiles(t *testing.T) []string {
 		}
 		name := d.Name()
 		if d.IsDir() {
-			if p != ".." && (strings.HasPrefix(name, ".") || name == "node_modules" || name == "bin") {
+			// bin and tmp are gitignored: built tools and scratch files.
+			if p != ".." && (strings.HasPrefix(name, ".") || name == "node_modules" || name == "bin" || p == filepath.Join("..", "tmp")) {
 				return filepath.SkipDir
 			}
 			return nil
