@@ -13,12 +13,14 @@ import (
 type approvals map[string]storedApproval
 
 // storedApproval is an approval's JSON copy, with what counting a
-// client's pending ones reads (every held call counts them: decoding each
-// approval each time made 1,000 holds take 23 s).
+// client's pending ones and expiring them read (every held call counts
+// them, every read of approvals expires them: decoding each approval each
+// time made 1,000 holds take 23 s).
 type storedApproval struct {
 	json    []byte
 	client  string
 	pending bool
+	expires time.Time
 }
 
 func (m *Store) approval(id string) (*toolrouter.Approval, error) {
@@ -41,7 +43,7 @@ func (m *Store) putApproval(a *toolrouter.Approval) error {
 	if m.approvals == nil {
 		m.approvals = approvals{}
 	}
-	m.approvals[a.ID] = storedApproval{json: b, client: a.Client, pending: a.Status == toolrouter.ApprovalPending}
+	m.approvals[a.ID] = storedApproval{json: b, client: a.Client, pending: a.Status == toolrouter.ApprovalPending, expires: a.ExpiresAt}
 	return nil
 }
 
@@ -108,7 +110,10 @@ func (m *Store) ExpireApprovals(_ context.Context, now time.Time) ([]*toolrouter
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var out []*toolrouter.Approval
-	for id := range m.approvals {
+	for id, s := range m.approvals {
+		if !s.pending || now.Before(s.expires) {
+			continue
+		}
 		a, err := m.approval(id)
 		if err != nil {
 			return nil, err
