@@ -753,6 +753,38 @@ func TestMCPSyncRemovesAndReplaces(t *testing.T) {
 	}
 }
 
+// TestMCPSyncAppliesSettingsInPlace: a Sync that changes only settings
+// of the server that are not its connection (output budgets, circuit;
+// the timeout is another case) gives its tools those settings on the same
+// session (a reload's "applied in place", docs/registry.md); they were
+// once left out until the server reconnected.
+func TestMCPSyncAppliesSettingsInPlace(t *testing.T) {
+	f := newFakeServer(t, nil, nil, false)
+	fx := newManager(t)
+	cfg := serverConfig("s", f.URL())
+	fx.m.Sync(context.Background(), []toolrouter.MCPServer{cfg})
+	find(t, fx.m, "s/echo")
+	sessions := f.count("initialize")
+
+	cfg.Budget = toolrouter.OutputBudget{Bytes: 300, Keep: []string{"$.a"}}
+	cfg.ToolBudgets = map[string]toolrouter.OutputBudget{"echo": {Tokens: 50}}
+	cfg.Circuit = toolrouter.Circuit{Failures: 9, Cooldown: time.Minute}
+	fx.m.Sync(context.Background(), []toolrouter.MCPServer{cfg})
+	echo, slow := find(t, fx.m, "s/echo"), find(t, fx.m, "s/slow")
+	if echo.Circuit != cfg.Circuit {
+		t.Errorf("s/echo's circuit = %+v", echo.Circuit)
+	}
+	if b := echo.Budget; b.Bytes != 300 || b.Tokens != 50 || !slices.Equal(b.Keep, []string{"$.a"}) {
+		t.Errorf("s/echo's budget = %+v, want the server's tightened by its tool_budgets", b)
+	}
+	if b := slow.Budget; b.Bytes != 300 || b.Tokens != 0 {
+		t.Errorf("s/slow's budget = %+v, want the server's", b)
+	}
+	if n := f.count("initialize"); n != sessions {
+		t.Errorf("%d initialize requests after the Sync, %d before: the server was reconnected", n, sessions)
+	}
+}
+
 // TestRegistryIntegration wires the Manager to a registry Holder the way
 // cmd/toolrouterd does: discovered tools are found by canonical name and
 // alias, and a tool colliding with a file tool is left out.

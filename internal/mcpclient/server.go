@@ -203,11 +203,13 @@ func (s *server) rebuild() bool {
 			})
 		}
 	}
-	// Timeout is not part of a tool's JSON; it is part of what changed.
+	// The timeout, output budget and circuit are not part of a tool's JSON;
+	// they are part of what changed (a reload applies them in place).
 	fp, _ := json.Marshal(tools)
 	defs := make([]any, len(tools))
 	for i, t := range tools {
-		defs[i] = t.Definition // its pin's: annotations are not all in the tool's JSON
+		// Definition is its pin's: annotations are not all in the tool's JSON.
+		defs[i] = []any{t.Definition, t.Budget, t.Circuit}
 	}
 	fd, _ := json.Marshal(defs)
 	key := s.cfg.Timeout.String() + "\x00" + string(fp) + "\x00" + string(fd)

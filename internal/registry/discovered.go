@@ -10,8 +10,8 @@ import (
 )
 
 // WithTools returns a registry holding r's tools followed by extra (tools
-// discovered elsewhere, such as on MCP servers), with the same providers and
-// MCP servers. r is not modified. Lookup finds the extra tools by canonical
+// discovered elsewhere, such as on MCP servers), and every other section of
+// r (providers, MCP servers, clients, views, guardrails…). r is not modified. Lookup finds the extra tools by canonical
 // name and by their provider aliases, like file tools.
 //
 // A file tool always wins: an extra tool whose canonical name or one of
@@ -29,6 +29,7 @@ func (r *Registry) WithTools(extra []*toolrouter.Tool) (*Registry, error) {
 		clients:         r.clients,
 		virtualServers:  r.virtualServers,
 		search:          r.search,
+		guardrails:      r.guardrails,
 	}
 	maps.Copy(out.byName, r.byName)
 	var errs []error
