@@ -11,8 +11,9 @@ import (
 
 // WithTools returns a registry holding r's tools followed by extra (tools
 // discovered elsewhere, such as on MCP servers), and every other section of
-// r (providers, MCP servers, clients, views, guardrails…). r is not modified. Lookup finds the extra tools by canonical
-// name and by their provider aliases, like file tools.
+// r (providers, MCP servers, clients, views, guardrails…). r is not
+// modified. Lookup finds the extra tools by canonical name and by their
+// provider aliases, like file tools.
 //
 // A file tool always wins: an extra tool whose canonical name or one of
 // whose aliases is already taken (by a file tool, or by an earlier extra
