@@ -1,0 +1,307 @@
+package e2e_test
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/toolrouterd/toolrouterd/internal/poll"
+	"github.com/toolrouterd/toolrouterd/internal/store/pgtest"
+)
+
+// featureTool is the tool server of TestReplicaFeatures: /refund and
+// /search echo their arguments, /slow holds its call until the caller
+// goes away; it counts the calls of each path.
+type featureTool struct {
+	srv     *httptest.Server
+	mu      sync.Mutex
+	calls   map[string]int
+	arrived chan struct{} // a /slow call arrived
+	gone    chan struct{} // a /slow call's caller went away
+}
+
+func newFeatureTool(t *testing.T) *featureTool {
+	ft := &featureTool{calls: map[string]int{}, arrived: make(chan struct{}, 8), gone: make(chan struct{}, 8)}
+	ft.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		ft.mu.Lock()
+		ft.calls[r.URL.Path]++
+		ft.mu.Unlock()
+		if r.URL.Path == "/slow" {
+			ft.arrived <- struct{}{}
+			select {
+			case <-r.Context().Done():
+				ft.gone <- struct{}{}
+			case <-time.After(30 * time.Second):
+			}
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(b)
+	}))
+	t.Cleanup(ft.srv.Close)
+	return ft
+}
+
+func (ft *featureTool) count(path string) int {
+	ft.mu.Lock()
+	defer ft.mu.Unlock()
+	return ft.calls[path]
+}
+
+// featureRegistry is the approvals registry (billing/refund needs an
+// approver; clients agent, reviewer, other) with the fake as LLM, a
+// work/slow tool and an admin client ops.
+func featureRegistry(toolURL string, fake *fakeLLM) string {
+	reg := pausedRegistry(toolURL, fake)
+	reg = strings.Replace(reg, "tools:\n", fmt.Sprintf("tools:\n  - {name: work/slow, endpoint: %s/slow, timeout: 30s}\n", toolURL), 1)
+	return reg + fmt.Sprintf("  - name: ops\n    key_sha256: %s\n    tools: [\"*\"]\n    admin: true\n", sum("ops-key"))
+}
+
+// pendingApprovals is the pending approvals of plan, as the reviewer sees
+// them on p.
+func pendingApprovals(t *testing.T, p *proc, plan string) []map[string]any {
+	t.Helper()
+	var out []map[string]any
+	for _, x := range do(t, "GET", p.URL()+"/approvals?status=pending", nil, asReviewer...).JSON(t)["approvals"].([]any) {
+		if m := x.(map[string]any); m["plan_id"] == plan {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// auditOf is the audit records of one tool call, as an admin sees them
+// on p.
+func auditOf(t *testing.T, p *proc, tool, toolCallID string) []map[string]any {
+	t.Helper()
+	var out []map[string]any
+	for _, x := range do(t, "GET", p.URL()+"/audit?limit=1000&tool="+tool, nil, asOps...).JSON(t)["records"].([]any) {
+		if m := x.(map[string]any); m["tool_call_id"] == toolCallID {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// TestReplicaFeatures: two toolrouterd processes on one PostgreSQL
+// database, each feature used on one replica and observed or continued on
+// the other, as a load balancer would spread a client's requests. The
+// cases already covered elsewhere (a decision on the other replica, the
+// same key at once, dense sequences, shared rate limits, runs read
+// elsewhere, a killed replica's run, pinned definitions, MCP sessions)
+// are not repeated here.
+func TestReplicaFeatures(t *testing.T) {
+	db := pgtest.Start(t)
+	tool := newFeatureTool(t)
+	fake := startFakeLLM(t, "openai")
+	reg := featureRegistry(tool.srv.URL, fake)
+	reps := startReplicas(t, 2, reg, db, "TOOLROUTER_RUN_HEARTBEAT=200ms", "TOOLROUTER_APPROVAL_TTL=1h")
+	a, b := reps[0], reps[1]
+
+	cases := []struct {
+		name string
+		run  func(t *testing.T)
+	}{
+		{"result and audit of a route on A read on B", func(t *testing.T) {
+			resp := do(t, "POST", a.URL()+"/route", map[string]any{"plan_id": "plan-read-b", "tool_call": map[string]any{"name": "kb/search", "arguments": `{"q":"x"}`}}, asAgent...)
+			res := resp.JSON(t)
+			tc, _ := res["tool_call_id"].(string)
+			if resp.Status != 200 || res["success"] != true || tc == "" {
+				t.Fatalf("route on A: %d %s", resp.Status, resp.Body)
+			}
+			// docs/security.md: a replica sees its own audit records at once.
+			if recs := auditOf(t, a, "kb/search", tc); len(recs) != 1 {
+				t.Errorf("audit records of %s on A right after its answer: %v", tc, recs)
+			}
+			// Written behind: poll until B sees the commit.
+			poll.Until(t, 10*time.Second, func() error {
+				r := do(t, "GET", b.URL()+"/results/"+tc, nil, asAgent...)
+				if r.Status != 200 {
+					return fmt.Errorf("GET /results on B: %d %s", r.Status, r.Body)
+				}
+				if got := r.JSON(t); got["success"] != true || got["sequence"] != res["sequence"] || fmt.Sprint(got["output"]) != fmt.Sprint(res["output"]) {
+					return fmt.Errorf("result on B %s, routed %s", r.Body, resp.Body)
+				}
+				return nil
+			})
+			poll.Until(t, 10*time.Second, func() error {
+				if recs := auditOf(t, b, "kb/search", tc); len(recs) != 1 || recs[0]["outcome"] != "success" || recs[0]["client"] != "agent" {
+					return fmt.Errorf("audit records of %s on B: %v", tc, recs)
+				}
+				return nil
+			})
+		}},
+
+		{"keyed route on A read on B at once", func(t *testing.T) {
+			// docs/operations.md: a keyed answer is committed, with its
+			// result, before it is sent; B reads it without waiting.
+			resp := do(t, "POST", a.URL()+"/route", map[string]any{"plan_id": "plan-keyed-b", "tool_call": map[string]any{"name": "kb/search", "arguments": `{"q":"k"}`}}, append([]string{"Idempotency-Key", "keyed-read-1"}, asAgent...)...)
+			tc, _ := resp.JSON(t)["tool_call_id"].(string)
+			if resp.Status != 200 || tc == "" {
+				t.Fatalf("keyed route on A: %d %s", resp.Status, resp.Body)
+			}
+			if r := do(t, "GET", b.URL()+"/results/"+tc, nil, asAgent...); r.Status != 200 || r.JSON(t)["success"] != true {
+				t.Errorf("GET /results on B right after A answered a keyed route: %d %s", r.Status, r.Body)
+			}
+		}},
+
+		{"Idempotency-Key of a held call replayed on B", func(t *testing.T) {
+			first := do(t, "POST", a.URL()+"/route", refundCall("plan-idem-held", 2), append([]string{"Idempotency-Key", "held-1"}, asAgent...)...)
+			held := first.JSON(t)
+			if first.Status != 202 || held["status"] != "awaiting_approval" {
+				t.Fatalf("keyed held call on A: %d %s", first.Status, first.Body)
+			}
+			again := do(t, "POST", b.URL()+"/route", refundCall("plan-idem-held", 2), append([]string{"Idempotency-Key", "held-1"}, asAgent...)...)
+			if again.Header.Get("Idempotent-Replayed") != "true" || again.Status != first.Status || again.JSON(t)["approval_id"] != held["approval_id"] ||
+				again.Header.Get("Location") != first.Header.Get("Location") {
+				t.Fatalf("the same key on B: %d %v %s\nfirst: %s", again.Status, again.Header, again.Body, first.Body)
+			}
+			if p := pendingApprovals(t, b, "plan-idem-held"); len(p) != 1 {
+				t.Fatalf("pending approvals of the plan after the retry: %v", p)
+			}
+			if d := do(t, "POST", b.URL()+"/approvals/"+held["approval_id"].(string), map[string]any{"decision": "approve"}, asReviewer...); d.Status != 200 {
+				t.Fatalf("approve on B: %d %s", d.Status, d.Body)
+			}
+			before := tool.count("/refund")
+			late := do(t, "POST", a.URL()+"/route", refundCall("plan-idem-held", 2), append([]string{"Idempotency-Key", "held-1"}, asAgent...)...)
+			if late.Header.Get("Idempotent-Replayed") != "true" || late.JSON(t)["tool_call_id"] != held["tool_call_id"] {
+				t.Fatalf("the key after the decision: %d %v %s", late.Status, late.Header, late.Body)
+			}
+			if tool.count("/refund") != before {
+				t.Error("a replay ran the tool again")
+			}
+			if p := pendingApprovals(t, a, "plan-idem-held"); len(p) != 0 {
+				t.Errorf("a replay held the call again: %v", p)
+			}
+		}},
+
+		{"a stream on A wakes within 5 s of a decision on B", func(t *testing.T) {
+			for _, decision := range []string{"approve", "deny"} {
+				plan := "plan-stream-" + decision
+				type streamed struct {
+					status int
+					events []sseEvent
+					at     time.Time
+				}
+				done := make(chan streamed, 1)
+				go func() {
+					st, ev := stream(t, a.URL()+"/route", refundCall(plan, 4), asAgent...)
+					done <- streamed{st, ev, time.Now()}
+				}()
+				var id string
+				waitFor(t, "the streamed call's approval", func() bool {
+					p := pendingApprovals(t, b, plan)
+					if len(p) == 1 {
+						id = p[0]["approval_id"].(string)
+					}
+					return id != ""
+				})
+				decided := time.Now()
+				if r := do(t, "POST", b.URL()+"/approvals/"+id, map[string]any{"decision": decision}, asReviewer...); r.Status != 200 {
+					t.Fatalf("%s on B: %d %s", decision, r.Status, r.Body)
+				}
+				var s streamed
+				select {
+				case s = <-done:
+				case <-time.After(15 * time.Second):
+					t.Fatalf("the stream on A did not end 15 s after the %s on B", decision)
+				}
+				// docs/approvals.md: a stream reads the store every 5 s.
+				if waited := s.at.Sub(decided); waited > 6500*time.Millisecond {
+					t.Errorf("the stream on A ended %v after the decision on B, want within 5 s", waited)
+				}
+				if s.status != 200 || len(s.events) == 0 || s.events[len(s.events)-1].Event != "result" {
+					t.Fatalf("stream: %d %v", s.status, s.events)
+				}
+				if last := s.events[len(s.events)-1].Data; (last["success"] == true) != (decision == "approve") {
+					t.Errorf("%s: streamed result %v", decision, last)
+				}
+			}
+		}},
+
+		{"a run on A cancelled on B", func(t *testing.T) {
+			// One turn only: the cancelled run makes no second model call.
+			fake.script(t, map[string]any{"tool_calls": []any{toolCall("work/slow", map[string]any{})}})
+			started := do(t, "POST", a.URL()+"/runs", map[string]any{"prompt": "slow", "context": map[string]any{"plan_id": "plan-cancel-b"}}, append([]string{"Prefer", "respond-async"}, asAgent...)...)
+			if started.Status != 202 {
+				t.Fatalf("POST /runs on A: %d %s", started.Status, started.Body)
+			}
+			id := decodeRun(t, started).RunID
+			select {
+			case <-tool.arrived:
+			case <-time.After(15 * time.Second):
+				t.Fatal("the run's slow call did not reach the tool")
+			}
+			c := do(t, "POST", b.URL()+"/runs/"+id+"/cancel", nil, asAgent...)
+			if c.Status != 202 {
+				t.Fatalf("cancel on B: %d %s", c.Status, c.Body)
+			}
+			// Seen at A's next heartbeat (200 ms): the tool call in flight is cancelled.
+			select {
+			case <-tool.gone:
+			case <-time.After(10 * time.Second):
+				t.Fatal("the tool call in flight on A was not cancelled")
+			}
+			run := waitRun(t, b, id, func(r runResult) bool { return r.Status != "running" }, asAgent...)
+			if run.Status != "cancelled" {
+				t.Fatalf("run ended %s (%v), want cancelled", run.Status, run.Error)
+			}
+			if got := decodeRun(t, do(t, "GET", a.URL()+"/runs/"+id, nil, asAgent...)); got.Status != "cancelled" {
+				t.Errorf("on A the run is %s", got.Status)
+			}
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, c.run)
+	}
+
+	// Expiry needs a short TTL: two more replicas, both sweeping.
+	t.Run("an expired approval is settled once", func(t *testing.T) {
+		short := startReplicas(t, 2, reg, db, "TOOLROUTER_RUN_HEARTBEAT=200ms", "TOOLROUTER_APPROVAL_TTL=1s")
+		c, d := short[0], short[1]
+		refunds := tool.count("/refund")
+		// A routed call.
+		res := do(t, "POST", c.URL()+"/route", refundCall("plan-expire-once", 6), asAgent...).JSON(t)
+		apID, tc := res["approval_id"].(string), res["tool_call_id"].(string)
+		waitFor(t, "expiry", func() bool {
+			return do(t, "GET", d.URL()+"/results/"+tc, nil, asAgent...).JSON(t)["status"] == "complete"
+		})
+		if r := do(t, "GET", d.URL()+"/results/"+tc, nil, asAgent...).JSON(t); r["error"] != "approval expired" {
+			t.Fatalf("expired result: %v", r)
+		}
+		if s := do(t, "GET", c.URL()+"/approvals/"+apID, nil, asReviewer...).JSON(t)["status"]; s != "expired" {
+			t.Fatalf("approval %v", s)
+		}
+		// A paused run whose approval expires resumes once, on one replica.
+		fake.script(t,
+			map[string]any{"tool_calls": []any{toolCall("billing/refund", map[string]any{"amount": 3, "to": "acct-3"})}},
+			map[string]any{"text": "The refund expired."})
+		before := len(fake.requests(t))
+		resp := do(t, "POST", c.URL()+"/runs", map[string]any{"prompt": "refund acct-3"}, asAgent...)
+		if resp.Status != 202 {
+			t.Fatalf("POST /runs: %d %s", resp.Status, resp.Body)
+		}
+		run := decodeRun(t, resp)
+		done := waitRun(t, d, run.RunID, func(r runResult) bool { return r.Status != "awaiting_approval" && r.Status != "running" }, asAgent...)
+		if done.Status != "completed" || done.Content != "The refund expired." || len(done.ToolCalls) != 1 || done.ToolCalls[0].Error == nil || *done.ToolCalls[0].Error != "approval expired" {
+			t.Fatalf("run after expiry: %+v", done)
+		}
+		if n := len(fake.requests(t)) - before; n != 2 {
+			t.Errorf("the model was called %d times for a run of two turns", n)
+		}
+		if tool.count("/refund") != refunds {
+			t.Error("an expired call reached the tool")
+		}
+		// One audit record per call: its hold settled once.
+		recs := auditOf(t, d, "billing/refund", tc)
+		if len(recs) > 1 {
+			t.Errorf("audit records of the expired call: %v", recs)
+		}
+	})
+}
