@@ -1,12 +1,15 @@
 package e2e_test
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -256,10 +259,109 @@ func TestReplicaFeatures(t *testing.T) {
 				t.Errorf("on A the run is %s", got.Status)
 			}
 		}},
+
+		{"batches and routes of one plan on A and B: dense sequences, a batch contiguous", func(t *testing.T) {
+			const workers, rounds = 4, 5 // per replica; even workers send batches of 3
+			var mu sync.Mutex
+			seen := map[float64]bool{}
+			var wg sync.WaitGroup
+			for _, rep := range []*proc{a, b} {
+				for w := 0; w < workers; w++ {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						for i := 0; i < rounds; i++ {
+							var seqs []float64
+							if w%2 == 0 {
+								call := map[string]any{"name": "kb/search", "arguments": `{"q":"b"}`}
+								resp := do(t, "POST", rep.URL()+"/route/batch", map[string]any{"plan_id": "plan-dense", "tool_calls": []any{call, call, call}}, asAgent...)
+								if resp.Status != 200 {
+									t.Errorf("batch: %d %s", resp.Status, resp.Body)
+									return
+								}
+								for _, r := range resp.JSON(t)["results"].([]any) {
+									seqs = append(seqs, r.(map[string]any)["sequence"].(float64))
+								}
+								if seqs[1] != seqs[0]+1 || seqs[2] != seqs[0]+2 {
+									t.Errorf("a batch's sequences are not one contiguous range: %v", seqs)
+								}
+							} else {
+								resp := do(t, "POST", rep.URL()+"/route", map[string]any{"plan_id": "plan-dense", "tool_call": map[string]any{"name": "kb/search", "arguments": `{"q":"r"}`}}, asAgent...)
+								if resp.Status != 200 {
+									t.Errorf("route: %d %s", resp.Status, resp.Body)
+									return
+								}
+								seqs = append(seqs, resp.JSON(t)["sequence"].(float64))
+							}
+							mu.Lock()
+							for _, q := range seqs {
+								if seen[q] {
+									t.Errorf("sequence %v handed out twice", q)
+								}
+								seen[q] = true
+							}
+							mu.Unlock()
+						}
+					}()
+				}
+			}
+			wg.Wait()
+			want := 2 * rounds * (workers/2*3 + workers/2)
+			for q := 0; q < want; q++ {
+				if !seen[float64(q)] {
+					t.Errorf("gap at sequence %d (%d handed out)", q, len(seen))
+				}
+			}
+			if len(seen) != want {
+				t.Errorf("%d sequences, want %d", len(seen), want)
+			}
+		}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, c.run)
 	}
+
+	// A replica killed while it holds a key: a retry on B is told, once the
+	// key's 10 s lease lapsed, that the call may have run, and is not run
+	// again (docs/operations.md "Storage and durability").
+	t.Run("a key held by a killed replica is not run again on B", func(t *testing.T) {
+		victim := startReplicas(t, 1, reg, db)[0]
+		body := map[string]any{"plan_id": "plan-key-killed", "tool_call": map[string]any{"name": "work/slow", "arguments": "{}"}}
+		key := append([]string{"Idempotency-Key", "killed-1"}, asAgent...)
+		sent := make(chan struct{})
+		go func() {
+			defer close(sent)
+			raw, _ := json.Marshal(body)
+			req, _ := http.NewRequest("POST", victim.URL()+"/route", bytes.NewReader(raw))
+			req.Header.Set("Content-Type", "application/json")
+			for i := 0; i+1 < len(key); i += 2 {
+				req.Header.Set(key[i], key[i+1])
+			}
+			if resp, err := http.DefaultClient.Do(req); err == nil {
+				resp.Body.Close()
+				t.Errorf("the killed replica answered %d", resp.StatusCode)
+			}
+		}()
+		select {
+		case <-tool.arrived:
+		case <-time.After(15 * time.Second):
+			t.Fatal("the keyed call did not reach the tool")
+		}
+		victim.cmd.Process.Signal(syscall.SIGKILL)
+		<-sent
+		<-tool.gone
+		slow := tool.count("/slow")
+		retry := do(t, "POST", b.URL()+"/route", body, key...)
+		if retry.Status != 409 || !strings.Contains(string(retry.Body), "not run again") {
+			t.Fatalf("retry on B: %d %s", retry.Status, retry.Body)
+		}
+		if again := do(t, "POST", a.URL()+"/route", body, key...); again.Status != 409 || again.Header.Get("Idempotent-Replayed") != "true" {
+			t.Errorf("second retry on A: %d %v %s", again.Status, again.Header, again.Body)
+		}
+		if tool.count("/slow") != slow {
+			t.Error("the tool ran again under the key")
+		}
+	})
 
 	// Expiry needs a short TTL: two more replicas, both sweeping.
 	t.Run("an expired approval is settled once", func(t *testing.T) {
