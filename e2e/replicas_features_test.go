@@ -185,46 +185,50 @@ func TestReplicaFeatures(t *testing.T) {
 		}},
 
 		{"a stream on A wakes within 5 s of a decision on B", func(t *testing.T) {
+			// The two wait for the store at once: 5 s in all, not 10.
 			for _, decision := range []string{"approve", "deny"} {
-				plan := "plan-stream-" + decision
-				type streamed struct {
-					status int
-					events []sseEvent
-					at     time.Time
-				}
-				done := make(chan streamed, 1)
-				go func() {
-					st, ev := stream(t, a.URL()+"/route", refundCall(plan, 4), asAgent...)
-					done <- streamed{st, ev, time.Now()}
-				}()
-				var id string
-				waitFor(t, "the streamed call's approval", func() bool {
-					p := pendingApprovals(t, b, plan)
-					if len(p) == 1 {
-						id = p[0]["approval_id"].(string)
+				t.Run(decision, func(t *testing.T) {
+					t.Parallel()
+					plan := "plan-stream-" + decision
+					type streamed struct {
+						status int
+						events []sseEvent
+						at     time.Time
 					}
-					return id != ""
+					done := make(chan streamed, 1)
+					go func() {
+						st, ev := stream(t, a.URL()+"/route", refundCall(plan, 4), asAgent...)
+						done <- streamed{st, ev, time.Now()}
+					}()
+					var id string
+					waitFor(t, "the streamed call's approval", func() bool {
+						p := pendingApprovals(t, b, plan)
+						if len(p) == 1 {
+							id = p[0]["approval_id"].(string)
+						}
+						return id != ""
+					})
+					decided := time.Now()
+					if r := do(t, "POST", b.URL()+"/approvals/"+id, map[string]any{"decision": decision}, asReviewer...); r.Status != 200 {
+						t.Fatalf("%s on B: %d %s", decision, r.Status, r.Body)
+					}
+					var s streamed
+					select {
+					case s = <-done:
+					case <-time.After(15 * time.Second):
+						t.Fatalf("the stream on A did not end 15 s after the %s on B", decision)
+					}
+					// docs/approvals.md: a stream reads the store every 5 s.
+					if waited := s.at.Sub(decided); waited > 6500*time.Millisecond {
+						t.Errorf("the stream on A ended %v after the decision on B, want within 5 s", waited)
+					}
+					if s.status != 200 || len(s.events) == 0 || s.events[len(s.events)-1].Event != "result" {
+						t.Fatalf("stream: %d %v", s.status, s.events)
+					}
+					if last := s.events[len(s.events)-1].Data; (last["success"] == true) != (decision == "approve") {
+						t.Errorf("%s: streamed result %v", decision, last)
+					}
 				})
-				decided := time.Now()
-				if r := do(t, "POST", b.URL()+"/approvals/"+id, map[string]any{"decision": decision}, asReviewer...); r.Status != 200 {
-					t.Fatalf("%s on B: %d %s", decision, r.Status, r.Body)
-				}
-				var s streamed
-				select {
-				case s = <-done:
-				case <-time.After(15 * time.Second):
-					t.Fatalf("the stream on A did not end 15 s after the %s on B", decision)
-				}
-				// docs/approvals.md: a stream reads the store every 5 s.
-				if waited := s.at.Sub(decided); waited > 6500*time.Millisecond {
-					t.Errorf("the stream on A ended %v after the decision on B, want within 5 s", waited)
-				}
-				if s.status != 200 || len(s.events) == 0 || s.events[len(s.events)-1].Event != "result" {
-					t.Fatalf("stream: %d %v", s.status, s.events)
-				}
-				if last := s.events[len(s.events)-1].Data; (last["success"] == true) != (decision == "approve") {
-					t.Errorf("%s: streamed result %v", decision, last)
-				}
 			}
 		}},
 
@@ -320,6 +324,35 @@ func TestReplicaFeatures(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, c.run)
 	}
+
+	// Replicas with different TOOLROUTER_RUN_HEARTBEAT (a rolling change of
+	// it): a run on a replica with the default 5 s stays running on one
+	// with 200 ms, which once marked it interrupted after 600 ms.
+	t.Run("a run on a replica with a longer heartbeat is not interrupted", func(t *testing.T) {
+		slowBeat := startReplicas(t, 1, reg, db)[0]
+		fake.script(t, map[string]any{"tool_calls": []any{toolCall("work/slow", map[string]any{})}})
+		id := decodeRun(t, do(t, "POST", slowBeat.URL()+"/runs", map[string]any{"prompt": "slow"}, append([]string{"Prefer", "respond-async"}, asAgent...)...)).RunID
+		select {
+		case <-tool.arrived:
+		case <-time.After(15 * time.Second):
+			t.Fatal("the run's slow call did not reach the tool")
+		}
+		// B reaps on every read: read for longer than 3 of B's heartbeats
+		// past the last write (3 of the run's own are 15 s).
+		for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); {
+			if r := decodeRun(t, do(t, "GET", b.URL()+"/runs/"+id, nil, asAgent...)); r.Status != "running" {
+				t.Fatalf("a healthy run on a replica with a 5 s heartbeat is %s on one with 200 ms", r.Status)
+			}
+		}
+		// Cancelled where it runs, it stops at once.
+		if c := do(t, "POST", slowBeat.URL()+"/runs/"+id+"/cancel", nil, asAgent...); c.Status != 202 {
+			t.Fatalf("cancel: %d %s", c.Status, c.Body)
+		}
+		<-tool.gone
+		if r := waitRun(t, b, id, func(r runResult) bool { return r.Status != "running" }, asAgent...); r.Status != "cancelled" {
+			t.Errorf("run ended %s", r.Status)
+		}
+	})
 
 	// A replica killed while it holds a key: a retry on B is told, once the
 	// key's 10 s lease lapsed, that the call may have run, and is not run
