@@ -45,11 +45,17 @@ func newFeatureTool(t *testing.T) *featureTool {
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
+		if r.URL.Path == "/big" {
+			b = []byte(bigOutput)
+		}
 		w.Write(b)
 	}))
 	t.Cleanup(ft.srv.Close)
 	return ft
 }
+
+// bigOutput is /big's answer: 4 KB, over kb/big's 256-byte budget.
+var bigOutput = `{"items":["` + strings.Repeat("x", 4096) + `"]}`
 
 func (ft *featureTool) count(path string) int {
 	ft.mu.Lock()
@@ -62,7 +68,7 @@ func (ft *featureTool) count(path string) int {
 // work/slow tool and an admin client ops.
 func featureRegistry(toolURL string, fake *fakeLLM) string {
 	reg := pausedRegistry(toolURL, fake)
-	reg = strings.Replace(reg, "tools:\n", fmt.Sprintf("tools:\n  - {name: work/slow, endpoint: %s/slow, timeout: 30s}\n", toolURL), 1)
+	reg = strings.Replace(reg, "tools:\n", fmt.Sprintf("tools:\n  - {name: work/slow, endpoint: %[1]s/slow, timeout: 30s}\n  - {name: kb/big, endpoint: %[1]s/big, max_output_bytes: 256}\n", toolURL), 1)
 	return reg + fmt.Sprintf("  - name: ops\n    key_sha256: %s\n    tools: [\"*\"]\n    admin: true\n", sum("ops-key"))
 }
 
@@ -136,6 +142,27 @@ func TestReplicaFeatures(t *testing.T) {
 			poll.Until(t, 10*time.Second, func() error {
 				if recs := auditOf(t, b, "kb/search", tc); len(recs) != 1 || recs[0]["outcome"] != "success" || recs[0]["client"] != "agent" {
 					return fmt.Errorf("audit records of %s on B: %v", tc, recs)
+				}
+				return nil
+			})
+		}},
+
+		{"a shaped output's whole output read on B", func(t *testing.T) {
+			resp := do(t, "POST", a.URL()+"/route", map[string]any{"plan_id": "plan-big", "tool_call": map[string]any{"name": "kb/big", "arguments": "{}"}}, asAgent...)
+			res := resp.JSON(t)
+			tc, _ := res["tool_call_id"].(string)
+			if resp.Status != 200 || res["truncated"] != true || res["full_output"] != nil {
+				t.Fatalf("route on A: %d %s", resp.Status, resp.Body)
+			}
+			poll.Until(t, 10*time.Second, func() error {
+				r := do(t, "GET", b.URL()+"/results/"+tc, nil, asAgent...)
+				if r.Status != 200 {
+					return fmt.Errorf("GET /results on B: %d %s", r.Status, r.Body)
+				}
+				got := r.JSON(t)
+				full, _ := json.Marshal(got["full_output"])
+				if got["truncated"] != true || string(full) != bigOutput || fmt.Sprint(got["output"]) != fmt.Sprint(res["output"]) {
+					return fmt.Errorf("result on B: %.300s", r.Body)
 				}
 				return nil
 			})
