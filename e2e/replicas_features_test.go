@@ -291,6 +291,44 @@ func TestReplicaFeatures(t *testing.T) {
 			}
 		}},
 
+		{"a streamed run on A cancelled on B ends its stream", func(t *testing.T) {
+			fake.script(t, map[string]any{"tool_calls": []any{toolCall("work/slow", map[string]any{})}})
+			type streamed struct {
+				status int
+				events []sseEvent
+			}
+			done := make(chan streamed, 1)
+			go func() {
+				st, ev := stream(t, a.URL()+"/runs", map[string]any{"prompt": "slow", "context": map[string]any{"plan_id": "plan-cancel-stream"}}, asAgent...)
+				done <- streamed{st, ev}
+			}()
+			select {
+			case <-tool.arrived:
+			case <-time.After(15 * time.Second):
+				t.Fatal("the run's slow call did not reach the tool")
+			}
+			var id string
+			waitFor(t, "the streamed run", func() bool {
+				for _, x := range do(t, "GET", b.URL()+"/runs?plan_id=plan-cancel-stream", nil, asAgent...).JSON(t)["runs"].([]any) {
+					id, _ = x.(map[string]any)["run_id"].(string)
+				}
+				return id != ""
+			})
+			if c := do(t, "POST", b.URL()+"/runs/"+id+"/cancel", nil, asAgent...); c.Status != 202 {
+				t.Fatalf("cancel on B: %d %s", c.Status, c.Body)
+			}
+			var s streamed
+			select {
+			case s = <-done:
+			case <-time.After(10 * time.Second):
+				t.Fatal("the stream on A stayed open after the cancel on B")
+			}
+			<-tool.gone
+			if n := len(s.events); s.status != 200 || n == 0 || s.events[n-1].Event != "run_finished" || s.events[n-1].Data["status"] != "cancelled" {
+				t.Fatalf("stream: %d %v", s.status, s.events)
+			}
+		}},
+
 		{"batches and routes of one plan on A and B: dense sequences, a batch contiguous", func(t *testing.T) {
 			const workers, rounds = 4, 5 // per replica; even workers send batches of 3
 			var mu sync.Mutex
