@@ -327,7 +327,7 @@ func (r *Runner) Start(ctx context.Context, req Request) (*Pending, error) {
 		Prompt:      req.Prompt,
 		CreatedAt:   now,
 		Owner:       r.Owner,
-		HeartbeatAt: now,
+		HeartbeatAt: r.beatAt(now),
 		Client:      access.FromContext(ctx).LabelName(),
 	}
 	if err := r.Runs.SaveRun(ctx, run); err != nil {
@@ -449,11 +449,25 @@ func (r *Runner) heartbeat(ctx context.Context, runID string, cancel context.Can
 	return func() { close(done); wg.Wait() }
 }
 
+// defaultHeartbeat is Heartbeat's default.
+const defaultHeartbeat = 5 * time.Second
+
 func (r *Runner) every() time.Duration {
 	if r.Heartbeat <= 0 {
-		return 5 * time.Second
+		return defaultHeartbeat
 	}
 	return r.Heartbeat
+}
+
+// beatAt is what a run's heartbeat column holds when this replica says at
+// now that the run is alive: now, shifted by 3 × (this replica's interval
+// − the default). Replicas may run with different intervals (a rolling
+// change of TOOLROUTER_RUN_HEARTBEAT): reap, on any replica, interrupts a
+// run whose column is older than 3 default intervals, that is, one silent
+// for 3 intervals of the replica running it, never of the one reaping.
+// With the default interval the column holds now itself.
+func (r *Runner) beatAt(now time.Time) time.Time {
+	return now.Add(3 * (r.every() - defaultHeartbeat))
 }
 
 // Get returns a run, first interrupting runs whose replica stopped
@@ -508,9 +522,10 @@ func (r *Runner) List(ctx context.Context, planID string, limit int) ([]*toolrou
 	return runs, toolrouter.StoreError(err)
 }
 
-// reap marks as interrupted the running runs whose heartbeat expired.
+// reap marks as interrupted the running runs whose heartbeat expired:
+// silent for 3 heartbeats of their own replica (beatAt).
 func (r *Runner) reap(ctx context.Context) {
-	if n, err := r.Runs.InterruptStale(ctx, r.now().Add(-3*r.every())); err != nil {
+	if n, err := r.Runs.InterruptStale(ctx, r.now().Add(-3*defaultHeartbeat)); err != nil {
 		zerolog.Ctx(ctx).Warn().Err(err).Msg("interrupt stale runs")
 	} else if n > 0 {
 		zerolog.Ctx(ctx).Info().Int("runs", n).Msg("interrupted runs whose replica stopped")

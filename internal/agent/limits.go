@@ -112,7 +112,7 @@ func (r *Runner) Cancel(ctx context.Context, id string) (*toolrouter.Run, bool, 
 func (r *Runner) beat(ctx context.Context, runID string, cancel context.CancelCauseFunc, timeout time.Duration) error {
 	sctx, done := context.WithTimeout(context.WithoutCancel(ctx), timeout)
 	defer done()
-	requested, err := r.Runs.Heartbeat(sctx, runID, r.now())
+	requested, err := r.Runs.Heartbeat(sctx, runID, r.beatAt(r.now()))
 	if requested {
 		cancel(errCancelRequested)
 	}

@@ -295,7 +295,7 @@ func (x *execution) checkRepeats(ctx context.Context, calls []llm.ToolCall) *out
 func (x *execution) save(ctx context.Context) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	x.run.HeartbeatAt = x.r.now()
+	x.run.HeartbeatAt = x.r.beatAt(x.r.now())
 	limit := x.r.MaxRunBytes
 	if limit <= 0 {
 		limit = DefaultMaxRunBytes

@@ -143,7 +143,7 @@ func (r *Runner) Resume(ctx context.Context, runID string) *toolrouter.Run {
 		return nil
 	}
 	p.client = run.Client
-	run.Status, run.Owner, run.HeartbeatAt = toolrouter.RunRunning, r.Owner, r.now()
+	run.Status, run.Owner, run.HeartbeatAt = toolrouter.RunRunning, r.Owner, r.beatAt(r.now())
 	run.PendingApprovals, run.Resume = nil, nil
 	ok, err := r.Runs.TransitionRun(ctx, run, toolrouter.RunAwaitingApproval)
 	if err != nil {

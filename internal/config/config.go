@@ -42,7 +42,8 @@ type Config struct {
 	// trail"); any replica deletes older ones.
 	AuditRetention time.Duration `env:"TOOLROUTER_AUDIT_RETENTION,default=720h"`
 	// RunHeartbeat is how often a running /runs run says it is alive; one
-	// silent for three heartbeats is marked interrupted by any replica.
+	// silent for three of its replica's heartbeats is marked interrupted
+	// by any replica (replicas may differ in it).
 	RunHeartbeat time.Duration `env:"TOOLROUTER_RUN_HEARTBEAT,default=5s"`
 	// CircuitFailures and CircuitCooldown are the circuit breakers'
 	// defaults (docs/operations.md "Circuit breakers"); 0 disables them.

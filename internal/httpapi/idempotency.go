@@ -34,10 +34,13 @@ const keyLease = 10 * time.Second
 // a request whose replica died gets its outcome, not a 409.
 const keyWait = 30 * time.Second
 
-// storedResponse is an answered request, kept under its key.
+// storedResponse is an answered request, kept under its key. Location is
+// part of the answer (a 202 for a call held for approval names the
+// approval in it), so a replay sends it too.
 type storedResponse struct {
 	Status      int    `json:"status"`
 	ContentType string `json:"content_type"`
+	Location    string `json:"location,omitempty"`
 	Body        []byte `json:"body"`
 }
 
@@ -160,7 +163,7 @@ func runClaimed(w http.ResponseWriter, r *http.Request, next http.Handler, keys 
 	// Store even when the client went away: the work was done.
 	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
 	defer cancel()
-	b, err := json.Marshal(storedResponse{Status: rec.status, ContentType: rec.Header().Get("Content-Type"), Body: rec.body})
+	b, err := json.Marshal(storedResponse{Status: rec.status, ContentType: rec.Header().Get("Content-Type"), Location: rec.Header().Get("Location"), Body: rec.body})
 	if err == nil {
 		err = keys.CompleteKey(ctx, key, b, ttl)
 	}
@@ -213,6 +216,9 @@ func replay(w http.ResponseWriter, r *http.Request, stored []byte) {
 	}
 	if s.ContentType != "" {
 		w.Header().Set("Content-Type", s.ContentType)
+	}
+	if s.Location != "" {
+		w.Header().Set("Location", s.Location)
 	}
 	w.Header().Set("Idempotent-Replayed", "true")
 	w.WriteHeader(s.Status)

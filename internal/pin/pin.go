@@ -69,6 +69,10 @@ type Keeper struct {
 	mu          sync.Mutex // serializes Sync
 	synced      bool       // a Sync read the pins once
 	published   string     // what was published last (see Sync), "" for nothing yet
+	// listed is the digest each tool's server listed to this replica at
+	// its last Sync: only a replica that saw a change may find it
+	// reverted (another's server may not list the change yet).
+	listed map[key]string
 }
 
 // Register registers the gauge toolrouter_quarantined_tools on reg.
@@ -199,6 +203,11 @@ func (k *Keeper) reconcilePin(ctx context.Context, s toolrouter.MCPServer, t *to
 	}
 	now := k.now()
 	p := pins[key{s.Name, t.MCPTool}]
+	if k.listed == nil {
+		k.listed = map[key]string{}
+	}
+	before := k.listed[key{s.Name, t.MCPTool}]
+	k.listed[key{s.Name, t.MCPTool}] = digest
 	switch {
 	case p == nil && (first || s.Unpinned || s.PinNew == "allow"):
 		p = &toolrouter.Pin{Server: s.Name, Tool: t.MCPTool, Digest: digest, Definition: def, PinnedAt: now}
@@ -222,6 +231,14 @@ func (k *Keeper) reconcilePin(ctx context.Context, s toolrouter.MCPServer, t *to
 		return k.quarantine(t, p, s), p, nil
 	case p.Digest == digest:
 		if r := p.Review; r != nil && r.Status == toolrouter.ApprovalPending {
+			if before != r.NewDigest {
+				// Another replica's server lists the change, this one's the
+				// pinned definition (a server of its own, not updated yet; or the
+				// change not yet seen): served as pinned, and the review stays
+				// open. Taking it for a revert and expiring it had the other
+				// replica open it again at its next Sync, forever.
+				return t, p, nil
+			}
 			// The server lists the pinned definition again: the change is moot.
 			r.Status, r.DecidedAt, r.Reason = toolrouter.ApprovalExpired, &now, "the server lists the pinned definition again"
 			if _, err := k.Store.UpdatePin(ctx, p); err != nil {
