@@ -261,7 +261,8 @@ func TestHugeBodyIsRejectedWithoutBeingRead(t *testing.T) {
 }
 
 // TestIdempotentReplay: a repeated Idempotency-Key returns the stored
-// result without calling the tool again; another body with it is 422.
+// result without calling the tool again; another body or query with it is
+// 422.
 func TestIdempotentReplay(t *testing.T) {
 	var calls atomic.Int32
 	tool := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -270,7 +271,7 @@ func TestIdempotentReplay(t *testing.T) {
 		fmt.Fprintf(w, `{"n":%d}`, calls.Load())
 	}))
 	defer tool.Close()
-	rt, _ := startRouter(t, fmt.Sprintf("tools:\n  - {name: count, endpoint: %s}\n", tool.URL))
+	rt, _ := startRouter(t, fmt.Sprintf("tools:\n  - {name: count, endpoint: %s}\nvirtual_servers:\n  - {name: v, tools: [count]}\n", tool.URL))
 	body := map[string]any{"plan_id": "idem", "tool_call": map[string]any{"name": "count", "arguments": "{}"}}
 	first := do(t, "POST", rt.URL()+"/route", body, "Idempotency-Key", "k-1")
 	again := do(t, "POST", rt.URL()+"/route", body, "Idempotency-Key", "k-1")
@@ -286,6 +287,10 @@ func TestIdempotentReplay(t *testing.T) {
 	other := map[string]any{"plan_id": "idem", "tool_call": map[string]any{"name": "count", "arguments": `{"x":1}`}}
 	if resp := do(t, "POST", rt.URL()+"/route", other, "Idempotency-Key", "k-1"); resp.Status != 422 {
 		t.Errorf("same key, other body: %d %s", resp.Status, resp.Body)
+	}
+	// The same body through a virtual server is another request.
+	if resp := do(t, "POST", rt.URL()+"/route?server=v", body, "Idempotency-Key", "k-1"); resp.Status != 422 || calls.Load() != 1 {
+		t.Errorf("same key, other query: %d %s (tool called %d times)", resp.Status, resp.Body, calls.Load())
 	}
 	// Without a key every request runs.
 	do(t, "POST", rt.URL()+"/route", body)

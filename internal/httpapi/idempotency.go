@@ -64,7 +64,9 @@ func idempotency(keys Keys, ttl, lease time.Duration) func(http.Handler) http.Ha
 				return
 			}
 			sum := sha256.New()
-			sum.Write([]byte(r.Method + " " + r.URL.Path + " " + r.Header.Get("Accept") + "\n"))
+			// The query is part of the request (?server= picks the view a
+			// call runs in): the same key with another one is another request.
+			sum.Write([]byte(r.Method + " " + r.URL.Path + "?" + r.URL.RawQuery + " " + r.Header.Get("Accept") + "\n"))
 			sum.Write(rawBody(r))
 			fp := hex.EncodeToString(sum.Sum(nil))
 			// Keys belong to their client (docs/security.md "Clients"): one client

@@ -29,9 +29,9 @@ type Claim struct {
 }
 
 // ErrKeyReused is returned by ClaimKey for a key already used with a
-// different request body.
+// different request (body, query or Accept header).
 var ErrKeyReused = &Error{Code: EUNPROCESSABLE, Field: "Idempotency-Key",
-	Message: "Idempotency-Key: already used with a different request body"}
+	Message: "Idempotency-Key: already used with a different request (body, query or Accept)"}
 
 // CheckSequences checks a request for n sequences of a plan.
 func CheckSequences(planID string, n int64) error {
