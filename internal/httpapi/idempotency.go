@@ -65,8 +65,14 @@ func idempotency(keys Keys, ttl, lease time.Duration) func(http.Handler) http.Ha
 			}
 			sum := sha256.New()
 			// The query is part of the request (?server= picks the view a
-			// call runs in): the same key with another one is another request.
-			sum.Write([]byte(r.Method + " " + r.URL.Path + "?" + r.URL.RawQuery + " " + r.Header.Get("Accept") + "\n"))
+			// call runs in): the same key with another one is another
+			// request. Without one the fingerprint is as it was before the
+			// query counted, so a retry across that upgrade still replays.
+			target := r.URL.Path
+			if r.URL.RawQuery != "" {
+				target += "?" + r.URL.RawQuery
+			}
+			sum.Write([]byte(r.Method + " " + target + " " + r.Header.Get("Accept") + "\n"))
 			sum.Write(rawBody(r))
 			fp := hex.EncodeToString(sum.Sum(nil))
 			// Keys belong to their client (docs/security.md "Clients"): one client
