@@ -1,0 +1,338 @@
+package e2e_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/toolrouterd/toolrouterd/internal/poll"
+	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
+)
+
+// TestMCPFeatureCombos: every feature that the single-feature tests check
+// on file-defined HTTP tools, checked on tools discovered from an HTTP MCP
+// server (cmd/mcpfixture, hx/) and a stdio one (mcpfixture -stdio, sx/),
+// all configured at once in one registry with one HTTP tool beside them:
+// client scopes, admin, rate limits, approvals, guardrails (webhook before
+// and after, audit mode, redact_secrets), pinned definitions, output
+// budgets and typed outputs, virtual servers (renames, hidden arguments,
+// defaults, search) and provider aliases, through /route, /route/batch,
+// /mcp, /mcp/{server} and /runs, with their audit records and metrics.
+func TestMCPFeatureCombos(t *testing.T) {
+	fix := startFixture(t)
+	tools := startTools(t)
+	guard := startGuardServer(t)
+	fake := startFakeLLM(t, "openai")
+	reg := fmt.Sprintf(`tools:
+  - {name: test/echo, endpoint: "http://%[1]s/echo", input_schema: {type: object, properties: {msg: {type: string}}}}
+mcp_servers:
+  - name: hx
+    url: http://%[2]s/mcp
+    tools: [mutable, structured, test_simple_text, json_schema_2020_12_tool]
+  - name: sx
+    command: [%[3]q, -stdio]
+    tools: [echo, big, structured, test_simple_text]
+    max_output_bytes: 65536
+    tool_budgets:
+      big: {max_output_bytes: 4096}
+providers:
+  - {name: fake, kind: openai, base_url: %[5]q, model: fake-model}
+clients:
+  - {name: admin, key_sha256: %[6]s, tools: ["*"], admin: true}
+  - {name: agent, key_sha256: %[7]s, tools: ["hx/*", "sx/*", "test/*"], approval: ["sx/structured", "hx/structured"]}
+  - {name: narrow, key_sha256: %[8]s, tools: ["hx/mutable"], rate_limit: 3/m}
+  - {name: bound, key_sha256: %[9]s, virtual_servers: [view]}
+virtual_servers:
+  - name: view
+    tools: ["sx/echo", "hx/mutable", "sx/big"]
+    max_output_bytes: 2048
+    overrides:
+      sx/echo: {name: say, defaults: {tag: fixed}, hidden: [secret]}
+      hx/mutable: {name: shout}
+  - name: finder
+    tools: ["hx/*", "sx/*"]
+    discovery: search
+guardrails:
+  - {name: policy, endpoint: "%[4]s/policy", tools: ["hx/mutable", "sx/echo", "test/echo"], phase: both}
+  - {name: shadow, endpoint: "%[4]s/deny", tools: ["*/test_simple_text"], mode: audit}
+  - {name: secrets, builtin: redact_secrets, tools: ["*"]}
+`, tools.addr, fix.addr, fixtureBin(t), guard.URL, fake.baseURL, sum("admin-key"), sum("agent-key"), sum("narrow-key"), sum("bound-key"))
+	rt, _ := startRouter(t, reg)
+	asAdm := []string{"Authorization", "Bearer admin-key"}
+	asAg := []string{"Authorization", "Bearer agent-key"}
+	asNarrow := []string{"Authorization", "Bearer narrow-key"}
+	asBound := []string{"Authorization", "Bearer bound-key"}
+	poll.Until(t, 30*time.Second, func() error {
+		r := do(t, "GET", rt.URL()+"/schemas/openai", nil, asAdm...)
+		for _, w := range []string{"hx/mutable", "hx/structured", "sx/echo", "sx/big", "sx/structured", "test/echo"} {
+			if !strings.Contains(string(r.Body), `"`+w+`"`) {
+				return fmt.Errorf("%s not listed: %s", w, r.Body)
+			}
+		}
+		return nil
+	})
+
+	// route calls name (with args) as who, at an optional ?server= query.
+	route := func(t *testing.T, query, name string, args map[string]any, who []string) (int, map[string]any) {
+		t.Helper()
+		r := do(t, "POST", rt.URL()+"/route"+query, map[string]any{"plan_id": "combo", "tool_call": map[string]any{"name": name, "arguments": args}}, who...)
+		var m map[string]any
+		_ = json.Unmarshal(r.Body, &m)
+		return r.Status, m
+	}
+	ok := func(t *testing.T, res map[string]any, has string, hasNot ...string) {
+		t.Helper()
+		out, _ := json.Marshal(res["output"])
+		if res["success"] != true || !strings.Contains(string(out), has) {
+			t.Errorf("want success with %q: %v", has, res)
+		}
+		for _, s := range hasNot {
+			if strings.Contains(string(out), s) {
+				t.Errorf("output %s holds %q", out, s)
+			}
+		}
+	}
+	fails := func(t *testing.T, res map[string]any, category, text string) {
+		t.Helper()
+		if res["success"] != false || res["error_category"] != category || !strings.Contains(fmt.Sprint(res["error"]), text) {
+			t.Errorf("want a %s failure with %q: %v", category, text, res)
+		}
+	}
+	audit := func(t *testing.T, id string) toolrouter.AuditRecord {
+		t.Helper()
+		var rec toolrouter.AuditRecord
+		poll.Until(t, 10*time.Second, func() error {
+			r := do(t, "GET", rt.URL()+"/audit?limit=1000", nil, asAdm...)
+			var page struct {
+				Records []toolrouter.AuditRecord `json:"records"`
+			}
+			if err := json.Unmarshal(r.Body, &page); err != nil {
+				return fmt.Errorf("GET /audit: %d %s", r.Status, r.Body)
+			}
+			for _, x := range page.Records {
+				if x.ToolCallID == id {
+					rec = x
+					return nil
+				}
+			}
+			return fmt.Errorf("no audit record of %s", id)
+		})
+		return rec
+	}
+	decision := func(rec toolrouter.AuditRecord, name string) toolrouter.GuardrailDecision {
+		for _, d := range rec.Guardrails {
+			if d.Name == name {
+				return d
+			}
+		}
+		return toolrouter.GuardrailDecision{}
+	}
+
+	for _, tool := range []string{"hx/mutable", "sx/echo"} {
+		t.Run("guardrail before denies "+tool, func(t *testing.T) {
+			_, res := route(t, "", tool, map[string]any{"msg": "deny-me"}, asAg)
+			fails(t, res, "permission", "denied by guardrail policy: deny-me is not allowed")
+			rec := audit(t, fmt.Sprint(res["tool_call_id"]))
+			if d := decision(rec, "policy"); d.Decision != "deny" || rec.Tool != tool || rec.Outcome != "failure" {
+				t.Errorf("audit %+v", rec)
+			}
+		})
+		t.Run("guardrail before rewrites "+tool, func(t *testing.T) {
+			_, res := route(t, "", tool, map[string]any{"msg": "rewrite-me"}, asAg)
+			ok(t, res, "rewritten by hook", "rewrite-me")
+		})
+		t.Run("guardrail after rewrites "+tool, func(t *testing.T) {
+			_, res := route(t, "", tool, map[string]any{"msg": "result-me"}, asAg)
+			ok(t, res, "result rewritten by hook")
+		})
+	}
+	for _, tool := range []string{"hx/test_simple_text", "sx/test_simple_text"} {
+		t.Run("guardrail audit mode "+tool, func(t *testing.T) {
+			_, res := route(t, "", tool, map[string]any{}, asAg)
+			ok(t, res, "simple text")
+			if d := decision(audit(t, fmt.Sprint(res["tool_call_id"])), "shadow"); d.Decision != "deny" || d.Mode != "audit" {
+				t.Errorf("audit-mode decision %+v", d)
+			}
+		})
+	}
+	t.Run("redact_secrets on a stdio tool", func(t *testing.T) {
+		_, res := route(t, "", "sx/echo", map[string]any{"msg": "key " + leakAWS}, asAg)
+		ok(t, res, "[REDACTED:", leakAWS)
+	})
+	t.Run("redact_secrets on an HTTP MCP tool", func(t *testing.T) {
+		_, res := route(t, "", "hx/mutable", map[string]any{"msg": "key " + leakAWS}, asAg)
+		ok(t, res, "[REDACTED:", leakAWS)
+	})
+	for _, srv := range []string{"hx", "sx"} {
+		t.Run("typed output "+srv, func(t *testing.T) {
+			_, res := route(t, "", srv+"/structured", map[string]any{"bad": true}, asAdm)
+			fails(t, res, "schema", "does not match its outputSchema")
+			_, res = route(t, "", srv+"/structured", map[string]any{}, asAdm)
+			ok(t, res, `"n":1`)
+		})
+		t.Run("client approval "+srv, func(t *testing.T) {
+			st, res := route(t, "", srv+"/structured", map[string]any{}, asAg)
+			if st != 202 || res["status"] != "awaiting_approval" {
+				t.Fatalf("route: %d %v", st, res)
+			}
+			dec := do(t, "POST", rt.URL()+"/approvals/"+res["approval_id"].(string), map[string]any{"decision": "approve"}, asAdm...)
+			fin, _ := dec.JSON(t)["result"].(map[string]any)
+			if dec.Status != 200 || fin["success"] != true || !strings.Contains(fmt.Sprint(fin["output"]), "n:1") {
+				t.Errorf("approve: %d %s", dec.Status, dec.Body)
+			}
+		})
+	}
+	t.Run("output budget of a stdio tool", func(t *testing.T) {
+		_, res := route(t, "", "sx/big", map[string]any{"bytes": 50000}, asAg)
+		s, _ := res["output"].(string)
+		if res["success"] != true || res["truncated"] != true || len(s) > 4096 || len(s) < 1000 {
+			t.Errorf("sx/big: %d bytes, %v", len(s), res["truncated"])
+		}
+		full := do(t, "GET", rt.URL()+"/results/"+res["tool_call_id"].(string), nil, asAg...).JSON(t)
+		if f, _ := full["full_output"].(string); len(f) != 50000 {
+			t.Errorf("full output %d bytes", len(f))
+		}
+	})
+	t.Run("client scope", func(t *testing.T) {
+		r := do(t, "GET", rt.URL()+"/schemas/openai", nil, asNarrow...)
+		var body struct {
+			Tools []struct{ Name string } `json:"tools"`
+		}
+		_ = json.Unmarshal(r.Body, &body)
+		if len(body.Tools) != 1 || body.Tools[0].Name != "hx/mutable" {
+			t.Errorf("narrow sees %s", r.Body)
+		}
+		_, res := route(t, "", "sx/echo", map[string]any{"msg": "x"}, asNarrow)
+		fails(t, res, "not_found", "not found")
+		_, res = route(t, "", "hx/structured", map[string]any{}, asNarrow)
+		fails(t, res, "not_found", "not found")
+	})
+	t.Run("rate limit", func(t *testing.T) {
+		var last int
+		for i := 0; i < 4; i++ {
+			last, _ = route(t, "", "hx/mutable", map[string]any{"msg": "hi"}, asNarrow)
+		}
+		if last != 429 {
+			t.Errorf("fourth call of 3/m: %d", last)
+		}
+	})
+	t.Run("provider alias", func(t *testing.T) {
+		for _, tool := range []string{"hx/mutable", "sx/echo"} {
+			alias := toolrouter.ExportName(toolrouter.FormatOpenAI, tool)
+			r := do(t, "POST", rt.URL()+"/route", map[string]any{"plan_id": "combo", "tool_call": map[string]any{
+				"id": "call_1", "type": "function", "function": map[string]any{"name": alias, "arguments": `{"msg":"aliased"}`}}}, asAg...)
+			res := r.JSON(t)
+			ok(t, res, "aliased")
+			if res["tool_name"] != tool {
+				t.Errorf("%s: tool_name %v", alias, res["tool_name"])
+			}
+		}
+	})
+	t.Run("batch", func(t *testing.T) {
+		r := do(t, "POST", rt.URL()+"/route/batch", map[string]any{"plan_id": "combo-batch", "tool_calls": []any{
+			map[string]any{"name": "sx/echo", "arguments": map[string]any{"msg": "deny-me"}},
+			map[string]any{"name": "hx/mutable", "arguments": map[string]any{"msg": "rewrite-me"}},
+			map[string]any{"name": "test/echo", "arguments": map[string]any{"msg": "deny-me"}},
+		}}, asAg...)
+		res, _ := r.JSON(t)["results"].([]any)
+		if len(res) != 3 {
+			t.Fatalf("batch: %d %s", r.Status, r.Body)
+		}
+		fails(t, res[0].(map[string]any), "permission", "deny-me is not allowed")
+		ok(t, res[1].(map[string]any), "rewritten by hook")
+		fails(t, res[2].(map[string]any), "permission", "deny-me is not allowed")
+	})
+	t.Run("mcp", func(t *testing.T) {
+		cs := connectMCP(t, rt.URL()+"/mcp", "agent-key", "")
+		res := mcpCall(t, cs, toolrouter.ExportName(toolrouter.FormatMCP, "sx/echo"), map[string]any{"msg": "deny-me"})
+		if !res.IsError || !strings.Contains(mcpText(res), "deny-me is not allowed") {
+			t.Errorf("/mcp sx/echo deny-me: %+v %s", res, mcpText(res))
+		}
+		res = mcpCall(t, cs, toolrouter.ExportName(toolrouter.FormatMCP, "sx/big"), map[string]any{"bytes": 50000})
+		if got := mcpText(res); len(got) > 4096 || res.Meta["toolrouter/truncated"] != true {
+			t.Errorf("/mcp sx/big: %d bytes, _meta %v", len(got), res.Meta)
+		}
+	})
+	t.Run("virtual server", func(t *testing.T) {
+		cs := connectMCP(t, rt.URL()+"/mcp/view", "bound-key", "")
+		list := mcpTools(t, cs)
+		say := list["say"]
+		if say == nil || list["shout"] == nil || len(list) != 3 {
+			t.Fatalf("view lists %v", list)
+		}
+		if props := fmt.Sprint(say.InputSchema); strings.Contains(props, "secret") || strings.Contains(props, "tag") {
+			t.Errorf("say's schema shows hidden or defaulted arguments: %s", props)
+		}
+		res := mcpCall(t, cs, "say", map[string]any{"msg": "hello", "secret": "s", "tag": "mine"})
+		if got := mcpText(res); res.IsError || !strings.Contains(got, `"tag":"fixed"`) || strings.Contains(got, "secret") {
+			t.Errorf("say: %s", got)
+		}
+		res = mcpCall(t, cs, "say", map[string]any{"msg": "deny-me"})
+		if !res.IsError || !strings.Contains(mcpText(res), "deny-me is not allowed") {
+			t.Errorf("guardrail through the view: %s", mcpText(res))
+		}
+		// The view's budget tightens the tool's.
+		_, r := route(t, "?server=view", "sx/big", map[string]any{"bytes": 50000}, asBound)
+		if s, _ := r["output"].(string); r["truncated"] != true || len(s) > 2048 {
+			t.Errorf("view budget: %d bytes: %.300v", len(s), r)
+		}
+		_, r = route(t, "?server=view", "say", map[string]any{"msg": "audited"}, asBound)
+		rec := audit(t, fmt.Sprint(r["tool_call_id"]))
+		if rec.Tool != "sx/echo" || rec.ToolName != "say" || rec.Client != "bound" || rec.Outcome != "success" {
+			t.Errorf("audit of a renamed call: %+v", rec)
+		}
+		if st, _ := route(t, "", "sx/echo", map[string]any{"msg": "x"}, asBound); st == 200 {
+			if _, r := route(t, "", "sx/echo", map[string]any{"msg": "x"}, asBound); r["error_category"] != "not_found" {
+				t.Errorf("bound client reached sx/echo outside its view: %v", r)
+			}
+		}
+	})
+	t.Run("tool search", func(t *testing.T) {
+		_, r := route(t, "?server=finder", "search_tools", map[string]any{"query": "echo arguments"}, asAg)
+		if !strings.Contains(fmt.Sprint(r["output"]), "sx/echo") && !strings.Contains(fmt.Sprint(r["output"]), "sx_echo") {
+			t.Errorf("search_tools: %v", r)
+		}
+		_, r = route(t, "?server=finder", "call_tool", map[string]any{"name": toolrouter.ExportName(toolrouter.FormatOpenAI, "sx/echo"), "arguments": map[string]any{"msg": "deny-me"}}, asAg)
+		fails(t, r, "permission", "deny-me is not allowed")
+		_, r = route(t, "?server=finder", "call_tool", map[string]any{"name": toolrouter.ExportName(toolrouter.FormatOpenAI, "sx/structured"), "arguments": map[string]any{}}, asAg)
+		if r["status"] != "awaiting_approval" {
+			t.Errorf("call_tool of a tool awaiting approval: %v", r)
+		}
+	})
+	t.Run("runs", func(t *testing.T) {
+		fake.script(t,
+			map[string]any{"tool_calls": []any{toolCall("sx/echo", map[string]any{"msg": "deny-me"}), toolCall("hx/mutable", map[string]any{"msg": "key " + leakAWS})}},
+			map[string]any{"text": "done"})
+		resp := do(t, "POST", rt.URL()+"/runs", map[string]any{"prompt": "go"}, asAg...)
+		run := decodeRun(t, resp)
+		if run.Status != "completed" || len(run.ToolCalls) != 2 {
+			t.Fatalf("run: %d %s", resp.Status, resp.Body)
+		}
+		if c := run.ToolCalls[0]; c.Success || c.ErrorCategory == nil || *c.ErrorCategory != "permission" {
+			t.Errorf("run call of sx/echo deny-me: %s", resp.Body)
+		}
+		if out := fmt.Sprint(run.ToolCalls[1].Output); strings.Contains(out, leakAWS) || !strings.Contains(out, "[REDACTED:") {
+			t.Errorf("run call of hx/mutable leaked: %s", out)
+		}
+		// The model's own call carries the secret in its arguments; the
+		// tool's answer fed back to it must not.
+		for _, req := range fake.requests(t) {
+			msgs, _ := req["messages"].([]any)
+			for _, m := range msgs {
+				if m, _ := m.(map[string]any); m["role"] == "tool" && strings.Contains(fmt.Sprint(m["content"]), leakAWS) {
+					t.Errorf("the model saw the secret in %v", m)
+				}
+			}
+		}
+	})
+	t.Run("metrics", func(t *testing.T) {
+		r := do(t, "GET", rt.URL()+"/metrics", nil, asAdm...)
+		for _, want := range []string{`tool="sx/echo"`, `tool="hx/mutable"`, `toolrouter_rate_limited_calls_total{client="narrow"}`} {
+			if !strings.Contains(string(r.Body), want) {
+				t.Errorf("/metrics lacks %s", want)
+			}
+		}
+	})
+}
