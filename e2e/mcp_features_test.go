@@ -28,7 +28,7 @@ func TestMCPFeatureCombos(t *testing.T) {
 	guard := startGuardServer(t)
 	fake := startFakeLLM(t, "openai")
 	reg := fmt.Sprintf(`tools:
-  - {name: test/echo, endpoint: "http://%[1]s/echo", input_schema: {type: object, properties: {msg: {type: string}}}}
+  - {name: test/echo, endpoint: "http://%[1]s/echo", input_schema: {type: object, properties: {msg: {type: string}}}, max_output_bytes: 65536}
 mcp_servers:
   - name: hx
     url: http://%[2]s/mcp
@@ -507,6 +507,42 @@ guardrails:
 		rt.reload(t, regPath, reg)
 		_, res = route(t, "", "sx/echo", map[string]any{"msg": "hello"}, asAg)
 		ok(t, res, "hello")
+	})
+
+	t.Run("whole output of a shaped call is redacted", func(t *testing.T) {
+		for _, tool := range []string{"test/echo", "sx/echo"} {
+			_, res := route(t, "", tool, map[string]any{"msg": "key " + leakAWS + " " + strings.Repeat("p", 70000)}, asAg)
+			if res["success"] != true || res["truncated"] != true {
+				t.Fatalf("%s: %.300v", tool, res)
+			}
+			// (Its arguments, the caller's own, hold the secret as sent.)
+			r := do(t, "GET", rt.URL()+"/results/"+res["tool_call_id"].(string), nil, asAg...)
+			full, _ := json.Marshal(r.JSON(t)["full_output"])
+			if r.Status != 200 || strings.Contains(string(full), leakAWS) || !strings.Contains(string(full), "[REDACTED:") {
+				t.Errorf("%s: GET /results %d, full_output %.200s", tool, r.Status, full)
+			}
+		}
+	})
+	t.Run("run paused for an approval through a view", func(t *testing.T) {
+		fake.script(t,
+			map[string]any{"tool_calls": []any{map[string]any{"name": "say", "arguments": map[string]any{"msg": "held in a run", "secret": "s5"}}}},
+			map[string]any{"text": "said"})
+		resp := do(t, "POST", rt.URL()+"/runs", map[string]any{"prompt": "go", "server": "view"}, asViewer...)
+		run := decodeRun(t, resp)
+		pending := pendingOf(t, resp)
+		if resp.Status != 202 || run.Status != "awaiting_approval" || len(pending) != 1 {
+			t.Fatalf("run: %d %s", resp.Status, resp.Body)
+		}
+		if d := do(t, "POST", rt.URL()+"/approvals/"+pending[0], map[string]any{"decision": "approve"}, asAdm...); d.Status != 200 {
+			t.Fatalf("approve: %d %s", d.Status, d.Body)
+		}
+		done := waitRun(t, rt, run.RunID, func(r runResult) bool { return r.Status != "awaiting_approval" && r.Status != "running" }, asViewer...)
+		if done.Status != "completed" || len(done.ToolCalls) != 1 || !done.ToolCalls[0].Success || done.ToolCalls[0].ToolName != "sx/echo" {
+			t.Fatalf("resumed run: %+v", done)
+		}
+		if out, _ := json.Marshal(done.ToolCalls[0].Output); !strings.Contains(string(out), `"tag":"fixed"`) || strings.Contains(string(out), "s5") {
+			t.Errorf("the held call ran with %s", out)
+		}
 	})
 
 	// Last, as it changes hx/mutable for good: a changed definition
