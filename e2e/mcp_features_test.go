@@ -415,6 +415,22 @@ guardrails:
 			t.Errorf("approved say: %s", dec.Body)
 		}
 	})
+	t.Run("approved call keeps its view's budget", func(t *testing.T) {
+		st, res := route(t, "?server=view", "say", map[string]any{"msg": strings.Repeat("q", 10000)}, asViewer)
+		if st != 202 {
+			t.Fatalf("say as viewer: %d %v", st, res)
+		}
+		dec := do(t, "POST", rt.URL()+"/approvals/"+res["approval_id"].(string), map[string]any{"decision": "approve"}, asAdm...)
+		fin, _ := dec.JSON(t)["result"].(map[string]any)
+		out, _ := json.Marshal(fin["output"])
+		if fin["success"] != true || fin["truncated"] != true || len(out) > 2048 {
+			t.Errorf("approved say: truncated %v, %d bytes (view budget 2048)", fin["truncated"], len(out))
+		}
+		got := do(t, "GET", rt.URL()+"/results/"+res["tool_call_id"].(string), nil, asViewer...).JSON(t)
+		if o, _ := json.Marshal(got["output"]); len(o) > 2048 {
+			t.Errorf("GET /results: %d bytes", len(o))
+		}
+	})
 	t.Run("runs through a virtual server", func(t *testing.T) {
 		fake.script(t,
 			map[string]any{"tool_calls": []any{map[string]any{"name": "say", "arguments": map[string]any{"msg": "from run", "secret": "s4"}}}},
