@@ -64,6 +64,7 @@ virtual_servers:
 guardrails:
   - {name: policy, endpoint: "%[4]s/policy", tools: ["hx/mutable", "sx/echo", "test/echo"], phase: both}
   - {name: shadow, endpoint: "%[4]s/deny", tools: ["*/test_simple_text"], mode: audit}
+  - {name: careful-only, endpoint: "%[4]s/deny", tools: ["hx/test_simple_text"], clients: [care*]}
   - {name: secrets, builtin: redact_secrets, tools: ["*"]}
 `, tools.addr, fix.addr, fixtureBin(t), guard.URL, fake.baseURL, sum("admin-key"), sum("agent-key"), sum("narrow-key"), sum("bound-key"), sum("careful-key"), sum("viewer-key"))
 	rt, regPath := startRouter(t, reg)
@@ -632,6 +633,45 @@ guardrails:
 		r := do(t, "GET", rt.URL()+"/metrics", nil, asAdm...)
 		if want := `toolrouter_tool_calls_total{client="bound",outcome="success",tool="sx/echo"}`; !strings.Contains(string(r.Body), want) {
 			t.Errorf("/metrics lacks %s", want)
+		}
+	})
+
+	t.Run("guardrail scoped to clients", func(t *testing.T) {
+		_, res := route(t, "", "hx/test_simple_text", map[string]any{}, asCareful)
+		fails(t, res, "permission", "shadow says no")
+		_, res = route(t, "", "hx/test_simple_text", map[string]any{}, asAg)
+		ok(t, res, "simple text")
+	})
+	t.Run("registry-wide search", func(t *testing.T) {
+		rs, _ := startRouter(t, fmt.Sprintf(`discovery: search
+mcp_servers:
+  - {name: hx, url: "http://%[1]s/mcp", tools: [mutable, structured]}
+  - {name: sx, command: [%[2]q, -stdio], tools: [echo]}
+clients:
+  - {name: agent, key_sha256: %[4]s, tools: ["sx/*", "hx/structured"], approval: ["hx/structured"]}
+guardrails:
+  - {name: policy, endpoint: "%[3]s/policy", tools: ["sx/*"]}
+`, fix.addr, fixtureBin(t), guard.URL, sum("agent-key")))
+		call := func(name string, args map[string]any) map[string]any {
+			r := do(t, "POST", rs.URL()+"/route", map[string]any{"plan_id": "wide", "tool_call": map[string]any{"name": name, "arguments": args}}, asAg...)
+			return r.JSON(t)
+		}
+		poll.Until(t, 20*time.Second, func() error {
+			if res := call("sx/echo", map[string]any{"msg": "up"}); res["success"] != true {
+				return fmt.Errorf("sx/echo: %v", res)
+			}
+			return nil
+		})
+		if r := do(t, "GET", rs.URL()+"/schemas/openai", nil, asAg...); !strings.Contains(string(r.Body), `"search_tools"`) || strings.Contains(string(r.Body), `"sx/echo"`) {
+			t.Errorf("/schemas/openai in search mode: %s", r.Body)
+		}
+		if out := fmt.Sprint(call("search_tools", map[string]any{"query": "echo msg mutable arguments", "limit": 10})["output"]); strings.Contains(out, "mutable") || !strings.Contains(out, "echo") {
+			t.Errorf("search_tools out of scope or missing: %s", out)
+		}
+		fails(t, call("call_tool", map[string]any{"name": toolrouter.ExportName(toolrouter.FormatOpenAI, "sx/echo"), "arguments": map[string]any{"msg": "deny-me"}}), "permission", "deny-me is not allowed")
+		fails(t, call("call_tool", map[string]any{"name": toolrouter.ExportName(toolrouter.FormatOpenAI, "hx/mutable"), "arguments": map[string]any{"msg": "x"}}), "not_found", "not found")
+		if res := call("call_tool", map[string]any{"name": toolrouter.ExportName(toolrouter.FormatOpenAI, "hx/structured"), "arguments": map[string]any{}}); res["status"] != "awaiting_approval" {
+			t.Errorf("call_tool of a tool needing approval: %v", res)
 		}
 	})
 
