@@ -53,7 +53,7 @@ clients:
   - {name: viewer, key_sha256: %[11]s, virtual_servers: [view], approval: ["sx/echo"]}
 virtual_servers:
   - name: view
-    tools: ["sx/echo", "hx/mutable", "sx/big"]
+    tools: ["sx/echo", "hx/mutable", "sx/big", "hx/structured"]
     max_output_bytes: 2048
     overrides:
       sx/echo: {name: say, defaults: {tag: fixed}, hidden: [secret]}
@@ -240,6 +240,22 @@ guardrails:
 			}
 		}
 	})
+	t.Run("every provider's alias", func(t *testing.T) {
+		for _, tool := range []string{"hx/mutable", "sx/echo"} {
+			for _, f := range []toolrouter.Format{toolrouter.FormatOpenAI, toolrouter.FormatGemini, toolrouter.FormatMCP, toolrouter.FormatAnthropic} {
+				alias := toolrouter.ExportName(f, tool)
+				_, res := route(t, "", alias, map[string]any{"msg": "via " + string(f)}, asAg)
+				ok(t, res, "via "+string(f))
+			}
+		}
+	})
+	t.Run("mcp lists the scope only", func(t *testing.T) {
+		cs := connectMCP(t, rt.URL()+"/mcp", "narrow-key", "")
+		list := mcpTools(t, cs)
+		if len(list) != 1 || list[toolrouter.ExportName(toolrouter.FormatMCP, "hx/mutable")] == nil {
+			t.Errorf("narrow lists %v", list)
+		}
+	})
 	t.Run("batch", func(t *testing.T) {
 		r := do(t, "POST", rt.URL()+"/route/batch", map[string]any{"plan_id": "combo-batch", "tool_calls": []any{
 			map[string]any{"name": "sx/echo", "arguments": map[string]any{"msg": "deny-me"}},
@@ -269,11 +285,18 @@ guardrails:
 		cs := connectMCP(t, rt.URL()+"/mcp/view", "bound-key", "")
 		list := mcpTools(t, cs)
 		say := list["say"]
-		if say == nil || list["shout"] == nil || len(list) != 3 {
+		if say == nil || list["shout"] == nil || len(list) != 4 {
 			t.Fatalf("view lists %v", list)
 		}
 		if props := fmt.Sprint(say.InputSchema); strings.Contains(props, "secret") || strings.Contains(props, "tag") {
 			t.Errorf("say's schema shows hidden or defaulted arguments: %s", props)
+		}
+		// A typed MCP tool keeps its outputSchema and structuredContent in the view.
+		typed := list[toolrouter.ExportName(toolrouter.FormatMCP, "hx/structured")]
+		if typed == nil || typed.OutputSchema == nil {
+			t.Errorf("hx/structured in the view: %+v", typed)
+		} else if res := mcpCall(t, cs, typed.Name, map[string]any{}); res.IsError || fmt.Sprint(res.StructuredContent) != "map[n:1]" {
+			t.Errorf("hx/structured through the view: %+v", res)
 		}
 		res := mcpCall(t, cs, "say", map[string]any{"msg": "hello", "secret": "s", "tag": "mine"})
 		if got := mcpText(res); res.IsError || !strings.Contains(got, `"tag":"fixed"`) || strings.Contains(got, "secret") {
