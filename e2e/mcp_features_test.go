@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -547,9 +548,21 @@ guardrails:
 		if !strings.Contains(string(r.Body), `"sx/echo"`) || strings.Contains(string(r.Body), `"hx/mutable"`) {
 			t.Errorf("narrow's tools after the reload: %s", r.Body)
 		}
+		// A view's override of an MCP tool changes with a reload.
+		renamed := strings.Replace(reg, "sx/echo: {name: say,", "sx/echo: {name: speak,", 1)
+		rt.reload(t, regPath, renamed)
+		if _, res := route(t, "?server=view", "speak", map[string]any{"msg": "renamed"}, asBound); res["success"] != true || !strings.Contains(fmt.Sprint(res["output"]), "fixed") {
+			t.Errorf("speak after the reload: %v", res)
+		}
+		if list := mcpTools(t, connectMCP(t, rt.URL()+"/mcp/view", "bound-key", "")); list["speak"] == nil || list["say"] != nil {
+			t.Errorf("/mcp/view after the reload lists %v", slices.Collect(maps.Keys(list)))
+		}
 		rt.reload(t, regPath, reg)
 		_, res = route(t, "", "sx/echo", map[string]any{"msg": "hello"}, asAg)
 		ok(t, res, "hello")
+		if _, res := route(t, "?server=view", "say", map[string]any{"msg": "back"}, asBound); res["success"] != true {
+			t.Errorf("say after the reload back: %v", res)
+		}
 	})
 
 	t.Run("whole output of a shaped call is redacted", func(t *testing.T) {
