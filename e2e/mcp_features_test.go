@@ -39,7 +39,7 @@ mcp_servers:
     tools: [mutable, structured, test_simple_text, json_schema_2020_12_tool]
   - name: sx
     command: [%[3]q, -stdio]
-    tools: [echo, big, structured, test_simple_text]
+    tools: [echo, big, structured, test_simple_text, split]
     max_output_bytes: 65536
     tool_budgets:
       big: {max_output_bytes: 4096}
@@ -391,6 +391,22 @@ guardrails:
 		res := mcpCall(t, vs, "say", map[string]any{"msg": "key " + leakAWS})
 		if got, _ := json.Marshal(res); res.IsError || strings.Contains(string(got), leakAWS) {
 			t.Errorf("/mcp/view say leaked: %s", got)
+		}
+	})
+	t.Run("redaction of every block of an MCP result", func(t *testing.T) {
+		// The secret is in the text block only, not in structuredContent
+		// (the output /route answers): /mcp, which passes the backend's
+		// blocks on, must not carry it either.
+		args := map[string]any{"text": "deployed with key " + leakAWS, "structured": map[string]any{"ok": true}}
+		_, res := route(t, "", "sx/split", args, asAg)
+		ok(t, res, `"ok":true`, leakAWS)
+		cs := connectMCP(t, rt.URL()+"/mcp", "agent-key", "")
+		mr := mcpCall(t, cs, toolrouter.ExportName(toolrouter.FormatMCP, "sx/split"), args)
+		if got, _ := json.Marshal(mr); mr.IsError || strings.Contains(string(got), leakAWS) || !strings.Contains(string(got), "[REDACTED:") {
+			t.Errorf("/mcp sx/split: %s", got)
+		}
+		if d := decision(audit(t, fmt.Sprint(mr.Meta["toolrouter/tool_call_id"])), "secrets"); d.Decision != "modify" || d.Redacted != 1 {
+			t.Errorf("the redaction audited as %+v", d)
 		}
 	})
 	t.Run("mcp rate limit", func(t *testing.T) {
