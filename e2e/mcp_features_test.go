@@ -544,6 +544,28 @@ guardrails:
 		if rec.Tool != "sx/echo" || rec.ToolName != "say" || rec.Client != "bound" || rec.EntryPoint != "mcp" || rec.Outcome != "success" {
 			t.Errorf("audit %+v", rec)
 		}
+		// The hooks see the real tool and the view's fixed argument.
+		guard.mu.Lock()
+		var seen []map[string]any
+		for _, req := range guard.seen {
+			if args, _ := req["arguments"].(map[string]any); args["msg"] == "audit-me" {
+				seen = append(seen, req)
+			}
+		}
+		guard.mu.Unlock()
+		if len(seen) != 2 {
+			t.Fatalf("the policy hook saw the call %d times, want before and after", len(seen))
+		}
+		for _, req := range seen {
+			if args := req["arguments"].(map[string]any); req["tool"] != "sx/echo" || req["client"] != "bound" || args["tag"] != "fixed" {
+				t.Errorf("the policy hook saw %v", req)
+			}
+		}
+		// The view's budget on /mcp/view: the shaped result, marked.
+		big := mcpCall(t, vs, toolrouter.ExportName(toolrouter.FormatMCP, "sx/big"), map[string]any{"bytes": 50000})
+		if got := mcpText(big); len(got) > 2048 || !strings.Contains(got, "toolrouterd cut") || big.Meta["toolrouter/truncated"] != true {
+			t.Errorf("/mcp/view sx/big: %d bytes, _meta %v", len(got), big.Meta)
+		}
 	})
 	t.Run("reload keeps MCP tools under the new sections", func(t *testing.T) {
 		pid := func() string {
