@@ -705,8 +705,16 @@ guardrails:
 	})
 	t.Run("metrics of view calls", func(t *testing.T) {
 		r := do(t, "GET", rt.URL()+"/metrics", nil, asAdm...)
-		if want := `toolrouter_tool_calls_total{client="bound",outcome="success",tool="sx/echo"}`; !strings.Contains(string(r.Body), want) {
-			t.Errorf("/metrics lacks %s", want)
+		// Approved calls count for the client that made them, not the approver.
+		for _, want := range []string{`toolrouter_tool_calls_total{client="bound",outcome="success",tool="sx/echo"}`,
+			`toolrouter_tool_calls_total{client="careful",outcome="success",tool="sx/echo"}`,
+			`toolrouter_tool_calls_total{client="viewer",outcome="success",tool="sx/echo"}`} {
+			if !strings.Contains(string(r.Body), want) {
+				t.Errorf("/metrics lacks %s", want)
+			}
+		}
+		if strings.Contains(string(r.Body), `toolrouter_tool_calls_total{client="admin",outcome="success",tool="sx/echo"}`) {
+			t.Error("/metrics counts approved calls for their approver")
 		}
 	})
 

@@ -351,6 +351,13 @@ func (r *Router) settleCall(ctx context.Context, a *toolrouter.Approval) (*toolr
 		return nil, err
 	}
 	res := &rc.r.res
+	// The call is settled as its client's, not as the approver's (whose
+	// request this is, if any): its metrics, and what its backend is told.
+	if a.Client != "" && r.Client != nil {
+		if c := r.Client(a.Client); c != nil {
+			ctx = access.NewContext(ctx, c)
+		}
+	}
 	switch a.Status {
 	case toolrouter.ApprovalDenied:
 		reason := ""
