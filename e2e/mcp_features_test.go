@@ -458,6 +458,12 @@ guardrails:
 		if out, _ := json.Marshal(fin["output"]); fin["success"] != true || !strings.Contains(string(out), `"tag":"fixed"`) || strings.Contains(string(out), "s3") {
 			t.Errorf("approved say: %s", dec.Body)
 		}
+		// (Its tool_name is the real name too: the name as sent, say, is
+		// not kept with a held call.)
+		rec := audit(t, res["tool_call_id"].(string))
+		if rec.Tool != "sx/echo" || rec.Client != "viewer" || rec.Outcome != "success" {
+			t.Errorf("audit of the approved call: %+v", rec)
+		}
 	})
 	t.Run("approved call keeps its view's budget", func(t *testing.T) {
 		st, res := route(t, "?server=view", "say", map[string]any{"msg": strings.Repeat("q", 10000)}, asViewer)
