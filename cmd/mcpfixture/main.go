@@ -11,8 +11,10 @@
 //
 // With -stdio it is a stdio MCP server (newline-delimited JSON-RPC on
 // stdin/stdout) that also has a tool "pid" answering its process id, so
-// tests of toolrouterd's stdio supervisor can kill it, and "big" answering
-// a text of the bytes asked for (past the stdio line limit if asked); it
+// tests of toolrouterd's stdio supervisor can kill it, "big" answering
+// a text of the bytes asked for (past the stdio line limit if asked) and
+// "echo" answering its arguments as they arrived, "split" answering a
+// text content and a structuredContent that differ; it
 // writes a line to stderr when it starts, which toolrouterd logs. With
 // MCPFIXTURE_STDERR_FLOOD=1 it also floods stderr with lines. Over HTTP,
 // /control changes a tool's definition at runtime and counts calls
@@ -76,6 +78,24 @@ func runStdio() error {
 				return nil, fmt.Errorf("bytes: want 0..%d", 64<<20)
 			}
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.Repeat("b", in.Bytes)}}}, nil
+		})
+	srv.AddTool(&mcp.Tool{Name: "echo", Description: "Returns its arguments as they arrived.",
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"msg":{"type":"string"},"tag":{"type":"string"},"secret":{"type":"string"}}}`)},
+		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			var args map[string]any
+			_ = json.Unmarshal(req.Params.Arguments, &args)
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(req.Params.Arguments)}},
+				StructuredContent: args}, nil
+		})
+	srv.AddTool(&mcp.Tool{Name: "split", Description: "Returns text as its text content and structured as its structuredContent.",
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"},"structured":{"type":"object"}}}`)},
+		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			var in struct {
+				Text       string         `json:"text"`
+				Structured map[string]any `json:"structured"`
+			}
+			_ = json.Unmarshal(req.Params.Arguments, &in)
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: in.Text}}, StructuredContent: in.Structured}, nil
 		})
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()

@@ -243,9 +243,16 @@ func (h *hook) redactOutcome(out toolrouter.Outcome) (toolrouter.Outcome, toolro
 	found := map[string]int{}
 	out.Output = h.redact.json(out.Output, found)
 	out.Err = h.redact.text(out.Err, found)
-	// The MCP result holds the output again (structuredContent, text):
-	// counted once, through the output.
-	out.MCPResult = h.redact.json(out.MCPResult, map[string]int{})
+	// The MCP result holds the output again (structuredContent, text),
+	// and may hold more that /mcp passes on (a text block beside a
+	// structuredContent, a resource): its secrets count where the
+	// output's do not cover them (per kind, the larger count), or a result
+	// whose secrets are all outside the output would pass unredacted.
+	inMCP := map[string]int{}
+	out.MCPResult = h.redact.json(out.MCPResult, inMCP)
+	for k, n := range inMCP {
+		found[k] = max(found[k], n)
+	}
 	d := toolrouter.GuardrailDecision{Name: h.Name, Phase: toolrouter.PhaseAfter, Decision: decisionAllow, Mode: modeOf(h)}
 	if n := total(found); n > 0 {
 		kinds := make([]string, 0, len(found))

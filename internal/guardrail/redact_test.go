@@ -1,8 +1,12 @@
 package guardrail
 
 import (
+	"encoding/json"
 	"regexp"
+	"strings"
 	"testing"
+
+	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
 
 // Every built-in rule compiles with Go's regexp (RE2): none is dropped.
@@ -52,5 +56,24 @@ func TestParseAnswer(t *testing.T) {
 		if (err == nil) != c.ok {
 			t.Errorf("%s (%s): err %v, want ok=%v", c.body, c.phase, err, c.ok)
 		}
+	}
+}
+
+// TestRedactOutcomeMCPResultOnly: a secret in an MCP result's text block
+// but not in the output (its structuredContent) is redacted and counted:
+// /mcp passes the result's blocks on.
+func TestRedactOutcomeMCPResultOnly(t *testing.T) {
+	h := &hook{redact: newRedactor(nil)}
+	const key = "ghp_R2d2C3poR2d2C3poR2d2C3poR2d2C3poab12"
+	out := toolrouter.Outcome{Output: json.RawMessage(`{"ok":true}`),
+		MCPResult: json.RawMessage(`{"content":[{"type":"text","text":"token ` + key + `"}],"structuredContent":{"ok":true}}`)}
+	got, d := h.redactOutcome(out)
+	if strings.Contains(string(got.MCPResult), key) || d.Redacted != 1 || d.Decision != decisionModify {
+		t.Errorf("decision %+v, MCP result %s", d, got.MCPResult)
+	}
+	// The same secret in both counts once.
+	out.Output = json.RawMessage(`{"t":"token ` + key + `"}`)
+	if _, d := h.redactOutcome(out); d.Redacted != 1 {
+		t.Errorf("a secret in the output and the MCP result counted %d times", d.Redacted)
 	}
 }

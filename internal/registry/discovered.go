@@ -23,6 +23,7 @@ import (
 func (r *Registry) WithTools(extra []*toolrouter.Tool) (*Registry, error) {
 	out := &Registry{
 		tools:           slices.Clone(r.tools),
+		quarantined:     slices.Clone(r.quarantined),
 		byName:          make(map[string]*toolrouter.Tool, len(r.byName)+len(extra)*2),
 		providers:       r.providers,
 		defaultProvider: r.defaultProvider,
@@ -69,6 +70,8 @@ func (r *Registry) addExtra(t *toolrouter.Tool) error {
 	}
 	if t.Quarantine == "" { // a quarantined tool is found by name, never listed
 		r.tools = append(r.tools, t)
+	} else {
+		r.quarantined = append(r.quarantined, t)
 	}
 	r.byName[t.Name] = t
 	for _, a := range aliases {

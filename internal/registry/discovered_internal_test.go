@@ -44,7 +44,7 @@ guardrails:
 	have := reflect.ValueOf(got).Elem()
 	for i := range want.NumField() {
 		name := want.Type().Field(i).Name
-		if name == "tools" || name == "byName" {
+		if name == "tools" || name == "byName" || name == "quarantined" { // WithTools' own
 			continue
 		}
 		if want.Field(i).IsZero() {
@@ -52,13 +52,36 @@ guardrails:
 		}
 	}
 	a, b := *file, *got
-	a.tools, a.byName, b.tools, b.byName = nil, nil, nil, nil
+	a.tools, a.byName, a.quarantined, b.tools, b.byName, b.quarantined = nil, nil, nil, nil, nil, nil
 	if !reflect.DeepEqual(a, b) {
 		for i := range want.NumField() {
-			if n := want.Type().Field(i).Name; n != "tools" && n != "byName" && have.Field(i).IsZero() {
+			if n := want.Type().Field(i).Name; n != "tools" && n != "byName" && n != "quarantined" && have.Field(i).IsZero() {
 				t.Errorf("WithTools lost %s", n)
 			}
 		}
 		t.Error("WithTools changed a section other than tools")
+	}
+}
+
+// TestWithToolsQuarantined: a quarantined discovered tool is found by name
+// and listed by Quarantined, never by Tools (views refuse it by name, as
+// quarantined, rather than "not found").
+func TestWithToolsQuarantined(t *testing.T) {
+	q := &toolrouter.Tool{Name: "srv/q", Kind: toolrouter.KindTool, MCPServer: "srv", MCPTool: "q",
+		InputSchema: map[string]any{"type": "object"}, Quarantine: "definition not reviewed"}
+	ok := &toolrouter.Tool{Name: "srv/ok", Kind: toolrouter.KindTool, MCPServer: "srv", MCPTool: "ok",
+		InputSchema: map[string]any{"type": "object"}}
+	got, err := Empty().WithTools([]*toolrouter.Tool{q, ok})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tools := got.Tools(); len(tools) != 1 || tools[0] != ok {
+		t.Errorf("Tools() = %v, want srv/ok only", tools)
+	}
+	if qs := got.Quarantined(); len(qs) != 1 || qs[0] != q {
+		t.Errorf("Quarantined() = %v, want srv/q", qs)
+	}
+	if found, _ := got.Lookup("srv/q"); found != q {
+		t.Errorf("Lookup(srv/q) = %v", found)
 	}
 }

@@ -19,6 +19,7 @@ import (
 type Registry struct {
 	tools           []*toolrouter.Tool
 	byName          map[string]*toolrouter.Tool // canonical names and aliases
+	quarantined     []*toolrouter.Tool          // extra tools found by name, never listed
 	providers       []toolrouter.Provider
 	defaultProvider string
 	mcpServers      []toolrouter.MCPServer
@@ -73,6 +74,13 @@ func readFile(path string, limit int64) ([]byte, error) {
 // Tools returns the tools in file order.
 func (r *Registry) Tools() []*toolrouter.Tool {
 	return slices.Clone(r.tools)
+}
+
+// Quarantined returns the tools Lookup finds but Tools does not list: the
+// quarantined tools of MCP servers (docs/trusting-tools.md "Pinned
+// definitions"), so that views can refuse them by name as Lookup does.
+func (r *Registry) Quarantined() []*toolrouter.Tool {
+	return slices.Clone(r.quarantined)
 }
 
 // Lookup finds a tool by its canonical name or by the alias it is exported

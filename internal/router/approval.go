@@ -14,6 +14,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/toolrouterd/toolrouterd/internal/access"
+	"github.com/toolrouterd/toolrouterd/internal/shape"
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
 
@@ -83,6 +84,11 @@ func (r *Router) hold(ctx context.Context, rc *routeCall) *toolrouter.Result {
 		Sequence: res.Sequence, ToolName: res.ToolName, Arguments: args, ArgumentsSHA256: sum,
 		Client: access.FromContext(ctx).LabelName(), RunID: runID,
 		CreatedAt: now.UTC(), ExpiresAt: now.Add(r.approvalTTL()).UTC(),
+	}
+	// The request's budget is kept with the call: the approval is decided
+	// in another request, which has none of it.
+	if b := shape.FromContext(ctx); !b.IsZero() {
+		a.OutputBudget = &toolrouter.HeldBudget{MaxOutputBytes: b.Bytes, MaxOutputTokens: b.Tokens}
 	}
 	res.Status, res.ApprovalID = toolrouter.ResultAwaitingApproval, a.ID
 	res.DurationMS = 0
@@ -345,6 +351,13 @@ func (r *Router) settleCall(ctx context.Context, a *toolrouter.Approval) (*toolr
 		return nil, err
 	}
 	res := &rc.r.res
+	// The call is settled as its client's, not as the approver's (whose
+	// request this is, if any): its metrics, and what its backend is told.
+	if a.Client != "" && r.Client != nil {
+		if c := r.Client(a.Client); c != nil {
+			ctx = access.NewContext(ctx, c)
+		}
+	}
 	switch a.Status {
 	case toolrouter.ApprovalDenied:
 		reason := ""
@@ -378,6 +391,9 @@ func (r *Router) settleCall(ctx context.Context, a *toolrouter.Approval) (*toolr
 		if c == nil || !c.Allows(a.ToolName) || c.Bound() && (r.Views == nil || !r.Views().Reaches(c, a.ToolName)) {
 			return r.finish(ctx, rc, toolrouter.Failure(toolrouter.CategoryPermission, "the client may no longer call %s", a.ToolName), false), nil
 		}
+	}
+	if b := a.OutputBudget; b != nil { // the budget of the request that held it (a view's, a run's)
+		ctx = shape.WithBudget(ctx, toolrouter.OutputBudget{Bytes: b.MaxOutputBytes, Tokens: b.MaxOutputTokens})
 	}
 	req := toolrouter.ExecRequest{Tool: tool, Args: args, PlanID: a.PlanID, ToolCallID: a.ToolCallID}
 	out := r.shape(ctx, req, r.afterExec(ctx, rc, tool, r.exec(ctx, req)))

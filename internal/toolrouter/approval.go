@@ -61,6 +61,17 @@ type Approval struct {
 	// definition, docs/trusting-tools.md "Pinned definitions"; Definition shows it).
 	Kind       string            `json:"kind,omitempty"`
 	Definition *DefinitionChange `json:"definition,omitempty"`
+	// OutputBudget is the budget the held call's request put on its
+	// output (a virtual server's, a /runs model's share of its context
+	// window): the approved call is shaped to it as it would have been
+	// at once; nil when there was none.
+	OutputBudget *HeldBudget `json:"output_budget,omitempty"`
+}
+
+// HeldBudget is an Approval's OutputBudget (0: no maximum).
+type HeldBudget struct {
+	MaxOutputBytes  int `json:"max_output_bytes,omitempty"`
+	MaxOutputTokens int `json:"max_output_tokens,omitempty"`
 }
 
 // CanonicalArguments encodes args canonically and returns the JSON and its

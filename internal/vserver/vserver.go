@@ -54,6 +54,8 @@ type View struct {
 // the virtual servers its file declares. A new value is a reload.
 type Registry interface {
 	Tools() []*toolrouter.Tool
+	// Quarantined is the tools Lookup finds but Tools does not list.
+	Quarantined() []*toolrouter.Tool
 	Lookup(name string) (*toolrouter.Tool, bool)
 	VirtualServers() []toolrouter.VirtualServer
 	Search() bool
@@ -84,8 +86,8 @@ func Build(reg Registry) *Set {
 	}
 	if reg.Search() {
 		all := &View{Search: true, byName: map[string]*Entry{}}
-		for _, t := range reg.Tools() {
-			all.add(&Entry{Exported: t, Real: t})
+		for _, t := range append(reg.Tools(), reg.Quarantined()...) {
+			all.add(&Entry{Exported: t, Real: t}, t.Quarantine == "") // quarantined: found by name only, as below
 		}
 		all.index = newIndex(all.entries)
 		s.all = all
@@ -102,23 +104,32 @@ func (s *Set) build(vs toolrouter.VirtualServer) *View {
 			s.warn(vs.Name, "override of tool %q not applied: no such tool (is its MCP server up?)", ov.Tool)
 		}
 	}
-	for _, t := range s.reg.Tools() {
+	// A quarantined tool of the view is found by its exported name but
+	// never listed nor indexed, as in the registry: a call of it is then
+	// refused as quarantined (permission, with the reason), not "not
+	// found". Listed tools come first, so they keep their names.
+	for _, t := range append(s.reg.Tools(), s.reg.Quarantined()...) {
 		if !slices.ContainsFunc(vs.Tools, func(p string) bool { return toolrouter.Glob(p, t.Name) }) {
 			continue
 		}
+		listed := t.Quarantine == ""
 		ov, has := overrides[t.Name]
 		if has {
 			if probs := CheckOverride(t, ov); len(probs) > 0 {
-				s.warn(vs.Name, "tool %q left out: overrides.%s.%s: %s", t.Name, t.Name, probs[0].Field, probs[0].Why)
+				if listed {
+					s.warn(vs.Name, "tool %q left out: overrides.%s.%s: %s", t.Name, t.Name, probs[0].Field, probs[0].Why)
+				}
 				continue
 			}
 		}
 		e := entry(t, ov)
 		if v.Search && (e.Exported.Name == toolrouter.SearchToolsName || e.Exported.Name == toolrouter.CallToolName) {
-			s.warn(vs.Name, "tool %q left out: its exported name is a meta-tool's", t.Name)
+			if listed {
+				s.warn(vs.Name, "tool %q left out: its exported name is a meta-tool's", t.Name)
+			}
 			continue
 		}
-		if err := v.add(e); err != nil {
+		if err := v.add(e, listed); err != nil && listed {
 			s.warn(vs.Name, "tool %q left out: %v", t.Name, err)
 		}
 	}
@@ -131,8 +142,8 @@ func (s *Set) warn(server, format string, args ...any) {
 }
 
 // add adds an entry under its exported name and aliases, unless one of
-// them is taken.
-func (v *View) add(e *Entry) error {
+// them is taken; listed, also to the view's list (and search index).
+func (v *View) add(e *Entry, listed bool) error {
 	name := e.Exported.Name
 	names := []string{name}
 	for _, f := range aliasFormats {
@@ -148,7 +159,9 @@ func (v *View) add(e *Entry) error {
 	for _, n := range names {
 		v.byName[n] = e
 	}
-	v.entries = append(v.entries, e)
+	if listed {
+		v.entries = append(v.entries, e)
+	}
 	return nil
 }
 
