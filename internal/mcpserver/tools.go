@@ -104,8 +104,10 @@ func definition(t *toolrouter.Tool) *mcp.Tool {
 		a.DestructiveHint, a.OpenWorldHint = h.Destructive, h.OpenWorld
 	}
 	// An output schema is advertised only when outputs are checked
-	// against it (MCP clients reject results that do not match).
-	if out, ok := def["outputSchema"]; ok && t.ValidateOutput != nil {
+	// against it and never cut (MCP clients reject results that do not
+	// match): an output budget may shape an output into something the
+	// schema does not admit (docs/output-budgets.md "Output budgets").
+	if out, ok := def["outputSchema"]; ok && t.ValidateOutput != nil && t.Budget.IsZero() {
 		mt.OutputSchema = out
 	}
 	return mt

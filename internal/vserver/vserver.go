@@ -122,7 +122,7 @@ func (s *Set) build(vs toolrouter.VirtualServer) *View {
 				continue
 			}
 		}
-		e := entry(t, ov)
+		e := entry(t, ov, toolrouter.OutputBudget{Bytes: vs.MaxOutputBytes, Tokens: vs.MaxOutputTokens})
 		if v.Search && (e.Exported.Name == toolrouter.SearchToolsName || e.Exported.Name == toolrouter.CallToolName) {
 			if listed {
 				s.warn(vs.Name, "tool %q left out: its exported name is a meta-tool's", t.Name)
@@ -165,10 +165,13 @@ func (v *View) add(e *Entry, listed bool) error {
 	return nil
 }
 
-// entry exports t with its override.
-func entry(t *toolrouter.Tool, ov toolrouter.Override) *Entry {
+// entry exports t with its override, its budget tightened by the view's
+// (what its listing tells clients: a tool whose outputs may be cut
+// advertises no output schema).
+func entry(t *toolrouter.Tool, ov toolrouter.Override, budget toolrouter.OutputBudget) *Entry {
 	x := *t
 	x.Endpoint, x.Headers, x.ValidateArgs = "", nil, nil
+	x.Budget = t.Budget.Tighter(budget)
 	if ov.Name != "" {
 		x.Name = ov.Name
 	}
