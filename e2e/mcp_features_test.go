@@ -460,10 +460,8 @@ guardrails:
 		if out, _ := json.Marshal(fin["output"]); fin["success"] != true || !strings.Contains(string(out), `"tag":"fixed"`) || strings.Contains(string(out), "s3") {
 			t.Errorf("approved say: %s", dec.Body)
 		}
-		// (Its tool_name is the real name too: the name as sent, say, is
-		// not kept with a held call.)
 		rec := audit(t, res["tool_call_id"].(string))
-		if rec.Tool != "sx/echo" || rec.Client != "viewer" || rec.Outcome != "success" {
+		if rec.Tool != "sx/echo" || rec.ToolName != "say" || rec.Client != "viewer" || rec.Outcome != "success" {
 			t.Errorf("audit of the approved call: %+v", rec)
 		}
 	})
@@ -483,6 +481,52 @@ guardrails:
 			t.Errorf("GET /results: %d bytes", len(o))
 		}
 	})
+	// A held call is settled in the approver's request: its audit record
+	// still names the entry point it came through and the name its caller
+	// sent, as the record of the same call made without an approval does.
+	for _, c := range []struct {
+		name, url, sent string // sent: the tool as the caller names it
+		held, direct    string // the keys of a client the call waits for and of one it does not
+	}{
+		{"exported name on /mcp/view", "/mcp/view", "say", "viewer-key", "bound-key"},
+		{"MCP name on /mcp", "/mcp", toolrouter.ExportName(toolrouter.FormatMCP, "sx/echo"), "careful-key", "agent-key"},
+		{"provider alias on /route", "", toolrouter.ExportName(toolrouter.FormatOpenAI, "test/echo"), "careful-key", "agent-key"},
+	} {
+		t.Run("audit of an approved call: "+c.name, func(t *testing.T) {
+			call := func(key string) (id, approval string) {
+				t.Helper()
+				if c.url == "" {
+					// Its own plan: the ids of two clients' calls in one plan are alike.
+					res := do(t, "POST", rt.URL()+"/route", map[string]any{"plan_id": "audit-held-" + key,
+						"tool_call": map[string]any{"name": c.sent, "arguments": map[string]any{"msg": "audit-held"}}}, "Authorization", "Bearer "+key).JSON(t)
+					id, _ = res["tool_call_id"].(string)
+					approval, _ = res["approval_id"].(string)
+					return id, approval
+				}
+				res := mcpCall(t, connectMCP(t, rt.URL()+c.url, key, ""), c.sent, map[string]any{"msg": "audit-held"})
+				id, _ = res.Meta["toolrouter/tool_call_id"].(string)
+				approval, _ = res.Meta["toolrouter/approval_id"].(string)
+				return id, approval
+			}
+			directID, _ := call(c.direct)
+			heldID, approval := call(c.held)
+			if directID == "" || approval == "" {
+				t.Fatalf("direct call %q, held approval %q", directID, approval)
+			}
+			if d := do(t, "POST", rt.URL()+"/approvals/"+approval, map[string]any{"decision": "approve"}, asAdm...); d.Status != 200 {
+				t.Fatalf("approve: %d %s", d.Status, d.Body)
+			}
+			want, got := audit(t, directID), audit(t, heldID)
+			if got.EntryPoint != want.EntryPoint || got.ToolName != want.ToolName || got.ToolName != c.sent || got.Tool != want.Tool || got.Outcome != "success" {
+				t.Errorf("approved call's audit: entry_point %q, tool_name %q, tool %q, %s; direct call's: %q, %q, %q",
+					got.EntryPoint, got.ToolName, got.Tool, got.Outcome, want.EntryPoint, want.ToolName, want.Tool)
+			}
+			ap := do(t, "GET", rt.URL()+"/approvals/"+approval, nil, asAdm...).JSON(t)
+			if ap["entry_point"] != want.EntryPoint || ap["called_as"] != c.sent {
+				t.Errorf("the approval shows entry_point %v, called_as %v", ap["entry_point"], ap["called_as"])
+			}
+		})
+	}
 	t.Run("runs through a virtual server", func(t *testing.T) {
 		fake.script(t,
 			map[string]any{"tool_calls": []any{map[string]any{"name": "say", "arguments": map[string]any{"msg": "from run", "secret": "s4"}}}},

@@ -84,6 +84,8 @@ func (r *Router) hold(ctx context.Context, rc *routeCall) *toolrouter.Result {
 		Sequence: res.Sequence, ToolName: res.ToolName, Arguments: args, ArgumentsSHA256: sum,
 		Client: access.FromContext(ctx).LabelName(), RunID: runID,
 		CreatedAt: now.UTC(), ExpiresAt: now.Add(r.approvalTTL()).UTC(),
+		// Kept for its audit record: it is settled in another request.
+		EntryPoint: toolrouter.EntryPoint(ctx), CalledAs: rc.call.ToolName,
 	}
 	// The request's budget is kept with the call: the approval is decided
 	// in another request, which has none of it.
@@ -307,6 +309,9 @@ func (r *Router) settle(ctx context.Context, a *toolrouter.Approval) (*toolroute
 // stored nothing.
 func (r *Router) settleWith(ctx context.Context, a *toolrouter.Approval, call func(context.Context, *toolrouter.Approval) (*toolrouter.Result, error)) (*toolrouter.Result, error) {
 	ctx = context.WithoutCancel(ctx) // a decided call completes even if its decider leaves
+	if a.EntryPoint != "" {
+		ctx = toolrouter.WithEntryPoint(ctx, a.EntryPoint) // where the call came in, not the decision
+	}
 	res, err := call(ctx, a)
 	if err != nil || res == nil {
 		return res, err
@@ -337,6 +342,9 @@ func (r *Router) pendingCall(ctx context.Context, a *toolrouter.Approval) (*rout
 	res.Status = toolrouter.ResultComplete
 	res.Error, res.ErrorCategory, res.Output, res.ProviderResult = nil, nil, nil, nil
 	rc.call = toolrouter.Call{ToolName: res.ToolName, Format: res.ProviderFormat, HasProviderCallID: res.ProviderCallID != nil}
+	if a.CalledAs != "" {
+		rc.call.ToolName = a.CalledAs // as the caller named it: its audit record, its provider result
+	}
 	if res.ProviderCallID != nil {
 		rc.r.providerCallID = *res.ProviderCallID
 		res.ProviderCallID = &rc.r.providerCallID

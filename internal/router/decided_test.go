@@ -64,3 +64,58 @@ func TestWatchDecisionWokenBySettling(t *testing.T) {
 	default:
 	}
 }
+
+// TestDecidedCallAuditedAsCalled: a held call's audit record, written
+// when it is decided in another request, names the entry point it came
+// through and the name it was called by (kept with the approval); an
+// approval stored before they were kept still settles, audited with the
+// deciding request's entry point and the tool's name.
+func TestDecidedCallAuditedAsCalled(t *testing.T) {
+	t.Parallel()
+	st := memory.New()
+	aud := &recordingAuditor{}
+	rt := &router.Router{Tools: func() router.Tools { return toolMap{"pay": {Name: "pay", Approval: true}} },
+		Exec: &countExec{}, Seq: st, Results: st, Approvals: st, Audit: aud}
+	ctx := context.Background()
+	last := func(id string) toolrouter.AuditRecord {
+		t.Helper()
+		if n := len(aud.recs); n == 0 || aud.recs[n-1].ToolCallID != id {
+			t.Fatalf("no audit record of %s last: %+v", id, aud.recs)
+		}
+		return aud.recs[len(aud.recs)-1]
+	}
+
+	res, err := rt.Route(toolrouter.WithEntryPoint(ctx, toolrouter.EntryMCP), "p", map[string]any{"name": "pay", "arguments": "{}"}, nil)
+	if err != nil || res.Status != toolrouter.ResultAwaitingApproval {
+		t.Fatalf("route: %+v %v", res, err)
+	}
+	if a, err := st.GetApproval(ctx, res.ApprovalID); err != nil || a.EntryPoint != toolrouter.EntryMCP || a.CalledAs != "pay" {
+		t.Fatalf("stored approval: %+v %v", a, err)
+	}
+	if _, _, err := rt.Decide(ctx, res.ApprovalID, true, ""); err != nil {
+		t.Fatal(err)
+	}
+	if rec := last(res.ToolCallID); rec.EntryPoint != toolrouter.EntryMCP || rec.ToolName != "pay" || rec.Outcome != toolrouter.AuditSuccess {
+		t.Errorf("approved call's record: %+v", rec)
+	}
+
+	// An approval as stored before: no entry point, no name as called.
+	args, sum, err := toolrouter.CanonicalArguments(map[string]any{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.SaveResult(ctx, &toolrouter.Result{ToolCallID: "tc_old", PlanID: "p1", ToolName: "pay", Status: toolrouter.ResultAwaitingApproval, ApprovalID: "ap_old"}); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC()
+	if err := st.CreateApproval(ctx, &toolrouter.Approval{ID: "ap_old", Status: toolrouter.ApprovalPending, ToolCallID: "tc_old", PlanID: "p1",
+		ToolName: "pay", Arguments: args, ArgumentsSHA256: sum, CreatedAt: now, ExpiresAt: now.Add(time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, fin, err := rt.Decide(ctx, "ap_old", true, ""); err != nil || !fin.Success {
+		t.Fatalf("old approval: %+v %v", fin, err)
+	}
+	if rec := last("tc_old"); rec.EntryPoint != toolrouter.EntryRoute || rec.ToolName != "pay" || rec.Tool != "pay" {
+		t.Errorf("old approval's record: %+v", rec)
+	}
+}

@@ -66,6 +66,14 @@ type Approval struct {
 	// window): the approved call is shaped to it as it would have been
 	// at once; nil when there was none.
 	OutputBudget *HeldBudget `json:"output_budget,omitempty"`
+	// EntryPoint and CalledAs are the entry point the held call came
+	// through and the tool's name as its caller sent it (a virtual
+	// server's exported name, a provider alias): the audit record of the
+	// settled call, written in another request, names them as the record
+	// of a call run at once does. "" in an approval stored before they
+	// were kept: the settling request's entry point and ToolName then.
+	EntryPoint string `json:"entry_point,omitempty"`
+	CalledAs   string `json:"called_as,omitempty"`
 }
 
 // HeldBudget is an Approval's OutputBudget (0: no maximum).
