@@ -392,6 +392,9 @@ func (x *execution) callTool(ctx context.Context, iter int, tc llm.ToolCall, met
 		// A call held for approval (res.Status awaiting_approval) pauses
 		// the run once the turn's other calls are done (pause.go).
 		record(&rec, res)
+		if x.p.inject && rec.Success && rec.ToolName == toolrouter.SearchToolsName {
+			rec.Output = exportFound(rec.Output)
+		}
 	}
 	x.emit(EventToolCallFinished, rec)
 	return rec
@@ -415,6 +418,31 @@ func record(rec *toolrouter.ToolCallRecord, res *toolrouter.Result) {
 	if res.Status == toolrouter.ResultAwaitingApproval {
 		rec.Status = toolrouter.ResultAwaitingApproval
 	}
+}
+
+// exportFound names the tools a search_tools output lists as the model is
+// offered them once found (search_mode: inject): the view's name, such as
+// sx/big, is no function name a provider takes, so the model read a name
+// it could not call.
+func exportFound(out any) any {
+	raw, ok := out.(json.RawMessage)
+	if !ok {
+		return out
+	}
+	var found struct {
+		Tools []vserver.Found `json:"tools"`
+	}
+	if json.Unmarshal(raw, &found) != nil {
+		return out
+	}
+	for i := range found.Tools {
+		found.Tools[i].Name = toolrouter.ExportName(toolrouter.FormatOpenAI, found.Tools[i].Name)
+	}
+	b, err := json.Marshal(found)
+	if err != nil {
+		return out
+	}
+	return json.RawMessage(b)
 }
 
 // injectFound adds the tools a turn's search_tools calls found to the
