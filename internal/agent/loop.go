@@ -75,6 +75,7 @@ type execution struct {
 	messages []llm.Message
 	lastCall string // the last tool call and how often in a row it came (repeat_limit)
 	repeats  int
+	found    []string // the names search_tools found and the loop offers since (search_mode: inject)
 }
 
 // outcome is how a run ends: its status, the limit that stopped it, its
@@ -463,12 +464,19 @@ func (x *execution) injectFound(records []toolrouter.ToolCallRecord) {
 			continue
 		}
 		for _, f := range out.Tools {
-			e, ok := x.p.view.Lookup(f.Name)
-			name := toolrouter.ExportName(toolrouter.FormatOpenAI, f.Name)
-			if !ok || slices.ContainsFunc(x.p.tools, func(t llm.Tool) bool { return t.Name == name }) {
-				continue
-			}
-			x.p.tools = append(x.p.tools, llm.Tool{Name: name, Description: e.Exported.Description, Parameters: e.Exported.InputSchema})
+			x.offerFound(f.Name)
 		}
 	}
+}
+
+// offerFound adds the tool a search found to the tools of the next turns,
+// once; a resumed run offers again those its state lists.
+func (x *execution) offerFound(found string) {
+	e, ok := x.p.view.Lookup(found)
+	name := toolrouter.ExportName(toolrouter.FormatOpenAI, found)
+	if !ok || slices.ContainsFunc(x.p.tools, func(t llm.Tool) bool { return t.Name == name }) {
+		return
+	}
+	x.p.tools = append(x.p.tools, llm.Tool{Name: name, Description: e.Exported.Description, Parameters: e.Exported.InputSchema})
+	x.found = append(x.found, found)
 }
