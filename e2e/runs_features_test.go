@@ -179,9 +179,18 @@ func checkAnswered(t *testing.T, provider string, i int, body map[string]any) []
 func TestRunsFeatureCombosEachProvider(t *testing.T) {
 	tools := startTools(t)
 	guard := startGuardServer(t)
-	for _, provider := range llmtest.Providers {
-		provider := string(provider)
-		t.Run(provider, func(t *testing.T) {
+	// Each provider kind with one way of asking: synchronous, SSE (the
+	// stream ends at awaiting_approval) or Prefer: respond-async.
+	cases := []struct{ provider, mode string }{
+		{string(llmtest.OpenAI), "sync"}, {string(llmtest.Anthropic), "stream"}, {string(llmtest.Ollama), "async"},
+		{string(llmtest.OpenAIResponses), "stream"}, {string(llmtest.Gemini), "async"}, {string(llmtest.Bedrock), "sync"},
+	}
+	if len(cases) != len(llmtest.Providers) {
+		t.Fatalf("%d cases for %d provider kinds", len(cases), len(llmtest.Providers))
+	}
+	for _, tc := range cases {
+		provider := tc.provider
+		t.Run(provider+"/"+tc.mode, func(t *testing.T) {
 			t.Parallel()
 			fake := startFakeLLM(t, provider, "-api-key", "sk-test-123")
 			model, key := "fake-model", "api_key_env: FAKE_LLM_KEY"
@@ -233,11 +242,63 @@ guardrails:
 				}, "usage": map[string]any{"input_tokens": 1000, "output_tokens": 24}},
 				map[string]any{"text": "All done."})
 
-			resp := do(t, "POST", rt.URL()+"/runs", map[string]any{"prompt": "go", "server": "combo", "search_mode": "inject"}, asAgent...)
-			run := decodeRun(t, resp)
-			pending := pendingOf(t, resp)
-			if resp.Status != 202 || run.Status != "awaiting_approval" || len(pending) != 2 {
-				t.Fatalf("POST /runs: %d %.2000s", resp.Status, resp.Body)
+			body := map[string]any{"prompt": "go", "server": "combo", "search_mode": "inject"}
+			var runID string
+			var pending []string
+			switch tc.mode {
+			case "sync":
+				resp := do(t, "POST", rt.URL()+"/runs", body, asAgent...)
+				runID, pending = decodeRun(t, resp).RunID, pendingOf(t, resp)
+				if resp.Status != 202 || decodeRun(t, resp).Status != "awaiting_approval" {
+					t.Fatalf("POST /runs: %d %.2000s", resp.Status, resp.Body)
+				}
+			case "async":
+				resp := do(t, "POST", rt.URL()+"/runs", body, append([]string{"Prefer", "respond-async"}, asAgent...)...)
+				if resp.Status != 202 {
+					t.Fatalf("POST /runs async: %d %.2000s", resp.Status, resp.Body)
+				}
+				runID = decodeRun(t, resp).RunID
+				waitRun(t, rt, runID, func(r runResult) bool { return r.Status == "awaiting_approval" }, asAgent...)
+				pending = pendingOf(t, do(t, "GET", rt.URL()+"/runs/"+runID, nil, asAgent...))
+			case "stream":
+				status, events := stream(t, rt.URL()+"/runs", body, asAgent...)
+				var kinds []string
+				for _, e := range events {
+					kinds = append(kinds, e.Event)
+				}
+				// Concurrent calls interleave their started and finished
+				// events: compare each turn's kinds, sorted.
+				var turnKinds []string
+				for _, part := range strings.Split(strings.Join(kinds, ","), "model_turn") {
+					k := strings.Split(strings.Trim(part, ","), ",")
+					slices.Sort(k)
+					turnKinds = append(turnKinds, strings.Join(k, ","))
+				}
+				want := []string{"run_started",
+					"tool_call_finished,tool_call_finished,tool_call_started,tool_call_started",
+					"awaiting_approval," + strings.Repeat("tool_call_finished,", 6) + strings.TrimSuffix(strings.Repeat("tool_call_started,", 6), ",")}
+				if status != 200 || !slices.Equal(turnKinds, want) {
+					t.Fatalf("stream: %d %v", status, kinds)
+				}
+				last := events[len(events)-1].Data
+				runID, _ = last["run_id"].(string)
+				pa, _ := last["pending_approvals"].([]any)
+				for _, p := range pa {
+					pending = append(pending, fmt.Sprint(p.(map[string]any)["approval_id"]))
+				}
+				// Events name the tools by their registry names, whatever
+				// the model called them (a started call_tool is call_tool:
+				// its arguments are call_tool's).
+				for _, e := range events {
+					if e.Event == "tool_call_finished" || e.Event == "tool_call_started" {
+						if n := fmt.Sprint(e.Data["tool_name"]); n == "say" || n == alias("sx/big") || e.Event == "tool_call_finished" && n == "call_tool" {
+							t.Errorf("%s event names %s", e.Event, n)
+						}
+					}
+				}
+			}
+			if len(pending) != 2 {
+				t.Fatalf("run %s pending approvals %v, want 2", runID, pending)
 			}
 			// The add is denied, the long echo approved: two decisions, then
 			// the run resumes.
@@ -246,7 +307,7 @@ guardrails:
 					t.Fatalf("decide %v: %d %s", d, r.Status, r.Body)
 				}
 			}
-			done := waitRun(t, rt, run.RunID, func(r runResult) bool { return r.Status != "awaiting_approval" && r.Status != "running" }, asAgent...)
+			done := waitRun(t, rt, runID, func(r runResult) bool { return r.Status != "awaiting_approval" && r.Status != "running" }, asAgent...)
 			doc, _ := json.Marshal(done)
 			if done.Status != "completed" || done.Content != "All done." || done.Iterations != 3 || len(done.ToolCalls) != 8 {
 				t.Fatalf("final run: %.3000s", doc)
