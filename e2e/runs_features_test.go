@@ -238,7 +238,7 @@ guardrails:
 					map[string]any{"name": alias("sx/big"), "arguments": map[string]any{"bytes": 50000}},
 					map[string]any{"name": "call_tool", "arguments": map[string]any{"name": alias("test/fail"), "arguments": map[string]any{}}},
 					map[string]any{"name": "call_tool", "arguments": map[string]any{"name": alias("math/add"), "arguments": map[string]any{"a": 2, "b": 3}}},
-					map[string]any{"name": "call_tool", "arguments": map[string]any{"name": alias("test/echo"), "arguments": map[string]any{"msg": "held " + strings.Repeat("dolor sit ", 5000)}}},
+					map[string]any{"name": "call_tool", "arguments": map[string]any{"name": alias("test/echo"), "arguments": map[string]any{"msg": "held " + leakAWS + " " + strings.Repeat("dolor sit ", 5000)}}},
 				}, "usage": map[string]any{"input_tokens": 1000, "output_tokens": 24}},
 				map[string]any{"text": "All done."})
 
@@ -341,7 +341,7 @@ guardrails:
 			if c[6].Success || c[6].Error == nil || *c[6].Error != "denied by reviewer: not now" {
 				t.Errorf("denied add: %+v", c[6])
 			}
-			if out := jsonText(c[7].Output); !c[7].Success || !strings.Contains(out, "held dolor") {
+			if out := jsonText(c[7].Output); !c[7].Success || !strings.Contains(out, "held [REDACTED:") || strings.Contains(out, leakAWS) {
 				t.Errorf("approved echo: %.300s", out)
 			}
 
