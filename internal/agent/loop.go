@@ -75,6 +75,7 @@ type execution struct {
 	messages []llm.Message
 	lastCall string // the last tool call and how often in a row it came (repeat_limit)
 	repeats  int
+	found    []string // the names search_tools found and the loop offers since (search_mode: inject)
 }
 
 // outcome is how a run ends: its status, the limit that stopped it, its
@@ -392,6 +393,9 @@ func (x *execution) callTool(ctx context.Context, iter int, tc llm.ToolCall, met
 		// A call held for approval (res.Status awaiting_approval) pauses
 		// the run once the turn's other calls are done (pause.go).
 		record(&rec, res)
+		if x.p.inject && rec.Success && rec.ToolName == toolrouter.SearchToolsName {
+			rec.Output = exportFound(rec.Output)
+		}
 	}
 	x.emit(EventToolCallFinished, rec)
 	return rec
@@ -417,6 +421,31 @@ func record(rec *toolrouter.ToolCallRecord, res *toolrouter.Result) {
 	}
 }
 
+// exportFound names the tools a search_tools output lists as the model is
+// offered them once found (search_mode: inject): the view's name, such as
+// sx/big, is no function name a provider takes, so the model read a name
+// it could not call.
+func exportFound(out any) any {
+	raw, ok := out.(json.RawMessage)
+	if !ok {
+		return out
+	}
+	var found struct {
+		Tools []vserver.Found `json:"tools"`
+	}
+	if json.Unmarshal(raw, &found) != nil {
+		return out
+	}
+	for i := range found.Tools {
+		found.Tools[i].Name = toolrouter.ExportName(toolrouter.FormatOpenAI, found.Tools[i].Name)
+	}
+	b, err := json.Marshal(found)
+	if err != nil {
+		return out
+	}
+	return json.RawMessage(b)
+}
+
 // injectFound adds the tools a turn's search_tools calls found to the
 // tools of the next turns (search_mode: inject), with their definitions as
 // the view exports them.
@@ -435,12 +464,19 @@ func (x *execution) injectFound(records []toolrouter.ToolCallRecord) {
 			continue
 		}
 		for _, f := range out.Tools {
-			e, ok := x.p.view.Lookup(f.Name)
-			name := toolrouter.ExportName(toolrouter.FormatOpenAI, f.Name)
-			if !ok || slices.ContainsFunc(x.p.tools, func(t llm.Tool) bool { return t.Name == name }) {
-				continue
-			}
-			x.p.tools = append(x.p.tools, llm.Tool{Name: name, Description: e.Exported.Description, Parameters: e.Exported.InputSchema})
+			x.offerFound(f.Name)
 		}
 	}
+}
+
+// offerFound adds the tool a search found to the tools of the next turns,
+// once; a resumed run offers again those its state lists.
+func (x *execution) offerFound(found string) {
+	e, ok := x.p.view.Lookup(found)
+	name := toolrouter.ExportName(toolrouter.FormatOpenAI, found)
+	if !ok || slices.ContainsFunc(x.p.tools, func(t llm.Tool) bool { return t.Name == name }) {
+		return
+	}
+	x.p.tools = append(x.p.tools, llm.Tool{Name: name, Description: e.Exported.Description, Parameters: e.Exported.InputSchema})
+	x.found = append(x.found, found)
 }

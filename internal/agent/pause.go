@@ -33,6 +33,9 @@ type resumeState struct {
 	TurnStart int    `json:"turn_start"`
 	LastCall  string `json:"last_call,omitempty"`
 	Repeats   int    `json:"repeats,omitempty"`
+	// Found are the tools search_tools found that the run offers since
+	// (search_mode: inject): the resumed run offers them too.
+	Found []string `json:"found,omitempty"`
 }
 
 // held reports whether a call of the turn waits for an approver.
@@ -48,7 +51,7 @@ func held(records []toolrouter.ToolCallRecord) bool {
 // pause stores the run as awaiting_approval after a turn whose other calls
 // ran, and ends the loop here.
 func (x *execution) pause(ctx context.Context, iter int, calls []llm.ToolCall, records []toolrouter.ToolCallRecord) *outcome {
-	st := resumeState{Request: x.p.req, Messages: x.messages, Iteration: iter, Calls: calls, LastCall: x.lastCall, Repeats: x.repeats}
+	st := resumeState{Request: x.p.req, Messages: x.messages, Iteration: iter, Calls: calls, LastCall: x.lastCall, Repeats: x.repeats, Found: x.found}
 	x.mu.Lock()
 	st.TurnStart = len(x.run.ToolCalls)
 	x.run.ToolCalls = append(x.run.ToolCalls, records...)
@@ -157,6 +160,9 @@ func (r *Runner) Resume(ctx context.Context, runID string) *toolrouter.Run {
 	log.Info().Int("iteration", st.Iteration).Msg("run resumed after its approvals were decided")
 	x := r.newExecution(ctx, run, p, nil)
 	x.messages, x.lastCall, x.repeats = st.Messages, st.LastCall, st.Repeats
+	for _, name := range st.Found {
+		x.offerFound(name)
+	}
 	return r.drive(ctx, x, st.Iteration+1, func(ctx context.Context) *outcome {
 		x.reply(st.Calls, turn)
 		x.save(ctx)
