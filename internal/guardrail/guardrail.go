@@ -140,17 +140,11 @@ func (g *Guards) Before(ctx context.Context, c Call) Verdict {
 		if h.Mode == toolrouter.ModeAudit {
 			continue
 		}
-		switch {
-		case err != nil && h.OnError == toolrouter.OnErrorDeny:
-			v.Deny = d.Reason
-		case err != nil:
-		case a.Decision == decisionDeny:
-			v.Deny = denial(h.Name, a.Reason)
-		case a.Decision == decisionModify:
-			c.Args, v.Args = args, args
-		}
-		if v.Deny != "" {
+		if v.Deny = h.denies(a, err, d); v.Deny != "" {
 			return v
+		}
+		if err == nil && a.Decision == decisionModify {
+			c.Args, v.Args = args, args
 		}
 	}
 	return v
@@ -192,21 +186,15 @@ func (g *Guards) After(ctx context.Context, c Call, out toolrouter.Outcome) (too
 		if h.Mode == toolrouter.ModeAudit {
 			continue
 		}
-		switch {
-		case err != nil && h.OnError == toolrouter.OnErrorDeny:
-			v.Deny = d.Reason
-		case err != nil:
-		case a.Decision == decisionDeny:
-			v.Deny = denial(h.Name, a.Reason)
-		case a.Decision == decisionModify:
+		if v.Deny = h.denies(a, err, d); v.Deny != "" {
+			return toolrouter.Outcome{Err: v.Deny, Category: toolrouter.CategoryPermission, Status: out.Status,
+				Attempts: out.Attempts, Answered: true}, v
+		}
+		if err == nil && a.Decision == decisionModify {
 			// The hook's output replaces the tool's; an MCP backend's
 			// result no longer says what the caller gets.
 			out.Output, out.MCPResult, out.InvalidUTF8, v.Changed = a.Output, nil, false, true
 			v.Notes = append(v.Notes, "output: replaced by guardrail "+h.Name)
-		}
-		if v.Deny != "" {
-			return toolrouter.Outcome{Err: v.Deny, Category: toolrouter.CategoryPermission, Status: out.Status,
-				Attempts: out.Attempts, Answered: true}, v
 		}
 	}
 	return out, v
@@ -243,6 +231,18 @@ func (g *Guards) Reports(c Call) (text func(string) string, data func(json.RawMe
 
 // decision is the audit entry of hook h's answer a (or failure err), and
 // logs what an audit-mode hook would have done.
+// denies is why an enforced hook's answer a (or its failure err, recorded
+// as d) refuses the call; "" when it does not.
+func (h *hook) denies(a answer, err error, d toolrouter.GuardrailDecision) string {
+	switch {
+	case err != nil && h.OnError == toolrouter.OnErrorDeny:
+		return d.Reason
+	case err == nil && a.Decision == decisionDeny:
+		return denial(h.Name, a.Reason)
+	}
+	return ""
+}
+
 func (h *hook) decision(ctx context.Context, phase string, c *Call, a answer, err error) toolrouter.GuardrailDecision {
 	d := toolrouter.GuardrailDecision{Name: h.Name, Phase: phase, Decision: a.Decision, Reason: a.Reason}
 	if err != nil {
