@@ -122,7 +122,7 @@ func (s *Set) build(vs toolrouter.VirtualServer) *View {
 				continue
 			}
 		}
-		e := entry(t, ov, toolrouter.OutputBudget{Bytes: vs.MaxOutputBytes, Tokens: vs.MaxOutputTokens})
+		e := entry(t, ov, v.budget())
 		if v.Search && (e.Exported.Name == toolrouter.SearchToolsName || e.Exported.Name == toolrouter.CallToolName) {
 			if listed {
 				s.warn(vs.Name, "tool %q left out: its exported name is a meta-tool's", t.Name)
@@ -478,13 +478,21 @@ var metaTools = []*toolrouter.Tool{
 	},
 }
 
+// budget is the view's own output budget (none for a nil view).
+func (v *View) budget() toolrouter.OutputBudget {
+	if v == nil {
+		return toolrouter.OutputBudget{}
+	}
+	return toolrouter.OutputBudget{Bytes: v.MaxOutputBytes, Tokens: v.MaxOutputTokens}
+}
+
 type ctxKey struct{}
 
 // NewContext returns ctx carrying v.
 func NewContext(ctx context.Context, v *View) context.Context {
-	if v != nil && (v.MaxOutputBytes > 0 || v.MaxOutputTokens > 0) {
+	if b := v.budget(); !b.IsZero() {
 		// The view's budget tightens its tools' own (docs/output-budgets.md "Output budgets").
-		ctx = shape.WithBudget(ctx, toolrouter.OutputBudget{Bytes: v.MaxOutputBytes, Tokens: v.MaxOutputTokens})
+		ctx = shape.WithBudget(ctx, b)
 	}
 	return context.WithValue(ctx, ctxKey{}, v)
 }
