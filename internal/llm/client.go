@@ -108,13 +108,17 @@ func (b *cappedBody) Read(p []byte) (int, error) {
 	return k, err
 }
 
-// Redactor is a function replacing each of secrets (blank ones ignored)
-// in a text with "[REDACTED]", longest first, as they are and
-// percent-encoded.
+// minSecret is the shortest secret Redactor replaces: a one-letter
+// "secret" (a test's, a placeholder) would garble every word holding it.
+const minSecret = 4
+
+// Redactor is a function replacing each of secrets (blank and shorter
+// than 4 bytes ignored) in a text with "[REDACTED]", longest first, as
+// they are and percent-encoded.
 func Redactor(secrets ...string) func(string) string {
 	var olds []string
 	for _, s := range secrets {
-		if s = strings.TrimSpace(s); s == "" {
+		if s = strings.TrimSpace(s); len(s) < minSecret {
 			continue
 		}
 		olds = append(olds, s)
