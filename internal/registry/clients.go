@@ -35,6 +35,7 @@ func (r *Registry) Clients() []Client {
 	out := make([]Client, len(r.clients))
 	for i, c := range r.clients {
 		c.Tools, c.Approval, c.KeySHA256 = slices.Clone(c.Tools), slices.Clone(c.Approval), slices.Clone(c.KeySHA256)
+		c.Models = slices.Clone(c.Models)
 		c.VirtualServers = slices.Clone(c.VirtualServers)
 		out[i] = c
 	}
@@ -75,7 +76,7 @@ func (p *parser) clients(e entry) []Client {
 		if name, ok := peekString(n, "name"); ok && name != "" {
 			w = where{prefix: fmt.Sprintf("client %q: ", name)}
 		}
-		f := p.fields(n, w, "name", "key_env", "key_sha256", "jwt_subject", "tools", "rate_limit", "admin", "approver", "approval", "virtual_servers")
+		f := p.fields(n, w, "name", "key_env", "key_sha256", "jwt_subject", "tools", "rate_limit", "admin", "approver", "approval", "virtual_servers", "models", "model_turns")
 		c := Client{Line: n.Line}
 		ok := true
 		if p.required(f["name"], n, w, "name") {
@@ -141,6 +142,14 @@ func (p *parser) clients(e entry) []Client {
 			}
 			c.RateLimit = r
 		}
+		c.Models = p.modelPatterns(f["models"], w)
+		if s, has := p.str(f["model_turns"], w, "model_turns"); has {
+			r, err := ParseRate(s)
+			if err != nil {
+				p.addAt(f["model_turns"].val, w, "model_turns", strings.Replace(err.Error(), "1 call", "1 model turn", 1))
+			}
+			c.ModelTurns = r
+		}
 		c.Admin, _ = p.boolean(f["admin"], w, "admin")
 		c.Approver, _ = p.boolean(f["approver"], w, "approver")
 		if ok {
@@ -190,6 +199,30 @@ func visibleASCII(s string) bool {
 		}
 	}
 	return true
+}
+
+// maxModelPattern bounds a models pattern: a provider name and a model id.
+const maxModelPattern = 256
+
+// ValidModelPattern reports whether s is a models glob: "*", or
+// "provider/model" with wildcards allowed on either side, of visible
+// ASCII (model ids hold . : - _ / and more).
+func ValidModelPattern(s string) bool {
+	return s == "*" || len(s) <= maxModelPattern && strings.Contains(s, "/") && !strings.HasPrefix(s, "/") && visibleASCII(s)
+}
+
+// modelPatterns reads a client's models: globs over "provider/model".
+func (p *parser) modelPatterns(e entry, w where) []string {
+	var out []string
+	for j, it := range p.list(e, w, "models") {
+		d := deref(it)
+		if d == nil || d.Kind != yaml.ScalarNode || d.ShortTag() == "!!null" || !ValidModelPattern(d.Value) {
+			p.addAt(it, w, fmt.Sprintf("models[%d]", j), `must be a "provider/model" pattern (a provider of the registry, a model id; * and ? wildcards), e.g. "openai/gpt-4o*" or "*": 3-256 visible ASCII characters`)
+			continue
+		}
+		out = append(out, d.Value)
+	}
+	return out
 }
 
 // patterns reads a list of tool globs.
