@@ -1,9 +1,13 @@
 package e2e_test
 
 import (
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/toolrouterd/toolrouterd/internal/store/pgtest"
 )
 
 // TestRunModelScopes: a client may run only the models its models globs
@@ -57,5 +61,34 @@ clients:
 	}
 	if n := len(fake.requests(t)); n != 3 {
 		t.Fatalf("the provider got %d requests, want 3 (model_turns: 3/h)", n)
+	}
+}
+
+// TestModelTurnsSharedByReplicas: with PostgreSQL the replicas count a
+// client's model turns in one counter, apart from its tool calls: a 2/h
+// client gets 2 model requests in all, not 2 per replica.
+func TestModelTurnsSharedByReplicas(t *testing.T) {
+	tools := startTools(t)
+	fake := startFakeLLM(t, "openai", "-api-key", "sk-test-123")
+	reg := runsRegistry(t, tools.addr, fake, "FAKE_LLM_KEY") + `
+clients:
+  - {name: alice, key_env: ALICE_KEY, tools: ["*"], models: ["*"], model_turns: 2/h, rate_limit: 1/h}
+`
+	reps := startReplicas(t, 2, reg, pgtest.Start(t), "FAKE_LLM_KEY=sk-test-123", "ALICE_KEY=alice-key")
+	fake.script(t, map[string]any{"text": "one"}, map[string]any{"text": "two"}, map[string]any{"text": "three"}, map[string]any{"text": "four"})
+	hour := time.Now().Truncate(time.Hour)
+	var got []string
+	for i := range 3 {
+		run := decodeRun(t, do(t, "POST", reps[i%2].URL()+"/runs", map[string]any{"prompt": "hi"}, "Authorization", "Bearer alice-key"))
+		got = append(got, run.Status)
+	}
+	if !time.Now().Truncate(time.Hour).Equal(hour) {
+		t.Skip("a clock hour (the window of 2/h) ended mid-test: its counts are not comparable")
+	}
+	if fmt.Sprint(got) != "[completed completed failed]" {
+		t.Fatalf("runs across replicas: %v, want [completed completed failed]", got)
+	}
+	if n := len(fake.requests(t)); n != 2 {
+		t.Fatalf("the provider got %d requests, want 2", n)
 	}
 }

@@ -377,4 +377,9 @@ func testTurns(t *testing.T, some, none *access.Client) {
 	if v, _ := sturns.Take(ctx, some, 1); v.Allowed {
 		t.Fatal("shared: a third turn")
 	}
+	for k := range st.used {
+		if strings.ContainsRune(k, 0) {
+			t.Errorf("shared counter key %q holds a NUL, which PostgreSQL text refuses", k)
+		}
+	}
 }

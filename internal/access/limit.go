@@ -121,7 +121,7 @@ func limitOf(c *Client, turns bool) (toolrouter.Rate, string) {
 	case c == nil:
 		return toolrouter.Rate{}, ""
 	case turns:
-		return c.ModelTurns, "\x00model-turns"
+		return c.ModelTurns, "\x1fmodel-turns" // no NUL: PostgreSQL text holds none (Shared)
 	}
 	return c.Rate, ""
 }
