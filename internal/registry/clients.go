@@ -51,20 +51,14 @@ func ParseRate(s string) (Rate, error) {
 	return Rate{N: n, Window: w}, nil
 }
 
-// ValidPattern reports whether s is a tool glob: tool-name characters and
-// the wildcards * and ?.
-func ValidPattern(s string) bool {
-	return s != "" && len(s) <= maxNameLen && validToolName(strings.NewReplacer("*", "a", "?", "a").Replace(s))
-}
-
 func (p *parser) clients() []Client {
 	var out []Client
 	names, subjects := map[string]int{}, map[string]int{}
 	keys := map[string]string{} // digest → client
 	for _, ptr := range p.items("/clients") {
 		c := Client{Name: p.str(ptr + "/name"), Line: p.line(ptr), Admin: p.flag(ptr + "/admin"), Approver: p.flag(ptr + "/approver"),
-			Tools: p.strs(ptr + "/tools"), Approval: p.strs(ptr + "/approval"), VirtualServers: p.strs(ptr + "/virtual_servers"),
-			ToolsLine: p.line(ptr + "/tools"), ServersLine: p.line(ptr + "/virtual_servers")}
+			Tools: p.globs(ptr + "/tools"), Approval: p.globs(ptr + "/approval"), VirtualServers: p.strs(ptr + "/virtual_servers"),
+			ToolsLine: p.lines[ptr+"/tools"], ServersLine: p.lines[ptr+"/virtual_servers"]}
 		switch line, dup := names[c.Name]; {
 		case c.Name == "":
 		case dup:

@@ -59,11 +59,11 @@ func (p *parser) guardrails() []Guardrail {
 			g.Builtin, g.Phase = BuiltinRedactSecrets, PhaseAfter
 			g.Patterns = p.secretPatterns(ptr + "/patterns")
 		}
-		if tools := p.strs(ptr + "/tools"); tools != nil {
-			g.Tools = tools
+		if p.exists(ptr + "/tools") {
+			g.Tools = p.globs(ptr + "/tools")
 		}
-		if clients := p.strs(ptr + "/clients"); clients != nil {
-			g.Clients = clients
+		if p.exists(ptr + "/clients") {
+			g.Clients = p.globs(ptr + "/clients")
 		}
 		for _, k := range []struct {
 			key string

@@ -17,7 +17,6 @@ import (
 const (
 	defaultTimeout = 30 * time.Second
 	maxTimeout     = 10 * time.Minute
-	maxNameLen     = 128
 )
 
 // Default base URLs of the provider kinds, as their official SDKs take them.
@@ -32,7 +31,12 @@ var defaultBaseURL = map[string]string{
 
 var awsRegion = regexp.MustCompile(`^[a-z]{2}(-[a-z]+)+-[0-9]+$`)
 
-var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+// The names of environment variables and of HTTP headers (RFC 9110
+// tokens), as the schema's propertyNames of env and headers say.
+var (
+	envName    = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	headerName = regexp.MustCompile("^[A-Za-z0-9!#$%&'*+.^_`|~-]+$")
+)
 
 // Parse parses and validates a registry file. filename only labels
 // problems. getenv expands ${VAR} in headers; nil means an empty
@@ -92,6 +96,14 @@ func (p *parser) strs(ptr string) []string {
 		out = append(out, p.str(ip))
 	}
 	return out
+}
+
+// globs is the list of strings at ptr, nil when absent or empty.
+func (p *parser) globs(ptr string) []string {
+	if s := p.strs(ptr); len(s) > 0 {
+		return s
+	}
+	return nil
 }
 
 // keys are the pointers of the (valid) entries of the mapping at ptr, in
@@ -180,18 +192,10 @@ func (p *parser) tool(ptr string) *toolrouter.Tool {
 	return t
 }
 
-func validToolName(name string) bool {
-	if name == "" || len(name) > maxNameLen {
-		return false
-	}
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '/' || c == '.' || c == '_' || c == '-') {
-			return false
-		}
-	}
-	return true
-}
+// toolName is the schema's $defs/toolName, for the tools of MCP servers.
+var toolName = regexp.MustCompile(`^[A-Za-z0-9/._-]{1,128}$`)
+
+func validToolName(name string) bool { return toolName.MatchString(name) }
 
 // aliasCollisions reports tools reachable under another tool's name: an
 // alias equal to another tool's canonical name or alias. The later tool in
@@ -332,6 +336,10 @@ func (p *parser) headers(ptr string) map[string]string {
 	lines := map[string]int{}
 	for _, hp := range p.keys(ptr) {
 		canon := http.CanonicalHeaderKey(lastTok(hp))
+		if !headerName.MatchString(lastTok(hp)) {
+			p.atKey(hp, "invalid header name")
+			continue
+		}
 		if line, dup := lines[canon]; dup {
 			p.atKey(hp, fmt.Sprintf("duplicate header (first at line %d)", line))
 			continue
@@ -516,7 +524,7 @@ func (p *parser) mcpServers() []toolrouter.MCPServer {
 	for _, ptr := range p.items("/mcp_servers") {
 		s := toolrouter.MCPServer{Name: p.str(ptr + "/name"), Timeout: p.duration(ptr+"/timeout", defaultTimeout),
 			Circuit: p.circuit(ptr + "/circuit"), Prefix: p.str(ptr + "/prefix"), Tools: p.strs(ptr + "/tools"),
-			Headers: p.headers(ptr + "/headers"), Roots: p.strs(ptr + "/roots"), Unpinned: p.has(ptr+"/pin") && !p.flag(ptr+"/pin"),
+			Headers: p.headers(ptr + "/headers"), Roots: p.globs(ptr + "/roots"), Unpinned: p.has(ptr+"/pin") && !p.flag(ptr+"/pin"),
 			PinNew: p.str(ptr + "/pin_new"), OnChange: p.str(ptr + "/on_change"), Budget: p.outputBudget(ptr)}
 		if line, dup := first[s.Name]; dup && s.Name != "" {
 			p.at(ptr+"/name", fmt.Sprintf("duplicate name (first at line %d)", line))
@@ -559,7 +567,9 @@ func (p *parser) stdio(ptr string) (command []string, env map[string]string, dir
 	if p.obj(ptr+"/env") != nil {
 		env = map[string]string{}
 		for _, ep := range p.keys(ptr + "/env") {
-			if val, ok := p.expand(p.str(ep), ep); !ok {
+			if !envName.MatchString(lastTok(ep)) {
+				p.atKey(ep, "invalid variable name")
+			} else if val, ok := p.expand(p.str(ep), ep); !ok {
 				continue
 			} else if strings.ContainsRune(val, 0) {
 				p.at(ep, "must not contain NUL")

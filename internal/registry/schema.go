@@ -5,6 +5,7 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -113,8 +114,14 @@ func (p *parser) checkSchema() {
 		}
 	}
 	p.nameItems()
+	// In file order of pointers; of two failures of one value, the
+	// first by schema location is reported (the validator's order is a
+	// map's).
 	slices.SortStableFunc(leaves, func(a, b *jsonschema.ValidationError) int {
-		return strings.Compare(ptrOf(a.InstanceLocation), ptrOf(b.InstanceLocation))
+		if c := strings.Compare(ptrOf(a.InstanceLocation), ptrOf(b.InstanceLocation)); c != 0 {
+			return c
+		}
+		return strings.Compare(a.SchemaURL, b.SchemaURL)
 	})
 	var prune []string
 	done := map[string]bool{} // one problem a value
@@ -133,12 +140,11 @@ func (p *parser) checkSchema() {
 			}
 			continue
 		case *kind.PropertyNames:
-			kp := ptr + "/" + escapePtr(k.Property)
-			p.atKey(kp, p.message(e, node, kp))
-			prune = append(prune, kp)
+			// Its instance location is unreliable (the validator's own
+			// slice); headers and env check their names again in Go.
 			continue
 		case *kind.AdditionalProperties:
-			for _, name := range k.Properties {
+			for _, name := range slices.Sorted(slices.Values(k.Properties)) {
 				kp := ptr + "/" + escapePtr(name)
 				p.atKey(kp, "unknown key"+suggest(name, node))
 				prune = append(prune, kp)
@@ -257,13 +263,7 @@ func orList(s []string) string {
 func suggest(name string, node map[string]any) string {
 	props, _ := node["properties"].(map[string]any)
 	best, bestD := "", 3
-	for _, k := range slices.Sorted(func(yield func(string) bool) {
-		for k := range props {
-			if !yield(k) {
-				return
-			}
-		}
-	}) {
+	for _, k := range slices.Sorted(maps.Keys(props)) {
 		if d := editDistance(name, k); d < bestD {
 			best, bestD = k, d
 		}

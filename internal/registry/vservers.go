@@ -34,7 +34,7 @@ func (p *parser) virtualServers(reg *Registry) []VirtualServer {
 	var out []VirtualServer
 	first := map[string]int{}
 	for _, ptr := range p.items("/virtual_servers") {
-		vs := VirtualServer{Name: p.str(ptr + "/name"), Line: p.line(ptr), Tools: p.strs(ptr + "/tools"), Search: p.str(ptr+"/discovery") == "search",
+		vs := VirtualServer{Name: p.str(ptr + "/name"), Line: p.line(ptr), Tools: p.globs(ptr + "/tools"), Search: p.str(ptr+"/discovery") == "search",
 			MaxOutputBytes: p.num(ptr + "/max_output_bytes"), MaxOutputTokens: p.num(ptr + "/max_output_tokens")}
 		ok := vs.Name != ""
 		if line, dup := first[vs.Name]; dup && ok {
