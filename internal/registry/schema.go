@@ -158,7 +158,7 @@ func (p *parser) checkSchema() {
 		}
 	}
 	for _, ptr := range prune {
-		p.val = pruned(p.val, ptr)
+		p.val = replaced(p.val, ptr, nil)
 	}
 }
 
@@ -280,51 +280,40 @@ func editDistance(a, b string) int {
 		prev[j] = j
 	}
 	for i := 1; i <= len(a); i++ {
-		cur := make([]int, len(b)+1)
-		cur[0] = i
+		cur := []int{i}
 		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			cur = append(cur, min(prev[j]+1, cur[j-1]+1, prev[j-1]+boolInt(a[i-1] != b[j-1])))
 		}
 		prev = cur
 	}
 	return prev[len(b)]
 }
 
-// replaced sets the value at ptr (which exists) in v.
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// replaced sets the value at ptr (which exists) in v; pruning sets it to
+// null, so that the items of a list keep their index and every getter
+// sees the value as absent.
 func replaced(v any, ptr string, to any) any {
-	toks := splitPtr(ptr)
-	if len(toks) == 0 {
+	if ptr == "" {
 		return to
 	}
-	parent, _ := lookup(v, ptr[:strings.LastIndexByte(ptr, '/')])
-	last := toks[len(toks)-1]
+	i := strings.LastIndexByte(ptr, '/')
+	parent, _ := lookup(v, ptr[:i])
 	switch c := parent.(type) {
 	case map[string]any:
-		c[last] = to
+		c[unescapePtr(ptr[i+1:])] = to
 	case []any:
-		if i, err := strconv.Atoi(last); err == nil && i >= 0 && i < len(c) {
-			c[i] = to
+		if n, err := strconv.Atoi(ptr[i+1:]); err == nil && n >= 0 && n < len(c) {
+			c[n] = to
 		}
 	}
 	return v
-}
-
-// pruned removes the value at ptr from v: a key is deleted, an item of a
-// list becomes null (so the items after it keep their index).
-func pruned(v any, ptr string) any {
-	if ptr == "" {
-		return nil
-	}
-	parent, _ := lookup(v, ptr[:strings.LastIndexByte(ptr, '/')])
-	if m, ok := parent.(map[string]any); ok {
-		delete(m, splitPtr(ptr)[len(splitPtr(ptr))-1])
-		return v
-	}
-	return replaced(v, ptr, nil)
 }
 
 // labels name the items of a section in problems: `tool "x": timeout`,
