@@ -20,11 +20,7 @@ type Client = toolrouter.ClientSpec
 // Rate is N calls per window (toolrouter.Rate).
 type Rate = toolrouter.Rate
 
-var (
-	// reservedName are the names of the clients made of TOOLROUTER_API_KEYS.
-	reservedName = regexp.MustCompile(`^key-[0-9]+$`)
-	rateSyntax   = regexp.MustCompile(`^([0-9]{1,9})/([smh])$`)
-)
+var rateSyntax = regexp.MustCompile(`^([0-9]{1,9})/([smh])$`)
 
 // Clients returns the clients in file order.
 func (r *Registry) Clients() []Client {
@@ -63,8 +59,6 @@ func (p *parser) clients() []Client {
 		case c.Name == "":
 		case dup:
 			p.at(ptr+"/name", fmt.Sprintf("duplicate name (first at line %d)", line))
-		case reservedName.MatchString(c.Name):
-			p.at(ptr+"/name", "names key-1, key-2, … are reserved for the keys of TOOLROUTER_API_KEYS")
 		default:
 			names[c.Name] = p.line(ptr + "/name")
 		}

@@ -557,13 +557,7 @@ func (p *parser) mcpServers() []toolrouter.MCPServer {
 // taken literally (no shell, no expansion); env maps variable names to
 // strings with ${VAR} expanded like headers.
 func (p *parser) stdio(ptr string) (command []string, env map[string]string, dir string) {
-	for j, cp := range p.items(ptr + "/command") {
-		if arg := p.str(cp); j == 0 && arg == "" || strings.ContainsRune(arg, 0) {
-			p.at(cp, "must be a non-empty string")
-		} else {
-			command = append(command, arg)
-		}
-	}
+	command = p.globs(ptr + "/command")
 	if p.obj(ptr+"/env") != nil {
 		env = map[string]string{}
 		for _, ep := range p.keys(ptr + "/env") {
