@@ -30,6 +30,10 @@ type Client struct {
 	// servers are the virtual servers the client is limited to; nil: not
 	// limited (docs/mcp.md "Virtual servers and tool search").
 	servers []string
+	// credentials are its secrets for per_client backends; MayAssertUser
+	// lets it name users in X-Toolrouter-User.
+	credentials   map[string]toolrouter.Secret
+	MayAssertUser bool
 }
 
 // Bound reports whether the client reaches tools only through its

@@ -93,33 +93,51 @@ func (a *Authenticator) Open() bool {
 // An open service answers (nil, nil). A refusal is a Denied error; a key
 // set that cannot be fetched is an ordinary one.
 func (a *Authenticator) Authenticate(ctx context.Context, r *http.Request) (*Client, error) {
+	c, _, err := a.Identify(ctx, r)
+	return c, err
+}
+
+// Identify is Authenticate, and the user the request is made for: a JWT
+// client's subject (sub) with its token, or the X-Toolrouter-User of a
+// client that may assert users (docs/backend-auth.md); nil when none. A
+// client that may not name a user, yet does, is refused (Forbidden).
+func (a *Authenticator) Identify(ctx context.Context, r *http.Request) (*Client, *User, error) {
 	cs := a.Clients()
 	if a.jwt == nil && cs.Open() {
-		return nil, nil
+		return nil, nil, nil
 	}
 	h := strings.TrimSpace(r.Header.Get("Authorization"))
 	if h == "" {
-		return nil, ErrNoCredentials
+		return nil, nil, ErrNoCredentials
 	}
 	scheme, token, _ := strings.Cut(h, " ")
 	token = strings.TrimSpace(token)
 	if !strings.EqualFold(scheme, "Bearer") || token == "" {
-		return nil, Denied("must be Bearer followed by a key or token")
+		return nil, nil, Denied("must be Bearer followed by a key or token")
 	}
 	if c := cs.ByKey(token); c != nil {
-		return c, nil
+		u, err := assertedUser(c, r)
+		return c, u, err
 	}
 	if a.jwt == nil || strings.Count(token, ".") != 2 {
-		return nil, Denied("the bearer key matches no client")
+		return nil, nil, Denied("the bearer key matches no client")
 	}
 	claims, err := a.jwt.Verify(ctx, token)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	if c := cs.BySubject(claims.Subject); c != nil {
-		return c, nil
+	c := cs.BySubject(claims.Subject)
+	if c == nil {
+		return nil, nil, Denied("the token's subject matches no client")
 	}
-	return nil, Denied("the token's subject matches no client")
+	if r.Header.Get(UserHeader) != "" {
+		return nil, nil, Forbidden(UserHeader + ": a JWT client's user is its token's sub; the header is for key clients with clients[].may_assert_user")
+	}
+	sub := claims.User
+	if sub == "" {
+		sub = claims.Subject
+	}
+	return c, &User{Subject: sub, Token: toolrouter.NewSecret(token)}, nil
 }
 
 // IsDenied reports whether err is a refusal of credentials (401) rather

@@ -36,7 +36,8 @@ func NewClients(apiKeys []string, reg []toolrouter.ClientSpec) *Clients {
 		c := &Client{
 			Name: rc.Name, Admin: rc.Admin, Approver: rc.Approver, Rate: rc.RateLimit, ModelTurns: rc.ModelTurns,
 			tools: NewScope(rc.Tools), approval: NewScope(rc.Approval), servers: rc.VirtualServers,
-			models: NewScope(rc.Models), // none: no model use unless granted
+			models:      NewScope(rc.Models), // none: no model use unless granted
+			credentials: rc.Credentials, MayAssertUser: rc.MayAssertUser,
 		}
 		if rc.VirtualServers != nil && rc.Tools == nil {
 			// Its virtual servers are its scope.

@@ -87,6 +87,9 @@ func (v *JWTVerifier) Issuer() string { return v.cfg.Issuer }
 type Claims struct {
 	Subject string
 	Expiry  time.Time
+	// User is the token's sub claim: the user the calls are made for
+	// (docs/backend-auth.md), whichever claim picks the client.
+	User string
 }
 
 // Verify checks a token's signature (RS256 or ES256, by a key of the
@@ -142,7 +145,7 @@ func (v *JWTVerifier) Verify(ctx context.Context, raw string) (Claims, error) {
 	if sub == "" {
 		return Claims{}, Denied(fmt.Sprintf("token has no string claim %q", v.cfg.SubjectClaim))
 	}
-	return Claims{Subject: sub, Expiry: std.Expiry.Time()}, nil
+	return Claims{Subject: sub, Expiry: std.Expiry.Time(), User: std.Subject}, nil
 }
 
 // keysFor returns the keys of the set with this kid (every key when the

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -23,7 +24,12 @@ func authenticate(auth Authenticator, issuer string) func(http.Handler) http.Han
 			return next
 		}
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			c, err := auth.Authenticate(r.Context(), r)
+			c, user, err := identify(auth, r)
+			var forbidden access.Forbidden
+			if errors.As(err, &forbidden) {
+				writeProblem(w, r, http.StatusForbidden, "Authorization", forbidden.Error())
+				return
+			}
 			if err != nil {
 				if !access.IsDenied(err) { // the issuer's keys cannot be fetched
 					zerolog.Ctx(r.Context()).Error().Err(err).Msg("cannot verify bearer token")
@@ -43,6 +49,10 @@ func authenticate(auth Authenticator, issuer string) func(http.Handler) http.Han
 				return
 			}
 			ctx := r.Context()
+			if user != nil {
+				// Who the calls are made for (docs/backend-auth.md).
+				ctx = access.NewUserContext(ctx, user)
+			}
 			if c != nil {
 				ctx = access.NewContext(ctx, c)
 				l := zerolog.Ctx(ctx).With().Str("client", c.Name).Logger()
@@ -54,6 +64,21 @@ func authenticate(auth Authenticator, issuer string) func(http.Handler) http.Han
 			next.ServeHTTP(w, r.WithContext(ctx))
 		})
 	}
+}
+
+// identifier is an Authenticator that also says who the request is made
+// for (access.Authenticator).
+type identifier interface {
+	Identify(ctx context.Context, r *http.Request) (*access.Client, *access.User, error)
+}
+
+// identify is the request's client and user.
+func identify(auth Authenticator, r *http.Request) (*access.Client, *access.User, error) {
+	if id, ok := auth.(identifier); ok {
+		return id.Identify(r.Context(), r)
+	}
+	c, err := auth.Authenticate(r.Context(), r)
+	return c, nil, err
 }
 
 // wellKnownPath is the RFC 9728 metadata path of the resource at path:

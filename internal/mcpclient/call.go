@@ -28,7 +28,7 @@ func (s *server) call(ctx context.Context, req toolrouter.ExecRequest) toolroute
 	if timeout <= 0 {
 		timeout = s.timeout()
 	}
-	callCtx, cancel := toolrouter.WithToolTimeout(ctx, timeout)
+	callCtx, cancel := toolrouter.WithToolTimeout(withCredential(ctx, req.Credential), timeout)
 	defer cancel()
 	c := &toolCall{req: req, relay: toolrouter.RelayFrom(ctx), fresh: true}
 	if req.Tool.Idempotent {

@@ -174,6 +174,7 @@ func (s *server) post(ctx context.Context, sess fastSession, accept string, body
 	req.Header = sess.header(accept)
 	req.Header["Content-Type"] = []string{"application/json"}
 	s.transport.setHeaders(req.Header) // spares serverTransport a copy of req
+	setCredential(ctx, req.Header)
 	return s.http.Do(req)
 }
 

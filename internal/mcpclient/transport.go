@@ -38,12 +38,14 @@ type serverTransport struct {
 
 func (t *serverTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	r2 := r
-	if !t.hasHeaders(r.Header) {
+	cred := credentialFrom(r.Context())
+	if !t.hasHeaders(r.Header) || (cred != nil && r.Header.Get(cred.Header) != cred.Value.Reveal()) {
 		// A RoundTripper must not change its request: a copy. (The hot
 		// path's requests come with the headers already, see
 		// server.post.)
 		r2 = r.Clone(r.Context())
 		t.setHeaders(r2.Header)
+		setCredential(r.Context(), r2.Header)
 	}
 	resp, err := t.base.RoundTrip(r2)
 	if err != nil || r.Method == http.MethodDelete {

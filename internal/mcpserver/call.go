@@ -25,6 +25,15 @@ func client(req mcp.Request) *access.Client {
 	return nil
 }
 
+// user is who the request is made for (nil: none).
+func user(req mcp.Request) *access.User {
+	if ex := req.GetExtra(); ex != nil && ex.TokenInfo != nil {
+		u, _ := ex.TokenInfo.Extra[userExtra].(*access.User)
+		return u
+	}
+	return nil
+}
+
 // intercept keeps tools/list in step with the registry and answers every
 // tools/call itself, so a tool missing from the list (unknown, or added by
 // a reload not yet synced) gets the router's not_found result rather than
@@ -76,7 +85,7 @@ func (h *Handler) dispatch(ctx context.Context, next mcp.MethodHandler, method s
 			}
 			h.inflight.Add(1)
 			defer h.inflight.Add(-1)
-			return h.call(access.NewContext(ctx, c), r)
+			return h.call(access.NewUserContext(access.NewContext(ctx, c), user(req)), r)
 		}
 	}
 	return next(ctx, method, req)

@@ -190,6 +190,11 @@ type Handler struct {
 // clientExtra is the TokenInfo.Extra key of the request's *access.Client.
 const clientExtra = "toolrouter/client"
 
+// userExtra is the TokenInfo.Extra key of the request's *access.User: who
+// its calls are made for (docs/backend-auth.md), request by request, so
+// two users may share a session of one client.
+const userExtra = "toolrouter/user"
+
 var _ http.Handler = (*Handler)(nil)
 
 // New returns the MCP server handler, its tool list synced with the
@@ -232,7 +237,7 @@ func New(d Deps) *Handler {
 		c := access.FromContext(r.Context())
 		// UserID binds a session to its client in the SDK too.
 		return &auth.TokenInfo{UserID: c.LabelName(), Extra: map[string]any{
-			clientExtra: c, postExtra: r.Context().Value(postKey{})}}, nil
+			clientExtra: c, userExtra: access.UserFromContext(r.Context()), postExtra: r.Context().Value(postKey{})}}, nil
 	}, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})
 	h.srv = mcp.NewServer(&mcp.Implementation{Name: "toolrouterd", Version: d.Version}, &mcp.ServerOptions{
 		Logger: slogger,

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strconv"
@@ -29,6 +30,7 @@ func (r *Registry) Clients() []Client {
 		c.Tools, c.Approval, c.KeySHA256 = slices.Clone(c.Tools), slices.Clone(c.Approval), slices.Clone(c.KeySHA256)
 		c.Models = slices.Clone(c.Models)
 		c.VirtualServers = slices.Clone(c.VirtualServers)
+		c.Credentials = maps.Clone(c.Credentials)
 		out[i] = c
 	}
 	return out
@@ -55,7 +57,7 @@ func (p *parser) clients() []Client {
 	for _, ptr := range p.items("/clients") {
 		c := Client{Name: p.str(ptr + "/name"), Line: p.line(ptr), Admin: p.flag(ptr + "/admin"), Approver: p.flag(ptr + "/approver"),
 			Tools: p.globs(ptr + "/tools"), Approval: p.globs(ptr + "/approval"), VirtualServers: p.strs(ptr + "/virtual_servers"),
-			Models: p.globs(ptr + "/models"),
+			Models: p.globs(ptr + "/models"), Credentials: p.credentials(ptr + "/credentials"), MayAssertUser: p.flag(ptr + "/may_assert_user"),
 			ToolsLine: p.lines[ptr+"/tools"], ServersLine: p.lines[ptr+"/virtual_servers"]}
 		switch line, dup := names[c.Name]; {
 		case c.Name == "":

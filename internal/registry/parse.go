@@ -127,6 +127,7 @@ func (p *parser) registry() *Registry {
 	reg.defaultProvider = p.defaultProvider(reg.providers)
 	reg.mcpServers = p.mcpServers()
 	reg.clients = p.clients()
+	p.checkCredentials(reg)
 	reg.guardrails = p.guardrails()
 	for _, t := range reg.tools {
 		reg.byName[t.Name] = t
@@ -180,7 +181,7 @@ func (p *parser) tool(ptr string) *toolrouter.Tool {
 	t := &toolrouter.Tool{Name: p.str(ptr + "/name"), Description: p.str(ptr + "/description"), Kind: toolrouter.KindTool,
 		Timeout: p.duration(ptr+"/timeout", defaultTimeout), Idempotent: p.flag(ptr + "/idempotent"), Retries: p.num(ptr + "/retries"),
 		Approval: p.str(ptr+"/approval") == "required", Circuit: p.circuit(ptr + "/circuit"), Headers: p.headers(ptr + "/headers"),
-		Budget: p.outputBudget(ptr)}
+		Budget: p.outputBudget(ptr), Auth: p.auth(ptr+"/auth", false)}
 	if k := p.str(ptr + "/kind"); k != "" {
 		t.Kind = toolrouter.ToolKind(k)
 	}
@@ -536,6 +537,7 @@ func (p *parser) mcpServers() []toolrouter.MCPServer {
 		} else if p.exists(ptr + "/command") {
 			s.Command, s.Env, s.Dir = p.stdio(ptr)
 		}
+		s.Auth = p.auth(ptr+"/auth", p.exists(ptr+"/command"))
 		if !p.has(ptr + "/prefix") {
 			s.Prefix = s.Name + "/"
 		}

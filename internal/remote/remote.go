@@ -263,7 +263,7 @@ func (c *Client) attempt(ctx, callCtx context.Context, timeout time.Duration, re
 // room), each with capacity 1, so that the values cost at most one
 // allocation in all.
 func setHeaders(hreq *http.Request, req toolrouter.ExecRequest, basicAuth string, vals []string) {
-	if n := len(req.Tool.Headers) + 7; cap(vals) < n {
+	if n := len(req.Tool.Headers) + 8; cap(vals) < n {
 		vals = make([]string, 0, n)
 	}
 	h := hreq.Header
@@ -280,6 +280,11 @@ func setHeaders(hreq *http.Request, req toolrouter.ExecRequest, basicAuth string
 		default:
 			set(ck, v)
 		}
+	}
+	if c := req.Credential; c != nil {
+		// The user's credential for this backend (docs/backend-auth.md)
+		// replaces a registry header of the same name.
+		set(http.CanonicalHeaderKey(c.Header), c.Value.Reveal())
 	}
 	if _, ok := h["Accept"]; !ok {
 		set("Accept", contentTypeJSON)

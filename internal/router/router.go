@@ -258,6 +258,9 @@ func (x *routed) SaveAudited(sctx context.Context, recs []toolrouter.AuditRecord
 
 // routeCall is the state of one route between its steps.
 type routeCall struct {
+	// cred is the backend credential the call was made with, for its
+	// audit record (nil: static headers).
+	cred  *toolrouter.CredentialUse
 	now   func() time.Time
 	start time.Time
 	id    string
@@ -415,6 +418,7 @@ func (r *Router) exec(ctx context.Context, req toolrouter.ExecRequest) toolroute
 // none (error).
 func (r *Router) finish(ctx context.Context, rc *routeCall, out toolrouter.Outcome, answered bool) *toolrouter.Result {
 	res := &rc.r.res
+	rc.cred = out.Credential
 	elapsed := rc.now().Sub(rc.start) // one clock reading for the result and the metric
 	res.DurationMS = float64(elapsed.Nanoseconds()) / 1e6
 	if res.DurationMS <= 0 {
@@ -513,6 +517,7 @@ func auditRecord(ctx context.Context, rc *routeCall, res *toolrouter.Result) too
 		a.Tool, a.Outcome = rc.denied, toolrouter.AuditDenied
 	}
 	a.Guardrails = rc.guards
+	a.Credential = rc.cred
 	return a
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/toolrouterd/toolrouterd/internal/audit"
 	"github.com/toolrouterd/toolrouterd/internal/circuit"
 	"github.com/toolrouterd/toolrouterd/internal/config"
+	"github.com/toolrouterd/toolrouterd/internal/credential"
 	"github.com/toolrouterd/toolrouterd/internal/guardrail"
 	"github.com/toolrouterd/toolrouterd/internal/httpapi"
 	"github.com/toolrouterd/toolrouterd/internal/lograte"
@@ -154,10 +155,14 @@ func New(ctx context.Context, o Options) (*Service, error) {
 	// Circuit breakers per tool host and MCP server, per replica (docs/operations.md
 	// "Circuit breakers").
 	circuits := circuit.New(toolrouter.Circuit{Failures: o.Config.CircuitFailures, Cooldown: o.Config.CircuitCooldown}, s.metrics.Registerer())
+	// Backend credentials (docs/backend-auth.md), below the breakers: the
+	// user's token for each backend, seen by nothing above.
+	creds := &credential.Decorator{Registry: func() credential.Servers { return s.holder.Current() },
+		Exchanger: &credential.Exchanger{HTTP: &http.Client{Transport: tel.Transport(http.DefaultTransport), Timeout: 30 * time.Second}}}
 	rt := &router.Router{
 		Tools:            func() router.Tools { return s.holder.Current() },
-		Exec:             circuits.Wrap(s.exec),
-		MCP:              pin.Guard{Executor: circuits.Wrap(s.mcp)},
+		Exec:             circuits.Wrap(creds.Wrap(s.exec)),
+		MCP:              pin.Guard{Executor: circuits.Wrap(creds.Wrap(s.mcp))},
 		Seq:              st,
 		Results:          st,
 		Observer:         s.metrics,

@@ -38,6 +38,13 @@ type ClientSpec struct {
 	// which the client reaches tools (docs/mcp.md "Virtual servers and tool
 	// search"); nil means the whole registry.
 	VirtualServers []string
+	// Credentials are the client's own secrets for the backends whose
+	// auth mode is per_client, by backend name (a tool's or an MCP
+	// server's), read from the environment.
+	Credentials map[string]Secret
+	// MayAssertUser lets a key client name the user it calls for in the
+	// X-Toolrouter-User header (docs/backend-auth.md).
+	MayAssertUser bool
 	// Line is where the client is in the registry file; ToolsLine where
 	// its tools are (for the registry's warnings about them), ServersLine
 	// its virtual_servers.

@@ -24,6 +24,11 @@ type ExecRequest struct {
 	// Progress, when set, receives progress a backend reports while the
 	// call runs (MCP notifications/progress); HTTP tools report none.
 	Progress func(progress, total float64, message string)
+	// Credential, when set, is the header carrying the user's credential
+	// for this backend (docs/backend-auth.md), set by the credentials
+	// decorator just above the backend; nil sends the registry's headers
+	// only.
+	Credential *Credential
 }
 
 // Outcome is what a backend made of an ExecRequest.
@@ -59,6 +64,9 @@ type Outcome struct {
 	// nil when the output was not shaped. Note says how it was shaped.
 	FullOutput json.RawMessage
 	Note       string
+	// Credential describes the backend credential the call was made with
+	// (for the audit trail); nil for the registry's static headers.
+	Credential *CredentialUse
 }
 
 // Success reports whether the call succeeded.
@@ -115,6 +123,9 @@ type MCPServer struct {
 	// Tools is the allowlist of the server's tool names; "*" allows all.
 	Tools   []string
 	Headers map[string]string
+	// Auth is the server's auth block (docs/backend-auth.md); nil is
+	// static.
+	Auth    *BackendAuth
 	Timeout time.Duration
 	Circuit Circuit // its tools' circuit breaker settings
 	// Roots are the file:// URIs offered to the server as MCP roots; the

@@ -63,6 +63,11 @@ type AuditRecord struct {
 	// call, in the order they ran (docs/trusting-tools.md "Trusting tools"); absent when
 	// none did.
 	Guardrails []GuardrailDecision `json:"guardrails,omitempty"`
+	// Credential names the backend credential the call was made with
+	// (docs/backend-auth.md): the user (sub), who acted for them (act),
+	// the mode and the token's id, never the token; absent for static
+	// headers.
+	Credential *CredentialUse `json:"credential,omitempty"`
 	// Calls and Tools, on a rate_limited record only: one record stands
 	// for a whole refused request, the number of calls it held and the
 	// distinct canonical names of the tools they reach (a name that

@@ -61,8 +61,11 @@ type Tool struct {
 	Timeout      time.Duration     `json:"-"`
 	Circuit      Circuit           `json:"-"`
 	Headers      map[string]string `json:"-"`
-	Idempotent   bool              `json:"idempotent"`
-	Retries      int               `json:"retries"`
+	// Auth is an HTTP tool's auth block (docs/backend-auth.md); nil is
+	// static. A tool of an MCP server has its server's.
+	Auth       *BackendAuth `json:"-"`
+	Idempotent bool         `json:"idempotent"`
+	Retries    int          `json:"retries"`
 	// MCPServer names the registry's MCP server that serves this tool, and
 	// MCPTool the tool's name on that server; both empty for HTTP tools.
 	MCPServer string `json:"mcp_server,omitempty"`

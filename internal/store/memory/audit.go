@@ -37,6 +37,10 @@ func (m *Store) appendAudit(recs []toolrouter.AuditRecord) {
 		m.audit.lastID++
 		r.ID = m.audit.lastID
 		r.Guardrails = slices.Clone(r.Guardrails) // a record is not shared with its writer
+		if r.Credential != nil {
+			c := *r.Credential
+			r.Credential = &c
+		}
 		if r.Sequence != nil {
 			seq := *r.Sequence
 			r.Sequence = &seq

@@ -33,14 +33,14 @@ const saveResultsSQL = `INSERT INTO route_results (tool_call_id, plan_id, body, 
 // insertAuditsSQL inserts the audit records of a commit in queue order
 // (their ids, which order the trail, follow it).
 const insertAuditsSQL = `INSERT INTO audit (at, client, entry_point, plan_id, sequence, tool_call_id,
-		tool_name, tool, args_sha256, outcome, error_category, duration_ms, replica, guardrails, calls, tools)
+		tool_name, tool, args_sha256, outcome, error_category, duration_ms, replica, guardrails, calls, tools, credential)
 	SELECT at, client, entry_point, plan_id, sequence, tool_call_id,
-		tool_name, tool, args_sha256, outcome, error_category, duration_ms, replica, guardrails, calls, tools
+		tool_name, tool, args_sha256, outcome, error_category, duration_ms, replica, guardrails, calls, tools, credential
 	FROM unnest($1::timestamptz[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::text[],
 		$7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::float8[], $13::text[], $14::text[],
-		$15::integer[], $16::text[])
+		$15::integer[], $16::text[], $17::text[])
 		WITH ORDINALITY AS v(at, client, entry_point, plan_id, sequence, tool_call_id,
-		tool_name, tool, args_sha256, outcome, error_category, duration_ms, replica, guardrails, calls, tools, ord)
+		tool_name, tool, args_sha256, outcome, error_category, duration_ms, replica, guardrails, calls, tools, credential, ord)
 	ORDER BY ord`
 
 // resultRow is a result queued for the group commit: the one Arg of a
@@ -116,7 +116,7 @@ func (p *Store) commit(ctx context.Context, ws []writebehind.Write) error {
 	if len(audits.at) > 0 {
 		a := &audits
 		b.Queue(insertAuditsSQL, a.at, a.client, a.entryPoint, a.planID, a.seq, a.toolCallID,
-			a.toolName, a.tool, a.argsSHA256, a.outcome, a.errorCategory, a.durationMS, a.replica, a.guardrails, a.calls, a.tools)
+			a.toolName, a.tool, a.argsSHA256, a.outcome, a.errorCategory, a.durationMS, a.replica, a.guardrails, a.calls, a.tools, a.credential)
 	}
 	for _, w := range others {
 		b.Queue(w.SQL, w.Args...)
@@ -159,6 +159,7 @@ type audits struct {
 	at                                                             []time.Time
 	client, entryPoint, planID, toolCallID, toolName, tool         []string
 	argsSHA256, outcome, errorCategory, replica, guardrails, tools []string
+	credential                                                     []string
 	seq                                                            []pgtype.Int8
 	durationMS                                                     []float64
 	calls                                                          []int32
@@ -167,7 +168,7 @@ type audits struct {
 func (c *audits) grow(n int) {
 	c.at = make([]time.Time, 0, n)
 	for _, col := range []*[]string{&c.client, &c.entryPoint, &c.planID, &c.toolCallID, &c.toolName, &c.tool,
-		&c.argsSHA256, &c.outcome, &c.errorCategory, &c.replica, &c.guardrails, &c.tools} {
+		&c.argsSHA256, &c.outcome, &c.errorCategory, &c.replica, &c.guardrails, &c.tools, &c.credential} {
 		*col = make([]string, 0, n)
 	}
 	c.seq = make([]pgtype.Int8, 0, n)
@@ -194,4 +195,5 @@ func (c *audits) add(a auditRow) {
 	c.calls = append(c.calls, int32(r.Calls))
 	tools, _ := r.Tools.Value()
 	c.tools = append(c.tools, tools.(string))
+	c.credential = append(c.credential, sqlstore.AuditCredential(r))
 }

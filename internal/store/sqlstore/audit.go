@@ -12,7 +12,7 @@ import (
 
 // AuditColumns are the audit table's columns in AuditRecord order (id
 // first), for INSERT and SELECT.
-const AuditColumns = "id, at, client, entry_point, plan_id, sequence, tool_call_id, tool_name, tool, args_sha256, outcome, error_category, duration_ms, replica, guardrails, calls, tools"
+const AuditColumns = "id, at, client, entry_point, plan_id, sequence, tool_call_id, tool_name, tool, args_sha256, outcome, error_category, duration_ms, replica, guardrails, calls, tools, credential"
 
 // AuditSelect is the query of the records f selects, newest first by
 // their time (the call's start), then id: ph writes the i-th placeholder
@@ -66,7 +66,7 @@ func AuditSelect(f toolrouter.AuditFilter, ph func(int) string, at func(time.Tim
 // (scanned into at by the caller's type) and sequence.
 func AuditDest(r *toolrouter.AuditRecord, at, seq any) []any {
 	return []any{&r.ID, at, &r.Client, &r.EntryPoint, &r.PlanID, seq, &r.ToolCallID, &r.ToolName,
-		&r.Tool, &r.ArgsSHA256, &r.Outcome, &r.ErrorCategory, &r.DurationMS, &r.Replica, (*guardrailsColumn)(&r.Guardrails), &r.Calls, &r.Tools}
+		&r.Tool, &r.ArgsSHA256, &r.Outcome, &r.ErrorCategory, &r.DurationMS, &r.Replica, (*guardrailsColumn)(&r.Guardrails), &r.Calls, &r.Tools, credentialColumn{&r.Credential}}
 }
 
 // guardrailsColumn scans the guardrails column (JSON text, "" for none)
@@ -109,7 +109,7 @@ func AuditGuardrails(r *toolrouter.AuditRecord) string {
 // AppendAuditValues appends to dst a record's column values but id, at
 // and sequence, in AuditColumns order after sequence.
 func AppendAuditValues(dst []any, r *toolrouter.AuditRecord) []any {
-	return append(dst, r.ToolCallID, r.ToolName, r.Tool, r.ArgsSHA256, r.Outcome, r.ErrorCategory, r.DurationMS, r.Replica, AuditGuardrails(r), r.Calls, r.Tools)
+	return append(dst, r.ToolCallID, r.ToolName, r.Tool, r.ArgsSHA256, r.Outcome, r.ErrorCategory, r.DurationMS, r.Replica, AuditGuardrails(r), r.Calls, r.Tools, AuditCredential(r))
 }
 
 // AuditSequence is a record's sequence column value (nil: NULL), read now:
@@ -119,4 +119,47 @@ func AuditSequence(r *toolrouter.AuditRecord) any {
 		return nil
 	}
 	return *r.Sequence
+}
+
+// credentialColumn scans the credential column (JSON text, "" for none)
+// into a record's Credential.
+type credentialColumn struct{ c **toolrouter.CredentialUse }
+
+// Scan implements sql.Scanner.
+func (c credentialColumn) Scan(src any) error {
+	var b []byte
+	switch v := src.(type) {
+	case nil:
+		return nil
+	case string:
+		b = []byte(v)
+	case []byte:
+		b = v
+	default:
+		return fmt.Errorf("audit credential: unexpected %T", src)
+	}
+	if len(b) == 0 {
+		*c.c = nil
+		return nil
+	}
+	var u toolrouter.CredentialUse
+	if err := json.Unmarshal(b, &u); err != nil {
+		return fmt.Errorf("audit credential: %w", err)
+	}
+	*c.c = &u
+	return nil
+}
+
+// AuditCredential is a record's credential column value: the backend
+// credential it was made with as JSON {mode, sub, act, token_id}, never
+// the token; "" for static headers (docs/backend-auth.md).
+func AuditCredential(r *toolrouter.AuditRecord) string {
+	if r.Credential == nil {
+		return ""
+	}
+	b, err := json.Marshal(r.Credential)
+	if err != nil {
+		return ""
+	}
+	return string(b)
 }

@@ -131,6 +131,10 @@ func auditAppendListPurge(t *testing.T, b Backend, open func() store.Store, clk 
 	}
 	recs[6].Guardrails = []toolrouter.GuardrailDecision{{Name: "hook", Phase: "after", Decision: "error",
 		Reason: "guardrail hook failed: no answer within 1s (timeout); the call is refused (on_error: deny)"}}
+	// The backend credential a call was made with comes back as written
+	// (docs/backend-auth.md); a record without one has none (nil).
+	recs[4].Credential = &toolrouter.CredentialUse{Mode: "token_exchange", Subject: "alice", Actor: "toolrouterd", TokenID: "jti-1"}
+	recs[7].Credential = &toolrouter.CredentialUse{Mode: "per_client", Actor: "support", TokenID: "sha256:0123456789abcdef"}
 	if err := ss[0].AppendAudit(ctx, recs[:5]); err != nil {
 		t.Fatal(err)
 	}

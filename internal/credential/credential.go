@@ -1,0 +1,182 @@
+// Package credential calls each backend as the user a call is made for
+// (docs/backend-auth.md): the exec decorator between the circuit breaker
+// and the backend (remote, mcpclient) that finds the credential a
+// backend's auth mode asks for and hands it to the backend as one
+// request header. Nothing above it sees a token.
+//
+// Modes: static (the registry's headers; the decorator passes the call
+// on), per_client (the calling client's own secret,
+// clients[].credentials) and token_exchange (RFC 8693: the caller's JWT
+// exchanged at the authorization server for a token whose audience is
+// the backend, cached per user, backend and scopes).
+package credential
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"time"
+
+	"github.com/go-jose/go-jose/v4"
+	"github.com/go-jose/go-jose/v4/jwt"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/toolrouterd/toolrouterd/internal/access"
+	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
+)
+
+// Executor runs one call on a tool's backend.
+type Executor interface {
+	Call(ctx context.Context, req toolrouter.ExecRequest) toolrouter.Outcome
+}
+
+// Servers is the registry in force, as far as the decorator needs it:
+// the MCP servers whose auth blocks the tools of a server follow.
+type Servers interface {
+	MCPServers() []toolrouter.MCPServer
+}
+
+// Decorator is the credentials exec decorator; Wrap puts it around a
+// backend.
+type Decorator struct {
+	// Registry is the registry in force.
+	Registry func() Servers
+	// Exchanger exchanges tokens (token_exchange).
+	Exchanger *Exchanger
+}
+
+// Wrap returns next behind the decorator.
+func (d *Decorator) Wrap(next Executor) Executor { return decorated{d, next} }
+
+type decorated struct {
+	d    *Decorator
+	next Executor
+}
+
+// backendOf is the tool's backend name (its MCP server's, or its own)
+// and that backend's auth block.
+func (d *Decorator) backendOf(t *toolrouter.Tool) (string, *toolrouter.BackendAuth) {
+	if t.MCPServer == "" {
+		return t.Name, t.Auth
+	}
+	if d.Registry != nil {
+		for _, s := range d.Registry().MCPServers() {
+			if s.Name == t.MCPServer {
+				return s.Name, s.Auth
+			}
+		}
+	}
+	return t.MCPServer, nil
+}
+
+func (x decorated) Call(ctx context.Context, req toolrouter.ExecRequest) toolrouter.Outcome {
+	if req.Tool == nil {
+		return x.next.Call(ctx, req)
+	}
+	backend, auth := x.d.backendOf(req.Tool)
+	if auth.IsStatic() {
+		return x.next.Call(ctx, req)
+	}
+	// The call's span says the mode; never a token.
+	trace.SpanFromContext(ctx).SetAttributes(attribute.String("toolrouter.credential.mode", auth.Mode))
+	cred, fail := x.d.credential(ctx, req.Tool, backend, auth)
+	if fail != nil {
+		fail.Credential = &toolrouter.CredentialUse{Mode: auth.Mode, Subject: subject(ctx)}
+		return *fail
+	}
+	req.Credential = cred
+	out := x.next.Call(ctx, req)
+	use := cred.Use
+	out.Credential = &use
+	return out
+}
+
+func subject(ctx context.Context) string {
+	if u := access.UserFromContext(ctx); u != nil {
+		return u.Subject
+	}
+	return ""
+}
+
+// credential is the header for this call of backend, or the failure that
+// stops the call before anything is sent.
+func (d *Decorator) credential(ctx context.Context, t *toolrouter.Tool, backend string, auth *toolrouter.BackendAuth) (*toolrouter.Credential, *toolrouter.Outcome) {
+	user := access.UserFromContext(ctx)
+	switch auth.Mode {
+	case toolrouter.AuthPerClient:
+		c := access.FromContext(ctx)
+		secret, ok := c.Credential(backend)
+		if !ok {
+			name := c.LabelName()
+			if name == "" {
+				name = "the caller of an open service"
+			} else {
+				name = "client " + name
+			}
+			out := toolrouter.Failure(toolrouter.CategoryAuth, "backend %s: %s has no credential for it (auth mode per_client: clients[].credentials.%s)", backend, name, backend)
+			return nil, &out
+		}
+		return &toolrouter.Credential{Header: auth.HeaderName(), Value: headerValue(auth, secret.Reveal()),
+			Use: toolrouter.CredentialUse{Mode: auth.Mode, Subject: subjectOf(user), Actor: c.LabelName(), TokenID: hashID(secret.Reveal())}}, nil
+	case toolrouter.AuthTokenExchange:
+		if user == nil || user.Token.IsZero() {
+			out := toolrouter.Failure(toolrouter.CategoryAuth, "backend %s: auth mode token_exchange needs the caller's JWT (a JWT client), and this call has none", backend)
+			return nil, &out
+		}
+		if d.Exchanger == nil {
+			out := toolrouter.Failure(toolrouter.CategoryAuth, "backend %s: token exchange is not configured", backend)
+			return nil, &out
+		}
+		timeout := t.Timeout
+		if timeout <= 0 {
+			timeout = 30 * time.Second
+		}
+		xctx, cancel := context.WithTimeout(ctx, timeout)
+		defer cancel()
+		tok, err := d.Exchanger.Token(xctx, user, backend, auth)
+		if err != nil {
+			out := toolrouter.Failure(toolrouter.CategoryAuth, "backend %s: %s", backend, err.Error())
+			return nil, &out
+		}
+		return &toolrouter.Credential{Header: auth.HeaderName(), Value: headerValue(auth, tok.value.Reveal()),
+			Use: toolrouter.CredentialUse{Mode: auth.Mode, Subject: user.Subject, Actor: auth.ClientID, TokenID: tok.id}}, nil
+	}
+	out := toolrouter.Failure(toolrouter.CategoryAuth, "backend %s: unknown auth mode %q", backend, auth.Mode)
+	return nil, &out
+}
+
+func subjectOf(u *access.User) string {
+	if u == nil {
+		return ""
+	}
+	return u.Subject
+}
+
+// headerValue is the header's value: "Bearer TOKEN" in Authorization, the
+// bare token in another header.
+func headerValue(auth *toolrouter.BackendAuth, token string) toolrouter.Secret {
+	if auth.HeaderName() == "Authorization" {
+		return toolrouter.NewSecret("Bearer " + token)
+	}
+	return toolrouter.NewSecret(token)
+}
+
+// tokenID is a token's jti when it is a JWT that has one, else hashID.
+// The token's signature is not checked: the id only names the token in
+// the audit trail.
+func tokenID(token string) string {
+	if tok, err := jwt.ParseSigned(token, []jose.SignatureAlgorithm{jose.RS256, jose.RS384, jose.RS512, jose.ES256, jose.ES384, jose.ES512, jose.PS256, jose.EdDSA}); err == nil {
+		var c jwt.Claims
+		if tok.UnsafeClaimsWithoutVerification(&c) == nil && c.ID != "" && len(c.ID) <= 128 {
+			return c.ID
+		}
+	}
+	return hashID(token)
+}
+
+// hashID names a secret by the first 16 hex digits of its SHA-256.
+func hashID(secret string) string {
+	sum := sha256.Sum256([]byte(secret))
+	return "sha256:" + hex.EncodeToString(sum[:8])
+}
