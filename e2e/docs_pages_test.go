@@ -180,7 +180,9 @@ func TestDocsRegistryBlocksCheck(t *testing.T) {
 			`client "support-ui": virtual_servers[0]: no virtual server named "support" (defined: none)`,
 		},
 	}
-	varRE := regexp.MustCompile(`\$\{(\w+)\}|key_env: (\w+)|api_key_env: (\w+)`)
+	// Every *_env key names a variable: key_env, api_key_env, and the
+	// backend credentials' token_env, client_id_env, client_secret_env.
+	varRE := regexp.MustCompile(`\$\{(\w+)\}|_env: (\w+)|api_key_env: (\w+)`)
 	dir := t.TempDir()
 	checked := 0
 	for _, f := range docFiles(t) {

@@ -49,7 +49,8 @@ func (p *parser) auth(ptr string, stdio bool) *toolrouter.BackendAuth {
 }
 
 // authEnv is the value of the variable named at ptr, a problem naming
-// the field and the variable (never a value) when it is unset.
+// the field and the variable (never a value) when it is unset: one that
+// toolrouterd check shows as a warning, as for a client's key_env.
 func (p *parser) authEnv(ptr string) string {
 	name := p.str(ptr)
 	if name == "" {
@@ -58,7 +59,9 @@ func (p *parser) authEnv(ptr string) string {
 	v := strings.TrimSpace(p.getenv(name))
 	switch {
 	case v == "":
-		p.at(ptr, fmt.Sprintf("environment variable %s is unset or empty", name))
+		// Like a client's key_env: check warns, the service refuses.
+		p.pending = append(p.pending, pending{line: p.line(ptr), ptr: ptr,
+			why: fmt.Sprintf("environment variable %s is unset or empty", name), unsetEnv: name})
 	case !visibleASCII(v):
 		p.at(ptr, fmt.Sprintf("environment variable %s holds a character that is not visible ASCII", name))
 		v = ""

@@ -1,0 +1,266 @@
+// Command testas is an OAuth 2.0 authorization server for toolrouterd's
+// tests of backend credentials (docs/backend-auth.md), built on
+// zitadel/oidc's OpenID Provider (github.com/zitadel/oidc/v3/pkg/op, a
+// maintained, certified implementation) with its example in-memory
+// storage, of which it changes only the clients and the tokens:
+//
+//   - users are confidential clients of the client credentials grant
+//     (-users alice:pw,bob:pw), each given a JWT access token whose sub
+//     is the user and whose aud is -user-audience (toolrouterd's
+//     TOOLROUTER_JWT_AUDIENCE), valid for -user-lifetime;
+//   - toolrouterd is the confidential client -client id:secret
+//     (client_secret_basic) that performs RFC 8693 token exchange (the
+//     op package's own implementation: it verifies the subject and actor
+//     tokens against its keys); an exchanged token is a JWT for the
+//     requested audience, valid for -exchange-lifetime, with act {sub:
+//     toolrouterd's id} when an actor_token was sent; an audience not in
+//     -audiences is refused with invalid_target;
+//   - JWTs are signed with RS256; the key set is at /keys, the token
+//     endpoint at /oauth/token (see /.well-known/openid-configuration).
+//
+// It listens on -addr (default a free loopback port) and prints
+// "testas listening on http://HOST:PORT" when it serves. Test use only:
+// it allows plain HTTP.
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/zitadel/oidc/v3/example/server/storage"
+	"github.com/zitadel/oidc/v3/pkg/oidc"
+	"github.com/zitadel/oidc/v3/pkg/op"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "testas:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	addr := flag.String("addr", "127.0.0.1:0", "listen address")
+	users := flag.String("users", "alice:alice-pw,bob:bob-pw", "user:secret,… (client credentials grant)")
+	client := flag.String("client", "toolrouterd:toolrouterd-secret", "id:secret of the token exchange client")
+	userAud := flag.String("user-audience", "toolrouterd", "aud of the users' tokens")
+	audiences := flag.String("audiences", "", "comma-separated audiences a token may be exchanged for")
+	userLife := flag.Duration("user-lifetime", time.Hour, "lifetime of the users' tokens")
+	xLife := flag.Duration("exchange-lifetime", 5*time.Minute, "lifetime of exchanged tokens")
+	short := flag.String("short-audience", "", "an audience whose exchanged tokens live -short-lifetime")
+	shortLife := flag.Duration("short-lifetime", 2*time.Second, "lifetime of exchanged tokens for -short-audience")
+	userClaims := flag.String("user-claims", "", "name=value,… added to the users' tokens (e.g. the claim that picks their toolrouterd client)")
+	flag.Parse()
+
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return err
+	}
+	issuer := "http://" + ln.Addr().String()
+	st := &store{Storage: storage.NewStorage(storage.NewUserStore(issuer)), clients: map[string]*confidential{},
+		userAud: *userAud, userLife: *userLife, xLife: *xLife, short: *short, shortLife: *shortLife, userClaims: map[string]any{}}
+	for _, kv := range strings.Split(*userClaims, ",") {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			st.userClaims[k] = v
+		}
+	}
+	for _, a := range strings.Split(*audiences, ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			st.audiences = append(st.audiences, a)
+		}
+	}
+	for _, u := range strings.Split(*users, ",") {
+		id, secret, ok := strings.Cut(u, ":")
+		if !ok {
+			return fmt.Errorf("-users: %q is not user:secret", u)
+		}
+		st.clients[id] = &confidential{id: id, secret: secret, user: true}
+	}
+	id, secret, ok := strings.Cut(*client, ":")
+	if !ok {
+		return errors.New("-client: not id:secret")
+	}
+	st.clients[id] = &confidential{id: id, secret: secret}
+
+	var key [32]byte
+	if _, err := rand.Read(key[:]); err != nil {
+		return err
+	}
+	provider, err := op.NewOpenIDProvider(issuer, &op.Config{CryptoKey: key, GrantTypeRefreshToken: false}, st,
+		op.WithAllowInsecure(), op.WithLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))))
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: provider, ReadHeaderTimeout: 5 * time.Second}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}()
+	fmt.Printf("testas listening on %s\n", issuer)
+	if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// store is the example storage with this server's clients and tokens.
+type store struct {
+	*storage.Storage
+	clients   map[string]*confidential
+	audiences []string
+	userAud   string
+	userLife  time.Duration
+	xLife     time.Duration
+	short     string
+	shortLife time.Duration
+	// userClaims are added to the users' tokens.
+	userClaims map[string]any
+}
+
+// GetPrivateClaimsFromScopes adds userClaims to a user's token.
+func (s *store) GetPrivateClaimsFromScopes(ctx context.Context, userID, clientID string, scopes []string) (map[string]any, error) {
+	if c := s.clients[clientID]; c != nil && c.user {
+		return s.userClaims, nil
+	}
+	return s.Storage.GetPrivateClaimsFromScopes(ctx, userID, clientID, scopes)
+}
+
+func (s *store) GetClientByClientID(ctx context.Context, id string) (op.Client, error) {
+	if c := s.clients[id]; c != nil {
+		return c, nil
+	}
+	return s.Storage.GetClientByClientID(ctx, id)
+}
+
+func (s *store) AuthorizeClientIDSecret(ctx context.Context, id, secret string) error {
+	if c := s.clients[id]; c != nil {
+		if c.secret != secret {
+			return errors.New("invalid client secret")
+		}
+		return nil
+	}
+	return s.Storage.AuthorizeClientIDSecret(ctx, id, secret)
+}
+
+func (s *store) ClientCredentials(_ context.Context, id, secret string) (op.Client, error) {
+	if c := s.clients[id]; c != nil && c.secret == secret {
+		return c, nil
+	}
+	return nil, errors.New("wrong client id or secret")
+}
+
+// ClientCredentialsTokenRequest: a user's token is for toolrouterd; the
+// exchange client's own (its actor token) is for this server.
+func (s *store) ClientCredentialsTokenRequest(_ context.Context, id string, scopes []string) (op.TokenRequest, error) {
+	c := s.clients[id]
+	if c == nil {
+		return nil, errors.New("unknown client")
+	}
+	aud := s.userAud
+	if !c.user {
+		aud = id
+	}
+	return &oidc.JWTTokenRequest{Subject: id, Audience: []string{aud}, Scopes: scopes}, nil
+}
+
+// CreateAccessToken gives every token a fresh id (its jti) and the
+// lifetime of its kind. JWT access tokens need no server-side record.
+func (s *store) CreateAccessToken(_ context.Context, req op.TokenRequest) (string, time.Time, error) {
+	life := s.userLife
+	if _, ok := req.(op.TokenExchangeRequest); ok {
+		life = s.xLife
+		if s.short != "" && slices.Contains(req.GetAudience(), s.short) {
+			life = s.shortLife
+		}
+	}
+	return uuid.NewString(), time.Now().Add(life), nil
+}
+
+// ValidateTokenExchangeRequest allows delegation and impersonation to the
+// configured audiences, issuing access tokens.
+func (s *store) ValidateTokenExchangeRequest(_ context.Context, req op.TokenExchangeRequest) error {
+	if req.GetRequestedTokenType() == "" {
+		req.SetRequestedTokenType(oidc.AccessTokenType)
+	}
+	if req.GetRequestedTokenType() != oidc.AccessTokenType {
+		return oidc.ErrInvalidRequest().WithDescription("only access tokens are issued")
+	}
+	aud := req.GetAudience()
+	if len(aud) == 0 {
+		return oidc.ErrInvalidTarget().WithDescription("audience is required")
+	}
+	for _, a := range aud {
+		if !slices.Contains(s.audiences, a) {
+			return oidc.ErrInvalidTarget().WithDescription("audience %s is not allowed", a)
+		}
+	}
+	if c := s.clients[req.GetExchangeSubject()]; c == nil || !c.user {
+		return oidc.ErrInvalidGrant().WithDescription("the subject is no user")
+	}
+	req.SetCurrentScopes(req.GetScopes())
+	return nil
+}
+
+func (s *store) CreateTokenExchangeRequest(context.Context, op.TokenExchangeRequest) error {
+	return nil
+}
+
+// GetPrivateClaimsFromTokenExchangeRequest: with an actor token the issued
+// token names the actor in act (RFC 8693 §4.1).
+func (s *store) GetPrivateClaimsFromTokenExchangeRequest(_ context.Context, req op.TokenExchangeRequest) (map[string]any, error) {
+	claims := map[string]any{}
+	if a := req.GetExchangeActor(); a != "" {
+		claims["act"] = map[string]any{"sub": a}
+	}
+	if len(req.GetScopes()) > 0 {
+		claims["scope"] = strings.Join(req.GetScopes(), " ")
+	}
+	return claims, nil
+}
+
+// confidential is a client authenticated with client_secret_basic whose
+// access tokens are JWTs.
+type confidential struct {
+	id, secret string
+	user       bool // a user (client credentials for itself), else the exchange client
+}
+
+func (c *confidential) GetID() string                       { return c.id }
+func (c *confidential) RedirectURIs() []string              { return nil }
+func (c *confidential) PostLogoutRedirectURIs() []string    { return nil }
+func (c *confidential) ApplicationType() op.ApplicationType { return op.ApplicationTypeWeb }
+func (c *confidential) AuthMethod() oidc.AuthMethod         { return oidc.AuthMethodBasic }
+func (c *confidential) ResponseTypes() []oidc.ResponseType  { return nil }
+func (c *confidential) GrantTypes() []oidc.GrantType {
+	return []oidc.GrantType{oidc.GrantTypeClientCredentials, oidc.GrantTypeTokenExchange}
+}
+func (c *confidential) LoginURL(string) string               { return "" }
+func (c *confidential) AccessTokenType() op.AccessTokenType  { return op.AccessTokenTypeJWT }
+func (c *confidential) IDTokenLifetime() time.Duration       { return time.Hour }
+func (c *confidential) DevMode() bool                        { return false }
+func (c *confidential) IsScopeAllowed(string) bool           { return true }
+func (c *confidential) IDTokenUserinfoClaimsAssertion() bool { return false }
+func (c *confidential) ClockSkew() time.Duration             { return 0 }
+func (c *confidential) RestrictAdditionalIdTokenScopes() func([]string) []string {
+	return func(s []string) []string { return s }
+}
+func (c *confidential) RestrictAdditionalAccessTokenScopes() func([]string) []string {
+	return func(s []string) []string { return s }
+}
