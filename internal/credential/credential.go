@@ -12,9 +12,12 @@
 package credential
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
+	"strings"
 	"time"
 
 	"github.com/go-jose/go-jose/v4"
@@ -86,9 +89,32 @@ func (x decorated) Call(ctx context.Context, req toolrouter.ExecRequest) toolrou
 		return *fail
 	}
 	req.Credential = cred
-	out := x.next.Call(ctx, req)
+	out := scrub(x.next.Call(ctx, req), cred.Value.Reveal(), strings.TrimPrefix(cred.Value.Reveal(), "Bearer "))
 	use := cred.Use
 	out.Credential = &use
+	return out
+}
+
+// redacted replaces a credential a backend echoed.
+const redacted = "[redacted]"
+
+// scrub replaces every occurrence of the secrets in what the backend
+// answered (its error message, its output): a backend that echoes the
+// token it got ("invalid token eyJ…") must not hand it to the caller, the
+// audit trail or the logs. Tokens are JSON-safe (base64url, dots), so the
+// outputs stay valid JSON.
+func scrub(out toolrouter.Outcome, secrets ...string) toolrouter.Outcome {
+	for _, s := range secrets {
+		if len(s) < 8 {
+			continue
+		}
+		out.Err = strings.ReplaceAll(out.Err, s, redacted)
+		for _, b := range []*json.RawMessage{&out.Output, &out.MCPResult, &out.FullOutput} {
+			if *b != nil && bytes.Contains(*b, []byte(s)) {
+				*b = bytes.ReplaceAll(*b, []byte(s), []byte(redacted))
+			}
+		}
+	}
 	return out
 }
 

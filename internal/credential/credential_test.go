@@ -137,3 +137,21 @@ func TestTokenExchangeASDownIsBounded(t *testing.T) {
 		t.Fatalf("out %+v after %s", out, time.Since(start))
 	}
 }
+
+// echo answers the credential it got, in its error and its output.
+type echo struct{}
+
+func (echo) Call(_ context.Context, req toolrouter.ExecRequest) toolrouter.Outcome {
+	v := req.Credential.Value.Reveal()
+	return toolrouter.Outcome{Err: "invalid token " + v, Category: toolrouter.CategoryPermission,
+		Output: json.RawMessage(`{"got":"` + v + `"}`), Answered: true}
+}
+
+func TestABackendThatEchoesTheTokenIsScrubbed(t *testing.T) {
+	ex := (&credential.Decorator{}).Wrap(echo{})
+	tool := &toolrouter.Tool{Name: "crm/lookup", Auth: &toolrouter.BackendAuth{Mode: toolrouter.AuthPerClient}}
+	out := ex.Call(clientCtx(t, "support", map[string]string{"crm/lookup": "tok-support-123"}), toolrouter.ExecRequest{Tool: tool})
+	if strings.Contains(out.Err, "tok-support") || strings.Contains(string(out.Output), "tok-support") || !json.Valid(out.Output) {
+		t.Fatalf("the token came back: %q %s", out.Err, out.Output)
+	}
+}
