@@ -139,7 +139,10 @@ func (r *Runner) Resume(ctx context.Context, runID string) *toolrouter.Run {
 			return nil
 		}
 	}
-	ctx = access.NewContext(ctx, client)
+	// As its client, and never as the user of the request that resumes it
+	// (an approver's): the caller's token is not kept, so the resumed run
+	// has no user (docs/backend-auth.md).
+	ctx = access.NewUserContext(access.NewContext(ctx, client), nil)
 	p, err := r.prepare(ctx, st.Request)
 	if err != nil {
 		r.abandon(ctx, run, "the run cannot go on: "+toolrouter.ErrorMessage(err))

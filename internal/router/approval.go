@@ -366,6 +366,10 @@ func (r *Router) settleCall(ctx context.Context, a *toolrouter.Approval) (*toolr
 			ctx = access.NewContext(ctx, c)
 		}
 	}
+	// Never the approver's user: a backend credential is never chosen
+	// for the person who decided (docs/backend-auth.md); the caller's
+	// token is not kept, so the call has no user.
+	ctx = access.NewUserContext(ctx, nil)
 	switch a.Status {
 	case toolrouter.ApprovalDenied:
 		reason := ""
