@@ -93,7 +93,10 @@ func (v *verifier) verify(authz, audience string) (map[string]any, error) {
 	if err := tok.Claims(keys, &std, &all); err != nil {
 		return nil, fmt.Errorf("signature: %w", err)
 	}
-	if err := std.ValidateWithLeeway(jwt.Expected{Issuer: v.issuer, AnyAudience: jwt.Audience{audience}, Time: time.Now()}, 0); err != nil {
+	// A 2 s leeway: JWT times are whole seconds, so a token may end up
+	// to a second before its expires_in says (toolrouterd stops using a
+	// 2 s token 0.2 s before the latter).
+	if err := std.ValidateWithLeeway(jwt.Expected{Issuer: v.issuer, AnyAudience: jwt.Audience{audience}, Time: time.Now()}, 2*time.Second); err != nil {
 		return nil, err
 	}
 	return map[string]any{"sub": std.Subject, "jti": std.ID, "aud": []string(std.Audience), "act": all["act"]}, nil

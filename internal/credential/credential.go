@@ -188,17 +188,23 @@ func headerValue(auth *toolrouter.BackendAuth, token string) toolrouter.Secret {
 	return toolrouter.NewSecret(token)
 }
 
-// tokenID is a token's jti when it is a JWT that has one, else hashID.
-// The token's signature is not checked: the id only names the token in
-// the audit trail.
-func tokenID(token string) string {
+// tokenID is a token's jti when it is a JWT that has one, else hashID;
+// exp is its exp claim (zero when none). The token's signature is not
+// checked: the id only names the token in the audit trail, and exp only
+// makes it be exchanged again sooner.
+func tokenID(token string) (id string, exp time.Time) {
 	if tok, err := jwt.ParseSigned(token, []jose.SignatureAlgorithm{jose.RS256, jose.RS384, jose.RS512, jose.ES256, jose.ES384, jose.ES512, jose.PS256, jose.EdDSA}); err == nil {
 		var c jwt.Claims
-		if tok.UnsafeClaimsWithoutVerification(&c) == nil && c.ID != "" && len(c.ID) <= 128 {
-			return c.ID
+		if tok.UnsafeClaimsWithoutVerification(&c) == nil {
+			if c.Expiry != nil {
+				exp = c.Expiry.Time()
+			}
+			if c.ID != "" && len(c.ID) <= 128 {
+				return c.ID, exp
+			}
 		}
 	}
-	return hashID(token)
+	return hashID(token), exp
 }
 
 // hashID names a secret by the first 16 hex digits of its SHA-256.

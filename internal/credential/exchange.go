@@ -157,7 +157,13 @@ func (e *Exchanger) exchange(ctx context.Context, user *access.User, auth *toolr
 	if tok.AccessToken == "" {
 		return nil, fmt.Errorf("token exchange at %s: the answer has no access_token", auth.TokenURL)
 	}
-	return &token{value: toolrouter.NewSecret(tok.AccessToken), id: tokenID(tok.AccessToken), useUntil: e.useUntil(tok)}, nil
+	id, exp := tokenID(tok.AccessToken)
+	if !exp.IsZero() && (tok.Expiry.IsZero() || exp.Before(tok.Expiry)) {
+		// The token's own exp wins over expires_in when sooner (JWT
+		// times are whole seconds).
+		tok.Expiry = exp
+	}
+	return &token{value: toolrouter.NewSecret(tok.AccessToken), id: id, useUntil: e.useUntil(tok)}, nil
 }
 
 // actorToken is toolrouterd's own token at the authorization server (the
