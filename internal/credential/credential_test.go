@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -153,5 +154,49 @@ func TestABackendThatEchoesTheTokenIsScrubbed(t *testing.T) {
 	out := ex.Call(clientCtx(t, "support", map[string]string{"crm/lookup": "tok-support-123"}), toolrouter.ExecRequest{Tool: tool})
 	if strings.Contains(out.Err, "tok-support") || strings.Contains(string(out.Output), "tok-support") || !json.Valid(out.Output) {
 		t.Fatalf("the token came back: %q %s", out.Err, out.Output)
+	}
+}
+
+// Concurrent calls of one user share one exchange.
+func TestConcurrentCallsShareOneExchange(t *testing.T) {
+	release := make(chan struct{})
+	var n atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n.Add(1)
+		<-release
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"access_token":"xt-shared","token_type":"Bearer","expires_in":3600}`)
+	}))
+	t.Cleanup(srv.Close)
+	xch := &credential.Exchanger{}
+	auth := &toolrouter.BackendAuth{Mode: toolrouter.AuthTokenExchange, TokenURL: srv.URL, ClientID: "toolrouterd",
+		ClientSecret: toolrouter.NewSecret("s3cret"), Audience: "https://gh"}
+	tool := &toolrouter.Tool{Name: "gh/x", Auth: auth, Timeout: 10 * time.Second}
+	ctx := access.NewUserContext(context.Background(), &access.User{Subject: "alice", Token: toolrouter.NewSecret("jwt-alice")})
+	const calls = 8
+	outs := make(chan toolrouter.Outcome, calls)
+	started := make(chan struct{}, calls)
+	for range calls {
+		go func() {
+			b := &backend{}
+			started <- struct{}{}
+			outs <- (&credential.Decorator{Exchanger: xch}).Wrap(b).Call(ctx, toolrouter.ExecRequest{Tool: tool})
+		}()
+	}
+	for range calls {
+		<-started
+	}
+	// Wait until the first exchange reached the server, then let it answer.
+	for n.Load() == 0 {
+		runtime.Gosched()
+	}
+	close(release)
+	for range calls {
+		if out := <-outs; !out.Success() {
+			t.Fatalf("call failed: %+v", out)
+		}
+	}
+	if got := n.Load(); got != 1 {
+		t.Fatalf("%d calls made %d exchanges, want 1", calls, got)
 	}
 }

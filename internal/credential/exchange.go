@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/oauth2"
 	"golang.org/x/oauth2/clientcredentials"
+	"golang.org/x/sync/singleflight"
 
 	"github.com/toolrouterd/toolrouterd/internal/access"
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
@@ -42,6 +43,9 @@ type Exchanger struct {
 	mu     sync.Mutex
 	tokens map[cacheKey]*token
 	actors map[actorKey]*token
+	// flight makes concurrent calls of one user and backend share one
+	// exchange.
+	flight singleflight.Group
 }
 
 type cacheKey struct{ user, backend, scopes, tokenURL, clientID string }
@@ -73,19 +77,45 @@ func (e *Exchanger) Token(ctx context.Context, user *access.User, backend string
 		return t, nil
 	}
 	e.mu.Unlock()
-	t, err := e.exchange(ctx, user, auth)
-	if err != nil {
-		return nil, err
+	// One exchange per key at a time: it runs detached from the caller
+	// that started it (bounded by its own timeout), and every caller
+	// waits for it as long as its own context lets it.
+	ch := e.flight.DoChan(fmt.Sprintf("%q %q %q %q %q", key.user, key.backend, key.scopes, key.tokenURL, key.clientID), func() (any, error) {
+		e.mu.Lock()
+		if t := e.tokens[key]; t != nil && e.now().Before(t.useUntil) {
+			e.mu.Unlock()
+			return t, nil // a flight that ended since this caller looked
+		}
+		e.mu.Unlock()
+		xctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), exchangeTimeout)
+		defer cancel()
+		t, err := e.exchange(xctx, user, auth)
+		if err != nil {
+			return nil, err
+		}
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		if e.tokens == nil {
+			e.tokens = map[cacheKey]*token{}
+		}
+		e.evict()
+		e.tokens[key] = t
+		return t, nil
+	})
+	select {
+	case r := <-ch:
+		if r.Err != nil {
+			return nil, r.Err
+		}
+		return r.Val.(*token), nil
+	case <-ctx.Done():
+		return nil, fmt.Errorf("token exchange: the authorization server at %s did not answer in time", auth.TokenURL)
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.tokens == nil {
-		e.tokens = map[cacheKey]*token{}
-	}
-	e.evict()
-	e.tokens[key] = t
-	return t, nil
 }
+
+// exchangeTimeout bounds one exchange (a caller waits less when its own
+// call's timeout is shorter).
+const exchangeTimeout = 30 * time.Second
 
 // evict makes room for one more token: the expired ones go, then, when
 // the cache is still full, the one that expires first. e.mu is held.
