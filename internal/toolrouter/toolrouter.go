@@ -153,7 +153,7 @@ func (t *Tool) ValidationMode() string {
 // ErrorCategory classifies a failed tool call.
 type ErrorCategory string
 
-// The eight categories of the contract.
+// The eight categories of the contract (and CategoryAuth, credential.go).
 const (
 	CategoryTimeout    ErrorCategory = "timeout"
 	CategoryPermission ErrorCategory = "permission"
