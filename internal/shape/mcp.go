@@ -22,7 +22,7 @@ func (s *Shaper) MCPResult(raw json.RawMessage, limit int, keep []string, where 
 	}
 	if sc, ok := res["structuredContent"]; ok {
 		if b, err := json.Marshal(sc); err == nil && len(b) > limit {
-			res["structuredContent"] = json.RawMessage(s.fitBytes(b, keep, limit, where))
+			res["structuredContent"] = json.RawMessage((&fitter{raw: b, keep: keep, where: where}).fit(limit))
 		}
 	}
 	content, _ := res["content"].([]any)
