@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"unicode/utf8"
 
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
@@ -48,31 +50,45 @@ var secretFields = map[string]bool{"password": true, "passwd": true, "secret": t
 type rule struct {
 	ruleSource
 	re *regexp.Regexp
+	// anchor, when set, tries the rule only where the literals its
+	// matches start with occur (keywords.go).
+	anchor *anchoring
+}
+
+// builtin is ours and gitleaks' rules, with the index of their keywords.
+type builtin struct {
+	rules []rule
+	index *keywordIndex
 }
 
 // builtinRules compiles ours and gitleaks' rules once per process: they
 // are the same for every registry.
-var builtinRules = sync.OnceValue(func() []rule {
+var builtinRules = sync.OnceValue(func() builtin {
 	var out []rule
 	for _, src := range slices.Concat(ownRules, gitleaksRules) {
 		re, err := regexp.Compile(src.Regex)
 		if err != nil {
 			continue // TestBuiltinRulesCompile keeps this empty
 		}
-		out = append(out, rule{ruleSource: src, re: re})
+		out = append(out, rule{ruleSource: src, re: re, anchor: anchor(src.Regex)})
 	}
-	return out
+	return builtin{rules: out, index: newKeywordIndex(out)}
 })
 
 // redactor replaces secrets in text by [REDACTED:kind].
 type redactor struct {
 	rules []rule
+	index *keywordIndex // of the built-in rules (the first ones); patterns have no keywords
+	// scanned counts the bytes the rules' regexps were given, for tests
+	// that bound it.
+	scanned atomic.Int64
 }
 
 // newRedactor is the redactor of the built-in rules plus the registry's
 // patterns (which the registry checked).
 func newRedactor(patterns []toolrouter.SecretPattern) *redactor {
-	r := &redactor{rules: builtinRules()}
+	b := builtinRules()
+	r := &redactor{rules: b.rules, index: b.index}
 	if len(patterns) > 0 {
 		r.rules = slices.Clone(r.rules)
 		for _, p := range patterns {
@@ -90,31 +106,81 @@ type span struct {
 	kind       string
 }
 
-// text redacts s, counting what it replaced by kind in found.
+// text redacts s, counting what it replaced by kind in found. One scan
+// finds the keywords; a rule runs only where (anchored rules) or when
+// (the others) one of its keywords occurs.
 func (r *redactor) text(s string, found map[string]int) string {
 	if s == "" {
 		return s
 	}
-	var lower string
-	var spans []span
-	for i := range r.rules {
-		ru := &r.rules[i]
-		if len(ru.Keywords) > 0 {
-			if lower == "" {
-				lower = strings.ToLower(s)
-			}
-			if !containsAny(lower, ru.Keywords) {
-				continue
-			}
-		}
-		for _, m := range ru.re.FindAllStringSubmatchIndex(s, -1) {
-			a, b := secretOf(m, ru.SecretGroup)
-			if a < 0 || b <= a || ru.Entropy > 0 && entropy(s[a:b]) < ru.Entropy {
-				continue
-			}
-			spans = append(spans, span{a, b, ru.ID})
+	var buf [512]byte
+	lower := append(buf[:0], s...)
+	for i, c := range lower {
+		if 'A' <= c && c <= 'Z' {
+			lower[i] = c + 'a' - 'A'
 		}
 	}
+	var present []bool // by rule: one of its keywords occurs
+	var starts [][]int // by rule: where an anchored match may start
+	r.index.trie.Walk(lower, func(end, n, pattern int64) bool {
+		if present == nil {
+			present, starts = make([]bool, len(r.rules)), make([][]int, len(r.rules))
+		}
+		for _, ri := range r.index.keywordOf[pattern] {
+			present[ri] = true
+		}
+		for _, ri := range r.index.leadOf[pattern] {
+			starts[ri] = append(starts[ri], int(end-n+1))
+		}
+		return true
+	})
+	var spans []span
+	add := func(ru *rule, m []int) {
+		a, b := secretOf(m, ru.SecretGroup)
+		if a < 0 || b <= a || ru.Entropy > 0 && entropy(s[a:b]) < ru.Entropy {
+			return
+		}
+		spans = append(spans, span{a, b, ru.ID})
+	}
+	scanned := 0
+	for i := range r.rules {
+		ru := &r.rules[i]
+		if len(ru.Keywords) > 0 && (present == nil || !present[i]) {
+			continue
+		}
+		if ru.anchor == nil {
+			scanned += len(s)
+			for _, m := range ru.re.FindAllStringSubmatchIndex(s, -1) {
+				add(ru, m)
+			}
+			continue
+		}
+		c := starts[i]
+		slices.Sort(c)
+		next := 0 // matches do not overlap, as FindAll's
+		for _, st := range slices.Compact(c) {
+			if st < next || !ru.anchor.holds(s, st) {
+				continue
+			}
+			// No match is longer than maxLen: a window one character
+			// longer sees the same assertions at every place a match
+			// can end.
+			end := min(len(s), st+ru.anchor.maxLen+utf8.UTFMax)
+			scanned += end - st
+			m := ru.anchor.re.FindStringSubmatchIndex(s[st:end])
+			if m == nil {
+				continue
+			}
+			for k := range m {
+				if m[k] >= 0 {
+					m[k] += st
+				}
+			}
+			next = m[1]
+			add(ru, m)
+		}
+	}
+	r.scanned.Add(int64(scanned))
 	if len(spans) == 0 {
 		return s
 	}
@@ -151,15 +217,6 @@ func secretOf(m []int, g int) (int, int) {
 		}
 	}
 	return m[0], m[1]
-}
-
-func containsAny(s string, words []string) bool {
-	for _, w := range words {
-		if strings.Contains(s, w) {
-			return true
-		}
-	}
-	return false
 }
 
 // entropy is the Shannon entropy of s in bits per byte, as gitleaks
