@@ -1,7 +1,12 @@
 package guardrail
 
 import (
+	"bytes"
+	"encoding/json"
+	"maps"
 	"math/rand/v2"
+	"reflect"
+	"runtime"
 	"sort"
 	"strings"
 	"testing"
@@ -147,6 +152,123 @@ func BenchmarkRedactKeywordHeavy(b *testing.B) {
 	b.Run("one-pass", func(b *testing.B) {
 		for b.Loop() {
 			red.text(s, map[string]int{})
+		}
+	})
+}
+
+// referenceJSON is JSON redaction as it was before issue 32: decoded,
+// redacted in place, encoded again.
+func referenceJSON(r *redactor, raw []byte, found map[string]int) any {
+	var v any
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if dec.Decode(&v) != nil {
+		return nil
+	}
+	var walk func(v any) any
+	walk = func(v any) any {
+		switch x := v.(type) {
+		case string:
+			return referenceText(r, x, found)
+		case []any:
+			for i := range x {
+				x[i] = walk(x[i])
+			}
+		case map[string]any:
+			for k, e := range x {
+				if s, ok := e.(string); ok && s != "" && secretFields[strings.ToLower(k)] {
+					x[k] = "[REDACTED:secret-field]"
+					found["secret-field"]++
+					continue
+				}
+				x[k] = walk(e)
+			}
+		}
+		return v
+	}
+	return walk(v)
+}
+
+// TestRedactJSONAsBefore: the token walk redacts the same strings as
+// decoding did (compared decoded: the walk keeps the document's layout).
+func TestRedactJSONAsBefore(t *testing.T) {
+	red := newRedactor(nil)
+	words := allKeywords(red)
+	r := rand.New(rand.NewPCG(9, 10))
+	fields := []string{"Secret", "API_KEY", "name", "note", "token", "pass\\u0077ord"} // distinct once decoded
+	var gen func(depth int) string
+	gen = func(depth int) string {
+		switch k := r.IntN(7); {
+		case depth > 3 || k == 0:
+			b, _ := json.Marshal(secretish(r, words, r.IntN(120)))
+			return string(b)
+		case k == 1:
+			return []string{"1", "-2.5e3", "true", "null", `""`, `"<&>\u2028"`}[r.IntN(6)]
+		case k == 2 || k == 3:
+			var items []string
+			for range r.IntN(5) {
+				items = append(items, gen(depth+1))
+			}
+			return "[ " + strings.Join(items, " ,\n") + "]"
+		default:
+			var members []string
+			for _, f := range r.Perm(len(fields))[:r.IntN(5)] {
+				members = append(members, `"`+fields[f]+`" : `+gen(depth+1))
+			}
+			return "{" + strings.Join(members, ",") + "}"
+		}
+	}
+	for i := range 150 {
+		raw := []byte(gen(0))
+		gotFound, wantFound := map[string]int{}, map[string]int{}
+		got := red.json(raw, gotFound)
+		want := referenceJSON(red, raw, wantFound)
+		var gotV any
+		dec := json.NewDecoder(bytes.NewReader(got))
+		dec.UseNumber()
+		if err := dec.Decode(&gotV); err != nil || !reflect.DeepEqual(gotV, want) {
+			t.Fatalf("case %d (%v):\ngot  %s\nwant %v\nin   %s", i, err, got, want, raw)
+		}
+		if !maps.Equal(gotFound, wantFound) {
+			t.Fatalf("case %d: found %v, want %v", i, gotFound, wantFound)
+		}
+	}
+}
+
+// TestRedactJSONMemory (issue 32, finding 6): redacting a 4 MiB array of
+// small numbers allocates about its size (decoding it to []any took ~50
+// bytes a byte: 16 MiB peaked at 865 MiB in the service).
+func TestRedactJSONMemory(t *testing.T) {
+	red := newRedactor(nil)
+	raw := []byte("[" + strings.TrimSuffix(strings.Repeat("7,", 2<<20), ",") + `,"token: ghp_R2d2C3poR2d2C3poR2d2C3poR2d2C3poab12"]`)
+	red.json([]byte(`["warm"]`), map[string]int{})
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	got := red.json(raw, map[string]int{})
+	runtime.ReadMemStats(&after)
+	if !bytes.Contains(got, []byte("[REDACTED:github-pat]")) {
+		t.Fatalf("not redacted: %s", got[len(got)-80:])
+	}
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 3*uint64(len(raw)) {
+		t.Errorf("redacting %d bytes allocated %d", len(raw), alloc)
+	}
+}
+
+// BenchmarkRedactJSONNumbers: a 16 MiB array of small numbers (issue 32,
+// finding 6), decoded as before (reference) and walked.
+func BenchmarkRedactJSONNumbers(b *testing.B) {
+	red := newRedactor(nil)
+	raw := []byte("[" + strings.TrimSuffix(strings.Repeat("7,", 8<<20), ",") + "]")
+	b.Run("reference", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			referenceJSON(red, raw, map[string]int{})
+		}
+	})
+	b.Run("walk", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			red.json(raw, map[string]int{})
 		}
 	})
 }

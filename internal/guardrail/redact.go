@@ -79,6 +79,7 @@ var builtinRules = sync.OnceValue(func() builtin {
 type redactor struct {
 	rules []rule
 	index *keywordIndex // of the built-in rules (the first ones); patterns have no keywords
+	always []int        // the rules without keywords, which apply to every text
 	// scanned counts the bytes the rules' regexps were given, for tests
 	// that bound it.
 	scanned atomic.Int64
@@ -95,6 +96,11 @@ func newRedactor(patterns []toolrouter.SecretPattern) *redactor {
 			if re, err := regexp.Compile(p.Regex); err == nil {
 				r.rules = append(r.rules, rule{ruleSource: ruleSource{ID: p.Name, Regex: p.Regex}, re: re})
 			}
+		}
+	}
+	for i, ru := range r.rules {
+		if len(ru.Keywords) == 0 {
+			r.always = append(r.always, i)
 		}
 	}
 	return r
@@ -143,11 +149,17 @@ func (r *redactor) text(s string, found map[string]int) string {
 		spans = append(spans, span{a, b, ru.ID})
 	}
 	scanned := 0
-	for i := range r.rules {
-		ru := &r.rules[i]
-		if len(ru.Keywords) > 0 && (present == nil || !present[i]) {
-			continue
+	apply := r.always // no keyword occurs: only the rules without keywords apply
+	if present != nil {
+		apply = nil
+		for i := range r.rules {
+			if len(r.rules[i].Keywords) == 0 || present[i] {
+				apply = append(apply, i)
+			}
 		}
+	}
+	for _, i := range apply {
+		ru := &r.rules[i]
 		if ru.anchor == nil {
 			scanned += len(s)
 			for _, m := range ru.re.FindAllStringSubmatchIndex(s, -1) {
@@ -237,53 +249,109 @@ func entropy(s string) float64 {
 	return e
 }
 
-// value redacts every string of a decoded JSON value in place (object
-// keys stay) and returns it.
-func (r *redactor) value(v any, found map[string]int) any {
-	switch x := v.(type) {
-	case string:
-		return r.text(x, found)
-	case []any:
-		for i := range x {
-			x[i] = r.value(x[i], found)
-		}
-	case map[string]any:
-		for k, e := range x {
-			if s, ok := e.(string); ok && s != "" && secretFields[strings.ToLower(k)] {
-				x[k] = "[REDACTED:secret-field]"
-				found["secret-field"]++
+// json redacts the strings of a JSON document; it returns raw itself when
+// nothing was found (or raw is not JSON). It walks raw's tokens rather
+// than decoding it (issue 32, finding 6: a 16 MiB array of numbers
+// decoded to []any took ~50 bytes a byte): strings are replaced where
+// they are, everything else is copied as it was, so the memory it takes is
+// the output's size plus that of its longest string, a few times.
+func (r *redactor) json(raw json.RawMessage, found map[string]int) json.RawMessage {
+	if len(raw) == 0 || !json.Valid(raw) {
+		return raw
+	}
+	var out []byte // nil until something is replaced
+	copied := 0    // raw[:copied] is in out
+	// Whether the next string is an object member's name, by depth.
+	var inObject []bool
+	expectKey := false
+	secretKey := false // the member whose value comes next is a secret field
+	for i := 0; i < len(raw); {
+		switch c := raw[i]; c {
+		case '{', '[':
+			inObject = append(inObject, c == '{')
+			expectKey, secretKey = c == '{', false
+			i++
+		case '}', ']':
+			inObject = inObject[:len(inObject)-1]
+			expectKey, secretKey = false, false
+			i++
+		case ',':
+			expectKey = len(inObject) > 0 && inObject[len(inObject)-1]
+			i++
+		case '"':
+			j := stringEnd(raw, i)
+			if expectKey {
+				expectKey = false
+				secretKey = j-i <= 64 && secretFields[strings.ToLower(unquote(raw[i:j]))]
+				i = j
 				continue
 			}
-			x[k] = r.value(e, found)
+			str := unquote(raw[i:j])
+			var repl []byte
+			switch {
+			case secretKey && str != "":
+				repl = []byte(`"[REDACTED:secret-field]"`)
+				found["secret-field"]++
+			default:
+				if red := r.text(str, found); red != str {
+					repl = encodeString(red)
+				}
+			}
+			secretKey = false
+			if repl != nil {
+				if out == nil {
+					out = make([]byte, 0, len(raw)+len(repl))
+				}
+				out = append(append(out, raw[copied:i]...), repl...)
+				copied = j
+			}
+			i = j
+		default: // white space, ':', numbers, true, false, null
+			if c != ' ' && c != '\t' && c != '\n' && c != '\r' && c != ':' {
+				secretKey = false
+			}
+			i++
 		}
 	}
-	return v
+	if out == nil {
+		return raw
+	}
+	return append(out, raw[copied:]...)
 }
 
-// json redacts the strings of a JSON document; it returns raw itself when
-// nothing was found (or raw is not JSON).
-func (r *redactor) json(raw json.RawMessage, found map[string]int) json.RawMessage {
-	if len(raw) == 0 {
-		return raw
+// stringEnd is the index just past the JSON string that starts at i of
+// raw (valid JSON).
+func stringEnd(raw []byte, i int) int {
+	for j := i + 1; j < len(raw); j++ {
+		switch raw[j] {
+		case '\\':
+			j++
+		case '"':
+			return j + 1
+		}
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber() // numbers stay as they were written
-	var v any
-	if dec.Decode(&v) != nil {
-		return raw
+	return len(raw)
+}
+
+// unquote decodes a JSON string (as encoding/json does: invalid UTF-8
+// becomes U+FFFD).
+func unquote(q []byte) string {
+	body := q[1 : len(q)-1]
+	if bytes.IndexByte(body, '\\') < 0 && utf8.Valid(body) {
+		return string(body)
 	}
-	before := total(found)
-	v = r.value(v, found)
-	if total(found) == before {
-		return raw
-	}
+	var s string
+	_ = json.Unmarshal(q, &s)
+	return s
+}
+
+// encodeString encodes s as a JSON string, without HTML escaping.
+func encodeString(s string) []byte {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
-	if enc.Encode(v) != nil {
-		return raw
-	}
-	return bytes.TrimRight(b.Bytes(), "\n")
+	_ = enc.Encode(s)
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
 }
 
 func total(found map[string]int) int {
