@@ -77,9 +77,9 @@ var builtinRules = sync.OnceValue(func() builtin {
 
 // redactor replaces secrets in text by [REDACTED:kind].
 type redactor struct {
-	rules []rule
-	index *keywordIndex // of the built-in rules (the first ones); patterns have no keywords
-	always []int        // the rules without keywords, which apply to every text
+	rules  []rule
+	index  *keywordIndex // of the built-in rules (the first ones); patterns have no keywords
+	always []int         // the rules without keywords, which apply to every text
 	// scanned counts the bytes the rules' regexps were given, for tests
 	// that bound it.
 	scanned atomic.Int64
