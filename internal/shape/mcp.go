@@ -16,8 +16,11 @@ import (
 // members and its blocks' are decoded (issue 32, finding 6): the values
 // stay raw JSON, so the memory it takes is about the result's size.
 func (s *Shaper) MCPResult(raw json.RawMessage, limit int, keep []string, where string) json.RawMessage {
-	var res map[string]json.RawMessage
-	if json.Unmarshal(raw, &res) != nil || res == nil {
+	if !json.Valid(raw) {
+		return raw
+	}
+	res := members(raw)
+	if res == nil {
 		return raw
 	}
 	if sc, ok := res["structuredContent"]; ok && len(sc) > limit {
@@ -25,8 +28,7 @@ func (s *Shaper) MCPResult(raw json.RawMessage, limit int, keep []string, where 
 			res["structuredContent"] = (&fitter{raw: c, keep: keep, where: where}).fit(limit)
 		}
 	}
-	var content []json.RawMessage
-	_ = json.Unmarshal(res["content"], &content)
+	content := items(res["content"])
 	type payload struct {
 		i     int
 		block map[string]json.RawMessage
@@ -39,8 +41,8 @@ func (s *Shaper) MCPResult(raw json.RawMessage, limit int, keep []string, where 
 	replaced := make([]bool, len(content))                        // a binary block now a text block
 	total := 0
 	for i, c := range content {
-		var b map[string]json.RawMessage
-		if json.Unmarshal(c, &b) != nil || b == nil {
+		b := members(c)
+		if b == nil {
 			continue
 		}
 		blocks[i] = b
@@ -50,8 +52,7 @@ func (s *Shaper) MCPResult(raw json.RawMessage, limit int, keep []string, where 
 				total += len(v)
 			}
 		}
-		var r map[string]json.RawMessage
-		if json.Unmarshal(b["resource"], &r) == nil && r != nil {
+		if r := members(b["resource"]); r != nil {
 			resources[i] = r
 			for _, f := range []string{"text", "blob"} {
 				if v, ok := stringOf(r[f]); ok {
@@ -119,4 +120,43 @@ func compact(raw json.RawMessage) json.RawMessage {
 		return raw
 	}
 	return b.Bytes()
+}
+
+// members are the members of the JSON object raw (valid JSON), their
+// values slices of raw; nil when raw is not an object.
+func members(raw []byte) map[string]json.RawMessage {
+	i := skipSpace(raw, 0)
+	if i >= len(raw) || raw[i] != '{' {
+		return nil
+	}
+	m := map[string]json.RawMessage{}
+	for i = skipSpace(raw, i+1); raw[i] != '}'; {
+		e := stringEnd(raw, i)
+		name := unquote(raw[i:e])
+		i = skipSpace(raw, skipSpace(raw, e)+1)
+		e = skipValue(raw, i)
+		m[name] = raw[i:e]
+		if i = skipSpace(raw, e); raw[i] == ',' {
+			i = skipSpace(raw, i+1)
+		}
+	}
+	return m
+}
+
+// items are the items of the JSON array raw (valid JSON), slices of raw;
+// nil when raw is not an array.
+func items(raw []byte) []json.RawMessage {
+	i := skipSpace(raw, 0)
+	if i >= len(raw) || raw[i] != '[' {
+		return nil
+	}
+	var out []json.RawMessage
+	for i = skipSpace(raw, i+1); raw[i] != ']'; {
+		e := skipValue(raw, i)
+		out = append(out, raw[i:e])
+		if i = skipSpace(raw, e); raw[i] == ',' {
+			i = skipSpace(raw, i+1)
+		}
+	}
+	return out
 }
