@@ -42,7 +42,7 @@ func TestShapingMemoryAtChartLimit(t *testing.T) {
 	if _, err := os.Stat("/proc/self/status"); err != nil {
 		t.Fatalf("this test reads VmHWM from /proc: %v", err)
 	}
-	const limit = 512 << 20                                           // deployments/helm/toolrouterd/values.yaml resources.limits.memory
+	const limit = 512 << 20                                         // deployments/helm/toolrouterd/values.yaml resources.limits.memory
 	out := []byte("[" + strings.Repeat("7,", 8_000_000) + `"end"]`) // 16 MB, under the 16 MiB reply cap
 	tool := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
