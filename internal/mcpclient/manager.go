@@ -47,8 +47,6 @@ const (
 	// keepAlive is the interval of the pings that detect a dead session
 	// between calls.
 	keepAlive = 30 * time.Second
-	// maxPages bounds the pages of one tools/list (a cursor loop).
-	maxPages = 1000
 )
 
 // Manager keeps the sessions with the registry's MCP servers. Create it
@@ -59,6 +57,12 @@ type Manager struct {
 	base       http.RoundTripper
 	up         *prometheus.GaugeVec
 	reconnects *prometheus.CounterVec
+	// limitedDiscoveries counts the discoveries stopped at a limit.
+	limitedDiscoveries *prometheus.CounterVec
+
+	// Limits bound every server's discovery (zero fields: the defaults);
+	// set before the first Sync.
+	Limits DiscoveryLimits
 
 	syncWait time.Duration
 	backoff  outbound.Backoff // between reconnection attempts
@@ -102,6 +106,10 @@ func New(log zerolog.Logger, reg prometheus.Registerer) *Manager {
 			Name: "toolrouter_mcp_reconnects_total",
 			Help: "Attempts to reconnect to an MCP server after its session was lost or it could not be reached, by result (ok or error).",
 		}, []string{"server", "result"}),
+		limitedDiscoveries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "toolrouter_mcp_discovery_limited_total",
+			Help: "Discoveries of an MCP server's tools stopped at a limit (pages, tools or bytes); its last good listing was kept.",
+		}, []string{"server", "limit"}),
 		syncWait: defaultSyncWait,
 		sdkCalls: sdkOnly,
 		backoff:  outbound.Backoff{Base: defaultBackoffMin, Max: defaultBackoffMax, Jitter: 0.2},
@@ -110,9 +118,12 @@ func New(log zerolog.Logger, reg prometheus.Registerer) *Manager {
 	if reg != nil {
 		m.up = register(reg, m.up)
 		m.reconnects = register(reg, m.reconnects)
+		m.limitedDiscoveries = register(reg, m.limitedDiscoveries)
 	}
 	return m
 }
+
+func (m *Manager) limits() DiscoveryLimits { return m.Limits.withDefaults() }
 
 // register registers c, or returns the collector already registered
 // under its name.

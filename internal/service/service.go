@@ -126,6 +126,7 @@ func New(ctx context.Context, o Options) (*Service, error) {
 
 	s.mcp = mcpclient.New(o.Logger, s.metrics.Registerer())
 	s.mcp.Trace, s.mcp.TraceHTTP = tel.MCPClient(), tel.Transport
+	s.mcp.Limits = mcpclient.DiscoveryLimits{Pages: o.Config.MCPDiscoveryMaxPages, Tools: o.Config.MCPDiscoveryMaxTools, Bytes: o.Config.MCPDiscoveryMaxBytes}
 	// The tools discovered on MCP servers are served as their pins say
 	// (docs/trusting-tools.md "Pinned definitions").
 	var mcpSrv atomic.Pointer[mcpserver.Handler] // set below; discovery may publish before

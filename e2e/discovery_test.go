@@ -1,0 +1,123 @@
+package e2e_test
+
+import (
+	"fmt"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// Issue 32: what one MCP server can make toolrouterd hold or write
+// through its discoveries.
+
+// vmHWM is the peak resident set size of pid so far, in bytes.
+func vmHWM(t *testing.T, pid int) int64 {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatalf("read VmHWM: %v", err)
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(l); len(f) >= 2 && f[0] == "VmHWM:" {
+			kb, _ := strconv.ParseInt(f[1], 10, 64)
+			return kb << 10
+		}
+	}
+	t.Fatal("no VmHWM")
+	return 0
+}
+
+// routeTool calls tool on rt through /route (open service) and returns
+// the result.
+func routeTool(t *testing.T, rt *proc, tool string, header ...string) map[string]any {
+	t.Helper()
+	r := do(t, http.MethodPost, rt.URL()+"/route", map[string]any{"plan_id": "hostile", "tool_call": map[string]any{
+		"id": "call_1", "type": "function", "function": map[string]any{"name": tool, "arguments": `{"msg":"hi"}`}}}, header...)
+	if r.Status != http.StatusOK {
+		t.Fatalf("POST /route %s = %d %s", tool, r.Status, r.Body)
+	}
+	return r.JSON(t)
+}
+
+// metricLine is the value of the metric line of rt's /metrics that starts
+// with prefix ("" when there is none).
+func metricLine(t *testing.T, rt *proc, prefix string) string {
+	t.Helper()
+	for _, l := range strings.Split(string(do(t, http.MethodGet, rt.URL()+"/metrics", nil).Body), "\n") {
+		if strings.HasPrefix(l, prefix+" ") {
+			return strings.TrimPrefix(l, prefix+" ")
+		}
+	}
+	return ""
+}
+
+// listsTool reports whether rt's /schemas/openai lists tool.
+func listsTool(t *testing.T, rt *proc, tool string, header ...string) bool {
+	t.Helper()
+	r := do(t, http.MethodGet, rt.URL()+"/schemas/openai", nil, header...)
+	return strings.Contains(string(r.Body), `"name":"`+tool+`"`)
+}
+
+// TestDiscoveryIsBounded (issue 32 finding 1): an MCP server whose
+// tools/list follows a new cursor forever, or answers 48 MiB at once,
+// makes toolrouterd stop the discovery at its limit (100 pages, 16 MiB by
+// default), log it and count it, and keep serving the server's last good
+// listing on the same session; its peak memory stays near idle.
+func TestDiscoveryIsBounded(t *testing.T) {
+	h := startHostileMCP(t)
+	rt := startPlain(t, fmt.Sprintf("mcp_servers:\n  - name: h\n    url: %s/mcp\n    prefix: h_\n", h.URL))
+	waitFor(t, "h_ping listed", func() bool { return listsTool(t, rt, "h_ping") })
+	pid := rt.cmd.Process.Pid
+	idle := vmHWM(t, pid)
+
+	// Endless pages: the next call's answer says the list changed.
+	h.set(func(h *hostileMCP) { h.mode, h.notify = "pages", true })
+	listsBefore, _ := h.counts()
+	if res := routeTool(t, rt, "h_ping"); res["success"] != true {
+		t.Fatalf("a call of h_ping: %v", res)
+	}
+	rt.waitOutput(t, "the pages limit logged", contains(`"limit":"pages"`))
+	lists, _ := h.counts()
+	pagesPeak := vmHWM(t, pid)
+	t.Logf("endless pages: %d tools/list requests followed, peak RSS %d MiB → %d MiB", lists-listsBefore, idle>>20, pagesPeak>>20)
+	if n := lists - listsBefore; n > 100 {
+		t.Errorf("%d pages followed, want at most 100", n)
+	}
+	if !strings.Contains(rt.Output(), "MCP tool discovery stopped at a limit") {
+		t.Error("no log line says the discovery stopped at a limit")
+	}
+	if v := metricLine(t, rt, `toolrouter_mcp_discovery_limited_total{limit="pages",server="h"}`); v != "1" {
+		t.Errorf("toolrouter_mcp_discovery_limited_total{limit=pages} = %q, want 1", v)
+	}
+	if !listsTool(t, rt, "h_mutable") || listsTool(t, rt, "h_p0_0") {
+		t.Error("the last good listing is not what is served")
+	}
+
+	// One 48 MiB answer.
+	h.set(func(h *hostileMCP) { h.mode, h.hugeBytes = "huge", 48<<20 })
+	if res := routeTool(t, rt, "h_ping"); res["success"] != true {
+		t.Fatalf("a call of h_ping: %v", res)
+	}
+	rt.waitOutput(t, "the bytes limit logged", contains(`"limit":"bytes"`))
+	hugePeak := vmHWM(t, pid)
+	t.Logf("one 48 MiB tools/list answer: peak RSS %d MiB → %d MiB", pagesPeak>>20, hugePeak>>20)
+	if grew := hugePeak - pagesPeak; grew > 96<<20 {
+		t.Errorf("a 48 MiB listing grew the peak RSS by %d MiB, want under 96", grew>>20)
+	}
+	if v := metricLine(t, rt, `toolrouter_mcp_discovery_limited_total{limit="bytes",server="h"}`); v != "1" {
+		t.Errorf("toolrouter_mcp_discovery_limited_total{limit=bytes} = %q, want 1", v)
+	}
+	// The session survived: the last good listing is served and called.
+	h.set(func(h *hostileMCP) { h.notify = false })
+	if !listsTool(t, rt, "h_mutable") || listsTool(t, rt, "h_huge") {
+		t.Error("the last good listing is not what is served")
+	}
+	if res := routeTool(t, rt, "h_mutable"); res["success"] != true {
+		t.Fatalf("a call of h_mutable after the limits: %v", res)
+	}
+	if strings.Contains(rt.Output(), "MCP server unavailable") {
+		t.Error("the server was taken for down")
+	}
+}
