@@ -245,6 +245,15 @@ func (m *Manager) Tools() []*toolrouter.Tool {
 	return out
 }
 
+// Refresh asks server name for a rediscovery of its tools (a
+// reconnection when it is down) without waiting for it; OnChange hooks
+// run if its tools changed.
+func (m *Manager) Refresh(name string) {
+	if s := m.server(name); s != nil {
+		s.poke()
+	}
+}
+
 // Close disconnects from every server. Calls still running fail.
 func (m *Manager) Close() {
 	m.syncMu.Lock()

@@ -64,6 +64,9 @@ type Keeper struct {
 	// Redefine rebuilds a tool from a pinned definition
 	// (mcpclient.Redefine).
 	Redefine func(t *toolrouter.Tool, def json.RawMessage) (*toolrouter.Tool, error)
+	// Refresh asks for a rediscovery of an MCP server's tools, without
+	// waiting for it (mcpclient.Manager.Refresh); nil: none is asked.
+	Refresh func(server string)
 
 	quarantined prometheus.Gauge
 	mu          sync.Mutex // serializes Sync
@@ -73,6 +76,9 @@ type Keeper struct {
 	// its last Sync: only a replica that saw a change may find it
 	// reverted (another's server may not list the change yet).
 	listed map[key]string
+	// checked are the reviews (id and status) this replica rediscovered
+	// its server for, having not seen their change itself.
+	checked map[string]bool
 }
 
 // Register registers the gauge toolrouter_quarantined_tools on reg.
@@ -230,6 +236,11 @@ func (k *Keeper) reconcilePin(ctx context.Context, s toolrouter.MCPServer, t *to
 		}
 		return k.quarantine(t, p, s), p, nil
 	case p.Digest == digest:
+		if r := p.Review; r != nil && r.Status == toolrouter.ApprovalDenied && r.NewDigest != digest {
+			// Rejected on some replica: unless this one's server still
+			// lists the pinned definition, it must see the change too.
+			k.check(s.Name, r)
+		}
 		if r := p.Review; r != nil && r.Status == toolrouter.ApprovalPending {
 			if before != r.NewDigest {
 				// Another replica's server lists the change, this one's the
@@ -237,6 +248,7 @@ func (k *Keeper) reconcilePin(ctx context.Context, s toolrouter.MCPServer, t *to
 				// change not yet seen): served as pinned, and the review stays
 				// open. Taking it for a revert and expiring it had the other
 				// replica open it again at its next Sync, forever.
+				k.check(s.Name, r)
 				return t, p, nil
 			}
 			// The server lists the pinned definition again: the change is moot.
@@ -284,6 +296,28 @@ func (k *Keeper) reconcilePin(ctx context.Context, s toolrouter.MCPServer, t *to
 		return old, p, nil
 	}
 	return k.quarantine(old, p, s), p, nil
+}
+
+// check asks, once per review and status, for a rediscovery of server,
+// whose tool this replica serves as pinned while another replica saw it
+// change (issue 32 finding 10): a server that told only that replica of
+// the change (or none: a reconnection found it) is listed again here, so
+// that the change is quarantined on every replica within a Watch round.
+func (k *Keeper) check(server string, r *toolrouter.PinReview) {
+	if k.Refresh == nil {
+		return
+	}
+	id := r.ID + "\x00" + string(r.Status)
+	if k.checked[id] {
+		return
+	}
+	if k.checked == nil {
+		k.checked = map[string]bool{}
+	}
+	k.checked[id] = true
+	k.Log.Debug().Str("mcp_server", server).Str("review", r.ID).Str("status", string(r.Status)).
+		Msg("a tool definition change seen by another replica: rediscovering the server")
+	k.Refresh(server)
 }
 
 // review is a new pending review of def replacing old.
