@@ -454,7 +454,8 @@ func (k *Keeper) approval(p *toolrouter.Pin) *toolrouter.Approval {
 	a := &toolrouter.Approval{ID: r.ID, Kind: toolrouter.ApprovalKindDefinition, Status: r.Status, ToolName: r.ToolName,
 		Arguments: json.RawMessage(`{}`), ArgumentsSHA256: r.NewDigest, CreatedAt: r.ChangedAt, DecidedAt: r.DecidedAt,
 		Definition: &toolrouter.DefinitionChange{Server: p.Server, Tool: p.Tool, Old: r.Old, OldSHA256: r.OldDigest,
-			New: r.New, NewSHA256: r.NewDigest, Diff: Diff(r.Old, r.New), OnChange: onChange}}
+			New: r.New, NewSHA256: r.NewDigest, Diff: Diff(r.Old, r.New), OnChange: onChange,
+			Invisible: Invisible(r.New)}}
 	if r.Status != toolrouter.ApprovalPending {
 		by, reason := r.DecidedBy, r.Reason
 		a.DecidedBy, a.Reason = &by, &reason

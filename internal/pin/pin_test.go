@@ -2,6 +2,7 @@ package pin_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"sync"
@@ -352,5 +353,42 @@ func TestChangeSeenByOneReplicaOnly(t *testing.T) {
 	}
 	if as, err := a.k.Reviews(context.Background(), toolrouter.ApprovalPending); err != nil || len(as) != 0 {
 		t.Fatalf("pending reviews after the servers agree: %v, %v", as, err)
+	}
+}
+
+// TestReviewShowsInvisibleCharacters (issue 32 finding 2): a description
+// changed only by invisible characters — a zero-width space, tag
+// characters, a bidi override — is quarantined, and its review shows them
+// escaped in the diff and lists them, so the two lines differ visibly.
+func TestReviewShowsInvisibleCharacters(t *testing.T) {
+	st := memory.New()
+	a := newReplica(st, fx)
+	a.list(mcpTool("read", "Reads a file."))
+	a.sync(t)
+	hidden := "Reads a\u200b file.\U000E0041\U000E0042\u202E"
+	a.list(mcpTool("read", hidden))
+	a.sync(t)
+	if got := a.served("fx/read"); got == nil || got.Quarantine == "" {
+		t.Fatalf("after an invisible change: %+v, want quarantined", got)
+	}
+	rev := pendingReview(t, a)
+	d := rev.Definition
+	want := `+   "description": "Reads a\u200b file.\U000e0041\U000e0042\u202e",`
+	if !strings.Contains(d.Diff, want) || !strings.Contains(d.Diff, `-   "description": "Reads a file.",`) {
+		t.Fatalf("diff:\n%s\nwant the line %s", d.Diff, want)
+	}
+	for _, l := range strings.Split(d.Diff, "\n") {
+		if strings.ContainsFunc(l, func(r rune) bool { return r == 0x200B || r == 0x202E || r >= 0xE0000 }) {
+			t.Errorf("a diff line holds an invisible character as is: %q", l)
+		}
+	}
+	if got := strings.Join(d.Invisible, " "); got != "U+200B U+202E U+E0041 U+E0042" {
+		t.Errorf("invisible_characters = %q", got)
+	}
+	if pin.Diff(json.RawMessage(`{"a":"x y"}`), json.RawMessage(`{"a":"x\u00a0y"}`)) == "  {\n    \"a\": \"x y\"\n  }\n" {
+		t.Error("a no-break space looks like a space in the diff")
+	}
+	if inv := pin.Invisible([]byte(`{"description":"Plain text, über naïve."}`)); inv != nil {
+		t.Errorf("visible text flagged: %v", inv)
 	}
 }
