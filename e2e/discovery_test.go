@@ -189,3 +189,83 @@ func TestRejectedChangeEnforcedOnEveryReplica(t *testing.T) {
 		t.Errorf("the server's other tool on B: %v", res)
 	}
 }
+
+// countAll counts the items (under key) of every page of a paged GET.
+func countAll(t *testing.T, url, key string, header ...string) (n int, items []map[string]any) {
+	t.Helper()
+	cursor := ""
+	for {
+		u := url
+		if cursor != "" {
+			u += "&cursor=" + cursor
+		}
+		m := do(t, http.MethodGet, u, nil, header...).JSON(t)
+		for _, x := range m[key].([]any) {
+			items = append(items, x.(map[string]any))
+		}
+		c, _ := m["next_cursor"].(string)
+		if c == "" {
+			return len(items), items
+		}
+		cursor = c
+	}
+}
+
+// TestDefinitionChurnIsBounded (issue 32 finding 3): an MCP server that
+// renames its 15 tools on every tools/list and announces a change with
+// every answer is listed at most once a second; its pending reviews stay
+// at TOOLROUTER_PIN_MAX_PENDING (the oldest, of tools it no longer lists,
+// superseded and their empty pins deleted), and each discovery writes at
+// most ten detailed audit records and log lines plus one summary.
+func TestDefinitionChurnIsBounded(t *testing.T) {
+	h := startHostileMCP(t)
+	rt := startPlain(t, hostileRegistry(h), "TOOLROUTER_PIN_MAX_PENDING=20", "TOOLROUTER_LOG_LEVEL=info")
+	waitFor(t, "h_ping listed", func() bool { return listsTool(t, rt, "h_ping", asAgent...) })
+	start, _ := h.counts()
+	h.set(func(h *hostileMCP) { h.mode, h.churning, h.notify = "churn", true, true })
+	routeTool(t, rt, "h_ping", asAgent...) // its answer says the list changed
+	// Ten seconds of churn (the round count is what is bounded).
+	waitFor(t, "the churn to run", func() bool { n, _ := h.counts(); return n-start >= 10 })
+	h.set(func(h *hostileMCP) { h.churning = false })
+	ended, _ := h.counts()
+	waitFor(t, "the churn to settle", func() bool {
+		n, _ := h.counts()
+		return n == ended && metricLine(t, rt, `toolrouter_pin_churn_total{event="superseded",server="h"}`) != ""
+	})
+	rounds := ended - start
+	pending, _ := countAll(t, rt.URL()+"/approvals?status=pending&limit=1000", "approvals", asReviewer...)
+	reviews, _ := countAll(t, rt.URL()+"/approvals?limit=1000", "approvals", asReviewer...)
+	records, recs := countAll(t, rt.URL()+"/audit?outcome=definition_changed&limit=1000", "records", asOps...)
+	logLines := 0
+	for _, l := range strings.Split(rt.Output(), "\n") {
+		if strings.Contains(l, `"mcp_server":"h"`) {
+			logLines++
+		}
+	}
+	t.Logf("%d discoveries: %d pending reviews, %d reviews in all, %d definition_changed audit records, %d log lines; superseded %s",
+		rounds, pending, reviews, records, logLines, metricLine(t, rt, `toolrouter_pin_churn_total{event="superseded",server="h"}`))
+	if pending > 20 {
+		t.Errorf("%d pending reviews, want at most 20 (TOOLROUTER_PIN_MAX_PENDING)", pending)
+	}
+	if reviews > 20+15 {
+		t.Errorf("%d reviews kept, want at most the 20 pending and the 15 tools listed", reviews)
+	}
+	if records > 11*rounds {
+		t.Errorf("%d audit records for %d discoveries, want at most 11 each", records, rounds)
+	}
+	if logLines > 13*rounds+10 {
+		t.Errorf("%d log lines for %d discoveries", logLines, rounds)
+	}
+	summary := false
+	for _, r := range recs {
+		summary = summary || r["tool"] == "h/*"
+	}
+	if !summary {
+		t.Error("no summary audit record (tool h/*)")
+	}
+	// The server is still served: its one stable tool answers.
+	h.set(func(h *hostileMCP) { h.notify = false })
+	if res := routeTool(t, rt, "h_ping", asAgent...); res["success"] != true {
+		t.Errorf("h_ping after the churn: %v", res)
+	}
+}

@@ -17,7 +17,7 @@ import (
 //   - good: the tools ping and mutable (description desc);
 //   - pages: pages of 5 tools of 20 KB each, each with a new nextCursor;
 //   - huge: one answer of hugeBytes (a tool whose description is that long);
-//   - churn: ping and 5 tools renamed on every tools/list.
+//   - churn: ping and 15 tools renamed on every tools/list.
 //
 // It sends no notification unless asked: a tools/call answered while
 // notify is set comes as an event stream whose first event is
@@ -28,6 +28,9 @@ type hostileMCP struct {
 	mode      string
 	desc      string
 	notify    bool
+	// churning: every tools/list answer is an event stream that first
+	// says the list changed (so toolrouterd lists again at once).
+	churning bool
 	hugeBytes int
 	round     int // tools/list answers of churn so far
 	lists     int // tools/list requests
@@ -125,7 +128,7 @@ func hostileTool(name, desc string) map[string]any {
 func (h *hostileMCP) list(w http.ResponseWriter, id json.RawMessage, cursor string) {
 	h.mu.Lock()
 	h.lists++
-	mode, desc, huge := h.mode, h.desc, h.hugeBytes
+	mode, desc, huge, churning := h.mode, h.desc, h.hugeBytes, h.churning
 	round := h.round
 	if mode == "churn" {
 		h.round++
@@ -159,9 +162,15 @@ func (h *hostileMCP) list(w http.ResponseWriter, id json.RawMessage, cursor stri
 		_, _ = io.WriteString(w, `"}]}}`)
 	case "churn":
 		tools := []any{hostileTool("ping", "Answers ok.")}
-		for i := range 5 {
+		for i := range 15 {
 			tools = append(tools, hostileTool(fmt.Sprintf("t%d_%d", round, i), "Renamed every round."))
 		}
-		write(map[string]any{"tools": tools})
+		if !churning {
+			write(map[string]any{"tools": tools})
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "result": map[string]any{"tools": tools}})
+		fmt.Fprintf(w, "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}\n\ndata: %s\n\n", b)
 	}
 }

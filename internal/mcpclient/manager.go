@@ -47,6 +47,10 @@ const (
 	// keepAlive is the interval of the pings that detect a dead session
 	// between calls.
 	keepAlive = 30 * time.Second
+	// minRediscovery is the least time between two discoveries of a
+	// server on one session (issue 32 finding 3: a server announcing a
+	// change all the time).
+	minRediscovery = time.Second
 )
 
 // Manager keeps the sessions with the registry's MCP servers. Create it

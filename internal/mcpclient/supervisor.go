@@ -175,16 +175,36 @@ func (s *server) discoveryLimited(le *limitError) {
 func (s *server) serve(cs *mcp.ClientSession, gen uint64) error {
 	ended := make(chan error, 1)
 	go func() { ended <- cs.Wait() }()
+	lost := func(err error) error {
+		if err == nil {
+			err = errors.New("the session was closed")
+		}
+		return fmt.Errorf("session lost: %w", err)
+	}
+	last := time.Now() // connect listed the tools
 	for {
 		select {
 		case <-s.ctx.Done():
 			return nil
 		case err := <-ended:
-			if err == nil {
-				err = errors.New("the session was closed")
-			}
-			return fmt.Errorf("session lost: %w", err)
+			return lost(err)
 		case <-s.kick:
+			// At most one discovery per minRediscovery: a server that
+			// says its list changed all the time is listed once a second
+			// (kicks meanwhile are one).
+			if wait := minRediscovery - time.Since(last); wait > 0 {
+				t := time.NewTimer(wait)
+				select {
+				case <-s.ctx.Done():
+					t.Stop()
+					return nil
+				case err := <-ended:
+					t.Stop()
+					return lost(err)
+				case <-t.C:
+				}
+			}
+			last = time.Now()
 			if broken, err := s.broken(gen); broken {
 				return err
 			}

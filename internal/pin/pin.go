@@ -28,6 +28,7 @@ type Store interface {
 	ListPins(ctx context.Context) ([]*toolrouter.Pin, error)
 	CreatePin(ctx context.Context, p *toolrouter.Pin) (bool, error)
 	UpdatePin(ctx context.Context, p *toolrouter.Pin) (bool, error)
+	DeletePin(ctx context.Context, p *toolrouter.Pin) (bool, error)
 }
 
 // Auditor records audit records (audit.Trail).
@@ -67,6 +68,10 @@ type Keeper struct {
 	// Refresh asks for a rediscovery of an MCP server's tools, without
 	// waiting for it (mcpclient.Manager.Refresh); nil: none is asked.
 	Refresh func(server string)
+	// MaxPending bounds the pending reviews of one server, MaxPins its
+	// pins (0: DefaultMaxPending, DefaultMaxPins; see prune).
+	MaxPending int
+	MaxPins    int
 
 	quarantined prometheus.Gauge
 	mu          sync.Mutex // serializes Sync
@@ -76,13 +81,27 @@ type Keeper struct {
 	// its last Sync: only a replica that saw a change may find it
 	// reverted (another's server may not list the change yet).
 	listed map[key]string
+	// listing is listed as the running Sync finds it (only the tools
+	// listed now: a server renaming its tools does not grow it).
+	listing map[key]string
+	// round counts the changes of each server in the running Sync.
+	round map[string]*churn
+	churn *prometheus.CounterVec
 	// checked are the reviews (id and status) this replica rediscovered
 	// its server for, having not seen their change itself.
 	checked map[string]bool
 }
 
-// Register registers the gauge toolrouter_quarantined_tools on reg.
+// Register registers the gauge toolrouter_quarantined_tools and the
+// counter toolrouter_pin_churn_total{server,event} on reg.
 func (k *Keeper) Register(reg prometheus.Registerer) {
+	k.churn = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "toolrouter_pin_churn_total",
+		Help: "Definition changes of MCP servers' tools (event changed: a review opened or a change followed), pending reviews superseded past the per-server cap (superseded) and pins deleted by retention (pruned).",
+	}, []string{"server", "event"})
+	if reg != nil {
+		_ = reg.Register(k.churn)
+	}
 	k.quarantined = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "toolrouter_quarantined_tools",
 		Help: "Tools of MCP servers quarantined because their definition changed (or they are new) and awaits review.",
@@ -128,6 +147,8 @@ func (k *Keeper) Sync(ctx context.Context) error {
 		return fmt.Errorf("read the pins: %w", err)
 	}
 	k.synced = true
+	k.listing, k.round = map[key]string{}, map[string]*churn{}
+	defer func() { k.listed, k.listing, k.round = k.listing, nil, nil }()
 	var served []*toolrouter.Tool
 	var state strings.Builder // each discovered tool and how it is served
 	quarantined := 0
@@ -158,6 +179,12 @@ func (k *Keeper) Sync(ctx context.Context) error {
 			quarantined++
 		}
 		served = append(served, out)
+	}
+	if len(k.round) > 0 {
+		k.summarize(ctx)
+		if err := k.prune(ctx, servers); err != nil {
+			k.Log.Warn().Err(err).Msg("bound the pins of MCP servers")
+		}
 	}
 	if k.quarantined != nil {
 		k.quarantined.Set(float64(quarantined))
@@ -209,11 +236,8 @@ func (k *Keeper) reconcilePin(ctx context.Context, s toolrouter.MCPServer, t *to
 	}
 	now := k.now()
 	p := pins[key{s.Name, t.MCPTool}]
-	if k.listed == nil {
-		k.listed = map[key]string{}
-	}
 	before := k.listed[key{s.Name, t.MCPTool}]
-	k.listed[key{s.Name, t.MCPTool}] = digest
+	k.listing[key{s.Name, t.MCPTool}] = digest
 	switch {
 	case p == nil && (first || s.Unpinned || s.PinNew == "allow"):
 		p = &toolrouter.Pin{Server: s.Name, Tool: t.MCPTool, Digest: digest, Definition: def, PinnedAt: now}
@@ -221,7 +245,7 @@ func (k *Keeper) reconcilePin(ctx context.Context, s toolrouter.MCPServer, t *to
 			return nil, nil, err
 		}
 		if !first {
-			k.record(ctx, OutcomeFollowed, t.Name, digest, "")
+			k.noteChange(ctx, s.Name, OutcomeFollowed, t.Name, digest, func() {})
 		}
 		return t, p, nil // served as listed (a replica that pinned it first pinned the same, or says so next Sync)
 	case p == nil:
@@ -231,8 +255,9 @@ func (k *Keeper) reconcilePin(ctx context.Context, s toolrouter.MCPServer, t *to
 			return nil, nil, err
 		}
 		if created {
-			k.Log.Warn().Str("mcp_server", s.Name).Str("tool", t.Name).Str("review", p.Review.ID).Msg("new tool on a pinned MCP server: quarantined until reviewed")
-			k.record(ctx, OutcomeChanged, t.Name, digest, "")
+			k.noteChange(ctx, s.Name, OutcomeChanged, t.Name, digest, func() {
+				k.Log.Warn().Str("mcp_server", s.Name).Str("tool", t.Name).Str("review", p.Review.ID).Msg("new tool on a pinned MCP server: quarantined until reviewed")
+			})
 		}
 		return k.quarantine(t, p, s), p, nil
 	case p.Digest == digest:
@@ -266,8 +291,9 @@ func (k *Keeper) reconcilePin(ctx context.Context, s toolrouter.MCPServer, t *to
 			return nil, nil, err
 		}
 		if won {
-			k.Log.Info().Str("mcp_server", s.Name).Str("tool", t.Name).Str("old_sha256", old).Str("new_sha256", digest).Msg("tool definition changed; followed (pin: false)")
-			k.record(ctx, OutcomeFollowed, t.Name, digest, "")
+			k.noteChange(ctx, s.Name, OutcomeFollowed, t.Name, digest, func() {
+				k.Log.Info().Str("mcp_server", s.Name).Str("tool", t.Name).Str("old_sha256", old).Str("new_sha256", digest).Msg("tool definition changed; followed (pin: false)")
+			})
 		}
 		return t, p, nil
 	}
@@ -280,9 +306,10 @@ func (k *Keeper) reconcilePin(ctx context.Context, s toolrouter.MCPServer, t *to
 			return nil, nil, err
 		}
 		if won {
-			k.Log.Warn().Str("mcp_server", s.Name).Str("tool", t.Name).Str("review", p.Review.ID).Str("old_sha256", p.Digest).
-				Str("new_sha256", digest).Msg("tool definition changed: the pinned one is kept, awaiting review")
-			k.record(ctx, OutcomeChanged, t.Name, digest, "")
+			k.noteChange(ctx, s.Name, OutcomeChanged, t.Name, digest, func() {
+				k.Log.Warn().Str("mcp_server", s.Name).Str("tool", t.Name).Str("review", p.Review.ID).Str("old_sha256", p.Digest).
+					Str("new_sha256", digest).Msg("tool definition changed: the pinned one is kept, awaiting review")
+			})
 		}
 	}
 	if p.Digest == "" {

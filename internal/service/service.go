@@ -132,6 +132,7 @@ func New(ctx context.Context, o Options) (*Service, error) {
 	var mcpSrv atomic.Pointer[mcpserver.Handler] // set below; discovery may publish before
 	s.pins = &pin.Keeper{Store: st, Audit: trail, Log: o.Logger.With().Str("component", "pin").Logger(),
 		Servers: func() []toolrouter.MCPServer { return s.holder.Current().MCPServers() }, Discovered: s.mcp.Tools,
+		MaxPending: o.Config.PinMaxPending, MaxPins: o.Config.PinMaxPerServer,
 		Redefine: mcpclient.Redefine, Refresh: s.mcp.Refresh, Publish: func(tools []*toolrouter.Tool) {
 			if err := s.holder.SetExtra(tools); err != nil {
 				o.Logger.Warn().Err(err).Msg("MCP tools left out of the registry")
