@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/chromedp/chromedp"
 )
 
 // Issue 32: what one MCP server can make toolrouterd hold or write
@@ -267,5 +269,49 @@ func TestDefinitionChurnIsBounded(t *testing.T) {
 	h.set(func(h *hostileMCP) { h.notify = false })
 	if res := routeTool(t, rt, "h_ping", asAgent...); res["success"] != true {
 		t.Errorf("h_ping after the churn: %v", res)
+	}
+}
+
+// TestReviewFlagsInvisibleCharacters (issue 32 finding 2): a description
+// changed only by a zero-width space and tag characters is quarantined;
+// its review in /approvals shows them escaped in the diff and lists them,
+// and the console's review card warns about them.
+func TestReviewFlagsInvisibleCharacters(t *testing.T) {
+	h := startHostileMCP(t)
+	rt, path := startRouter(t, hostileRegistry(h))
+	waitFor(t, "h_mutable listed", func() bool { return listsTool(t, rt, "h_mutable", asAgent...) })
+	h.set(func(h *hostileMCP) { h.desc = "Echoes msg\u200b back.\U000E0041\U000E0042" })
+	rt.reload(t, path, hostileRegistry(h))
+	waitFor(t, "h_mutable quarantined", func() bool { return !listsTool(t, rt, "h_mutable", asAgent...) })
+	var review map[string]any
+	for _, x := range do(t, http.MethodGet, rt.URL()+"/approvals?status=pending", nil, asReviewer...).JSON(t)["approvals"].([]any) {
+		if m := x.(map[string]any); m["kind"] == "definition" && m["tool_name"] == "h_mutable" {
+			review = m
+		}
+	}
+	if review == nil {
+		t.Fatal("no pending review of h_mutable")
+	}
+	def := review["definition"].(map[string]any)
+	diff, _ := def["diff"].(string)
+	if !strings.Contains(diff, `+   "description": "Echoes msg\u200b back.\U000e0041\U000e0042",`) || strings.ContainsRune(diff, 0x200B) {
+		t.Errorf("the diff does not show the invisible characters escaped:\n%s", diff)
+	}
+	if got := fmt.Sprint(def["invisible_characters"]); got != "[U+200B U+E0041 U+E0042]" {
+		t.Errorf("invisible_characters = %s", got)
+	}
+	ctx := browser(t)
+	card := `article.approval[data-approval-id="` + review["approval_id"].(string) + `"]`
+	in(t, ctx, "sign in as the approver and see the review",
+		chromedp.Navigate(rt.URL()+"/ui"),
+		chromedp.WaitVisible(chromedp.ID("key")),
+		chromedp.SendKeys(chromedp.ID("key"), "reviewer-key"),
+		chromedp.Click(chromedp.CSS("#signin-form button")),
+		chromedp.WaitVisible(chromedp.CSS(card+" p.warning.invisible")))
+	if got := text(t, ctx, card+" p.warning.invisible"); !strings.Contains(got, "invisible characters (U+200B, U+E0041, U+E0042)") {
+		t.Errorf("the card's warning: %q", got)
+	}
+	if got := text(t, ctx, card+" pre.diff"); !strings.Contains(got, `msg\u200b back.\U000e0041`) {
+		t.Errorf("the card's diff: %q", got)
 	}
 }

@@ -24,13 +24,13 @@ import (
 // notifications/tools/list_changed, so that toolrouterd rediscovers.
 type hostileMCP struct {
 	*httptest.Server
-	mu        sync.Mutex
-	mode      string
-	desc      string
-	notify    bool
+	mu     sync.Mutex
+	mode   string
+	desc   string
+	notify bool
 	// churning: every tools/list answer is an event stream that first
 	// says the list changed (so toolrouterd lists again at once).
-	churning bool
+	churning  bool
 	hugeBytes int
 	round     int // tools/list answers of churn so far
 	lists     int // tools/list requests
