@@ -82,6 +82,15 @@ type Config struct {
 	// least 32 characters, the same on every replica; unset, a key is
 	// generated once into the store.
 	StateKey string `env:"TOOLROUTER_STATE_KEY"`
+	// MCPDiscovery* bound one discovery of an MCP server's tools (docs/mcp.md
+	// "Discovery limits"): tools/list pages, tools and answer bytes.
+	MCPDiscoveryMaxPages int   `env:"TOOLROUTER_MCP_DISCOVERY_MAX_PAGES,default=100"`
+	MCPDiscoveryMaxTools int   `env:"TOOLROUTER_MCP_DISCOVERY_MAX_TOOLS,default=1000"`
+	MCPDiscoveryMaxBytes int64 `env:"TOOLROUTER_MCP_DISCOVERY_MAX_BYTES,default=16777216"`
+	// PinMaxPending and PinMaxPerServer bound one MCP server's pending
+	// definition reviews and its pins (docs/trusting-tools.md "Definition churn").
+	PinMaxPending   int `env:"TOOLROUTER_PIN_MAX_PENDING,default=100"`
+	PinMaxPerServer int `env:"TOOLROUTER_PIN_MAX_PER_SERVER,default=2000"`
 	// DebugAddr, when set, serves Go's profiler (net/http/pprof) on its
 	// own listener, never on TOOLROUTER_ADDR (docs/configuration.md
 	// "Configuration", TOOLROUTER_DEBUG_ADDR).
@@ -216,6 +225,16 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("TOOLROUTER_RUN_RETENTION: %s is below the minimum of 1m", c.RunRetention)
 	case c.StateKey != "" && len(c.StateKey) < 32:
 		return fmt.Errorf("TOOLROUTER_STATE_KEY: %d characters; want at least 32 (or unset: a key generated into the store)", len(c.StateKey))
+	case c.MCPDiscoveryMaxPages < 1 || c.MCPDiscoveryMaxPages > 100000:
+		return fmt.Errorf("TOOLROUTER_MCP_DISCOVERY_MAX_PAGES: %d is outside 1..100000", c.MCPDiscoveryMaxPages)
+	case c.MCPDiscoveryMaxTools < 1 || c.MCPDiscoveryMaxTools > 1000000:
+		return fmt.Errorf("TOOLROUTER_MCP_DISCOVERY_MAX_TOOLS: %d is outside 1..1000000", c.MCPDiscoveryMaxTools)
+	case c.MCPDiscoveryMaxBytes < 64<<10 || c.MCPDiscoveryMaxBytes > 1<<30:
+		return fmt.Errorf("TOOLROUTER_MCP_DISCOVERY_MAX_BYTES: %d is outside %d..%d", c.MCPDiscoveryMaxBytes, 64<<10, 1<<30)
+	case c.PinMaxPending < 1 || c.PinMaxPending > 100000:
+		return fmt.Errorf("TOOLROUTER_PIN_MAX_PENDING: %d is outside 1..100000", c.PinMaxPending)
+	case c.PinMaxPerServer < 1 || c.PinMaxPerServer > 1000000:
+		return fmt.Errorf("TOOLROUTER_PIN_MAX_PER_SERVER: %d is outside 1..1000000", c.PinMaxPerServer)
 	case c.LogFormat != "json" && c.LogFormat != "console":
 		return fmt.Errorf("TOOLROUTER_LOG_FORMAT: %q is not json or console", c.LogFormat)
 	}

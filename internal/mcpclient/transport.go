@@ -49,6 +49,7 @@ func (t *serverTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	if err != nil || r.Method == http.MethodDelete {
 		return resp, err
 	}
+	budgeted(r, resp)
 	if resp.StatusCode == http.StatusOK && isEventStream(resp.Header.Get("Content-Type")) {
 		event := t.event
 		if relay := toolrouter.RelayFrom(r.Context()); relay != nil && relay.Log != nil {

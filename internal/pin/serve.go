@@ -133,7 +133,9 @@ func sortNewestFirst(as []*toolrouter.Approval) {
 const maxDiffLines = 500
 
 // Diff is a line diff of two JSON documents indented: lines of both
-// start with "  ", removed ones "- ", added ones "+ ".
+// start with "  ", removed ones "- ", added ones "+ ". Invisible
+// characters (see invisible) are shown escaped, so that a change made of
+// them shows.
 func Diff(old, new json.RawMessage) string {
 	a, b := lines(old), lines(new)
 	if len(a) > maxDiffLines || len(b) > maxDiffLines {
@@ -175,11 +177,16 @@ func lines(doc json.RawMessage) []string {
 	if len(doc) == 0 || string(doc) == "null" {
 		return nil
 	}
+	found := map[rune]bool{}
 	var buf bytes.Buffer
 	if json.Indent(&buf, doc, "", "  ") != nil {
-		return []string{string(doc)}
+		return []string{escapeInvisible(string(doc), found)}
 	}
-	return strings.Split(buf.String(), "\n")
+	ls := strings.Split(buf.String(), "\n")
+	for i, l := range ls {
+		ls[i] = escapeInvisible(l, found)
+	}
+	return ls
 }
 
 func prefixed(p string, ls []string) string {

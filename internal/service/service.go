@@ -126,12 +126,14 @@ func New(ctx context.Context, o Options) (*Service, error) {
 
 	s.mcp = mcpclient.New(o.Logger, s.metrics.Registerer())
 	s.mcp.Trace, s.mcp.TraceHTTP = tel.MCPClient(), tel.Transport
+	s.mcp.Limits = mcpclient.DiscoveryLimits{Pages: o.Config.MCPDiscoveryMaxPages, Tools: o.Config.MCPDiscoveryMaxTools, Bytes: o.Config.MCPDiscoveryMaxBytes}
 	// The tools discovered on MCP servers are served as their pins say
 	// (docs/trusting-tools.md "Pinned definitions").
 	var mcpSrv atomic.Pointer[mcpserver.Handler] // set below; discovery may publish before
 	s.pins = &pin.Keeper{Store: st, Audit: trail, Log: o.Logger.With().Str("component", "pin").Logger(),
 		Servers: func() []toolrouter.MCPServer { return s.holder.Current().MCPServers() }, Discovered: s.mcp.Tools,
-		Redefine: mcpclient.Redefine, Publish: func(tools []*toolrouter.Tool) {
+		MaxPending: o.Config.PinMaxPending, MaxPins: o.Config.PinMaxPerServer,
+		Redefine: mcpclient.Redefine, Refresh: s.mcp.Refresh, Publish: func(tools []*toolrouter.Tool) {
 			if err := s.holder.SetExtra(tools); err != nil {
 				o.Logger.Warn().Err(err).Msg("MCP tools left out of the registry")
 			}
