@@ -32,7 +32,7 @@ func (anthropic) normalize(m map[string]any) (toolrouter.Call, error) {
 }
 
 func (anthropic) result(call toolrouter.Call, success bool, _ []byte, text string) any {
-	return &anthropicResult{Content: text, IsError: !success, ToolUseID: call.ProviderCallID, Type: "tool_result"}
+	return &anthropicResult[string]{Content: text, IsError: !success, ToolUseID: call.ProviderCallID, Type: "tool_result"}
 }
 
 // anthropicImages are the image media types Anthropic takes in a
@@ -46,7 +46,7 @@ func (anthropic) mediaResult(call toolrouter.Call, blocks []block) any {
 		img.Type, img.Source.Type, img.Source.MediaType, img.Source.Data = "image", "base64", strings.ToLower(b.MIMEType), b.Data
 		return img, b.image(anthropicImages...)
 	}, typedText("text"))
-	return &anthropicMediaResult{Content: content, ToolUseID: call.ProviderCallID, Type: "tool_result"}
+	return &anthropicResult[[]any]{Content: content, ToolUseID: call.ProviderCallID, Type: "tool_result"}
 }
 
 // turnMessage: one user message holding every tool_result block.
@@ -61,14 +61,9 @@ type (
 		Content []any  `json:"content"`
 		Role    string `json:"role"`
 	}
-	anthropicResult struct {
-		Content   string `json:"content"`
-		IsError   bool   `json:"is_error"`
-		ToolUseID string `json:"tool_use_id"`
-		Type      string `json:"type"`
-	}
-	anthropicMediaResult struct {
-		Content   []any  `json:"content"`
+	// anthropicResult's content is text, or blocks holding media.
+	anthropicResult[C string | []any] struct {
+		Content   C      `json:"content"`
 		IsError   bool   `json:"is_error"`
 		ToolUseID string `json:"tool_use_id"`
 		Type      string `json:"type"`

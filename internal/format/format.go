@@ -7,10 +7,12 @@
 // anthropic.go, langchain.go, gemini.go, bedrock.go, mcp.go, unknown.go)
 // that knows the provider's calls, result messages and tool definitions;
 // the list dialects names them all. Adding a provider is its file and a
-// line in that list. The rest of the package is what the dialects share:
-// Normalize, Detect and their helpers (this file), the result message and
-// its text (result.go), MCP media blocks (multimodal.go), tool definitions
-// (schema.go), and whole assistant turns (turn.go).
+// line in that list (and, for POST /route/batch to take the provider's
+// whole assistant turns apart, their shape in turn.go). The rest of the
+// package is what the dialects share: Normalize, Detect and their helpers
+// (this file), the result message and its text (result.go), MCP media
+// blocks (multimodal.go), tool definitions (schema.go), and whole
+// assistant turns (turn.go).
 //
 // Payloads are values decoded by encoding/json into any (map[string]any,
 // []any, string, float64, bool, nil). Every error is a *toolrouter.Error with

@@ -34,7 +34,7 @@ func (langChain) normalize(m map[string]any) (toolrouter.Call, error) {
 }
 
 func (langChain) result(call toolrouter.Call, success bool, _ []byte, text string) any {
-	return &langChainResult{Content: text, Name: call.ToolName, Status: status(success), ToolCallID: call.ProviderCallID, Type: "tool"}
+	return &langChainResult[string]{Content: text, Name: call.ToolName, Status: status(success), ToolCallID: call.ProviderCallID, Type: "tool"}
 }
 
 // mediaResult: a ToolMessage whose content holds image and audio blocks.
@@ -42,7 +42,7 @@ func (langChain) mediaResult(call toolrouter.Call, blocks []block) any {
 	content := convert(blocks, func(b block) (any, bool) {
 		return langChainData{Base64: b.Data, MIMEType: b.MIMEType, Type: b.Type}, b.Type == "image" || b.Type == "audio"
 	}, typedText("text"))
-	return &langChainMediaResult{Content: content, Name: call.ToolName, Status: "success", ToolCallID: call.ProviderCallID, Type: "tool"}
+	return &langChainResult[[]any]{Content: content, Name: call.ToolName, Status: "success", ToolCallID: call.ProviderCallID, Type: "tool"}
 }
 
 func (langChain) definition(_ *toolrouter.Tool, name, desc string, schema map[string]any) map[string]any {
@@ -50,15 +50,9 @@ func (langChain) definition(_ *toolrouter.Tool, name, desc string, schema map[st
 }
 
 type (
-	langChainResult struct {
-		Content    string `json:"content"`
-		Name       string `json:"name"`
-		Status     string `json:"status"`
-		ToolCallID string `json:"tool_call_id"`
-		Type       string `json:"type"`
-	}
-	langChainMediaResult struct {
-		Content    []any  `json:"content"`
+	// langChainResult's content is text, or blocks holding media.
+	langChainResult[C string | []any] struct {
+		Content    C      `json:"content"`
 		Name       string `json:"name"`
 		Status     string `json:"status"`
 		ToolCallID string `json:"tool_call_id"`

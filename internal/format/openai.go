@@ -48,7 +48,7 @@ func responses(call toolrouter.Call) bool { return call.Extra["openai_api"] == "
 
 func (openAI) result(call toolrouter.Call, _ bool, _ []byte, text string) any {
 	if responses(call) {
-		return &openAIResponsesResult{CallID: call.ProviderCallID, Output: text, Type: "function_call_output"}
+		return &openAIResponsesResult[string]{CallID: call.ProviderCallID, Output: text, Type: "function_call_output"}
 	}
 	return &openAIChatResult{Content: text, Role: "tool", ToolCallID: call.ProviderCallID}
 }
@@ -65,7 +65,7 @@ func (openAI) mediaResult(call toolrouter.Call, blocks []block) any {
 	out := convert(blocks, func(b block) (any, bool) {
 		return openAIInputImage{ImageURL: "data:" + b.MIMEType + ";base64," + b.Data, Type: "input_image"}, b.image(openAIImages...)
 	}, typedText("input_text"))
-	return &openAIResponsesMediaResult{CallID: call.ProviderCallID, Output: out, Type: "function_call_output"}
+	return &openAIResponsesResult[[]any]{CallID: call.ProviderCallID, Output: out, Type: "function_call_output"}
 }
 
 func (openAI) definition(_ *toolrouter.Tool, name, desc string, schema map[string]any) map[string]any {
@@ -79,14 +79,10 @@ type (
 		Role       string `json:"role"`
 		ToolCallID string `json:"tool_call_id"`
 	}
-	openAIResponsesResult struct {
+	// openAIResponsesResult's output is text, or items holding media.
+	openAIResponsesResult[O string | []any] struct {
 		CallID string `json:"call_id"`
-		Output string `json:"output"`
-		Type   string `json:"type"`
-	}
-	openAIResponsesMediaResult struct {
-		CallID string `json:"call_id"`
-		Output []any  `json:"output"`
+		Output O      `json:"output"`
 		Type   string `json:"type"`
 	}
 	openAIInputImage struct {
