@@ -31,7 +31,7 @@ const (
 // Router executes one tool call (router.Router); extra is added to the
 // arguments the tool gets after they were validated.
 type Router interface {
-	RouteWith(ctx context.Context, planID string, payload any, meta, extra map[string]any) (*toolrouter.Result, error)
+	Do(ctx context.Context, req *toolrouter.CallRequest) (*toolrouter.Result, error)
 }
 
 // Registry is the registry in force: its tools and LLM providers.
@@ -45,7 +45,7 @@ type Registry interface {
 // Limiter counts the tool calls of the client in ctx against its rate
 // limit (access.Window).
 type Limiter interface {
-	Take(ctx context.Context, c *access.Client, n int) (access.Verdict, error)
+	Take(ctx context.Context, c *access.Client, calls toolrouter.Calls) (access.Verdict, error)
 }
 
 // Runs stores runs.
@@ -346,8 +346,8 @@ type Pending struct {
 // canonical is the registry name of a tool the model called under its
 // provider-safe alias (the name itself when the registry has no such tool,
 // or the tool is outside the scope of the client in ctx).
-func (r *Runner) canonical(ctx context.Context, name string) string {
-	if v := vserver.FromContext(ctx); v != nil {
+func (r *Runner) canonical(ctx context.Context, v *vserver.View, name string) string {
+	if v != nil {
 		if e, ok := v.Lookup(name); ok && access.FromContext(ctx).Allows(e.Real.Name) {
 			return e.Real.Name
 		}
@@ -362,12 +362,12 @@ func (r *Runner) canonical(ctx context.Context, name string) string {
 // overLimit counts the tool calls of a turn (their tools' names) of the
 // run's client; over its rate limit it returns the message their records
 // get instead of results.
-func (r *Runner) overLimit(ctx context.Context, names []string) (string, bool) {
+func (r *Runner) overLimit(ctx context.Context, view toolrouter.View, names []string) (string, bool) {
 	if r.Limiter == nil || len(names) == 0 {
 		return "", false
 	}
 	c := access.FromContext(ctx)
-	v, err := r.Limiter.Take(toolrouter.WithCalledTools(ctx, func() []string { return names }), c, len(names))
+	v, err := r.Limiter.Take(ctx, c, toolrouter.Calls{N: len(names), Entry: toolrouter.EntryRuns, View: view, Names: func() []string { return names }})
 	if err != nil {
 		zerolog.Ctx(ctx).Error().Err(err).Msg("rate limiter")
 		return "rate limiter unavailable; the tool was not called", true
