@@ -397,7 +397,7 @@ func (k *Keeper) pendingCall(ctx context.Context, a *toolrouter.Approval) (*tool
 	if err != nil {
 		return nil, "", fmt.Errorf("approval %s: pending result: %w", a.ID, err)
 	}
-	res := pending
+	status, res := pending.Status, pending
 	res.Client = a.Client // the stored result does not keep its owner: stored again under its key
 	res.Status = toolrouter.ResultComplete
 	res.Error, res.ErrorCategory, res.Output, res.ProviderResult, res.JSON = nil, nil, nil, nil, nil
@@ -410,7 +410,7 @@ func (k *Keeper) pendingCall(ctx context.Context, a *toolrouter.Approval) (*tool
 	if res.ProviderCallID != nil {
 		req.Call.ProviderCallID = *res.ProviderCallID
 	}
-	return req, pending.Status, nil
+	return req, status, nil
 }
 
 func (k *Keeper) settleCall(ctx context.Context, a *toolrouter.Approval) (*toolrouter.Result, error) {

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolrouterd/toolrouterd/internal/pipeline"
 	"github.com/toolrouterd/toolrouterd/internal/registry"
-	"github.com/toolrouterd/toolrouterd/internal/router"
 	"github.com/toolrouterd/toolrouterd/internal/store/memory"
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
@@ -21,7 +21,7 @@ func TestWatchDecisionWokenBySettling(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := memory.New()
-	rt := &router.Router{Tools: func() router.Tools { return reg }, Seq: st, Results: st, Approvals: st}
+	rt := &rig{Tools: func() pipeline.Tools { return reg }, Seq: st, Results: st, Approvals: st}
 	ctx := context.Background()
 	hold := func() *toolrouter.Result {
 		t.Helper()
@@ -74,7 +74,7 @@ func TestDecidedCallAuditedAsCalled(t *testing.T) {
 	t.Parallel()
 	st := memory.New()
 	aud := &recordingAuditor{}
-	rt := &router.Router{Tools: func() router.Tools { return toolMap{"pay": {Name: "pay", Approval: true}} },
+	rt := &rig{Tools: func() pipeline.Tools { return toolMap{"pay": {Name: "pay", Approval: true}} },
 		Exec: &countExec{}, Seq: st, Results: st, Approvals: st, Audit: aud}
 	ctx := context.Background()
 	last := func(id string) toolrouter.AuditRecord {
@@ -85,7 +85,7 @@ func TestDecidedCallAuditedAsCalled(t *testing.T) {
 		return aud.recs[len(aud.recs)-1]
 	}
 
-	res, err := rt.Route(toolrouter.WithEntryPoint(ctx, toolrouter.EntryMCP), "p", map[string]any{"name": "pay", "arguments": "{}"}, nil)
+	res, err := rt.Route(withEntry(ctx, toolrouter.EntryMCP), "p", map[string]any{"name": "pay", "arguments": "{}"}, nil)
 	if err != nil || res.Status != toolrouter.ResultAwaitingApproval {
 		t.Fatalf("route: %+v %v", res, err)
 	}

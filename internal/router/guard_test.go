@@ -12,8 +12,8 @@ import (
 	"testing"
 
 	"github.com/toolrouterd/toolrouterd/internal/guardrail"
+	"github.com/toolrouterd/toolrouterd/internal/pipeline"
 	"github.com/toolrouterd/toolrouterd/internal/registry"
-	"github.com/toolrouterd/toolrouterd/internal/router"
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
 
@@ -57,7 +57,7 @@ func (a *recordingAudit) RecordWith(_ context.Context, _ toolrouter.AuditSaver, 
 
 // guardedRouter routes to a stub tool answering out, with the registry's
 // tools plus extra (guardrails, more tools).
-func guardedRouter(t *testing.T, out toolrouter.Outcome, extra string) (*router.Router, *stubExec, *recordingAudit) {
+func guardedRouter(t *testing.T, out toolrouter.Outcome, extra string) (*rig, *stubExec, *recordingAudit) {
 	t.Helper()
 	reg, err := registry.Parse("test.yaml", []byte(testRegistry+`  - name: typed
     endpoint: http://127.0.0.1:9/typed
@@ -68,7 +68,7 @@ func guardedRouter(t *testing.T, out toolrouter.Outcome, extra string) (*router.
 	}
 	exec := &stubExec{out: out}
 	rt := newTestRouter(t, exec, nil)
-	rt.Tools = func() router.Tools { return reg }
+	rt.Tools = func() pipeline.Tools { return reg }
 	client := guardrail.NewClient(nil)
 	t.Cleanup(client.CloseIdleConnections)
 	rt.Guardrails = &guardrail.Guards{Registry: func() guardrail.Registry { return reg }, Client: client}
@@ -306,7 +306,7 @@ func (e reportingExec) Call(ctx context.Context, req toolrouter.ExecRequest) too
 	if req.Progress != nil {
 		req.Progress(1, 2, e.msg)
 	}
-	if relay := toolrouter.RelayFrom(ctx); relay != nil {
+	if relay := req.Relay; relay != nil {
 		relay.Progress(1, 2, e.msg)
 		b, _ := json.Marshal(map[string]string{"line": e.msg})
 		relay.Log("info", "tool", b)
@@ -324,7 +324,7 @@ func TestGuardrailRedactsWhatTheBackendReports(t *testing.T) {
 	var mu sync.Mutex
 	var seen []string
 	note := func(s string) { mu.Lock(); seen = append(seen, s); mu.Unlock() }
-	ctx := toolrouter.WithRelay(context.Background(), &toolrouter.Relay{
+	ctx := withRelay(context.Background(), &toolrouter.Relay{
 		Progress: func(_, _ float64, m string) { note("relay progress: " + m) },
 		Log:      func(_, _ string, data json.RawMessage) { note("relay log: " + string(data)) },
 	})

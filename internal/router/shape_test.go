@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/toolrouterd/toolrouterd/internal/router"
+	"github.com/toolrouterd/toolrouterd/internal/pipeline"
 	"github.com/toolrouterd/toolrouterd/internal/shape"
 	"github.com/toolrouterd/toolrouterd/internal/store/memory"
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
@@ -24,7 +24,7 @@ func TestOutputShapedToBudget(t *testing.T) {
 		"big":   {Name: "big", Budget: toolrouter.OutputBudget{Bytes: 4000}},
 		"plain": {Name: "plain"},
 	}
-	r := &router.Router{Tools: func() router.Tools { return tools }, Exec: exec, Seq: st, Results: st, Shape: shape.New()}
+	r := &rig{Tools: func() pipeline.Tools { return tools }, Exec: exec, Seq: st, Results: st, Shape: shape.New()}
 	call := func(ctx context.Context, name string) *toolrouter.Result {
 		t.Helper()
 		res, err := r.Route(ctx, "p", map[string]any{"name": name, "arguments": map[string]any{}}, nil)
@@ -40,7 +40,7 @@ func TestOutputShapedToBudget(t *testing.T) {
 		limit int
 	}{
 		{"the tool's budget", context.Background(), 4000},
-		{"a tighter budget in the context", shape.WithBudget(context.Background(), toolrouter.OutputBudget{Bytes: 1000}), 1000},
+		{"a tighter budget in the context", withBudget(context.Background(), toolrouter.OutputBudget{Bytes: 1000}), 1000},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			res := call(tt.ctx, "big")

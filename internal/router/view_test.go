@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"github.com/toolrouterd/toolrouterd/internal/access"
+	"github.com/toolrouterd/toolrouterd/internal/pipeline"
 	"github.com/toolrouterd/toolrouterd/internal/registry"
-	"github.com/toolrouterd/toolrouterd/internal/router"
 	"github.com/toolrouterd/toolrouterd/internal/store/memory"
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 	"github.com/toolrouterd/toolrouterd/internal/vserver"
@@ -36,7 +36,7 @@ clients:
 		t.Fatal(err)
 	}
 	exec := &stubExec{out: toolrouter.Outcome{Output: []byte(`{"ok":true}`), Answered: true}}
-	rt := &router.Router{Tools: func() router.Tools { return reg }, Exec: exec, Seq: memory.New()}
+	rt := &rig{Tools: func() pipeline.Tools { return reg }, Exec: exec, Seq: memory.New()}
 	set := vserver.Build(reg)
 	route := func(ctx context.Context, name string, args map[string]any) *toolrouter.Result {
 		t.Helper()
@@ -46,7 +46,7 @@ clients:
 		}
 		return res
 	}
-	inV := vserver.NewContext(context.Background(), set.View("v"))
+	inV := inView(context.Background(), set.View("v"))
 	res := route(inV, "say", map[string]any{"msg": "mine"})
 	if !res.Success || res.ToolName != "test/echo" || !reflect.DeepEqual(exec.req.Args, map[string]any{"msg": "fixed"}) {
 		t.Fatalf("say: %+v, tool got %v", res, exec.req.Args)
@@ -54,7 +54,7 @@ clients:
 	if res := route(inV, "test/echo", nil); res.Success || *res.ErrorCategory != toolrouter.CategoryNotFound {
 		t.Fatalf("the real name in the view: %+v", res)
 	}
-	inS := vserver.NewContext(context.Background(), set.View("s"))
+	inS := inView(context.Background(), set.View("s"))
 	if res := route(inS, "call_tool", map[string]any{"name": "test/echo", "arguments": map[string]any{"msg": "hi"}}); !res.Success || res.ToolName != "test/echo" || exec.req.Args["msg"] != "hi" {
 		t.Fatalf("call_tool: %+v", res)
 	}
@@ -94,8 +94,8 @@ virtual_servers:
 		t.Fatal(err)
 	}
 	exec := &stubExec{out: toolrouter.Outcome{Output: []byte(`{"ok":true}`), Answered: true}}
-	rt := &router.Router{Tools: func() router.Tools { return reg }, Exec: exec, Seq: memory.New()}
-	inV := vserver.NewContext(context.Background(), vserver.Build(reg).View("v"))
+	rt := &rig{Tools: func() pipeline.Tools { return reg }, Exec: exec, Seq: memory.New()}
+	inV := inView(context.Background(), vserver.Build(reg).View("v"))
 	extra := map[string]any{"sandbox_root": "/", "resource_bindings": map[string]any{"db": "prod"}}
 	res, err := rt.RouteWith(inV, "p", map[string]any{"name": "test/box", "arguments": map[string]any{"path": "x"}}, nil, extra)
 	if err != nil || !res.Success {
@@ -130,11 +130,11 @@ clients:
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt := &router.Router{Tools: func() router.Tools { return reg }}
+	rt := &rig{Tools: func() pipeline.Tools { return reg }}
 	set := vserver.Build(reg)
 	bg := context.Background()
-	inV := vserver.NewContext(bg, set.View("v"))
-	inS := vserver.NewContext(bg, set.View("s"))
+	inV := inView(bg, set.View("v"))
+	inS := inView(bg, set.View("s"))
 	bound := access.NewContext(bg, access.NewClients(nil, reg.Clients()).ByName("bound"))
 	alias := toolrouter.ExportName(toolrouter.FormatOpenAI, "test/echo")
 	for _, c := range []struct {

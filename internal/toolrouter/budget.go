@@ -38,4 +38,3 @@ func (b *Budget) Give(n int64) { b.left.Add(n) }
 func (b *Budget) Exceeded(n int64) Outcome {
 	return Failure(CategoryResource, "the batch's outputs exceed TOOLROUTER_MAX_BATCH_OUTPUT_BYTES (%d bytes): this output of %d bytes was dropped", b.total, n)
 }
-

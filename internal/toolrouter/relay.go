@@ -27,4 +27,3 @@ type Relay struct {
 	InputResponses json.RawMessage
 	RequestState   string
 }
-
