@@ -14,6 +14,7 @@ import (
 	"github.com/toolrouterd/toolrouterd/internal/guardrail"
 	"github.com/toolrouterd/toolrouterd/internal/pipeline"
 	"github.com/toolrouterd/toolrouterd/internal/registry"
+	"github.com/toolrouterd/toolrouterd/internal/store/memory"
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
 
@@ -361,5 +362,58 @@ func TestGuardrailBeforeSeesAndDecidesExtraArguments(t *testing.T) {
 	}
 	if exec.req.Args["sandbox_root"] != "/srv/safe" {
 		t.Errorf("the tool got %v, not the hook's sandbox_root", exec.req.Args)
+	}
+}
+
+// Redaction runs last of what changes an output, whatever the order of
+// the registry's guardrails (issue 32 item 13): with redact_secrets listed
+// before an after-hook, a secret in the hook's replacement output reaches
+// neither the caller nor the stored result (GET /results); the hook,
+// listed after the redaction, sees the tool's output redacted.
+func TestRedactionRunsAfterTheHooksWhateverTheOrder(t *testing.T) {
+	const toolSecret, hookSecret = "AKIAZ4RT7YUIOPL2QW3E", "AKIAQ7WE3RTY5UIO2PLK"
+	var seen string
+	h := newHookServer(t, func(req map[string]any) string {
+		b, _ := json.Marshal(req["result"])
+		seen = string(b)
+		return `{"decision":"modify","output":{"msg":"hook said ` + hookSecret + `"}}`
+	})
+	rt, _, aud := guardedRouter(t, toolrouter.Outcome{Output: json.RawMessage(`{"msg":"tool said ` + toolSecret + `"}`), Answered: true},
+		"guardrails:\n  - {name: secrets, builtin: redact_secrets}\n  - {name: rewrite, endpoint: "+h.URL+", phase: after}\n")
+	st := memory.New()
+	rt.Results, rt.Audit = st, savingAudit{aud}
+	res, err := rt.Route(context.Background(), "p", echoCall(t, "test/echo", `{}`), nil)
+	if err != nil || !res.Success {
+		t.Fatalf("route: %v %+v", err, res)
+	}
+	stored, err := st.GetResult(context.Background(), toolrouter.ScopedKey("", res.ToolCallID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr, _ := json.Marshal(res.ProviderResult)
+	for what, got := range map[string]string{"output": string(res.Output), "provider_result": string(pr), "stored": string(stored.Output)} {
+		if strings.Contains(got, hookSecret) || !strings.Contains(got, "hook said [REDACTED:aws-access-token]") {
+			t.Errorf("%s %s: the hook's secret not redacted", what, got)
+		}
+	}
+	if strings.Contains(seen, toolSecret) || !strings.Contains(seen, "[REDACTED:aws-access-token]") {
+		t.Errorf("the hook listed after the redaction saw %s", seen)
+	}
+	notes := strings.Join(res.Notes, "; ")
+	if !strings.Contains(notes, "replaced by guardrail rewrite") || !strings.Contains(notes, "1 secret(s) redacted by guardrail secrets") {
+		t.Errorf("notes %q", notes)
+	}
+	if d := aud.recs[0].Guardrails; len(d) != 2 || d[0].Name != "rewrite" || d[1].Name != "secrets" || d[1].Redacted != 1 {
+		t.Errorf("audited %+v", d)
+	}
+}
+
+// savingAudit records as recordingAudit does, and stores the result.
+type savingAudit struct{ *recordingAudit }
+
+func (a savingAudit) RecordWith(ctx context.Context, save toolrouter.AuditSaver, recs ...toolrouter.AuditRecord) {
+	a.recordingAudit.RecordWith(ctx, save, recs...)
+	if save != nil {
+		_ = save.SaveAudited(ctx, recs)
 	}
 }
