@@ -170,6 +170,7 @@ func newServerWith(t testing.TB, opts func(*router.Options), edit ...func(*httpa
 	rt := router.New(o)
 	runner := &agent.Runner{Router: rt, Registry: func() agent.Registry { return holder.Current() }, Runs: st, Owner: "test"}
 	s := &server{router: &fakeRouter{real: rt}, runs: &fakeRuns{real: runner}, log: &syncBuffer{}}
+	views := vserver.Build(registry.Empty())
 	d := httpapi.Deps{
 		Logger:       zerolog.New(s.log),
 		Router:       s.router,
@@ -183,7 +184,7 @@ func newServerWith(t testing.TB, opts func(*router.Options), edit ...func(*httpa
 		MaxBodyBytes: 1 << 20,
 		Spec:         api.Spec,
 		MCP:          http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusAccepted) }),
-		Views:        func() *vserver.Set { return vserver.Build(registry.Empty()) },
+		Views:        func() *vserver.Set { return views }, // built once, as vserver.Catalog.Current keeps it
 		VirtualMCP:   func(string) http.Handler { return http.NotFoundHandler() },
 	}
 	for _, e := range edit {

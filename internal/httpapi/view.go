@@ -18,7 +18,11 @@ func requestView(views func() *vserver.Set, r *http.Request) (*vserver.View, err
 	if views == nil {
 		return nil, nil
 	}
-	return views().For(access.FromContext(r.Context()), r.URL.Query().Get("server"))
+	server := ""
+	if r.URL.RawQuery != "" { // most calls name no server: no query to parse
+		server = r.URL.Query().Get("server")
+	}
+	return views().For(access.FromContext(r.Context()), server)
 }
 
 // callView is requestView as the view a call resolves in (nil: none).
