@@ -28,8 +28,9 @@ const (
 	MaxIterationsLimit   = 1000
 )
 
-// Router executes one tool call (router.Router); extra is added to the
-// arguments the tool gets after they were validated.
+// Router takes one tool call through the pipeline (router.Router); the
+// request's Extra is added to the arguments the tool gets after they were
+// validated.
 type Router interface {
 	Do(ctx context.Context, req *toolrouter.CallRequest) (*toolrouter.Result, error)
 }

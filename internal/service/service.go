@@ -338,7 +338,7 @@ func (s *Service) PurgeKeys(ctx context.Context, every time.Duration) {
 // ExpireApprovals expires the approvals past their time every interval
 // until ctx ends (docs/approvals.md "Approvals"): their calls get their denied
 // result even when nobody asks about them. It fails the approved calls
-// abandoned by a replica that stopped too (Router.SettleAbandoned).
+// abandoned by a replica that stopped too (approval.Keeper.SettleAbandoned).
 func (s *Service) ExpireApprovals(ctx context.Context, every time.Duration) {
 	ctx = s.log.WithContext(ctx)
 	t := time.NewTicker(every)
