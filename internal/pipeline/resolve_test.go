@@ -1,4 +1,4 @@
-package router_test
+package pipeline_test
 
 import (
 	"context"
@@ -35,7 +35,7 @@ clients:
 	if err != nil {
 		t.Fatal(err)
 	}
-	exec := &stubExec{out: toolrouter.Outcome{Output: []byte(`{"ok":true}`), Answered: true}}
+	exec := &stubExec{Out: toolrouter.Outcome{Output: []byte(`{"ok":true}`), Answered: true}}
 	rt := &rig{Tools: func() pipeline.Tools { return reg }, Exec: exec, Seq: memory.New()}
 	set := vserver.Build(reg)
 	route := func(ctx context.Context, name string, args map[string]any) *toolrouter.Result {
@@ -48,14 +48,14 @@ clients:
 	}
 	inV := inView(context.Background(), set.View("v"))
 	res := route(inV, "say", map[string]any{"msg": "mine"})
-	if !res.Success || res.ToolName != "test/echo" || !reflect.DeepEqual(exec.req.Args, map[string]any{"msg": "fixed"}) {
-		t.Fatalf("say: %+v, tool got %v", res, exec.req.Args)
+	if !res.Success || res.ToolName != "test/echo" || !reflect.DeepEqual(exec.Req.Args, map[string]any{"msg": "fixed"}) {
+		t.Fatalf("say: %+v, tool got %v", res, exec.Req.Args)
 	}
 	if res := route(inV, "test/echo", nil); res.Success || *res.ErrorCategory != toolrouter.CategoryNotFound {
 		t.Fatalf("the real name in the view: %+v", res)
 	}
 	inS := inView(context.Background(), set.View("s"))
-	if res := route(inS, "call_tool", map[string]any{"name": "test/echo", "arguments": map[string]any{"msg": "hi"}}); !res.Success || res.ToolName != "test/echo" || exec.req.Args["msg"] != "hi" {
+	if res := route(inS, "call_tool", map[string]any{"name": "test/echo", "arguments": map[string]any{"msg": "hi"}}); !res.Success || res.ToolName != "test/echo" || exec.Req.Args["msg"] != "hi" {
 		t.Fatalf("call_tool: %+v", res)
 	}
 	// The provider's result answers the call the model made: call_tool.
@@ -93,7 +93,7 @@ virtual_servers:
 	if err != nil {
 		t.Fatal(err)
 	}
-	exec := &stubExec{out: toolrouter.Outcome{Output: []byte(`{"ok":true}`), Answered: true}}
+	exec := &stubExec{Out: toolrouter.Outcome{Output: []byte(`{"ok":true}`), Answered: true}}
 	rt := &rig{Tools: func() pipeline.Tools { return reg }, Exec: exec, Seq: memory.New()}
 	inV := inView(context.Background(), vserver.Build(reg).View("v"))
 	extra := map[string]any{"sandbox_root": "/", "resource_bindings": map[string]any{"db": "prod"}}
@@ -101,12 +101,12 @@ virtual_servers:
 	if err != nil || !res.Success {
 		t.Fatalf("%+v %v", res, err)
 	}
-	if want := map[string]any{"path": "x", "sandbox_root": "/srv/tenant-a"}; !reflect.DeepEqual(exec.req.Args, want) {
-		t.Fatalf("the tool got %v, want %v", exec.req.Args, want)
+	if want := map[string]any{"path": "x", "sandbox_root": "/srv/tenant-a"}; !reflect.DeepEqual(exec.Req.Args, want) {
+		t.Fatalf("the tool got %v, want %v", exec.Req.Args, want)
 	}
 	// Outside a view, the actor context's arguments are added as before.
-	if _, err := rt.RouteWith(context.Background(), "p", map[string]any{"name": "test/box", "arguments": map[string]any{"path": "x"}}, nil, extra); err != nil || exec.req.Args["sandbox_root"] != "/" {
-		t.Fatalf("without a view the tool got %v", exec.req.Args)
+	if _, err := rt.RouteWith(context.Background(), "p", map[string]any{"name": "test/box", "arguments": map[string]any{"path": "x"}}, nil, extra); err != nil || exec.Req.Args["sandbox_root"] != "/" {
+		t.Fatalf("without a view the tool got %v", exec.Req.Args)
 	}
 }
 

@@ -1,4 +1,4 @@
-package router_test
+package approval_test
 
 import (
 	"context"

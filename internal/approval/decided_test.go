@@ -1,4 +1,4 @@
-package router_test
+package approval_test
 
 import (
 	"context"
@@ -73,16 +73,16 @@ func TestWatchDecisionWokenBySettling(t *testing.T) {
 func TestDecidedCallAuditedAsCalled(t *testing.T) {
 	t.Parallel()
 	st := memory.New()
-	aud := &recordingAuditor{}
+	aud := &recordingAudit{Save: true}
 	rt := &rig{Tools: func() pipeline.Tools { return toolMap{"pay": {Name: "pay", Approval: true}} },
 		Exec: &countExec{}, Seq: st, Results: st, Approvals: st, Audit: aud}
 	ctx := context.Background()
 	last := func(id string) toolrouter.AuditRecord {
 		t.Helper()
-		if n := len(aud.recs); n == 0 || aud.recs[n-1].ToolCallID != id {
-			t.Fatalf("no audit record of %s last: %+v", id, aud.recs)
+		if n := len(aud.Recs); n == 0 || aud.Recs[n-1].ToolCallID != id {
+			t.Fatalf("no audit record of %s last: %+v", id, aud.Recs)
 		}
-		return aud.recs[len(aud.recs)-1]
+		return aud.Recs[len(aud.Recs)-1]
 	}
 
 	res, err := rt.Route(withEntry(ctx, toolrouter.EntryMCP), "p", map[string]any{"name": "pay", "arguments": "{}"}, nil)

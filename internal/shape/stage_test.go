@@ -1,4 +1,4 @@
-package router_test
+package shape_test
 
 import (
 	"context"
@@ -19,7 +19,7 @@ func TestOutputShapedToBudget(t *testing.T) {
 	whole := strings.Repeat("0123456789", 10000)
 	raw, _ := json.Marshal(whole)
 	st := memory.New()
-	exec := &stubExec{out: toolrouter.Outcome{Output: raw, Answered: true}}
+	exec := &stubExec{Out: toolrouter.Outcome{Output: raw, Answered: true}}
 	tools := toolMap{
 		"big":   {Name: "big", Budget: toolrouter.OutputBudget{Bytes: 4000}},
 		"plain": {Name: "plain"},
@@ -90,4 +90,14 @@ func TestShapedAfterRedaction(t *testing.T) {
 	if strings.Contains(string(res.Output), secret) {
 		t.Errorf("the answer holds the secret")
 	}
+}
+
+func echoCall(t *testing.T, tool, args string) any {
+	t.Helper()
+	b, _ := json.Marshal(args)
+	var v any
+	if err := json.Unmarshal([]byte(`{"id":"call_1","type":"function","function":{"name":"`+tool+`","arguments":`+string(b)+`}}`), &v); err != nil {
+		t.Fatal(err)
+	}
+	return v
 }
