@@ -64,9 +64,8 @@ func New(o Options) *Router {
 }
 
 // Do routes one call. A plan id that is not valid is an EINVALID error,
-// and so is a failure to allocate its sequence (a store error);
-// everything that goes wrong with the call itself is a Result with success
-// false.
+// a sequence the store cannot allocate a store error; everything that
+// goes wrong with the call itself is a Result with success false.
 func (r *Router) Do(ctx context.Context, req *toolrouter.CallRequest) (*toolrouter.Result, error) {
 	if err := toolrouter.CheckPlanID(req.PlanID); err != nil {
 		return nil, err
