@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -17,6 +18,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -70,6 +72,7 @@ type chart struct {
 	pdb            *policyv1.PodDisruptionBudget
 	serviceAccount *corev1.ServiceAccount
 	serviceMonitor *serviceMonitor
+	networkPolicy  *networkingv1.NetworkPolicy
 	objects        map[string]any // "Kind/name" → the typed object
 }
 
@@ -134,6 +137,9 @@ func render(t *testing.T, args ...string) *chart {
 		case "v1 ServiceAccount":
 			c.serviceAccount = new(corev1.ServiceAccount)
 			into = c.serviceAccount
+		case "networking.k8s.io/v1 NetworkPolicy":
+			c.networkPolicy = new(networkingv1.NetworkPolicy)
+			into = c.networkPolicy
 		case "monitoring.coreos.com/v1 ServiceMonitor":
 			c.serviceMonitor = new(serviceMonitor)
 			into = c.serviceMonitor
@@ -188,8 +194,8 @@ func TestHelmTemplate(t *testing.T) {
 	t.Run("default", func(t *testing.T) {
 		c := render(t)
 		checkChart(t, c, settings)
-		if c.configMap != nil || c.serviceMonitor != nil || c.serviceAccount != nil {
-			t.Error("by default no registry ConfigMap, ServiceMonitor or ServiceAccount")
+		if c.configMap != nil || c.serviceMonitor != nil || c.serviceAccount != nil || c.networkPolicy != nil {
+			t.Error("by default no registry ConfigMap, ServiceMonitor, ServiceAccount or NetworkPolicy")
 		}
 		if c.hpa == nil || c.pdb == nil {
 			t.Error("by default an HPA and a PDB")
@@ -201,7 +207,7 @@ func TestHelmTemplate(t *testing.T) {
 	t.Run("full", func(t *testing.T) {
 		c := render(t, "-f", filepath.Join(chartDir, "ci", "full-values.yaml"))
 		checkChart(t, c, settings)
-		if c.configMap == nil || c.serviceMonitor == nil || c.serviceAccount == nil || c.hpa == nil || c.pdb == nil {
+		if c.configMap == nil || c.serviceMonitor == nil || c.serviceAccount == nil || c.hpa == nil || c.pdb == nil || c.networkPolicy == nil {
 			t.Fatalf("full values: want every object, got %v", slices.Sorted(maps.Keys(c.objects)))
 		}
 		// Every setting toolrouterd reads is a value.
@@ -226,6 +232,39 @@ func TestHelmTemplate(t *testing.T) {
 			}
 		}
 	})
+	t.Run("network policy", func(t *testing.T) {
+		// On with its defaults: ingress to the HTTP port from anywhere,
+		// egress unrestricted.
+		c := render(t, "--set", "networkPolicy.enabled=true")
+		checkChart(t, c, settings)
+		np := c.networkPolicy
+		if np == nil {
+			t.Fatalf("networkPolicy.enabled=true rendered no NetworkPolicy: %v", slices.Sorted(maps.Keys(c.objects)))
+		}
+		checkNetworkPolicy(t, c)
+		if !slices.Equal(np.Spec.PolicyTypes, []networkingv1.PolicyType{networkingv1.PolicyTypeIngress}) || len(np.Spec.Ingress) != 1 ||
+			len(np.Spec.Ingress[0].From) != 0 || np.Spec.Egress != nil {
+			t.Errorf("default policy %+v: want Ingress only, from any source, egress unrestricted", np.Spec)
+		}
+		// Full values: ingress from the listed peers, egress DNS and the listed rules.
+		c = render(t, "-f", filepath.Join(chartDir, "ci", "full-values.yaml"))
+		np = c.networkPolicy
+		checkNetworkPolicy(t, c)
+		if !slices.Equal(np.Spec.PolicyTypes, []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress}) ||
+			len(np.Spec.Ingress[0].From) != 2 || np.Spec.Ingress[0].From[0].NamespaceSelector == nil {
+			t.Errorf("full policy %+v: want Ingress and Egress, from the two peers", np.Spec)
+		}
+		if len(np.Spec.Egress) != 3 || len(np.Spec.Egress[0].Ports) != 2 || np.Spec.Egress[0].Ports[0].Port.IntValue() != 53 ||
+			np.Spec.Egress[2].To[0].IPBlock == nil || np.Spec.Egress[2].To[0].IPBlock.Except[0] != "169.254.169.254/32" {
+			t.Errorf("full policy egress %+v: want DNS then the two rules of egress.to", np.Spec.Egress)
+		}
+		// The schema refuses what would not be a policy.
+		for _, set := range []string{"networkPolicy.ingressFrom[0].pods=x", "networkPolicy.egress.to[0].cidr=10.0.0.0/8", "networkPolicy.enable=true"} {
+			if out, err := helm(t, "template", "toolrouterd", chartDir, "--set", "networkPolicy.enabled=true,"+set); err == nil || !strings.Contains(err.Error(), "schema") {
+				t.Errorf("--set %s: %v, want a schema error\n%s", set, err, out)
+			}
+		}
+	})
 	t.Run("without HPA and PDB", func(t *testing.T) {
 		c := render(t, "--set", "autoscaling.enabled=false,podDisruptionBudget.enabled=false,replicaCount=2")
 		checkChart(t, c, settings)
@@ -246,6 +285,28 @@ func TestHelmTemplate(t *testing.T) {
 			}
 		}
 	})
+}
+
+// checkNetworkPolicy: the policy selects exactly the Deployment's pods and
+// lets traffic in on the container's HTTP port only.
+func checkNetworkPolicy(t *testing.T, c *chart) {
+	t.Helper()
+	np := c.networkPolicy
+	sel, err := metav1.LabelSelectorAsSelector(&np.Spec.PodSelector)
+	if err != nil || sel.Empty() || !sel.Matches(labels.Set(c.deploy.Spec.Template.Labels)) {
+		t.Errorf("podSelector %v (%v) does not select the Deployment's pods %v", np.Spec.PodSelector, err, c.deploy.Spec.Template.Labels)
+	}
+	if !reflect.DeepEqual(np.Spec.PodSelector.MatchLabels, c.deploy.Spec.Selector.MatchLabels) {
+		t.Errorf("podSelector %v, want the Deployment's selector %v", np.Spec.PodSelector.MatchLabels, c.deploy.Spec.Selector.MatchLabels)
+	}
+	ct := container(t, &manifests{deploy: *c.deploy})
+	if len(np.Spec.Ingress) != 1 || len(np.Spec.Ingress[0].Ports) != 1 {
+		t.Fatalf("ingress %+v: want one rule, one port", np.Spec.Ingress)
+	}
+	p := np.Spec.Ingress[0].Ports[0]
+	if p.Port == nil || p.Port.String() != ct.Ports[0].Name || ct.Ports[0].Name != "http" || p.Protocol == nil || *p.Protocol != corev1.ProtocolTCP {
+		t.Errorf("ingress port %+v, want the container's port %q/TCP", p, ct.Ports[0].Name)
+	}
 }
 
 // TestHelmConfigValuesAreSettings: config.* in values.schema.json,

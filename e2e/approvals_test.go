@@ -62,14 +62,17 @@ func approvalRegistry(toolURL string) string {
     endpoint: %[1]s/search
 clients:
   - name: agent
+    models: ["*"]
     key_sha256: %[2]s
     tools: ["*"]
     approval: ["kb/delete*"]
   - name: reviewer
+    models: ["*"]
     key_sha256: %[3]s
     tools: ["*"]
     approver: true
   - name: other
+    models: ["*"]
     key_sha256: %[4]s
     tools: ["*"]
 `, toolURL, sum("agent-key"), sum("reviewer-key"), sum("other-key"))

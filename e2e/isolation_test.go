@@ -20,8 +20,8 @@ providers:
   - {name: fake, kind: openai, base_url: %[2]s, model: fake-model}
 default_provider: fake
 clients:
-  - {name: alice, key_env: ALICE_KEY, tools: ["*"]}
-  - {name: auditor, key_env: AUDITOR_KEY, tools: ["kb/*"], admin: true}
+  - {name: alice, key_env: ALICE_KEY, tools: ["*"], models: ["*"]}
+  - {name: auditor, key_env: AUDITOR_KEY, tools: ["kb/*"], admin: true, models: ["*"]}
 `, toolURL, llmURL)
 	if withBob {
 		reg += `  - {name: bob, key_env: BOB_KEY, tools: ["kb/*"]}` + "\n"
@@ -172,8 +172,8 @@ func TestRateLimitSharedByReplicas(t *testing.T) {
 	reg := fmt.Sprintf(`tools:
   - {name: kb/search, endpoint: %s/search}
 clients:
-  - {name: alice, key_env: ALICE_KEY, tools: ["*"], rate_limit: 3/h}
-  - {name: auditor, key_env: AUDITOR_KEY, tools: [], admin: true}
+  - {name: alice, key_env: ALICE_KEY, tools: ["*"], rate_limit: 3/h, models: ["*"]}
+  - {name: auditor, key_env: AUDITOR_KEY, tools: [], admin: true, models: ["*"]}
 `, tool.srv.URL)
 	reps := startReplicas(t, 2, reg, pgtest.Start(t), "ALICE_KEY=alice-key", "AUDITOR_KEY=auditor-key")
 	// Windows are clock hours: should one end mid-test, try once more.

@@ -46,12 +46,12 @@ mcp_servers:
 providers:
   - {name: fake, kind: openai, base_url: %[5]q, model: fake-model, context_window: 8192}
 clients:
-  - {name: admin, key_sha256: %[6]s, tools: ["*"], admin: true}
-  - {name: agent, key_sha256: %[7]s, tools: ["hx/*", "sx/*", "test/*"], approval: ["sx/structured", "hx/structured"]}
-  - {name: narrow, key_sha256: %[8]s, tools: ["hx/mutable"], rate_limit: 3/m}
-  - {name: bound, key_sha256: %[9]s, virtual_servers: [view]}
-  - {name: careful, key_sha256: %[10]s, tools: ["*"], approval: ["hx/mutable", "sx/echo", "test/echo"]}
-  - {name: viewer, key_sha256: %[11]s, virtual_servers: [view], approval: ["sx/echo"]}
+  - {name: admin, key_sha256: %[6]s, tools: ["*"], admin: true, models: ["*"]}
+  - {name: agent, key_sha256: %[7]s, tools: ["hx/*", "sx/*", "test/*"], approval: ["sx/structured", "hx/structured"], models: ["*"]}
+  - {name: narrow, key_sha256: %[8]s, tools: ["hx/mutable"], rate_limit: 3/m, models: ["*"]}
+  - {name: bound, key_sha256: %[9]s, virtual_servers: [view], models: ["*"]}
+  - {name: careful, key_sha256: %[10]s, tools: ["*"], approval: ["hx/mutable", "sx/echo", "test/echo"], models: ["*"]}
+  - {name: viewer, key_sha256: %[11]s, virtual_servers: [view], approval: ["sx/echo"], models: ["*"]}
 virtual_servers:
   - name: view
     tools: ["sx/echo", "hx/mutable", "sx/big", "hx/structured"]
@@ -782,7 +782,7 @@ mcp_servers:
   - {name: hx, url: "http://%[1]s/mcp", tools: [mutable, structured]}
   - {name: sx, command: [%[2]q, -stdio], tools: [echo]}
 clients:
-  - {name: agent, key_sha256: %[4]s, tools: ["sx/*", "hx/structured"], approval: ["hx/structured"]}
+  - {name: agent, key_sha256: %[4]s, tools: ["sx/*", "hx/structured"], approval: ["hx/structured"], models: ["*"]}
 guardrails:
   - {name: policy, endpoint: "%[3]s/policy", tools: ["sx/*"]}
 `, fix.addr, fixtureBin(t), guard.URL, sum("agent-key")))

@@ -28,13 +28,16 @@ providers:
 default_provider: fake
 clients:
   - name: agent
+    models: ["*"]
     key_sha256: %s
     tools: ["*"]
   - name: reviewer
+    models: ["*"]
     key_sha256: %s
     tools: ["*"]
     approver: true
   - name: ops
+    models: ["*"]
     key_sha256: %s
     admin: true
 `, fixtureURL, fake.baseURL, sum("agent-key"), sum("reviewer-key"), sum("ops-key"))

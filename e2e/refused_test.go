@@ -36,8 +36,8 @@ providers:
   - {name: fake, kind: openai, base_url: %s, model: fake-model}
 default_provider: fake
 clients:
-  - {name: hammer, key_env: HAMMER_KEY, tools: ["*"], rate_limit: 1/h}
-  - {name: auditor, key_env: AUDITOR_KEY, tools: [], admin: true}
+  - {name: hammer, key_env: HAMMER_KEY, tools: ["*"], rate_limit: 1/h, models: ["*"]}
+  - {name: auditor, key_env: AUDITOR_KEY, tools: [], admin: true, models: ["*"]}
 `, fake.baseURL)
 	db := filepath.Join(t.TempDir(), "audit.db")
 	rt, _ := startRouter(t, reg, "HAMMER_KEY=hammer-key", "AUDITOR_KEY=auditor-key", "TOOLROUTER_LOG_LEVEL=info", "TOOLROUTER_STORE=sqlite://"+db)
@@ -156,9 +156,9 @@ virtual_servers:
     overrides:
       test/echo: {name: ping}
 clients:
-  - {name: hammer, key_env: HAMMER_KEY, tools: ["*"], rate_limit: 1/h}
-  - {name: sbot, key_env: SBOT_KEY, virtual_servers: [sv], rate_limit: 1/h}
-  - {name: auditor, key_env: AUDITOR_KEY, tools: [], admin: true}
+  - {name: hammer, key_env: HAMMER_KEY, tools: ["*"], rate_limit: 1/h, models: ["*"]}
+  - {name: sbot, key_env: SBOT_KEY, virtual_servers: [sv], rate_limit: 1/h, models: ["*"]}
+  - {name: auditor, key_env: AUDITOR_KEY, tools: [], admin: true, models: ["*"]}
 `
 	rt, _ := startRouter(t, reg, "HAMMER_KEY=hammer-key", "SBOT_KEY=sbot-key", "AUDITOR_KEY=auditor-key")
 	hammer := []string{"Authorization", "Bearer hammer-key"}

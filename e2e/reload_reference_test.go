@@ -138,7 +138,7 @@ func (r reloadRegistry) yaml() string {
 	w("guardrails:")
 	w("  - {name: g, builtin: redact_secrets, tools: [t/echo], patterns: [{name: probe, regex: %q}]}", r.redactRegex)
 	w("clients:")
-	w("  - {name: alice, key_sha256: %s, tools: [\"*\"], admin: %t}", sha("alice-key"), r.aliceAdmin)
+	w("  - {name: alice, key_sha256: %s, tools: [\"*\"], admin: %t, models: [\"*\"]}", sha("alice-key"), r.aliceAdmin)
 	w("  - {name: rot, key_sha256: %s, tools: [\"*\"]}", r.rotSHA)
 	w("  - {name: envk, key_env: %s, tools: [\"*\"]}", r.envKeyVar)
 	w("  - {name: %s, key_sha256: %s, tools: [\"*\"]}", r.carolName, sha("carol-key"))

@@ -211,8 +211,8 @@ providers:
   - {name: fake, kind: %[2]s, base_url: %[3]q, model: %[4]s, %[5]s, context_window: 8192}
 default_provider: fake
 clients:
-  - {name: agent, key_sha256: %[6]s, tools: ["*"], approval: ["math/add", "test/echo"]}
-  - {name: reviewer, key_sha256: %[7]s, tools: ["*"], approver: true}
+  - {name: agent, key_sha256: %[6]s, tools: ["*"], approval: ["math/add", "test/echo"], models: ["*"]}
+  - {name: reviewer, key_sha256: %[7]s, tools: ["*"], approver: true, models: ["*"]}
 virtual_servers:
   - name: combo
     tools: ["sx/echo", "sx/big", "test/fail", "math/add", "test/echo"]

@@ -62,9 +62,9 @@ virtual_servers:
     max_output_bytes: 65536
     max_output_tokens: 8000
 clients:
-  - {name: support-bot, key_env: E2E_SUPPORT_KEY, virtual_servers: [support]}
-  - {name: ops-bot, key_env: E2E_OPS_KEY, virtual_servers: [ops]}
-  - {name: admin, key_env: E2E_ADMIN_KEY, admin: true, tools: ["*"]}
+  - {name: support-bot, key_env: E2E_SUPPORT_KEY, virtual_servers: [support], models: ["*"]}
+  - {name: ops-bot, key_env: E2E_OPS_KEY, virtual_servers: [ops], models: ["*"]}
+  - {name: admin, key_env: E2E_ADMIN_KEY, admin: true, tools: ["*"], models: ["*"]}
 providers:
   - {name: fake, kind: openai, base_url: %q, model: fake-model}
 `, fixtureURL, memoryBin(t), filepath.Join(t.TempDir(), "memory.jsonl"), llmURL)
@@ -509,8 +509,8 @@ func TestRegistryWideSearch(t *testing.T) {
 providers:
   - {name: fake, kind: openai, base_url: "` + llm.baseURL + `", model: fake-model, search_mode: inject}
 clients:
-  - {name: maths, key_env: E2E_MATHS_KEY, tools: ["math/*"]}
-  - {name: admin, key_env: E2E_ADMIN_KEY, admin: true, tools: ["*"]}
+  - {name: maths, key_env: E2E_MATHS_KEY, tools: ["math/*"], models: ["*"]}
+  - {name: admin, key_env: E2E_ADMIN_KEY, admin: true, tools: ["*"], models: ["*"]}
 `
 	rt, path := startRouter(t, base+"discovery: search\n", "E2E_MATHS_KEY=maths-key-0123456789", "E2E_ADMIN_KEY="+adminKey)
 	maths := "maths-key-0123456789"
@@ -639,7 +639,7 @@ virtual_servers:
       gh/create_issue: {name: same, defaults: {repo: 7}, hidden: [labels, colour]}
       gh/list: {name: same}
 clients:
-  - {name: bot, key_sha256: "` + strings.Repeat("d", 64) + `", virtual_servers: [support, other]}
+  - {name: bot, key_sha256: "` + strings.Repeat("d", 64) + `", virtual_servers: [support, other], models: ["*"]}
 `)
 	if err == nil {
 		t.Fatalf("check passed a bad file:\n%s", out)

@@ -187,7 +187,7 @@ func initClientSteps(sc *godog.ScenarioContext) {
 		for i := range q {
 			q[i] = fmt.Sprintf("%q", q[i])
 		}
-		e.clients = append(e.clients, fmt.Sprintf("  - {name: %s, key_env: %s, tools: [%s]}\n", name, env, strings.Join(q, ", ")))
+		e.clients = append(e.clients, fmt.Sprintf("  - {name: %s, key_env: %s, tools: [%s], models: [\"*\"]}\n", name, env, strings.Join(q, ", "))) // models: its runs may use the fake (a client without models may use none)
 		return nil
 	})
 	list := func(ctx context.Context, key string) error {

@@ -26,7 +26,7 @@ func initIsolationSteps(sc *godog.ScenarioContext) {
 		for i := range q {
 			q[i] = fmt.Sprintf("%q", q[i])
 		}
-		e.clients = append(e.clients, fmt.Sprintf("  - {name: %s, key_env: %s, admin: true, tools: [%s]}\n", name, env, strings.Join(q, ", ")))
+		e.clients = append(e.clients, fmt.Sprintf("  - {name: %s, key_env: %s, admin: true, tools: [%s], models: [\"*\"]}\n", name, env, strings.Join(q, ", ")))
 		return nil
 	})
 	sc.Step(`^client "([^"]*)" routes a call to "([^"]*)" under plan "([^"]*)"$`, func(ctx context.Context, client, tool, plan string) error {

@@ -52,6 +52,19 @@ func runCheck(args []string, getenv func(string) string, stdout, stderr io.Write
 	return nil
 }
 
+// runSchema prints the JSON Schema of the registry file, for editors and
+// the YAML language server (docs/registry.md "Editors").
+func runSchema(args []string, stdout, stderr io.Writer) error {
+	if len(args) != 1 || args[0] != "registry" {
+		fmt.Fprintln(stderr, "usage: toolrouterd schema registry")
+		return exitError(2)
+	}
+	if _, err := stdout.Write(registry.Schema()); err != nil {
+		return fmt.Errorf("write the registry schema: %w", err)
+	}
+	return nil
+}
+
 // unsetKeys picks from err, Load's error, the problems of clients whose
 // key_env variable is unset, and the set of those variables.
 func unsetKeys(err error) ([]registry.Problem, map[string]bool) {

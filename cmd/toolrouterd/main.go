@@ -3,6 +3,7 @@
 //
 //	toolrouterd               serve (configuration from TOOLROUTER_* variables)
 //	toolrouterd check FILE    validate a registry file and list every problem
+//	toolrouterd schema registry  print the registry file's JSON Schema (for editors)
 //	toolrouterd healthcheck   exit 0 when the local server answers /healthz
 //	toolrouterd version       print the version and VCS commit
 package main
@@ -44,16 +45,18 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 		switch args[1] {
 		case "check":
 			return runCheck(args[2:], getenv, stdout, stderr)
+		case "schema":
+			return runSchema(args[2:], stdout, stderr)
 		case "healthcheck":
 			return runHealthcheck(ctx, getenv, stderr)
 		case "version", "--version":
 			return runVersion(stdout)
 		case "serve":
 		case "-h", "--help", "help":
-			fmt.Fprintln(stdout, "usage: toolrouterd [serve] | toolrouterd check FILE | toolrouterd healthcheck | toolrouterd version")
+			fmt.Fprintln(stdout, "usage: toolrouterd [serve] | toolrouterd check FILE | toolrouterd schema registry | toolrouterd healthcheck | toolrouterd version")
 			return nil
 		default:
-			fmt.Fprintf(stderr, "toolrouterd: unknown command %q (want serve, check FILE, healthcheck or version)\n", args[1])
+			fmt.Fprintf(stderr, "toolrouterd: unknown command %q (want serve, check FILE, schema registry, healthcheck or version)\n", args[1])
 			return exitError(2)
 		}
 	}

@@ -20,7 +20,12 @@ type Client struct {
 	Admin    bool
 	Approver bool
 	Rate     toolrouter.Rate
-	tools    Scope
+	// ModelTurns bounds the client's model requests in /runs (the zero
+	// Rate: no limit).
+	ModelTurns toolrouter.Rate
+	tools      Scope
+	// models are globs over "provider/model": what the client may run.
+	models   Scope
 	approval Scope
 	// servers are the virtual servers the client is limited to; nil: not
 	// limited (docs/mcp.md "Virtual servers and tool search").
@@ -41,6 +46,13 @@ func (c *Client) MayUse(name string) bool {
 // tool it refuses exactly like a tool that does not exist.
 func (c *Client) Allows(tool string) bool {
 	return c == nil || c.tools.Match(tool)
+}
+
+// AllowsModel reports whether the client may have a run ask model of the
+// registry's provider: "provider/model" matches its models patterns. The
+// caller of an open service may use every model.
+func (c *Client) AllowsModel(provider, model string) bool {
+	return c == nil || c.models.Match(provider+"/"+model)
 }
 
 // MayApprove reports whether the client may decide approvals: an admin,

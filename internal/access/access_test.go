@@ -310,3 +310,76 @@ func TestShared(t *testing.T) {
 		}
 	})
 }
+
+// A client runs only the models its models globs grant; a registry client
+// without them runs none; a TOOLROUTER_API_KEYS client and the open
+// service run every model. model_turns is counted apart from rate_limit.
+func TestModelScopesAndTurns(t *testing.T) {
+	t.Parallel()
+	r := reg(t, `clients:
+  - {name: none, key_env: NONE_KEY, tools: ["*"], rate_limit: 1/h}
+  - {name: some, key_env: SOME_KEY, tools: [], models: ["openai/gpt-4o*", "*/llama?"], model_turns: 2/h, rate_limit: 1/h}
+`, map[string]string{"NONE_KEY": "n-key", "SOME_KEY": "s-key"})
+	cs := access.NewClients([]string{"api-key"}, r.Clients())
+	none, some, keyed := cs.ByKey("n-key"), cs.ByKey("s-key"), cs.ByKey("api-key")
+	var open *access.Client
+	for _, tc := range []struct {
+		c               *access.Client
+		provider, model string
+		want            bool
+	}{
+		{none, "openai", "gpt-4o", false},
+		{some, "openai", "gpt-4o-mini", true},
+		{some, "openai", "o1-pro", false},
+		{some, "local", "llama3", true},
+		{some, "local", "llama31", false},
+		{some, "anthropic", "gpt-4o", false},
+		{keyed, "openai", "o1-pro", true},
+		{open, "openai", "o1-pro", true},
+	} {
+		if got := tc.c.AllowsModel(tc.provider, tc.model); got != tc.want {
+			t.Errorf("%s may use %s/%s: %v, want %v", tc.c.LabelName(), tc.provider, tc.model, got, tc.want)
+		}
+	}
+	synctest.Test(t, func(t *testing.T) { testTurns(t, some, none) })
+}
+
+// testTurns runs in a synctest bubble: no window ends during it.
+func testTurns(t *testing.T, some, none *access.Client) {
+	ctx := context.Background()
+	turns, calls := access.NewWindow(), access.NewWindow()
+	turns.ModelTurns = true
+	if v, _ := calls.Take(ctx, some, 1); !v.Allowed {
+		t.Fatal("the tool call of the hour")
+	}
+	for i := range 2 { // counted apart from the tool call
+		if v, _ := turns.Take(ctx, some, 1); !v.Allowed || v.Rate.String() != "2/h" {
+			t.Fatalf("turn %d: %+v", i+1, v)
+		}
+	}
+	v, _ := turns.Take(ctx, some, 1)
+	if v.Allowed || !strings.Contains(v.TurnsMessage("some"), `model turn limit of client "some" exceeded (2/h)`) {
+		t.Fatalf("third turn: %+v %s", v, v.TurnsMessage("some"))
+	}
+	if v, _ := turns.Take(ctx, none, 100); !v.Allowed {
+		t.Fatal("a client without model_turns was limited")
+	}
+	// Tool calls and turns in one Shared store: separate counters.
+	st := &sharedCounter{used: map[string]int{}}
+	sc, sturns := access.NewShared(st), access.NewShared(st)
+	sturns.ModelTurns = true
+	if v, _ := sc.Take(ctx, some, 1); !v.Allowed {
+		t.Fatal("shared: the tool call of the hour")
+	}
+	if v, _ := sturns.Take(ctx, some, 2); !v.Allowed {
+		t.Fatal("shared: two turns after a tool call")
+	}
+	if v, _ := sturns.Take(ctx, some, 1); v.Allowed {
+		t.Fatal("shared: a third turn")
+	}
+	for k := range st.used {
+		if strings.ContainsRune(k, 0) {
+			t.Errorf("shared counter key %q holds a NUL, which PostgreSQL text refuses", k)
+		}
+	}
+}

@@ -27,15 +27,16 @@ type keyed struct {
 
 // NewClients builds the clients of a registry's clients section and of
 // apiKeys (TOOLROUTER_API_KEYS): key i becomes the client "key-i" with
-// every tool and no admin rights. A registry client with the same key as
+// every tool, every model and no admin rights. A registry client with the same key as
 // an API key wins (one key is one client), with a warning.
 func NewClients(apiKeys []string, reg []toolrouter.ClientSpec) *Clients {
 	cs := &Clients{bySubject: map[string]*Client{}, byName: map[string]*Client{}}
 	taken := map[[sha256.Size]byte]string{}
 	for _, rc := range reg {
 		c := &Client{
-			Name: rc.Name, Admin: rc.Admin, Approver: rc.Approver, Rate: rc.RateLimit,
+			Name: rc.Name, Admin: rc.Admin, Approver: rc.Approver, Rate: rc.RateLimit, ModelTurns: rc.ModelTurns,
 			tools: NewScope(rc.Tools), approval: NewScope(rc.Approval), servers: rc.VirtualServers,
+			models: NewScope(rc.Models), // none: no model use unless granted
 		}
 		if rc.VirtualServers != nil && rc.Tools == nil {
 			// Its virtual servers are its scope.
@@ -61,7 +62,7 @@ func NewClients(apiKeys []string, reg []toolrouter.ClientSpec) *Clients {
 			continue
 		}
 		taken[d] = name
-		c := &Client{Name: name, tools: NewScope([]string{"*"})}
+		c := &Client{Name: name, tools: NewScope([]string{"*"}), models: NewScope([]string{"*"})}
 		cs.names = append(cs.names, name)
 		cs.byName[name] = c
 		cs.keys = append(cs.keys, keyed{d, c})

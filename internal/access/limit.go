@@ -58,6 +58,9 @@ func ceilSeconds(d time.Duration) int {
 // process; replicas each count their own.
 type Window struct {
 	Now func() time.Time
+	// ModelTurns makes it count model turns against Client.ModelTurns
+	// instead of tool calls against Client.Rate.
+	ModelTurns bool
 	// OnLimited, when set, is told of every refusal (metrics).
 	OnLimited func(client string, calls int)
 
@@ -77,7 +80,8 @@ func NewWindow() *Window { return &Window{counters: map[string]*counter{}} }
 // n are allowed, or none is and nothing is counted. A client without a
 // limit (and the caller of an open service) is always allowed.
 func (w *Window) Take(_ context.Context, c *Client, n int) (Verdict, error) {
-	if c == nil || c.Rate.IsZero() {
+	rate, kind := limitOf(c, w.ModelTurns)
+	if rate.IsZero() {
 		return Verdict{Allowed: true}, nil
 	}
 	n = max(n, 1)
@@ -85,9 +89,9 @@ func (w *Window) Take(_ context.Context, c *Client, n int) (Verdict, error) {
 	if w.Now != nil {
 		now = w.Now()
 	}
-	start := now.Truncate(c.Rate.Window)
-	v := Verdict{Rate: c.Rate, Reset: start.Add(c.Rate.Window).Sub(now)}
-	key := c.Name + "\x00" + c.Rate.String() // a reload that changes the rate starts afresh
+	start := now.Truncate(rate.Window)
+	v := Verdict{Rate: rate, Reset: start.Add(rate.Window).Sub(now)}
+	key := c.Name + "\x00" + rate.String() + kind // a reload that changes the rate starts afresh
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	ct := w.counters[key]
@@ -98,15 +102,33 @@ func (w *Window) Take(_ context.Context, c *Client, n int) (Verdict, error) {
 		ct = &counter{start: start}
 		w.counters[key] = ct
 	}
-	if ct.used+n <= c.Rate.N {
+	if ct.used+n <= rate.N {
 		ct.used += n
 		v.Allowed = true
 	}
-	v.Remaining = c.Rate.N - ct.used
+	v.Remaining = rate.N - ct.used
 	if !v.Allowed && w.OnLimited != nil {
 		w.OnLimited(c.Name, n)
 	}
 	return v, nil
+}
+
+// limitOf is the rate a limiter counts for c — its tool calls' (Rate) or
+// its model turns' (ModelTurns) — and the suffix of the counter's key
+// that keeps the two apart. The caller of an open service has no limit.
+func limitOf(c *Client, turns bool) (toolrouter.Rate, string) {
+	switch {
+	case c == nil:
+		return toolrouter.Rate{}, ""
+	case turns:
+		return c.ModelTurns, "\x1fmodel-turns" // no NUL: PostgreSQL text holds none (Shared)
+	}
+	return c.Rate, ""
+}
+
+// TurnsMessage is the text of a refused model turn.
+func (v Verdict) TurnsMessage(client string) string {
+	return fmt.Sprintf("model turn limit of client %q exceeded (%s); retry in %ds", client, v.Rate, max(ceilSeconds(v.Reset), 1))
 }
 
 // sweep drops counters of windows that ended; w.mu is held.

@@ -17,6 +17,9 @@ type Counter interface {
 // window, one upsert per request, so N replicas together allow a client
 // Rate.N calls per window, not N times that.
 type Shared struct {
+	// ModelTurns makes it count model turns against Client.ModelTurns
+	// instead of tool calls against Client.Rate.
+	ModelTurns bool
 	// OnLimited, when set, is told of every refusal (metrics).
 	OnLimited func(client string, calls int)
 	counter   Counter
@@ -29,18 +32,19 @@ func NewShared(c Counter) *Shared { return &Shared{counter: c} }
 // is and nothing is counted. A client without a limit (and the caller of
 // an open service) is always allowed without asking the store.
 func (s *Shared) Take(ctx context.Context, c *Client, n int) (Verdict, error) {
-	if c == nil || c.Rate.IsZero() {
+	rate, kind := limitOf(c, s.ModelTurns)
+	if rate.IsZero() {
 		return Verdict{Allowed: true}, nil
 	}
 	n = max(n, 1)
 	now := time.Now()
-	start := now.Truncate(c.Rate.Window)
+	start := now.Truncate(rate.Window)
 	// A reload that changes the rate starts afresh, as in Window.
-	used, ok, err := s.counter.TakeRate(ctx, c.Name+"\x1f"+c.Rate.String(), start, n, c.Rate.N)
+	used, ok, err := s.counter.TakeRate(ctx, c.Name+"\x1f"+rate.String()+kind, start, n, rate.N)
 	if err != nil {
 		return Verdict{}, fmt.Errorf("rate limit counter of client %q: %w", c.Name, err)
 	}
-	v := Verdict{Allowed: ok, Rate: c.Rate, Remaining: max(c.Rate.N-used, 0), Reset: start.Add(c.Rate.Window).Sub(now)}
+	v := Verdict{Allowed: ok, Rate: rate, Remaining: max(rate.N-used, 0), Reset: start.Add(rate.Window).Sub(now)}
 	if !ok && s.OnLimited != nil {
 		s.OnLimited(c.Name, n)
 	}

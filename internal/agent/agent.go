@@ -43,6 +43,11 @@ type Registry interface {
 	DefaultProvider() string
 }
 
+// TurnLimiter counts n model turns of client c against its model_turns.
+type TurnLimiter interface {
+	Take(ctx context.Context, c *access.Client, n int) (access.Verdict, error)
+}
+
 // Limiter counts the tool calls of the client in ctx against its rate
 // limit (access.Window).
 type Limiter interface {
@@ -94,10 +99,15 @@ type Runner struct {
 	ToolConcurrency int
 	// Limiter, when set, counts every tool call the model makes against
 	// the rate limit of the run's client; a call over it is not made.
-	Limiter  Limiter
-	Now      func() time.Time
-	Tracer   Tracer   // may be nil
-	Observer Observer // may be nil
+	Limiter Limiter
+	// ModelTurns, when set, counts every model request of a run against
+	// the model_turns of the run's client (access.Window or access.Shared
+	// counting Client.ModelTurns); a turn over it is not sent and the run
+	// fails.
+	ModelTurns TurnLimiter
+	Now        func() time.Time
+	Tracer     Tracer   // may be nil
+	Observer   Observer // may be nil
 	// MaxActive bounds the runs one client executes at once in this
 	// process (default DefaultMaxActive); Start refuses more (429).
 	MaxActive int
@@ -218,6 +228,16 @@ func (r *Runner) prepare(ctx context.Context, req Request) (*plan, error) {
 	p.model = prov.Model
 	if req.Model != "" {
 		p.model = req.Model
+	}
+	// The client's models scope, before anything reaches the provider
+	// (docs/security.md "Model scopes").
+	if c := access.FromContext(ctx); !c.AllowsModel(prov.Name, p.model) {
+		field := "provider"
+		if req.Model != "" {
+			field = "model"
+		}
+		return nil, &toolrouter.Error{Code: toolrouter.EFORBIDDEN, Field: field,
+			Message: fmt.Sprintf("client %q may not use model %q of provider %q (%s/%s matches none of its models)", c.Name, p.model, prov.Name, prov.Name, p.model)}
 	}
 	adapter, err := r.Adapter(prov)
 	if err != nil {
@@ -375,6 +395,25 @@ func (r *Runner) overLimit(ctx context.Context, view toolrouter.View, names []st
 	}
 	if !v.Allowed {
 		return v.Message(c.LabelName()), true
+	}
+	return "", false
+}
+
+// overTurns counts one model turn of the run's client; over its
+// model_turns it returns the message the run fails with, and the turn is
+// not sent.
+func (r *Runner) overTurns(ctx context.Context) (string, bool) {
+	if r.ModelTurns == nil {
+		return "", false
+	}
+	c := access.FromContext(ctx)
+	v, err := r.ModelTurns.Take(ctx, c, 1)
+	if err != nil {
+		zerolog.Ctx(ctx).Error().Err(err).Msg("model turn limiter")
+		return "model turn limiter unavailable; the model was not asked", true
+	}
+	if !v.Allowed {
+		return v.TurnsMessage(c.LabelName()), true
 	}
 	return "", false
 }

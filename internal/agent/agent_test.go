@@ -328,7 +328,8 @@ func TestBadRequestsNameTheField(t *testing.T) {
 // it would refuse fails the run's start, not each of its tool calls.
 func TestRunPlanIDIsTheRoutersRule(t *testing.T) {
 	r, _ := newRunner(&fakeAdapter{}, echoRouter(nil, nil))
-	for _, id := range []string{"plan\n1", "plan\x7f", strings.Repeat("é", toolrouter.MaxPlanID+1)} {
+	for _, id := range []string{"plan\n1", "plan\x7f", strings.Repeat("é", toolrouter.MaxPlanID+1),
+		"plan\u2028x", "plan\u2029", "plan\u0085"} { // line and paragraph separators, a C1 control (issue 32, finding 14)
 		_, err := r.Start(context.Background(), agent.Request{Prompt: "x", Context: &toolrouter.ActorContext{PlanID: id}})
 		var e *toolrouter.Error
 		if !errors.As(err, &e) || e.Code != toolrouter.EINVALID || e.Field != "context.plan_id" ||

@@ -218,6 +218,9 @@ func cancelled(ctx context.Context) *outcome {
 
 // ask sends the conversation to the model and records its answer.
 func (x *execution) ask(ctx context.Context, iter int) (llm.Response, error) {
+	if msg, over := x.r.overTurns(ctx); over {
+		return llm.Response{}, errors.New(msg)
+	}
 	resp, err := x.p.adapter.Chat(ctx, llm.Request{Model: x.p.model, Messages: x.messages, Tools: x.p.tools, ToolChoice: x.p.req.ToolChoice})
 	x.mu.Lock()
 	x.run.Iterations = iter

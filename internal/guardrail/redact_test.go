@@ -51,6 +51,12 @@ func TestParseAnswer(t *testing.T) {
 		{`{"decision":"allow","reason":7}`, "before", false},
 		{`{}`, "before", false},
 		{` {"decision":"allow"} `, "before", true},
+		// Duplicate and case-variant members (issue 32, finding 14).
+		{`{"decision":"deny","Decision":"allow"}`, "before", false},
+		{`{"Decision":"allow"}`, "before", false},
+		{`{"decision":"deny","decision":"allow"}`, "before", false},
+		{`{"decision":"deny","reason":"a","REASON":"b"}`, "before", false},
+		{`{"decision":"modify","arguments":{"a":1,"A":2}}`, "before", true}, // the tool's arguments are the tool's business
 	} {
 		_, err := parseAnswer([]byte(c.body), c.phase)
 		if (err == nil) != c.ok {

@@ -136,9 +136,12 @@ func (g *Guards) ask(ctx context.Context, h *hook, phase string, c *Call, output
 }
 
 // parseAnswer decodes and checks an answer strictly: one JSON object, no
-// unknown members, a known decision, arguments (an object) with a
+// unknown, duplicate or case-variant members (exactMembers), a known decision, arguments (an object) with a
 // before-phase modify only, output with an after-phase modify only.
 func parseAnswer(data []byte, phase string) (answer, error) {
+	if err := exactMembers(data); err != nil {
+		return answer{}, err
+	}
 	var raw struct {
 		Decision  *string         `json:"decision"`
 		Reason    *string         `json:"reason"`
@@ -189,4 +192,40 @@ func parseAnswer(data []byte, phase string) (answer, error) {
 		return a, fmt.Errorf("decision must be allow, deny or modify, got %q", a.Decision)
 	}
 	return a, nil
+}
+
+// answerMembers are the members of an answer, spelled exactly.
+var answerMembers = map[string]bool{"decision": true, "reason": true, "arguments": true, "output": true}
+
+// exactMembers refuses an answer object whose member names are not exactly
+// those of the protocol, or that repeats one. encoding/json matches names
+// case-insensitively and lets the last duplicate win, so
+// {"decision":"deny","Decision":"allow"} would otherwise be read as an
+// allow by toolrouterd while a proxy or a log reader sees a deny. Anything
+// that is not an object is left to the decoder's own error.
+func exactMembers(data []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil
+	}
+	seen := make(map[string]bool, len(answerMembers))
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return nil // malformed: the decoder says how
+		}
+		name, _ := t.(string)
+		switch {
+		case !answerMembers[name]:
+			return fmt.Errorf("unknown member %q (members are decision, reason, arguments and output, spelled exactly so)", name)
+		case seen[name]:
+			return fmt.Errorf("member %q appears twice", name)
+		}
+		seen[name] = true
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return nil
+		}
+	}
+	return nil
 }

@@ -35,7 +35,7 @@ var backoff = outbound.Backoff{Base: 150 * time.Millisecond, Max: 8 * time.Secon
 // is nil: its own outbound.NewTransport, and no overall timeout — the
 // caller's context governs each call.
 func NewHTTPClient() *http.Client {
-	return &http.Client{Transport: outbound.NewTransport()}
+	return &http.Client{Transport: outbound.NewTransport(), CheckRedirect: refuseRedirect}
 }
 
 // Send POSTs body to url with headers (plus Content-Type/Accept
@@ -51,9 +51,8 @@ func NewHTTPClient() *http.Client {
 // (the body's text, shortened, when parseError returns ""). cfg.APIKey never
 // appears in a returned error.
 func Send(ctx context.Context, cfg Config, provider, url string, headers http.Header, body []byte, parseError func(status int, body []byte) string) ([]byte, error) {
-	client := cfg.HTTPClient
-	if client == nil {
-		client = NewHTTPClient()
+	client := NewClient(cfg.HTTPClient)
+	if cfg.HTTPClient == nil {
 		defer client.CloseIdleConnections()
 	}
 	retries := cfg.MaxRetries
@@ -63,7 +62,7 @@ func Send(ctx context.Context, cfg Config, provider, url string, headers http.He
 	case retries < 0:
 		retries = 0
 	}
-	redact := redactor(cfg.APIKey)
+	redact := Redactor(append(URLSecrets(cfg.BaseURL), append(URLSecrets(url), cfg.APIKey)...)...)
 
 	var lastErr error
 	for attempt := 0; ; attempt++ {
@@ -75,9 +74,13 @@ func Send(ctx context.Context, cfg Config, provider, url string, headers http.He
 			// Canceled or timed out by the caller: not retryable.
 			return nil, canceled(ctx, provider, lastErr, redact)
 		case err != nil:
-			var tooBig *tooLargeError
+			var tooBig *TooLargeError
 			if errors.As(err, &tooBig) {
-				return nil, &ProviderError{Provider: provider, Status: status, Message: err.Error()}
+				return nil, &ProviderError{Provider: provider, Status: status, Message: tooBig.Error()}
+			}
+			var moved *RedirectError
+			if errors.As(err, &moved) {
+				return nil, &ProviderError{Provider: provider, Status: moved.Status, Message: redact(moved.Error())}
 			}
 			var bad *badURLError
 			if errors.As(err, &bad) {
@@ -119,7 +122,7 @@ func Send(ctx context.Context, cfg Config, provider, url string, headers http.He
 
 // sendOnce makes one attempt. wait is the server's requested delay before a
 // retry (-1: none given).
-func sendOnce(ctx context.Context, client *http.Client, url string, headers http.Header, body []byte) (status int, respBody []byte, wait time.Duration, err error) {
+func sendOnce(ctx context.Context, client Client, url string, headers http.Header, body []byte) (status int, respBody []byte, wait time.Duration, err error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
 		return 0, nil, -1, &badURLError{err}
@@ -143,13 +146,14 @@ func sendOnce(ctx context.Context, client *http.Client, url string, headers http
 		return 0, nil, -1, err
 	}
 	defer resp.Body.Close()
-	respBody, err = io.ReadAll(io.LimitReader(resp.Body, MaxResponseBytes+1))
-	if err != nil {
+	respBody, err = io.ReadAll(resp.Body) // Client caps it
+	var tooBig *TooLargeError
+	switch {
+	case errors.As(err, &tooBig):
+		return resp.StatusCode, nil, -1, tooBig
+	case err != nil:
 		// A body cut off mid-way is a connection problem: retryable.
 		return 0, nil, -1, fmt.Errorf("reading response: %w", err)
-	}
-	if len(respBody) > MaxResponseBytes {
-		return resp.StatusCode, nil, -1, &tooLargeError{}
 	}
 	return resp.StatusCode, respBody, outbound.RetryAfter(resp.Header, time.Now(), retryAfterCap), nil
 }
@@ -158,12 +162,6 @@ func sendOnce(ctx context.Context, client *http.Client, url string, headers http
 type badURLError struct{ err error }
 
 func (e *badURLError) Error() string { return "invalid request: " + e.err.Error() }
-
-type tooLargeError struct{}
-
-func (*tooLargeError) Error() string {
-	return "response body exceeds " + strconv.Itoa(MaxResponseBytes>>20) + " MiB"
-}
 
 func retryable(status int) bool {
 	return status == http.StatusTooManyRequests || status >= 500
@@ -211,15 +209,6 @@ func fallbackMessage(status int, body []byte) string {
 		s = strings.ToValidUTF8(s[:maxErrorText], "") + "…"
 	}
 	return s
-}
-
-// redactor removes the API key from error text.
-func redactor(key string) func(string) string {
-	key = strings.TrimSpace(key)
-	if key == "" {
-		return func(s string) string { return s }
-	}
-	return func(s string) string { return strings.ReplaceAll(s, key, "[REDACTED]") }
 }
 
 // WithDefaults is cfg as an adapter uses it: with an HTTP client of its own

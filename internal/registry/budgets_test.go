@@ -49,7 +49,7 @@ func TestParseOutputBudgetProblems(t *testing.T) {
 		{"keep without a budget", head + "    keep: [\"$.a\"]\n", `r.yaml:4: tool "t": keep: needs max_output_bytes or max_output_tokens`},
 		{"tool_budgets not a mapping", srv + "    tool_budgets: [a]\n", `r.yaml:4: mcp_servers[0].tool_budgets: must be a mapping of the server's tool names to budgets`},
 		{"tool_budgets unknown key", srv + "    tool_budgets: {x: {max_bytes: 1}}\n", `r.yaml:4: mcp_servers[0].tool_budgets.x.max_bytes: unknown key`},
-		{"context_window too small", "providers:\n  - {name: p, kind: openai, model: m, context_window: 100}\n", `r.yaml:2: providers[0].context_window: must be at least 1024 (tokens)`},
+		{"context_window too small", "providers:\n  - {name: p, kind: openai, model: m, context_window: 100}\n", `r.yaml:2: providers[0].context_window: must be at least 1024`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := registry.Parse("r.yaml", []byte(tt.src), env())

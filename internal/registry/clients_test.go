@@ -104,3 +104,31 @@ func TestParseRate(t *testing.T) {
 		}
 	}
 }
+
+// models and model_turns (issue 32, finding 11).
+func TestParseClientModels(t *testing.T) {
+	t.Parallel()
+	r := parse(t, head+`clients:
+  - {name: a, key_env: K1, models: ["openai/gpt-4o*", "bedrock/anthropic.claude-3-5-haiku-20241022-v1:0", "*"], model_turns: 100/h}
+  - {name: b, key_env: K2}
+`, env("K1", "k1", "K2", "k2"))
+	a, b := r.Clients()[0], r.Clients()[1]
+	if strings.Join(a.Models, ",") != "openai/gpt-4o*,bedrock/anthropic.claude-3-5-haiku-20241022-v1:0,*" || a.ModelTurns != (registry.Rate{N: 100, Window: time.Hour}) {
+		t.Errorf("a = %+v", a)
+	}
+	if b.Models != nil || !b.ModelTurns.IsZero() {
+		t.Errorf("b = %+v", b)
+	}
+	for src, want := range map[string]string{
+		"models: [gpt-4o]":       `r.yaml:5: client "a": models[0]: must be a "provider/model" pattern`,
+		"models: ['openai/a b']": `models[0]: must be a "provider/model" pattern`,
+		"models: '*'":            `models: must be a list`,
+		"model_turns: 0/h":       `model_turns: must allow at least 1 model turn`,
+		"model_turns: 5/d":       `model_turns: must be N/s, N/m or N/h`,
+	} {
+		_, err := registry.Parse("r.yaml", []byte(head+"clients:\n  - {name: a, key_env: K1, "+src+"}\n"), env("K1", "k1"))
+		if err == nil || !strings.Contains(problems(t, err).Error(), want) {
+			t.Errorf("%s: %v, want a problem containing %q", src, err, want)
+		}
+	}
+}

@@ -57,7 +57,7 @@ func TestParseProblems(t *testing.T) {
 		{"circuit not a mapping", head + "    circuit: 5\n", `r.yaml:4: tool "t": circuit: must be a mapping like {failures: 5, cooldown: 30s}`},
 		{"circuit failures negative", head + "    circuit: {failures: -1}\n", `r.yaml:4: tool "t": circuit.failures: must be between 0 (off) and 1000`},
 		{"circuit cooldown not a duration", head + "    circuit: {cooldown: soon}\n", `r.yaml:4: tool "t": circuit.cooldown: must be a duration string like 30s, got "soon"`},
-		{"circuit unknown key", head + "    circuit: {failure: 3}\n", `r.yaml:4: tool "t": circuit.failure: unknown key`},
+		{"circuit unknown key", head + "    circuit: {failure: 3}\n", `r.yaml:4: tool "t": circuit.failure: unknown key (did you mean failures?)`},
 		{"approval not required or none", head + "    approval: maybe\n", `r.yaml:4: tool "t": approval: must be required or none, got "maybe"`},
 		{"description not a string", head + "    description: {a: b}\n", `r.yaml:4: tool "t": description: must be a string`},
 		{"endpoint missing", "tools:\n  - name: t\n", `r.yaml:2: tool "t": endpoint: required`},
@@ -88,7 +88,7 @@ func TestParseProblems(t *testing.T) {
 		{"output_schema not a mapping", head + "    output_schema: strict\n", `r.yaml:4: tool "t": output_schema: must be a mapping`},
 
 		// Timeouts.
-		{"timeout a list", head + "    timeout: [1]\n", `r.yaml:4: tool "t": timeout: must be a duration string`},
+		{"timeout a list", head + "    timeout: [1]\n", `r.yaml:4: tool "t": timeout: must be a string`},
 		{"timeout no unit", head + "    timeout: 30\n", `r.yaml:4: tool "t": timeout: must be a duration string like 30s, got "30"`},
 		{"timeout garbage", head + "    timeout: soon\n", `r.yaml:4: tool "t": timeout: must be a duration string like 30s, got "soon"`},
 		{"timeout zero", head + "    timeout: 0s\n", `r.yaml:4: tool "t": timeout: must be greater than 0`},
@@ -154,7 +154,7 @@ func TestParseProblems(t *testing.T) {
 		{"mcp server env without command", "mcp_servers:\n  - name: f\n    url: http://mcp.example/mcp\n    env: {A: b}\n", `r.yaml:4: mcp_servers[0].env: only for a stdio server (command)`},
 		{"mcp server empty command", "mcp_servers:\n  - {name: f, command: []}\n", `r.yaml:2: mcp_servers[0].command: must list the program and its arguments, e.g. [npx, -y, "@modelcontextprotocol/server-memory"]`},
 		{"mcp server command a string", "mcp_servers:\n  - {name: f, command: \"npx server\"}\n", `r.yaml:2: mcp_servers[0].command: must be a list`},
-		{"mcp server command item not a string", "mcp_servers:\n  - name: f\n    command: [npx, {a: b}]\n", `r.yaml:3: mcp_servers[0].command[1]: must be a non-empty string`},
+		{"mcp server command item not a string", "mcp_servers:\n  - name: f\n    command: [npx, {a: b}]\n", `r.yaml:3: mcp_servers[0].command[1]: must be a string`},
 		{"mcp server env unset", "mcp_servers:\n  - name: f\n    command: [mcp-memory]\n    env:\n      MEMORY_FILE_PATH: ${MEMORY_DIR}/m.json\n", `r.yaml:5: mcp_servers[0].env.MEMORY_FILE_PATH: environment variable MEMORY_DIR is unset or empty`},
 		{"mcp server env bad name", "mcp_servers:\n  - name: f\n    command: [mcp-memory]\n    env: {\"A-B\": x}\n", `r.yaml:4: mcp_servers[0].env.A-B: invalid variable name`},
 		{"mcp server cwd empty", "mcp_servers:\n  - {name: f, command: [mcp-memory], cwd: \"\"}\n", `r.yaml:2: mcp_servers[0].cwd: must be a directory path`},
@@ -162,7 +162,7 @@ func TestParseProblems(t *testing.T) {
 		{"mcp server bad url", "mcp_servers:\n  - {name: f, url: \"stdio:files\"}\n", `r.yaml:2: mcp_servers[0].url: must be an absolute http or https URL with a host`},
 		{"mcp server bad prefix", "mcp_servers:\n  - {name: f, url: \"http://mcp.example/a\", prefix: \"f:\"}\n", `r.yaml:2: mcp_servers[0].prefix: must be characters of A-Z a-z 0-9 / . _ -`},
 		{"mcp server tools not a list", "mcp_servers:\n  - {name: f, url: \"http://mcp.example/a\", tools: \"*\"}\n", `r.yaml:2: mcp_servers[0].tools: must be a list`},
-		{"mcp server tool not a string", "mcp_servers:\n  - name: f\n    url: http://mcp.example/a\n    tools: [read, [write]]\n", `r.yaml:4: mcp_servers[0].tools[1]: must be a non-empty string`},
+		{"mcp server tool not a string", "mcp_servers:\n  - name: f\n    url: http://mcp.example/a\n    tools: [read, [write]]\n", `r.yaml:4: mcp_servers[0].tools[1]: must be a string`},
 		{"mcp server header unset", "mcp_servers:\n  - name: f\n    url: http://mcp.example/a\n    headers:\n      Authorization: Bearer ${FILES_TOKEN}\n", `r.yaml:5: mcp_servers[0].headers.Authorization: environment variable FILES_TOKEN is unset or empty`},
 		{"mcp server bad timeout", "mcp_servers:\n  - name: f\n    url: http://mcp.example/a\n    timeout: 1h\n", `r.yaml:4: mcp_servers[0].timeout: must be at most 10m`},
 
@@ -202,7 +202,7 @@ func TestParseCollectsEveryProblem(t *testing.T) {
 	ps := problems(t, err)
 	want := []string{
 		`testdata/bad_many.yaml:3: tool "test/echo": endpoint: must be an absolute http or https URL with a host`,
-		`testdata/bad_many.yaml:4: tool "test/echo": timeout: must be a duration string`,
+		`testdata/bad_many.yaml:4: tool "test/echo": timeout: must be a string`,
 		`testdata/bad_many.yaml:5: tool "test/echo": retries: retries require idempotent: true`,
 		`testdata/bad_many.yaml:6: tool "test/echo": colour: unknown key`,
 		`testdata/bad_many.yaml:7: tool "test/echo": name: duplicate name (first at line 2)`,

@@ -1,6 +1,14 @@
 // Package registry reads the registry file (tools, LLM providers, MCP
-// servers), validates every part of it with file and line context, and keeps
-// the registry in force across reloads.
+// servers…), validates every part of it with file and line context, and
+// keeps the registry in force across reloads.
+//
+// registry.schema.json (JSON Schema 2020-12, embedded; `toolrouterd schema
+// registry` prints it) is the one list of the file's keys, their types,
+// allowed values and the conditions between them. Parse validates the file
+// against it and then, in Go, checks what a schema cannot say. A new key is
+// a property in the schema (with a description), a row in docs/registry.md's
+// "Every key" table (reference_test.go holds the two together), and the
+// line of Go that reads it into its toolrouter type (p.str(ptr+"/key")…).
 package registry
 
 import (

@@ -21,40 +21,73 @@ const (
 	maxDepth = 64
 )
 
-// parser collects the problems of one registry file.
+// parser collects the problems of one registry file. Every problem is
+// placed by the JSON pointer of its value in the file (the schema's
+// instance location); the positions of the YAML nodes give its line.
 type parser struct {
-	file   string
-	getenv func(string) string
-	probs  Problems
-	seen   map[Problem]bool
-	budget int
+	file    string
+	getenv  func(string) string
+	pending []pending
+	budget  int
+	schema  *registrySchema
+
+	val      any                 // the file as JSON values; invalid values are pruned after the schema check
+	lines    map[string]int      // pointer → line of its value
+	keyLines map[string]int      // pointer → line of its key (also for keys whose value is null)
+	arrays   map[string]bool     // pointers of lists
+	order    map[string][]string // pointer of a mapping → its keys in file order
+	texts    map[string]string   // pointer of a number or bool → its text in the file
+	broken   map[string]bool     // pointers of values the conversion could not make
+	names    map[string]string   // "/tools/3" → that item's name, to label its problems
 }
 
-// where places a problem: the tool it belongs to, and a prefix for the
-// field ("providers[0].") when it belongs to no tool with a name.
-type where struct{ tool, prefix string }
-
-func (p *parser) add(line int, w where, field, why string) {
-	p.addProblem(Problem{File: p.file, Line: line, Tool: w.tool, Field: w.prefix + field, Why: why})
+// pending is a problem before it is rendered: its place is a pointer,
+// rendered once the names of the file's items are known.
+type pending struct {
+	line     int
+	ptr      string
+	suffix   string // appended to the rendered field as is ("/properties/x")
+	why      string
+	unsetEnv string
 }
 
-func (p *parser) addProblem(pr Problem) {
-	if p.seen[pr] { // an aliased node is read once per use
-		return
+func newParser(file string, getenv func(string) string, schema *registrySchema) *parser {
+	return &parser{file: file, getenv: getenv, budget: maxNodes, schema: schema,
+		lines: map[string]int{}, keyLines: map[string]int{}, arrays: map[string]bool{}, order: map[string][]string{},
+		texts: map[string]string{}, broken: map[string]bool{}, names: map[string]string{}}
+}
+
+// at reports a problem of the value at ptr, on its line.
+func (p *parser) at(ptr, why string) { p.atLine(p.line(ptr), ptr, why) }
+
+// atKey reports a problem of the key of ptr, on the key's line.
+func (p *parser) atKey(ptr, why string) {
+	line, ok := p.keyLines[ptr]
+	if !ok {
+		line = p.line(ptr)
 	}
-	p.seen[pr] = true
-	p.probs = append(p.probs, pr)
+	p.atLine(line, ptr, why)
 }
 
-func (p *parser) addAt(n *yaml.Node, w where, field, why string) {
-	p.add(lineOf(n), w, field, why)
+func (p *parser) atLine(line int, ptr, why string) {
+	p.pending = append(p.pending, pending{line: line, ptr: ptr, why: why})
 }
 
-func lineOf(n *yaml.Node) int {
-	if n == nil {
-		return 0
+// line is the line of the value at ptr, or of its nearest ancestor.
+func (p *parser) line(ptr string) int {
+	for {
+		if l, ok := p.lines[ptr]; ok && l > 0 {
+			return l
+		}
+		if l, ok := p.keyLines[ptr]; ok && l > 0 {
+			return l
+		}
+		i := strings.LastIndexByte(ptr, '/')
+		if i < 0 {
+			return 0
+		}
+		ptr = ptr[:i]
 	}
-	return n.Line
 }
 
 // document parses data into its root node; nil for an empty file.
@@ -74,7 +107,7 @@ func (p *parser) document(data []byte) *yaml.Node {
 		if len(extra.Content) > 0 {
 			line = extra.Content[0].Line
 		}
-		p.add(line, where{}, "", "only one YAML document is allowed")
+		p.atLine(line, "", "only one YAML document is allowed")
 	case !errors.Is(err, io.EOF):
 		p.yamlError(err)
 	}
@@ -95,7 +128,7 @@ func (p *parser) yamlError(err error) {
 		line, _ = strconv.Atoi(m[1])
 		msg = m[2]
 	}
-	p.add(line, where{}, "", "invalid YAML: "+msg)
+	p.atLine(line, "", "invalid YAML: "+msg)
 }
 
 // deref follows aliases to the node they name.
@@ -114,11 +147,10 @@ func isNull(n *yaml.Node) bool {
 // pair is one key and value of a mapping.
 type pair struct{ key, val *yaml.Node }
 
-// pairs returns the entries of a mapping in order, with merge keys (<<)
-// resolved: a key given explicitly wins over a merged one. Duplicate keys,
-// keys that are not scalars and bad merges are problems; field prefixes the
-// key in those problems.
-func (p *parser) pairs(n *yaml.Node, w where, field string) []pair {
+// pairs returns the entries of the mapping at ptr in order, with merge
+// keys (<<) resolved: a key given explicitly wins over a merged one.
+// Duplicate keys, keys that are not scalars and bad merges are problems.
+func (p *parser) pairs(n *yaml.Node, ptr string) []pair {
 	var out []pair
 	first := map[string]int{} // key → line of its first occurrence
 	var merges []*yaml.Node
@@ -129,20 +161,20 @@ func (p *parser) pairs(n *yaml.Node, w where, field string) []pair {
 			continue
 		}
 		if dk := deref(k); dk == nil || dk.Kind != yaml.ScalarNode {
-			p.addAt(k, w, strings.TrimRight(field, "./"), "keys must be strings")
+			p.atLine(lineOf(k), ptr, "keys must be strings")
 			continue
 		} else {
 			k = dk
 		}
 		if line, dup := first[k.Value]; dup {
-			p.addAt(k, w, field+k.Value, fmt.Sprintf("duplicate key (first at line %d)", line))
+			p.atLine(k.Line, ptr+"/"+escapePtr(k.Value), fmt.Sprintf("duplicate key (first at line %d)", line))
 			continue
 		}
 		first[k.Value] = k.Line
 		out = append(out, pair{k, v})
 	}
 	for _, m := range merges {
-		for _, src := range p.mergeSources(m, w, field, map[*yaml.Node]bool{n: true}) {
+		for _, src := range p.mergeSources(m, ptr, map[*yaml.Node]bool{n: true}) {
 			for i := 0; i+1 < len(src.Content); i += 2 {
 				k := deref(src.Content[i])
 				if k == nil || k.Kind != yaml.ScalarNode || k.ShortTag() == "!!merge" {
@@ -161,9 +193,9 @@ func (p *parser) pairs(n *yaml.Node, w where, field string) []pair {
 
 // mergeSources lists the mappings a merge key's value brings in, nested
 // merges included, nearest first.
-func (p *parser) mergeSources(v *yaml.Node, w where, field string, visiting map[*yaml.Node]bool) []*yaml.Node {
+func (p *parser) mergeSources(v *yaml.Node, ptr string, visiting map[*yaml.Node]bool) []*yaml.Node {
 	bad := func() []*yaml.Node {
-		p.addAt(v, w, field+"<<", "must be a mapping or a list of mappings")
+		p.atLine(lineOf(v), ptr+"/<<", "must be a mapping or a list of mappings")
 		return nil
 	}
 	var srcs []*yaml.Node
@@ -186,14 +218,14 @@ func (p *parser) mergeSources(v *yaml.Node, w where, field string, visiting map[
 	var out []*yaml.Node
 	for _, s := range srcs {
 		if visiting[s] {
-			p.addAt(v, w, field+"<<", "merge refers to itself")
+			p.atLine(lineOf(v), ptr+"/<<", "merge refers to itself")
 			continue
 		}
 		visiting[s] = true
 		out = append(out, s)
 		for i := 0; i+1 < len(s.Content); i += 2 {
 			if k := s.Content[i]; k.Kind == yaml.ScalarNode && k.ShortTag() == "!!merge" {
-				out = append(out, p.mergeSources(s.Content[i+1], w, field, visiting)...)
+				out = append(out, p.mergeSources(s.Content[i+1], ptr, visiting)...)
 			}
 		}
 		delete(visiting, s)
@@ -201,171 +233,135 @@ func (p *parser) mergeSources(v *yaml.Node, w where, field string, visiting map[
 	return out
 }
 
-// entry is a known key of a mapping; val is nil when the key is absent or
-// its value is null.
-type entry struct{ key, val *yaml.Node }
-
-// fields reads a mapping whose keys must be among known: other keys and
-// duplicates are problems.
-func (p *parser) fields(n *yaml.Node, w where, known ...string) map[string]entry {
-	out := map[string]entry{}
-	for _, kv := range p.pairs(n, w, "") {
-		name := kv.key.Value
-		if !contains(known, name) {
-			p.addAt(kv.key, w, name, "unknown key")
-			continue
-		}
-		e := entry{key: kv.key}
-		if !isNull(kv.val) {
-			e.val = deref(kv.val)
-			if kv.val.Kind == yaml.AliasNode {
-				// Point problems at the use, not at the anchor.
-				c := *e.val
-				c.Line = kv.val.Line
-				e.val = &c
-			}
-		}
-		out[name] = e
+func lineOf(n *yaml.Node) int {
+	if n == nil {
+		return 0
 	}
-	return out
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
-// required reports a missing field at the key (when its value is null) or
-// at the mapping that lacks it.
-func (p *parser) required(e entry, parent *yaml.Node, w where, field string) bool {
-	if e.val != nil {
-		return true
-	}
-	line := lineOf(parent)
-	if e.key != nil {
-		line = e.key.Line
-	}
-	p.add(line, w, field, "required")
-	return false
-}
-
-// str reads a string field; any scalar counts, by its text.
-func (p *parser) str(e entry, w where, field string) (string, bool) {
-	if e.val == nil {
-		return "", false
-	}
-	if e.val.Kind != yaml.ScalarNode {
-		p.addAt(e.val, w, field, "must be a string")
-		return "", false
-	}
-	return e.val.Value, true
-}
-
-func (p *parser) boolean(e entry, w where, field string) (v, ok bool) {
-	if e.val == nil {
-		return false, false
-	}
-	if e.val.Kind != yaml.ScalarNode || e.val.ShortTag() != "!!bool" || e.val.Decode(&v) != nil {
-		p.addAt(e.val, w, field, "must be true or false")
-		return false, false
-	}
-	return v, true
-}
-
-func (p *parser) integer(e entry, w where, field string) (v int, ok bool) {
-	if e.val == nil {
-		return 0, false
-	}
-	if e.val.Kind != yaml.ScalarNode || e.val.ShortTag() != "!!int" || e.val.Decode(&v) != nil {
-		p.addAt(e.val, w, field, "must be an integer")
-		return 0, false
-	}
-	return v, true
-}
-
-// list reads a sequence field.
-func (p *parser) list(e entry, w where, field string) []*yaml.Node {
-	if e.val == nil {
-		return nil
-	}
-	if e.val.Kind != yaml.SequenceNode {
-		p.addAt(e.val, w, field, "must be a list")
-		return nil
-	}
-	return e.val.Content
+	return n.Line
 }
 
 // toJSON converts a YAML value to the values encoding/json produces:
-// map[string]any, []any, string, float64, bool and nil. lines records the
-// line of every value by its JSON pointer below field.
-func (p *parser) toJSON(n *yaml.Node, ptr string, depth int, lines map[string]int, w where, field string) (any, bool) {
+// map[string]any, []any, string, float64, bool and nil, recording the
+// line of every value (and key) by its JSON pointer. A key of the registry
+// whose value is null counts as absent, as it always has; below a
+// free-form value (a tool's JSON Schema, a view's defaults) null is data.
+func (p *parser) toJSON(n *yaml.Node, ptr string, depth int, free bool) any {
 	if depth > maxDepth {
-		p.addAt(n, w, field, fmt.Sprintf("too deeply nested or aliased (more than %d levels)", maxDepth))
-		return nil, false
+		p.broken[ptr] = true
+		p.atLine(lineOf(n), ptr, fmt.Sprintf("too deeply nested or aliased (more than %d levels)", maxDepth))
+		return nil
 	}
 	if p.budget <= 0 {
 		if p.budget == 0 {
-			p.addAt(n, w, field, fmt.Sprintf("too deeply nested or aliased (more than %d values)", maxNodes))
+			p.atLine(lineOf(n), ptr, fmt.Sprintf("too deeply nested or aliased (more than %d values)", maxNodes))
 			p.budget--
 		}
-		return nil, false
+		p.broken[ptr] = true
+		return nil
 	}
 	p.budget--
-	lines[ptr] = n.Line
+	p.lines[ptr] = n.Line
 	d := deref(n)
 	if d == nil {
-		p.addAt(n, w, field+ptr, "unresolved alias")
-		return nil, false
+		p.broken[ptr] = true
+		p.atLine(n.Line, ptr, "unresolved alias")
+		return nil
 	}
 	switch d.Kind {
 	case yaml.MappingNode:
 		m := map[string]any{}
-		ok := true
-		for _, kv := range p.pairs(d, w, field+ptr+"/") {
-			kp := ptr + "/" + escapePtr(kv.key.Value)
-			v, vok := p.toJSON(kv.val, kp, depth+1, lines, w, field)
-			ok = ok && vok
-			m[kv.key.Value] = v
+		for _, kv := range p.pairs(d, ptr) {
+			name := kv.key.Value
+			kp := ptr + "/" + escapePtr(name)
+			p.keyLines[kp] = kv.key.Line
+			if !free && isNull(kv.val) && p.schema.declared[name] {
+				continue
+			}
+			p.order[ptr] = append(p.order[ptr], name)
+			m[name] = p.toJSON(kv.val, kp, depth+1, free || p.schema.free[name])
 		}
-		return m, ok
+		return m
 	case yaml.SequenceNode:
+		p.arrays[ptr] = true
 		s := make([]any, 0, len(d.Content))
-		ok := true
 		for i, it := range d.Content {
-			v, vok := p.toJSON(it, ptr+"/"+strconv.Itoa(i), depth+1, lines, w, field)
-			ok = ok && vok
-			s = append(s, v)
+			s = append(s, p.toJSON(it, ptr+"/"+strconv.Itoa(i), depth+1, free))
 		}
-		return s, ok
+		return s
 	case yaml.ScalarNode:
 		switch d.ShortTag() {
 		case "!!null":
-			return nil, true
+			return nil
 		case "!!bool":
 			var b bool
 			if d.Decode(&b) == nil {
-				return b, true
+				p.texts[ptr] = d.Value
+				return b
 			}
 		case "!!int", "!!float":
 			var f float64
 			if err := d.Decode(&f); err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
-				p.addAt(n, w, field+ptr, "must be a finite number")
-				return nil, false
+				p.broken[ptr] = true
+				p.atLine(n.Line, ptr, "must be a finite number")
+				return nil
 			}
-			return f, true
+			p.texts[ptr] = d.Value
+			return f
 		}
 		// Strings, and anything else by its text (timestamps, custom tags).
-		return d.Value, true
+		return d.Value
 	}
-	p.addAt(n, w, field+ptr, "unsupported YAML value")
-	return nil, false
+	p.broken[ptr] = true
+	p.atLine(n.Line, ptr, "unsupported YAML value")
+	return nil
 }
 
 // escapePtr escapes a JSON pointer token (RFC 6901).
 func escapePtr(tok string) string {
 	return strings.ReplaceAll(strings.ReplaceAll(tok, "~", "~0"), "/", "~1")
+}
+
+func unescapePtr(tok string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
+}
+
+// splitPtr splits a JSON pointer into its unescaped tokens.
+func splitPtr(ptr string) []string {
+	if ptr == "" {
+		return nil
+	}
+	toks := strings.Split(ptr[1:], "/")
+	for i, t := range toks {
+		toks[i] = unescapePtr(t)
+	}
+	return toks
+}
+
+// lookup finds the value at ptr in v.
+func lookup(v any, ptr string) (any, bool) {
+	for _, tok := range splitPtr(ptr) {
+		switch c := v.(type) {
+		case map[string]any:
+			var ok bool
+			if v, ok = c[tok]; !ok {
+				return nil, false
+			}
+		case []any:
+			i, err := strconv.Atoi(tok)
+			if err != nil || i < 0 || i >= len(c) {
+				return nil, false
+			}
+			v = c[i]
+		default:
+			return nil, false
+		}
+	}
+	return v, true
+}
+
+// exists reports a value at ptr that is not null, after the schema check
+// pruned the invalid ones.
+func (p *parser) exists(ptr string) bool {
+	v, ok := lookup(p.val, ptr)
+	return ok && v != nil
 }

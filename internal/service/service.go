@@ -189,6 +189,7 @@ func New(ctx context.Context, o Options) (*Service, error) {
 		// The tool calls of one model turn are a batch too.
 		ToolConcurrency: o.Config.BatchConcurrency,
 		Limiter:         limiter,
+		ModelTurns:      s.newTurnLimiter(st),
 		MaxActive:       o.Config.MaxActiveRuns,
 		MaxRunBytes:     o.Config.MaxRunBytes,
 		Client:          clientByName,

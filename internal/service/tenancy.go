@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/toolrouterd/toolrouterd/internal/access"
+	"github.com/toolrouterd/toolrouterd/internal/agent"
 	"github.com/toolrouterd/toolrouterd/internal/audit"
 	"github.com/toolrouterd/toolrouterd/internal/store"
 )
@@ -20,6 +21,20 @@ func (s *Service) newLimiter(st store.Store) audit.Taker {
 	}
 	l := access.NewWindow()
 	l.OnLimited = s.metrics.RateLimited
+	return l
+}
+
+// newTurnLimiter counts the model turns of the clients' runs against their
+// model_turns (docs/security.md "Model scopes"), shared or in memory as
+// newLimiter.
+func (s *Service) newTurnLimiter(st store.Store) agent.TurnLimiter {
+	if StoreKind(s.cfg.Store) == "postgres" || StoreKind(s.cfg.Store) == "postgresql" {
+		l := access.NewShared(st)
+		l.ModelTurns = true
+		return l
+	}
+	l := access.NewWindow()
+	l.ModelTurns = true
 	return l
 }
 

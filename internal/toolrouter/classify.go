@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -86,14 +87,16 @@ const MaxBatchCalls = 1024
 const MaxPlanID = 256
 
 // ValidPlanID reports whether s is a plan_id (api/openapi.yaml): 1 to
-// MaxPlanID characters, none a control character, since a plan id reaches
-// tools in HTTP headers.
+// MaxPlanID characters, none a control character (C0, DEL, C1) nor a line
+// or paragraph separator (U+2028, U+2029: line breaks to JavaScript and to
+// many log viewers), since a plan id reaches tools in HTTP headers and
+// logs.
 func ValidPlanID(s string) bool {
 	if s == "" || utf8.RuneCountInString(s) > MaxPlanID {
 		return false
 	}
-	for i := 0; i < len(s); i++ {
-		if s[i] < 0x20 || s[i] == 0x7f {
+	for _, r := range s {
+		if unicode.IsControl(r) || r == '\u2028' || r == '\u2029' {
 			return false
 		}
 	}

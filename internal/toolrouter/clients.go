@@ -27,6 +27,13 @@ type ClientSpec struct {
 	// Approval are glob patterns of the tools whose calls by this client
 	// wait for an approver's decision (docs/approvals.md "Approvals").
 	Approval []string
+	// Models are glob patterns over "provider/model" (a provider of the
+	// registry, the model a run asks for) the client may run in /runs;
+	// no patterns means no model use (docs/security.md "Model scopes").
+	Models []string
+	// ModelTurns bounds the client's model requests (turns of its runs);
+	// the zero Rate is no limit.
+	ModelTurns Rate
 	// VirtualServers, when set, are the only virtual servers through
 	// which the client reaches tools (docs/mcp.md "Virtual servers and tool
 	// search"); nil means the whole registry.

@@ -41,6 +41,8 @@ const Provider = "bedrock"
 // Adapter speaks Converse. It is safe for concurrent use.
 type Adapter struct {
 	client *bedrockruntime.Client
+	// urlSecrets are the credentials base_url may carry (llm.URLSecrets).
+	urlSecrets []string
 }
 
 var _ llm.Adapter = (*Adapter)(nil)
@@ -49,6 +51,10 @@ var _ llm.Adapter = (*Adapter)(nil)
 // chain (config.LoadDefaultConfig). cfg.BaseURL, when set, is the endpoint
 // (tests, VPC endpoints); cfg.APIKey is not used; cfg.MaxRetries bounds the
 // SDK's retries of throttling and server errors.
+//
+// Model calls go through llm.NewClient(cfg.HTTPClient): no redirect is
+// followed (the signed request and its session token stay with the
+// endpoint) and an answer stops at llm.MaxResponseBytes.
 func New(ctx context.Context, cfg llm.Config, region string) (*Adapter, error) {
 	if strings.TrimSpace(region) == "" {
 		return nil, fmt.Errorf("%s: no region", Provider)
@@ -69,14 +75,13 @@ func New(ctx context.Context, cfg llm.Config, region string) (*Adapter, error) {
 		if base != "" {
 			o.BaseEndpoint = aws.String(base)
 		}
-		// toolrouterd's own client (its transport, traceparent) for the
-		// model calls; the SDK's own for the credential providers (STS,
-		// SSO, IMDS), which honour AWS_CA_BUNDLE.
-		if cfg.HTTPClient != nil {
-			o.HTTPClient = cfg.HTTPClient
-		}
+		// toolrouterd's own client (its transport, traceparent, no
+		// redirects, capped answers) for the model calls; the SDK's own
+		// for the credential providers (STS, SSO, IMDS), which honour
+		// AWS_CA_BUNDLE.
+		o.HTTPClient = llm.NewClient(cfg.HTTPClient)
 	})
-	return &Adapter{client: client}, nil
+	return &Adapter{client: client, urlSecrets: llm.URLSecrets(base)}, nil
 }
 
 // input builds the Converse input. System messages become system blocks;
@@ -434,15 +439,29 @@ func (a *Adapter) Chat(ctx context.Context, req llm.Request) (llm.Response, erro
 	}
 	out, err := a.client.Converse(ctx, in)
 	if err != nil {
-		return llm.Response{}, providerError(ctx, err)
+		return llm.Response{}, providerError(ctx, err, a.redactor(ctx))
 	}
 	return response(out)
 }
 
+// redactor scrubs the request's credentials from error text: an endpoint
+// (or a proxy in front of it) that echoes the request's headers would
+// otherwise put the access key id and the session token in the run's
+// error. The credentials come from the client's cache, as signing got them.
+func (a *Adapter) redactor(ctx context.Context) func(string) string {
+	secrets := a.urlSecrets
+	if p := a.client.Options().Credentials; p != nil {
+		if c, err := p.Retrieve(context.WithoutCancel(ctx)); err == nil {
+			secrets = append(slices.Clip(secrets), c.AccessKeyID, c.SecretAccessKey, c.SessionToken)
+		}
+	}
+	return llm.Redactor(secrets...)
+}
+
 // providerError is the error of a failed Converse call: the caller's
 // context error when it ended, else a *llm.ProviderError with the HTTP
-// status and the service's error code and message.
-func providerError(ctx context.Context, err error) error {
+// status and the service's error code and message, passed through redact.
+func providerError(ctx context.Context, err error, redact func(string) string) error {
 	if ctx.Err() != nil {
 		return fmt.Errorf("%s: %w", Provider, ctx.Err())
 	}
@@ -455,5 +474,14 @@ func providerError(ctx context.Context, err error) error {
 	if errors.As(err, &re) {
 		pe.Status = re.HTTPStatusCode()
 	}
+	var tooBig *llm.TooLargeError
+	if errors.As(err, &tooBig) {
+		pe.Message = tooBig.Error()
+	}
+	var moved *llm.RedirectError
+	if errors.As(err, &moved) {
+		pe.Status, pe.Message = moved.Status, moved.Error()
+	}
+	pe.Message = redact(pe.Message)
 	return pe
 }

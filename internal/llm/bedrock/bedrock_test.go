@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -142,5 +144,55 @@ func TestStopReasonsAndParse(t *testing.T) {
 	if s := string(body); !strings.Contains(s, `"reasoningContent":{"reasoningText":{"signature":"sig1","text":"hmm"}}`) ||
 		strings.Index(s, "reasoningContent") > strings.Index(s, "toolUse") {
 		t.Fatalf("request: %s", body)
+	}
+}
+
+// An answer longer than llm.MaxResponseBytes stops there, as every other
+// adapter's does (issue 32, finding 7), and is not retried.
+func TestAnswerCapped(t *testing.T) {
+	credentials(t)
+	fake := llmtest.New(t, llmtest.Bedrock)
+	fake.Always(llmtest.Turn{Text: strings.Repeat("a", llm.MaxResponseBytes)})
+	a := newAdapter(t, fake.Origin, 2)
+	_, err := a.Chat(context.Background(), llm.Request{Model: "m", Messages: []llm.Message{{Role: llm.RoleUser, Content: "hi"}}})
+	var pe *llm.ProviderError
+	if !errors.As(err, &pe) || !strings.Contains(pe.Message, "exceeds 32 MiB") {
+		t.Fatalf("want the answer refused as too large, got %v", err)
+	}
+	if n := len(fake.Requests()); n != 1 {
+		t.Fatalf("a too-large answer was retried: %d requests", n)
+	}
+}
+
+// An endpoint that echoes the request's headers in its error must not put
+// the access key id or the session token in the run's error; nor may
+// credentials in base_url's query string appear (issue 32, finding 9).
+func TestErrorsScrubCredentials(t *testing.T) {
+	credentials(t)
+	const token = "IQoJb3JpZ2luX2VjEXAMPLE/session+token=="
+	t.Setenv("AWS_SESSION_TOKEN", token)
+	echo := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var dump strings.Builder
+		_ = r.Header.Write(&dump)
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("x-amzn-ErrorType", "ValidationException")
+		w.WriteHeader(http.StatusBadRequest)
+		_ = json.NewEncoder(w).Encode(map[string]string{"message": "bad request: " + r.URL.String() + "\n" + dump.String()})
+	}))
+	t.Cleanup(echo.Close)
+	const querySecret = "proxy-credential-0042"
+	a := newAdapter(t, echo.URL+"/?auth="+querySecret, -1)
+	_, err := a.Chat(context.Background(), llm.Request{Model: "m", Messages: []llm.Message{{Role: llm.RoleUser, Content: "hi"}}})
+	var pe *llm.ProviderError
+	if !errors.As(err, &pe) || pe.Status != http.StatusBadRequest || !strings.Contains(pe.Message, "ValidationException") {
+		t.Fatalf("want the endpoint's 400, got %v", err)
+	}
+	for _, secret := range []string{accessKey, token, querySecret, llmtest.BedrockSecretKey} {
+		if strings.Contains(err.Error(), secret) {
+			t.Errorf("the error carries %q: %v", secret, err)
+		}
+	}
+	if !strings.Contains(err.Error(), "[REDACTED]") {
+		t.Errorf("the echoed headers should show as redacted: %v", err)
 	}
 }

@@ -1,0 +1,389 @@
+package registry
+
+import (
+	"bytes"
+	_ "embed"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/santhosh-tekuri/jsonschema/v6/kind"
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
+)
+
+// schemaJSON is the JSON Schema (2020-12) of the registry file: every key,
+// its type, its allowed values and a description editors show. It is the
+// one list of the file's keys; what a schema cannot say (references across
+// sections, ${VAR} expansion, URLs, durations' ranges, a default that
+// fails its tool's schema…) is checked in Go after it.
+//
+//go:embed registry.schema.json
+var schemaJSON []byte
+
+// Schema returns the registry file's JSON Schema, as `toolrouterd schema
+// registry` prints it.
+func Schema() []byte { return bytes.Clone(schemaJSON) }
+
+const schemaURL = "https://github.com/toolrouterd/toolrouterd/registry.schema.json"
+
+// registrySchema is the compiled schema and what the parser reads from it.
+type registrySchema struct {
+	compiled *jsonschema.Schema
+	doc      any
+	// declared are the names of the schema's properties: a declared key
+	// with a null value counts as absent.
+	declared map[string]bool
+	// free are the properties whose value is free-form (an object schema
+	// with no properties of its own): their contents are data.
+	free map[string]bool
+}
+
+// loadSchema compiles the embedded schema once; it is immutable.
+var loadSchema = sync.OnceValues(func() (*registrySchema, error) {
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(schemaJSON))
+	if err != nil {
+		return nil, fmt.Errorf("registry schema: %w", err)
+	}
+	c := jsonschema.NewCompiler()
+	if err := c.AddResource(schemaURL, doc); err != nil {
+		return nil, fmt.Errorf("registry schema: %w", err)
+	}
+	compiled, err := c.Compile(schemaURL)
+	if err != nil {
+		return nil, fmt.Errorf("registry schema: %w", err)
+	}
+	rs := &registrySchema{compiled: compiled, doc: doc, declared: map[string]bool{}, free: map[string]bool{}}
+	rs.collect(doc)
+	return rs, nil
+})
+
+func (rs *registrySchema) collect(v any) {
+	switch v := v.(type) {
+	case map[string]any:
+		if props, ok := v["properties"].(map[string]any); ok {
+			for name, sub := range props {
+				rs.declared[name] = true
+				if m, ok := sub.(map[string]any); ok && m["type"] == "object" && m["properties"] == nil && m["additionalProperties"] == nil {
+					rs.free[name] = true
+				}
+			}
+		}
+		for _, sub := range v {
+			rs.collect(sub)
+		}
+	case []any:
+		for _, sub := range v {
+			rs.collect(sub)
+		}
+	}
+}
+
+// node is the schema object at a schema location (URL#pointer).
+func (rs *registrySchema) node(loc string) map[string]any {
+	_, frag, _ := strings.Cut(loc, "#")
+	v, _ := lookup(rs.doc, frag)
+	m, _ := v.(map[string]any)
+	return m
+}
+
+var printer = message.NewPrinter(language.English)
+
+// checkSchema validates p.val against the schema: every failure is a
+// problem at its value's line, and the value is pruned so that the checks
+// in Go see only valid values. A number or bool where a string is wanted
+// counts by its text, as it always has (name: 2024 is the name "2024").
+func (p *parser) checkSchema() {
+	var leaves []*jsonschema.ValidationError
+	for range 4 {
+		leaves = nil
+		var ve *jsonschema.ValidationError
+		if err := p.schema.compiled.Validate(p.val); errors.As(err, &ve) {
+			leaves = collectLeaves(ve, leaves)
+		} else if err != nil {
+			p.atLine(0, "", "validate against the registry schema: "+err.Error())
+			return
+		}
+		if !p.coerce(leaves) {
+			break
+		}
+	}
+	p.nameItems()
+	// In file order of pointers; of two failures of one value, the
+	// first by schema location is reported (the validator's order is a
+	// map's).
+	slices.SortStableFunc(leaves, func(a, b *jsonschema.ValidationError) int {
+		if c := strings.Compare(ptrOf(a.InstanceLocation), ptrOf(b.InstanceLocation)); c != 0 {
+			return c
+		}
+		return strings.Compare(a.SchemaURL, b.SchemaURL)
+	})
+	var prune []string
+	done := map[string]bool{} // one problem a value
+	for _, e := range leaves {
+		ptr := ptrOf(e.InstanceLocation)
+		node := p.schema.node(e.SchemaURL)
+		switch k := e.ErrorKind.(type) {
+		case *kind.Required:
+			// A condition (if/then) words what it requires.
+			why, ok := node["errorMessage"].(string)
+			if !ok || node["type"] != nil {
+				why = "required"
+			}
+			for _, m := range k.Missing {
+				p.atKey(ptr+"/"+escapePtr(m), why)
+			}
+			continue
+		case *kind.PropertyNames:
+			// Its instance location is unreliable (the validator's own
+			// slice); headers and env check their names again in Go.
+			continue
+		case *kind.AdditionalProperties:
+			for _, name := range slices.Sorted(slices.Values(k.Properties)) {
+				kp := ptr + "/" + escapePtr(name)
+				p.atKey(kp, "unknown key"+suggest(name, node))
+				prune = append(prune, kp)
+			}
+			continue
+		}
+		if !done[ptr] {
+			done[ptr] = true
+			p.at(ptr, p.message(e, node, ptr))
+			prune = append(prune, ptr)
+		}
+	}
+	for _, ptr := range prune {
+		p.val = replaced(p.val, ptr, nil)
+	}
+}
+
+func collectLeaves(e *jsonschema.ValidationError, out []*jsonschema.ValidationError) []*jsonschema.ValidationError {
+	if _, names := e.ErrorKind.(*kind.PropertyNames); names || len(e.Causes) == 0 {
+		return append(out, e)
+	}
+	for _, c := range e.Causes {
+		out = collectLeaves(c, out)
+	}
+	return out
+}
+
+func ptrOf(loc []string) string {
+	var b strings.Builder
+	for _, t := range loc {
+		b.WriteString("/" + escapePtr(t))
+	}
+	return b.String()
+}
+
+// coerce turns the numbers and bools the schema wants as strings into
+// their text; it reports whether it changed any.
+func (p *parser) coerce(leaves []*jsonschema.ValidationError) bool {
+	changed := false
+	for _, e := range leaves {
+		k, ok := e.ErrorKind.(*kind.Type)
+		ptr := ptrOf(e.InstanceLocation)
+		text, scalar := p.texts[ptr]
+		if !ok || !scalar || !slices.Contains(k.Want, "string") {
+			continue
+		}
+		p.val = replaced(p.val, ptr, text)
+		delete(p.texts, ptr)
+		changed = true
+	}
+	return changed
+}
+
+// message words a failure of the value at ptr: the schema node's
+// errorMessage (which the YAML language server shows too), else a
+// sentence made from the keyword.
+func (p *parser) message(e *jsonschema.ValidationError, node map[string]any, ptr string) string {
+	_, isType := e.ErrorKind.(*kind.Type)
+	// errorMessage words a value of the right type that is wrong; a
+	// mapping's also words a value that is no mapping.
+	if msg, ok := node["errorMessage"].(string); ok && (!isType || node["type"] == "object") {
+		if s, isStr := p.valueAt(ptr); isStr && node["x-show-value"] == true {
+			msg += fmt.Sprintf(", got %q", s)
+		}
+		return msg
+	}
+	switch k := e.ErrorKind.(type) {
+	case *kind.Type:
+		return "must be " + typeWords(k.Want)
+	case *kind.Enum:
+		var vals []string
+		for _, v := range k.Want {
+			vals = append(vals, fmt.Sprint(v))
+		}
+		msg := "must be " + orList(vals)
+		if s, ok := k.Got.(string); ok {
+			msg += fmt.Sprintf(", got %q", s)
+		}
+		return msg
+	case *kind.Minimum:
+		return fmt.Sprintf("must be at least %v", node["minimum"])
+	case *kind.Maximum:
+		return fmt.Sprintf("must be at most %v", node["maximum"])
+	case *kind.MinItems:
+		return fmt.Sprintf("must have at least %d item(s)", k.Want)
+	}
+	return e.ErrorKind.LocalizedString(printer)
+}
+
+// valueAt is the string at ptr, if it is one.
+func (p *parser) valueAt(ptr string) (string, bool) {
+	v, _ := lookup(p.val, ptr)
+	s, ok := v.(string)
+	return s, ok
+}
+
+func typeWords(want []string) string {
+	words := map[string]string{"object": "a mapping", "array": "a list", "string": "a string", "boolean": "true or false",
+		"integer": "an integer", "number": "a number", "null": "null"}
+	var out []string
+	for _, w := range want {
+		out = append(out, words[w])
+	}
+	return orList(out)
+}
+
+// orList joins "a, b or c".
+func orList(s []string) string {
+	if len(s) < 2 {
+		return strings.Join(s, "")
+	}
+	return strings.Join(s[:len(s)-1], ", ") + " or " + s[len(s)-1]
+}
+
+// suggest names the known key closest to a misspelt one.
+func suggest(name string, node map[string]any) string {
+	props, _ := node["properties"].(map[string]any)
+	best, bestD := "", 3
+	for _, k := range slices.Sorted(maps.Keys(props)) {
+		if d := editDistance(name, k); d < bestD {
+			best, bestD = k, d
+		}
+	}
+	if best == "" {
+		return ""
+	}
+	return fmt.Sprintf(" (did you mean %s?)", best)
+}
+
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := []int{i}
+		for j := 1; j <= len(b); j++ {
+			cur = append(cur, min(prev[j]+1, cur[j-1]+1, prev[j-1]+boolInt(a[i-1] != b[j-1])))
+		}
+		prev = cur
+	}
+	return prev[len(b)]
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// replaced sets the value at ptr (which exists) in v; pruning sets it to
+// null, so that the items of a list keep their index and every getter
+// sees the value as absent.
+func replaced(v any, ptr string, to any) any {
+	if ptr == "" {
+		return to
+	}
+	i := strings.LastIndexByte(ptr, '/')
+	parent, _ := lookup(v, ptr[:i])
+	switch c := parent.(type) {
+	case map[string]any:
+		c[unescapePtr(ptr[i+1:])] = to
+	case []any:
+		if n, err := strconv.Atoi(ptr[i+1:]); err == nil && n >= 0 && n < len(c) {
+			c[n] = to
+		}
+	}
+	return v
+}
+
+// labels name the items of a section in problems: `tool "x": timeout`,
+// `client "a": tools[0]`; items without a name, and the items of the
+// other sections, by index (providers[0].kind).
+var labels = map[string]string{"clients": "client %q: ", "guardrails": "guardrail %q: ", "virtual_servers": "virtual server %q: "}
+
+// nameItems records the names of the items of the sections, before
+// pruning drops an invalid one: `tool "bad name!": name: must be …`.
+func (p *parser) nameItems() {
+	root, _ := p.val.(map[string]any)
+	for _, sec := range []string{"tools", "clients", "guardrails", "virtual_servers"} {
+		items, _ := root[sec].([]any)
+		for i, it := range items {
+			m, _ := it.(map[string]any)
+			if name, ok := m["name"].(string); ok && name != "" {
+				p.names["/"+sec+"/"+strconv.Itoa(i)] = name
+			}
+		}
+	}
+}
+
+// place renders a pointer as the tool and field a problem names.
+func (p *parser) place(ptr string) (tool, field string) {
+	toks := splitPtr(ptr)
+	var b strings.Builder
+	cur := ""
+	if len(toks) >= 2 && p.arrays["/"+escapePtr(toks[0])] {
+		cur = "/" + escapePtr(toks[0]) + "/" + toks[1]
+		switch name := p.names[cur]; {
+		case name != "" && toks[0] == "tools":
+			tool = name
+		case name != "" && labels[toks[0]] != "":
+			fmt.Fprintf(&b, labels[toks[0]], name)
+		default:
+			fmt.Fprintf(&b, "%s[%s]", toks[0], toks[1])
+		}
+		toks = toks[2:]
+	}
+	slash := false
+	for _, tok := range toks {
+		switch s := b.String(); {
+		case slash:
+			b.WriteString("/" + tok)
+		case p.arrays[cur]:
+			b.WriteString("[" + tok + "]")
+		case s == "" || strings.HasSuffix(s, ": "):
+			b.WriteString(tok)
+		default:
+			b.WriteString("." + tok)
+		}
+		slash = slash || !p.arrays[cur] && p.schema.free[tok]
+		cur += "/" + escapePtr(tok)
+	}
+	return tool, b.String()
+}
+
+// problems renders the pending problems in file order.
+func (p *parser) problems() Problems {
+	var out Problems
+	seen := map[Problem]bool{}
+	for _, pp := range p.pending {
+		tool, field := p.place(pp.ptr)
+		pr := Problem{File: p.file, Line: pp.line, Tool: tool, Field: field + pp.suffix, Why: pp.why, UnsetKeyEnv: pp.unsetEnv}
+		if seen[pr] { // an aliased node is read once per use
+			continue
+		}
+		seen[pr] = true
+		out = append(out, pr)
+	}
+	out.sortByLine()
+	return out
+}
