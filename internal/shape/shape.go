@@ -10,7 +10,6 @@ package shape
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -72,24 +71,6 @@ func (s *Shaper) count(text string, limit int) (int, int, error) {
 func CheckKeep(path string) error {
 	_, err := jsonpath.Parse(path)
 	return err
-}
-
-type ctxKey struct{}
-
-// WithBudget returns ctx carrying b, which tightens every tool's own budget
-// for the calls made with it (a virtual server's budget, the share of a
-// model's context window in /runs).
-func WithBudget(ctx context.Context, b toolrouter.OutputBudget) context.Context {
-	if old, ok := ctx.Value(ctxKey{}).(toolrouter.OutputBudget); ok {
-		b = b.Tighter(old)
-	}
-	return context.WithValue(ctx, ctxKey{}, b)
-}
-
-// FromContext is the budget WithBudget put in ctx (zero when none).
-func FromContext(ctx context.Context) toolrouter.OutputBudget {
-	b, _ := ctx.Value(ctxKey{}).(toolrouter.OutputBudget)
-	return b
 }
 
 // Output fits a tool's JSON output into b. where says where the whole
