@@ -3,8 +3,8 @@ package pin_test
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"

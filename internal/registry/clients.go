@@ -55,7 +55,7 @@ func (p *parser) clients() []Client {
 	for _, ptr := range p.items("/clients") {
 		c := Client{Name: p.str(ptr + "/name"), Line: p.line(ptr), Admin: p.flag(ptr + "/admin"), Approver: p.flag(ptr + "/approver"),
 			Tools: p.globs(ptr + "/tools"), Approval: p.globs(ptr + "/approval"), VirtualServers: p.strs(ptr + "/virtual_servers"),
-			Models: p.globs(ptr + "/models"),
+			Models:    p.globs(ptr + "/models"),
 			ToolsLine: p.lines[ptr+"/tools"], ServersLine: p.lines[ptr+"/virtual_servers"]}
 		switch line, dup := names[c.Name]; {
 		case c.Name == "":
