@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/toolrouterd/toolrouterd/internal/config"
+	"github.com/toolrouterd/toolrouterd/internal/config/configtest"
 	"github.com/toolrouterd/toolrouterd/internal/registry"
 )
 
@@ -343,7 +344,12 @@ func checkChart(t *testing.T, c *chart, settings map[string]bool) {
 			lookup[e.Name] = e.Value
 		}
 	}
-	if _, err := config.LoadFrom(func(k string) (string, bool) { v, ok := lookup[k]; return v, ok }); err != nil {
+	pairs := make([]string, 0, 2*len(lookup))
+	for k, v := range lookup {
+		pairs = append(pairs, k, v)
+	}
+	configtest.Setenv(t, pairs...)
+	if _, err := config.Load(); err != nil {
 		t.Errorf("toolrouterd refuses the rendered settings: %v", err)
 	}
 	if e, ok := env(ct, "TOOLROUTER_STORE"); !ok || e.ValueFrom == nil || e.ValueFrom.SecretKeyRef == nil {
