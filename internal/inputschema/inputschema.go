@@ -59,6 +59,9 @@ func Compile(schema map[string]any) (validate func(map[string]any) error, proble
 		return nil, compileProblems(err)
 	}
 	validate = argsValidator(compiled)
+	if !withPlainCheck {
+		return validate, nil
+	}
 	if plain := plainCheck(schema); plain != nil {
 		full := validate
 		validate = func(args map[string]any) error {
