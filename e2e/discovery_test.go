@@ -3,9 +3,7 @@ package e2e_test
 import (
 	"fmt"
 	"net/http"
-	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -14,23 +12,6 @@ import (
 
 // Issue 32: what one MCP server can make toolrouterd hold or write
 // through its discoveries.
-
-// vmHWM is the peak resident set size of pid so far, in bytes.
-func vmHWM(t *testing.T, pid int) int64 {
-	t.Helper()
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		t.Fatalf("read VmHWM: %v", err)
-	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(l); len(f) >= 2 && f[0] == "VmHWM:" {
-			kb, _ := strconv.ParseInt(f[1], 10, 64)
-			return kb << 10
-		}
-	}
-	t.Fatal("no VmHWM")
-	return 0
-}
 
 // routeTool calls tool on rt through /route (open service) and returns
 // the result.
