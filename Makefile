@@ -1,4 +1,5 @@
-# toolrouterd — the two commands are `make run` and `make test`.
+# toolrouterd — the two commands are `make run` and `make test`
+# (`make test-unit` is the fast tier for the edit-run loop).
 SHELL := bash
 .SHELLFLAGS := -o pipefail -ec
 GO      ?= go
@@ -8,7 +9,7 @@ TOOLS_ADDR ?= 127.0.0.1:9001
 STORE   ?= sqlite://toolrouter.db
 REGISTRY ?= examples/registry.yaml
 
-.PHONY: all build run test deps vet lint cross bench bench-go bench-load bench-store bench-mcp bench-compare bench-context fmt clean
+.PHONY: all build run test test-unit deps vet lint cross bench bench-go bench-load bench-store bench-mcp bench-compare bench-context fmt clean
 
 all: build
 
@@ -29,6 +30,16 @@ run: build
 # what is missing first.
 test: deps vet lint cross
 	$(GO) test -race -count=1 -timeout 12m ./...
+
+# The fast tier, for the edit-run loop: no binary built or started, no
+# server (no PostgreSQL, Helm, Chromium or Node.js). Every package but e2e
+# (the real binaries) and features (every scenario wires the whole
+# service), with -short: pgtest.Start and the Helm tests skip. No -race
+# and no deps, vet or lint: `make test` runs all of it.
+UNIT_PKGS = $(shell $(GO) list ./... | grep -v -e '/e2e$$' -e '/features$$')
+
+test-unit:
+	$(GO) test -short -count=1 $(UNIT_PKGS)
 
 # What the tests need besides Go (gcc for -race, PostgreSQL, Node.js and the
 # MCP reference server, Chromium for the console test), installed when

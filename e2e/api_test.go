@@ -17,6 +17,7 @@ import (
 // TestBadRequestsAreProblems: malformed JSON, wrong types, missing fields
 // and oversized bodies get 4xx problem+json naming the field; nothing 5xx.
 func TestBadRequestsAreProblems(t *testing.T) {
+	t.Parallel()
 	tools := startTools(t)
 	rt, _ := startRouter(t, exampleRegistry(t, tools.addr), "TOOLROUTER_MAX_BODY_BYTES=2048")
 	huge := `{"plan_id":"p","tool_call":{"name":"test/echo","arguments":"` + strings.Repeat("x", 4096) + `"}}`
@@ -94,6 +95,7 @@ func TestBadRequestsAreProblems(t *testing.T) {
 // TestRouteIDsSequencesAndAliases: ids derive from plan and sequence, and a
 // call under the alias /schemas/openai exports routes to the canonical tool.
 func TestRouteIDsSequencesAndAliases(t *testing.T) {
+	t.Parallel()
 	tools := startTools(t)
 	rt, _ := startRouter(t, exampleRegistry(t, tools.addr))
 	resp := do(t, "GET", rt.URL()+"/schemas/openai", nil)
@@ -139,6 +141,7 @@ func TestRouteIDsSequencesAndAliases(t *testing.T) {
 
 // TestStreamingRoute: SSE updates in order, then the result.
 func TestStreamingRoute(t *testing.T) {
+	t.Parallel()
 	tools := startTools(t)
 	rt, _ := startRouter(t, exampleRegistry(t, tools.addr))
 	status, events := stream(t, rt.URL()+"/route", map[string]any{"plan_id": "plan-020", "tool_call": map[string]any{"name": "test/echo", "arguments": `{"msg":"stream"}`}})
@@ -167,6 +170,7 @@ func TestStreamingRoute(t *testing.T) {
 
 // TestAuthAndOperations: API keys, request ids, metrics, the spec.
 func TestAuthAndOperations(t *testing.T) {
+	t.Parallel()
 	tools := startTools(t)
 	rt, _ := startRouter(t, exampleRegistry(t, tools.addr), "TOOLROUTER_API_KEYS=k1, k2")
 	body := map[string]any{"plan_id": "ops", "tool_call": map[string]any{"name": "test/echo", "arguments": "{}"}}
@@ -224,6 +228,7 @@ func TestAuthAndOperations(t *testing.T) {
 // TestHugeBodyIsRejectedWithoutBeingRead: a body far over the limit gets
 // 413 and the server does not read it all (its memory stays small).
 func TestHugeBodyIsRejectedWithoutBeingRead(t *testing.T) {
+	t.Parallel()
 	rt, _ := startRouter(t, "tools: []\n")
 	pr, pw := io.Pipe()
 	go func() {
@@ -264,6 +269,7 @@ func TestHugeBodyIsRejectedWithoutBeingRead(t *testing.T) {
 // result without calling the tool again; another body or query with it is
 // 422.
 func TestIdempotentReplay(t *testing.T) {
+	t.Parallel()
 	var calls atomic.Int32
 	tool := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		calls.Add(1)
@@ -302,6 +308,7 @@ func TestIdempotentReplay(t *testing.T) {
 // TestParseFailureKeepsTheName: a call whose arguments do not parse still
 // says which tool it was for.
 func TestParseFailureKeepsTheName(t *testing.T) {
+	t.Parallel()
 	rt, _ := startRouter(t, "tools: []\n")
 	for _, call := range []map[string]any{
 		{"id": "c1", "type": "function", "function": map[string]any{"name": "math/add", "arguments": "{not json"}},
@@ -317,6 +324,7 @@ func TestParseFailureKeepsTheName(t *testing.T) {
 // TestIdempotencyKeysBelongToTheCaller: with API keys, the same
 // Idempotency-Key from two clients is two different keys.
 func TestIdempotencyKeysBelongToTheCaller(t *testing.T) {
+	t.Parallel()
 	var calls atomic.Int32
 	tool := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		calls.Add(1)
@@ -342,6 +350,7 @@ func TestIdempotencyKeysBelongToTheCaller(t *testing.T) {
 // links to the console, the OpenAPI document and health, each of which
 // answers; other unknown paths stay 404.
 func TestIndexPointsTheWay(t *testing.T) {
+	t.Parallel()
 	rt, _ := startRouter(t, "tools: []\n", "TOOLROUTER_API_KEYS=k1")
 	resp := do(t, "GET", rt.URL()+"/", nil)
 	links, _ := resp.JSON(t)["links"].(map[string]any)

@@ -40,6 +40,7 @@ clients:
 // its own calls (an admin may); an approved call does not run once its
 // client's scope no longer holds the tool, or the client is gone.
 func TestApprovalGuards(t *testing.T) {
+	t.Parallel()
 	tool := newBodyTool(t)
 	rt, path := startRouter(t, approvalGuardsRegistry(tool.srv.URL, false))
 	u := rt.URL()
@@ -101,6 +102,7 @@ func TestApprovalGuards(t *testing.T) {
 // client bound to virtual servers whose held call's tool left its views
 // (a reload) does not get it run by the approval.
 func TestApprovedCallOfAViewDroppedBeforeApproval(t *testing.T) {
+	t.Parallel()
 	tool := newBodyTool(t)
 	reg := func(deskTools string) string {
 		return fmt.Sprintf(`tools:

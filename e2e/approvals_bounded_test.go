@@ -15,6 +15,7 @@ import (
 // /approvals pages by limit and cursor like /audit, a non-approver seeing
 // only its own.
 func TestApprovalsBounded(t *testing.T) {
+	t.Parallel()
 	tool := newBodyTool(t)
 	rt := startReplicas(t, 1, approvalRegistry(tool.srv.URL), "sqlite://"+filepath.Join(t.TempDir(), "a.db"),
 		"TOOLROUTER_MAX_PENDING_APPROVALS=5")[0]

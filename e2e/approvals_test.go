@@ -114,6 +114,7 @@ func waitFor(t *testing.T, what string, f func() bool) {
 // open until the decision, and the stored arguments are bound by their
 // digest.
 func TestApprovals(t *testing.T) {
+	t.Parallel()
 	for _, backend := range []string{"sqlite", "postgres"} {
 		t.Run(backend, func(t *testing.T) {
 			var storeURL, sqlitePath string

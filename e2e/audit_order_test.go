@@ -15,6 +15,7 @@ import (
 // newest first by the time it shows (the start), with when each finished,
 // and its cursor pages through them.
 func TestAuditListedByStartTime(t *testing.T) {
+	t.Parallel()
 	arrived := make(chan struct{}, 1)
 	release := make(chan struct{})
 	tool := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

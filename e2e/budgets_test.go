@@ -54,6 +54,7 @@ func bigTools(t *testing.T, text string, doc []byte) *httptest.Server {
 // text) reach the caller within their budgets, marked, on /route and
 // /mcp; GET /results has each whole.
 func TestOutputBudgets5MB(t *testing.T) {
+	t.Parallel()
 	text := fiveMB()
 	items := make([]map[string]any, 0, 40000)
 	for i := 0; i < 40000; i++ {
@@ -184,6 +185,7 @@ func group(n int) string {
 // the provider's context_window (docs/output-budgets.md "Budgets against
 // the model's context window in /runs"), marked.
 func TestRunsBudgetToolOutputsAgainstTheContextWindow(t *testing.T) {
+	t.Parallel()
 	text := fiveMB()
 	ts := bigTools(t, text, []byte(`{}`))
 	fake := startFakeLLM(t, "openai")

@@ -120,6 +120,7 @@ clients:
 // that match no client, bad tokens, a rate limit and a SIGHUP that removes
 // a client, through the real binary.
 func TestClientsE2E(t *testing.T) {
+	t.Parallel()
 	tool := newRecordingTool(t)
 	id := newIDP(t)
 	sum := sha256.Sum256([]byte("support-key"))
@@ -341,6 +342,7 @@ func (b bearer2) RoundTrip(r *http.Request) (*http.Response, error) {
 // secrets passes with a warning naming the variable of each client key
 // that is unset; the service itself still refuses to start on it.
 func TestCheckUnsetKeyEnv(t *testing.T) {
+	t.Parallel()
 	path := t.TempDir() + "/registry.yaml"
 	os.WriteFile(path, []byte(`tools:
   - {name: billing/refund, endpoint: http://127.0.0.1:9/r}
@@ -390,6 +392,7 @@ clients:
 // TestCheckClients: toolrouterd check rejects bad clients (every problem,
 // with file and line) and warns about patterns that match no tool.
 func TestCheckClients(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	file := func(name, content string) string {
 		p := dir + "/" + name

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolrouterd/toolrouterd/internal/markdown"
 	"github.com/toolrouterd/toolrouterd/internal/poll"
 )
 
@@ -30,13 +31,9 @@ func readme(t *testing.T) string {
 // paths from the repository's root.
 func docFiles(t *testing.T) []string {
 	t.Helper()
-	pages, err := filepath.Glob("../docs/*.md")
-	if err != nil || len(pages) == 0 {
-		t.Fatalf("docs/*.md: %v, %d pages", err, len(pages))
-	}
-	files := []string{"README.md"}
-	for _, p := range pages {
-		files = append(files, strings.TrimPrefix(p, "../"))
+	files, err := markdown.Pages("..")
+	if err != nil {
+		t.Fatal(err)
 	}
 	return files
 }
@@ -284,29 +281,5 @@ func (r *makeRun) stop(t *testing.T) {
 		t.Errorf("make run on %s did not stop within 20s of SIGTERM", r.addr)
 		_ = r.cmd.Process.Kill()
 		<-r.done
-	}
-}
-
-// TestShippedFilesCiteOnlyWhatShips: the deployment and example files a user
-// copies cite no document the repository does not have (they once cited
-// "CONTRACT §3").
-func TestShippedFilesCiteOnlyWhatShips(t *testing.T) {
-	for _, dir := range []string{"../deployments", "../examples"} {
-		err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
-			if err != nil || d.IsDir() {
-				return err
-			}
-			b, err := os.ReadFile(path)
-			if err != nil {
-				return err
-			}
-			if strings.Contains(string(b), "CONTRACT") {
-				t.Errorf("%s cites CONTRACT, which is not in the repository", path)
-			}
-			return nil
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
 	}
 }

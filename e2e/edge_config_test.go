@@ -16,6 +16,7 @@ import (
 // not exist, a key list without keys) stop the binary with a line naming
 // the variable; config errors are that one line alone.
 func TestEdgeStartupErrorsNameTheVariable(t *testing.T) {
+	t.Parallel()
 	taken, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -65,6 +66,7 @@ func TestEdgeStartupErrorsNameTheVariable(t *testing.T) {
 // shells, CI and Kubernetes service links set) do not configure the
 // service.
 func TestEdgeBareNamesAreIgnored(t *testing.T) {
+	t.Parallel()
 	rt, _ := startRouter(t, "tools: []\n",
 		"ADDR=:1", "REGISTRY=/nonexistent.yaml", "STORE=redis://x", "API_KEYS=secret", "LOG_LEVEL=loud", "MAX_BODY_BYTES=x",
 		"BATCH_CONCURRENCY=0", "SHUTDOWN_TIMEOUT=soon", "TOOLROUTER_PORT=tcp://10.0.0.1:8080", "TOOLROUTER_SERVICE_HOST=10.0.0.1")

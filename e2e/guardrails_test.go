@@ -203,6 +203,7 @@ func checkGuardAudit(t *testing.T, base string, ids []string) {
 }
 
 func TestGuardrailsFromRoute(t *testing.T) {
+	t.Parallel()
 	tools, hooks := startTools(t), startGuardServer(t)
 	rt, path := startRouter(t, guardRegistry(tools.addr, hooks.URL))
 	var ids []string
@@ -283,6 +284,7 @@ func TestGuardrailsFromRoute(t *testing.T) {
 }
 
 func TestGuardrailsFromMCP(t *testing.T) {
+	t.Parallel()
 	tools, hooks := startTools(t), startGuardServer(t)
 	rt, _ := startRouter(t, guardRegistry(tools.addr, hooks.URL))
 	cs, err := mcpConnect(t, rt.URL(), nil, nil)
@@ -326,6 +328,7 @@ func TestGuardrailsFromMCP(t *testing.T) {
 }
 
 func TestGuardrailsFromRuns(t *testing.T) {
+	t.Parallel()
 	tools, hooks := startTools(t), startGuardServer(t)
 	fake := startFakeLLM(t, "openai")
 	rt, _ := startRouter(t, guardRegistry(tools.addr, hooks.URL)+fmt.Sprintf(`
@@ -376,6 +379,7 @@ providers:
 // result: conforming ones (it checks their structuredContent against the
 // schema), and the isError result of one that does not conform.
 func TestTypedOutputTypeScriptClient(t *testing.T) {
+	t.Parallel()
 	dir := conformanceDir(t) // its node_modules hold @modelcontextprotocol/sdk
 	tools, hooks := startTools(t), startGuardServer(t)
 	rt, _ := startRouter(t, guardRegistry(tools.addr, hooks.URL))
@@ -446,6 +450,7 @@ func TestTypedOutputTypeScriptClient(t *testing.T) {
 // guardrails section with file, line, guardrail and field, and passes a
 // good one.
 func TestCheckGuardrails(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "bad.yaml")
 	_ = os.WriteFile(bad, []byte(`tools:

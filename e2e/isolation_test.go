@@ -35,6 +35,7 @@ clients:
 // billing/refund today" for an admin only; a SIGHUP that removes a client
 // keeps its stored data (docs/security.md "Clients", "Audit trail").
 func TestIsolationE2E(t *testing.T) {
+	t.Parallel()
 	stores := map[string]func(t *testing.T) string{
 		"memory":   func(*testing.T) string { return "memory://" },
 		"sqlite":   func(t *testing.T) string { return "sqlite://" + filepath.Join(t.TempDir(), "t.db") },
@@ -168,6 +169,7 @@ func testIsolation(t *testing.T, storeURL string) {
 // count a client's calls in one counter (docs/security.md "Clients"): a 3/h client
 // gets 3 calls in all, not 3 per replica; the refusal is audited.
 func TestRateLimitSharedByReplicas(t *testing.T) {
+	t.Parallel()
 	tool := newRecordingTool(t)
 	reg := fmt.Sprintf(`tools:
   - {name: kb/search, endpoint: %s/search}

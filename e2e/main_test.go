@@ -1,6 +1,21 @@
 // Package e2e tests the real binaries over real sockets: toolrouterd with a
 // registry of real tool servers (the example tool server and faulty ones
 // started here), driven like a user would drive it.
+//
+// A test that shares nothing with the others calls t.Parallel(): its
+// processes listen on 127.0.0.1:0, its store is memory:// or a database of
+// its own (pgtest), its files are in t.TempDir(), it sets no variable of
+// this process, and it asserts no duration. Up to -parallel of them run at
+// once (GOMAXPROCS by default: 2 on a two-core machine, where each runs
+// race-built processes). Serial on purpose, and to stay so: tests that
+// assert timing or rates (200 ms run heartbeats, log lines per second, a
+// concurrency peak reached within a window, shutdown deadlines, expiry
+// and circuit cool-downs), that measure memory or cost (abuse_*) or hammer
+// the router from many goroutines, that take an address with freeAddr
+// (free a moment ago: a parallel test could take it), that drive Chromium
+// or the MCP conformance suite, or that kill, restart or signal processes
+// (crash, process, edge_shutdown, mcpserver, mcpstdio, store_lost,
+// replicas, runs).
 package e2e_test
 
 import (

@@ -27,6 +27,7 @@ import (
 // defaults, search) and provider aliases, through /route, /route/batch,
 // /mcp, /mcp/{server} and /runs, with their audit records and metrics.
 func TestMCPFeatureCombos(t *testing.T) {
+	t.Parallel()
 	fix := startFixture(t)
 	tools := startTools(t)
 	guard := startGuardServer(t)

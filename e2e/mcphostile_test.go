@@ -118,6 +118,7 @@ func mcpSession(t *testing.T, url, version string, header ...string) string {
 // _meta.toolrouter/plan_id holds a control character is refused as invalid
 // params naming the field, before any sequence is taken, as on /route.
 func TestMCPPlanIDControlCharacters(t *testing.T) {
+	t.Parallel()
 	tools := startTools(t)
 	rt, _ := startRouter(t, exampleRegistry(t, tools.addr))
 	tok := mcpSession(t, rt.URL(), "2025-11-25")
@@ -142,6 +143,7 @@ func TestMCPPlanIDControlCharacters(t *testing.T) {
 // session era other than initialize, sent without a session, is the
 // transport's 400, never a JSON-RPC error of code 0.
 func TestMCPSessionlessRequestIs400(t *testing.T) {
+	t.Parallel()
 	tools := startTools(t)
 	rt, _ := startRouter(t, exampleRegistry(t, tools.addr))
 	for _, version := range []string{"", "2025-03-26", "2025-11-25"} {
@@ -246,6 +248,7 @@ tools:
 // session's id is 404 on every replica sharing the store, whichever
 // replica the DELETE reached.
 func TestMCPTerminatedSession(t *testing.T) {
+	t.Parallel()
 	tools := startTools(t)
 	db := "sqlite://" + filepath.Join(t.TempDir(), "shared.db")
 	reps := startReplicas(t, 2, exampleRegistry(t, tools.addr), db)
@@ -279,6 +282,7 @@ func TestMCPTerminatedSession(t *testing.T) {
 // client field another client rewrote is refused, and reaches no backend:
 // the forger's plan takes no sequence.
 func TestMCPForgedRequestState(t *testing.T) {
+	t.Parallel()
 	fix := startFixture(t)
 	rt, _ := startRouter(t, fmt.Sprintf("mcp_servers:\n  - name: fixture\n    url: %s/mcp\n    prefix: \"\"\n", fix.URL()),
 		"TOOLROUTER_API_KEYS=alpha-key,bob-key")

@@ -13,6 +13,7 @@ import (
 // to Claude as a tool_result image block, to the OpenAI Responses API as
 // an input_image, to Chat Completions as text with a marker (no base64).
 func TestImageResultInEveryProviderShape(t *testing.T) {
+	t.Parallel()
 	router, _ := startRouter(t, fmt.Sprintf(`
 mcp_servers:
   - name: fixture

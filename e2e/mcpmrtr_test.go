@@ -21,6 +21,7 @@ import (
 // another; a changed requestState is refused. Older clients and /route get
 // a failure saying why.
 func TestMCPInputRequired(t *testing.T) {
+	t.Parallel()
 	fix := startFixture(t)
 	registry := fmt.Sprintf(`
 mcp_servers:

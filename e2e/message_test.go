@@ -22,6 +22,7 @@ func tcID(plan string, seq int) string {
 // thinking skipped, and is answered with the messages to append in that
 // provider's shape; a turn sent to /route is a 400 that burns no sequence.
 func TestBatchMessage(t *testing.T) {
+	t.Parallel()
 	tools := startTools(t)
 	rt, _ := startRouter(t, exampleRegistry(t, tools.addr))
 	aliases := openAIAliases(t, rt)

@@ -124,6 +124,7 @@ func quarantinedGauge(t *testing.T, rt *proc) string {
 // approver accepts it; then both replicas serve the new description, calls
 // reach the fixture again, and the change and the decision are audited.
 func TestPinnedDefinitionChangeIsQuarantinedAndReviewed(t *testing.T) {
+	t.Parallel()
 	db := pgtest.Start(t)
 	fix := startFixture(t)
 	fake := startFakeLLM(t, "openai")
@@ -265,6 +266,7 @@ func TestPinnedDefinitionChangeIsQuarantinedAndReviewed(t *testing.T) {
 // the API, the tool stays quarantined and says who rejected it, and no
 // call reached the server meanwhile.
 func TestPinsSurviveARestartAndARejection(t *testing.T) {
+	t.Parallel()
 	fix := startFixture(t)
 	fake := startFakeLLM(t, "openai")
 	reg := pinRegistry(fix.URL(), fake)

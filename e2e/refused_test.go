@@ -148,6 +148,7 @@ clients:
 // it; a name that reaches no tool stays as sent. On /route/batch, /route
 // and /mcp, plain and virtual (/mcp/{server}).
 func TestRefusedRecordsNameCanonicalTools(t *testing.T) {
+	t.Parallel()
 	tools := startTools(t)
 	reg := exampleRegistry(t, tools.addr) + `
 virtual_servers:

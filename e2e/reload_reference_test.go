@@ -180,6 +180,7 @@ type reloadCase struct {
 // key's documented reload is not the observed one, and when the column
 // has a wording no case observes.
 func TestRegistryReloadColumn(t *testing.T) {
+	t.Parallel()
 	col := reloadColumn(t)
 	tools := startTools(t)
 	hdr := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

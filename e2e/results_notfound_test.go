@@ -9,6 +9,7 @@ import (
 // 404 naming the id asked for, not the store's per-client key (client
 // name and a control character) behind it.
 func TestUnknownResultNamesTheID(t *testing.T) {
+	t.Parallel()
 	tool := newBodyTool(t)
 	rep := startReplicas(t, 1, approvalRegistry(tool.srv.URL), "sqlite://"+filepath.Join(t.TempDir(), "r.db"))[0]
 	for _, as := range [][]string{asAgent, asReviewer} {

@@ -45,6 +45,7 @@ func loadFixtures(t *testing.T) []fixture {
 // call's own tool name, and checks the tool received exactly the decoded
 // arguments as its JSON body.
 func TestRealPayloadsReachTheTool(t *testing.T) {
+	t.Parallel()
 	tools := startTools(t)
 	fx := loadFixtures(t)
 	names := map[string]bool{}
@@ -85,6 +86,7 @@ func TestRealPayloadsReachTheTool(t *testing.T) {
 // TestParallelCallsBatch routes the two parallel calls of one recorded
 // OpenAI turn and one Anthropic turn as batches.
 func TestParallelCallsBatch(t *testing.T) {
+	t.Parallel()
 	tools := startTools(t)
 	rt, _ := startRouter(t, fmt.Sprintf(`tools:
   - name: GetWeatherArgs
@@ -144,6 +146,7 @@ func TestParallelCallsBatch(t *testing.T) {
 // time without timing anything: the tool holds every request until four are
 // in flight at once (or gives up after a long while and fails them).
 func TestBatchRunsConcurrently(t *testing.T) {
+	t.Parallel()
 	var inflight, peak atomic.Int32
 	all := make(chan struct{})
 	var once sync.Once
@@ -238,6 +241,7 @@ func faultyTools(t *testing.T) *httptest.Server {
 // connection, answers 500, 403, 64 MiB or HTML gives a classified
 // success:false result, never a 5xx, and the service stays healthy.
 func TestToolFailuresAreClassified(t *testing.T) {
+	t.Parallel()
 	ft := faultyTools(t)
 	closed := closedAddr(t)
 	rt, _ := startRouter(t, fmt.Sprintf(`tools:

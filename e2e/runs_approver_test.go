@@ -11,6 +11,7 @@ import (
 // still gets 404, and once the run no longer waits the approver no longer
 // sees it.
 func TestApproverReadsRunItDecides(t *testing.T) {
+	t.Parallel()
 	tool := newBodyTool(t)
 	fake := startFakeLLM(t, "openai")
 	p := startReplicas(t, 1, pausedRegistry(tool.srv.URL, fake), "sqlite://"+filepath.Join(t.TempDir(), "runs.db"))[0]

@@ -13,6 +13,7 @@ import (
 // limits, cancellation and size") — the state it keeps to resume is part
 // of its stored document — and still resumes once approved.
 func TestPausedRunStaysWithinMaxRunBytes(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "runs.db")
 	tool := newBodyTool(t)
 	fake := startFakeLLM(t, "openai")

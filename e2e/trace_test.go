@@ -195,6 +195,7 @@ func traceparent(trace, span string) string { return "00-" + trace + "-" + span 
 // context; a batch has one execute_tool per call; log lines carry the ids;
 // the latency histogram carries the trace id as an exemplar.
 func TestTracesRouteBatchAndHTTPTool(t *testing.T) {
+	t.Parallel()
 	col := startCollector(t)
 	tool := &headerTool{}
 	ts := httptest.NewServer(tool)
@@ -282,6 +283,7 @@ func TestTracesRouteBatchAndHTTPTool(t *testing.T) {
 // span whose context arrives in params._meta; a tools/call arriving on /mcp
 // with _meta.traceparent is a SERVER span continuing that trace.
 func TestTracesMCP(t *testing.T) {
+	t.Parallel()
 	col := startCollector(t)
 	var mu sync.Mutex
 	var metas []map[string]any
@@ -372,6 +374,7 @@ func TestTracesMCP(t *testing.T) {
 // conventions name it) and execute_tool, and the provider gets the context
 // in traceparent; with every provider kind.
 func TestTracesRun(t *testing.T) {
+	t.Parallel()
 	for provider, name := range map[string]string{"openai": "openai", "anthropic": "anthropic", "ollama": "ollama",
 		"openai-responses": "openai", "gemini": "gcp.gemini", "bedrock": "aws.bedrock"} {
 		t.Run(provider, func(t *testing.T) { testTracesRun(t, provider, name) })
@@ -436,6 +439,7 @@ func sessionDigest(id string) string {
 // execute_tool span (trace_id, span_id), so an operator goes from an audit
 // line to its trace (issue 21, item 8). At info, the level operators run.
 func TestTracesAuditLine(t *testing.T) {
+	t.Parallel()
 	col := startCollector(t)
 	ts := httptest.NewServer(&headerTool{})
 	defer ts.Close()

@@ -18,6 +18,7 @@ import (
 // does not match it and a cut output does not; one without a budget keeps
 // it. A cut output then reaches the client as a result.
 func TestTypedOutputUnderABudgetIsNotAdvertised(t *testing.T) {
+	t.Parallel()
 	tools := startTools(t)
 	rt, _ := startRouter(t, fmt.Sprintf(`tools:
   - name: typed/echo

@@ -181,6 +181,7 @@ func runTSClient(t *testing.T, url, key string, calls ...map[string]any) tsClien
 // arguments, and calls that reach the real tools with the defaults filled
 // in.
 func TestVirtualServersMCP(t *testing.T) {
+	t.Parallel()
 	rt, _ := startVServers(t)
 	res := runTSClient(t, rt.URL()+"/mcp/support", supportKey,
 		map[string]any{"name": "ping", "arguments": map[string]any{"msg": "overridden?"}},
@@ -305,6 +306,7 @@ func TestVirtualServersMCP(t *testing.T) {
 // reaches no other tool by any name — real name, provider alias, another
 // server's exported name — on any endpoint.
 func TestVirtualServerIsolation(t *testing.T) {
+	t.Parallel()
 	rt, _ := startVServers(t)
 	auth := []string{"Authorization", "Bearer " + supportKey}
 	route := func(query, name string, args map[string]any) map[string]any {
@@ -375,6 +377,7 @@ func TestVirtualServerIsolation(t *testing.T) {
 // then, with search_mode: inject, calls the found tool directly from the
 // tools the loop injected into the next turn.
 func TestVirtualServerSearchRun(t *testing.T) {
+	t.Parallel()
 	rt, llm := startVServers(t)
 	auth := []string{"Authorization", "Bearer " + opsKey}
 	llm.script(t,
@@ -503,6 +506,7 @@ func keys[V any](m map[string]V) []string {
 // routing), scoped per client; a reload back to full lists the tools
 // again, and a reload with a bad virtual server is rejected.
 func TestRegistryWideSearch(t *testing.T) {
+	t.Parallel()
 	tools := startTools(t)
 	llm := startFakeLLM(t, "openai")
 	base := exampleRegistry(t, tools.addr) + `
@@ -614,6 +618,7 @@ clients:
 // TestCheckVirtualServers: `toolrouterd check` lists every problem of the
 // virtual servers, each naming its field, and passes a good file.
 func TestCheckVirtualServers(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	head := `tools:
   - name: gh/create_issue
@@ -664,6 +669,7 @@ clients:
 // that fixes sandbox_root (a hidden default) cannot move the tool out of
 // its sandbox with its actor context's sandbox_root.
 func TestRunActorContextKeepsAViewsFixedArguments(t *testing.T) {
+	t.Parallel()
 	tools := startTools(t)
 	fake := startFakeLLM(t, "openai")
 	reg := strings.Replace(runsRegistry(t, tools.addr, fake), "tools:\n", fmt.Sprintf(`tools:

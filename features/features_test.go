@@ -216,14 +216,10 @@ func (s *state) service() error {
 }
 
 // startService wires toolrouterd as cmd/toolrouterd does (internal/service),
-// with a memory store and the scenario's registry.
+// with the configuration TestMain sets (a memory store) and the scenario's
+// registry.
 func startService(reg *registry.Registry, getenv func(string) string, owner string) (*service.Service, error) {
-	cfg, err := config.LoadFrom(func(k string) (string, bool) {
-		if k == "TOOLROUTER_STORE" {
-			return "memory://", true
-		}
-		return "", false
-	})
+	cfg, err := config.Load() // the defaults with a memory store (TestMain)
 	if err != nil {
 		return nil, err
 	}

@@ -21,7 +21,7 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, os.Args, os.LookupEnv, os.Stdout, os.Stderr); err != nil {
+	if err := run(ctx, os.Args, os.Getenv, os.Stdout, os.Stderr); err != nil {
 		var ee exitError
 		if errors.As(err, &ee) {
 			os.Exit(int(ee))
@@ -36,11 +36,12 @@ type exitError int
 
 func (e exitError) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
 
-// run is the whole program; ctx is cancelled on SIGINT/SIGTERM. lookupEnv
-// is its environment (os.LookupEnv; a map in tests): it tells a variable
-// set but empty from an unset one, which the configuration rules need.
-func run(ctx context.Context, args []string, lookupEnv func(string) (string, bool), stdout, stderr io.Writer) error {
-	getenv := func(k string) string { v, _ := lookupEnv(k); return v }
+// run is the whole program; ctx is cancelled on SIGINT/SIGTERM. getenv
+// (os.Getenv) serves the registry's ${VAR}s, the tracing and memory
+// settings and healthcheck's address; the TOOLROUTER_* configuration is
+// read from the process environment by config.Load (envconfig, which
+// tells a variable set but empty from an unset one).
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	if len(args) > 1 {
 		switch args[1] {
 		case "check":
@@ -60,5 +61,5 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 			return exitError(2)
 		}
 	}
-	return serve(ctx, lookupEnv, stderr)
+	return serve(ctx, getenv, stderr)
 }

@@ -16,10 +16,11 @@ import (
 	"time"
 
 	"github.com/toolrouterd/toolrouterd/internal/config"
+	"github.com/toolrouterd/toolrouterd/internal/config/configtest"
 )
 
 // TestRunServesUntilCancelled starts the whole service in-process with its
-// own environment (a map, not the process's) on 127.0.0.1:0, reads the
+// own TOOLROUTER_ environment (set for the test only) on 127.0.0.1:0, reads the
 // bound address from the "listening" log line, waits for /healthz, routes a
 // call to a real tool endpoint, then cancels ctx: run returns nil.
 func TestRunServesUntilCancelled(t *testing.T) {
@@ -32,14 +33,12 @@ func TestRunServesUntilCancelled(t *testing.T) {
 	if err := os.WriteFile(reg, []byte(fmt.Sprintf("tools:\n  - name: test/echo\n    endpoint: %s/echo\n", tool.URL)), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	env := map[string]string{
-		"TOOLROUTER_ADDR":       "127.0.0.1:0",
-		"TOOLROUTER_STORE":      "memory://",
-		"TOOLROUTER_REGISTRY":   reg,
-		"TOOLROUTER_API_KEYS":   "k1",
-		"TOOLROUTER_DEBUG_ADDR": "127.0.0.1:0",
-	}
-	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+	configtest.Setenv(t,
+		"TOOLROUTER_ADDR", "127.0.0.1:0",
+		"TOOLROUTER_STORE", "memory://",
+		"TOOLROUTER_REGISTRY", reg,
+		"TOOLROUTER_API_KEYS", "k1",
+		"TOOLROUTER_DEBUG_ADDR", "127.0.0.1:0")
 	version, commit = "v1.2.0", "0123456789abcdef" // as -ldflags -X sets them
 	t.Cleanup(func() { version, commit = "", "" })
 
@@ -63,7 +62,7 @@ func TestRunServesUntilCancelled(t *testing.T) {
 	}()
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, []string{"toolrouterd"}, lookup, io.Discard, logw)
+		done <- run(ctx, []string{"toolrouterd"}, os.Getenv, io.Discard, logw)
 		logw.Close()
 	}()
 
@@ -173,7 +172,7 @@ func TestConsoleLogsColourOnlyOnATerminal(t *testing.T) {
 // /mcp reports the same as serverInfo.version (TestRunServesUntilCancelled).
 func TestVersion(t *testing.T) {
 	var out strings.Builder
-	if err := run(context.Background(), []string{"toolrouterd", "version"}, func(string) (string, bool) { return "", false }, &out, io.Discard); err != nil {
+	if err := run(context.Background(), []string{"toolrouterd", "version"}, func(string) string { return "" }, &out, io.Discard); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.HasPrefix(out.String(), "toolrouterd ") || !strings.Contains(out.String(), "\ncommit ") {

@@ -15,7 +15,7 @@ import (
 	"github.com/toolrouterd/toolrouterd/internal/registry"
 )
 
-func noEnv(string) (string, bool) { return "", false }
+func noEnv(string) string { return "" }
 
 // TestSchemaRegistry: `toolrouterd schema registry` prints the embedded
 // schema byte for byte, and it is a valid JSON Schema 2020-12 (the

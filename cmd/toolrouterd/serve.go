@@ -47,9 +47,8 @@ func isTerminal(w io.Writer) bool {
 // serve reads the configuration, wires the service (internal/service) and
 // serves it until ctx is cancelled, then drains in-flight requests. It logs
 // "listening" with the bound address (TOOLROUTER_ADDR may ask for port 0).
-func serve(ctx context.Context, lookupEnv func(string) (string, bool), stderr io.Writer) error {
-	getenv := func(k string) string { v, _ := lookupEnv(k); return v }
-	cfg, err := config.LoadFrom(lookupEnv)
+func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) error {
+	cfg, err := config.Load()
 	if err != nil {
 		fmt.Fprintln(stderr, "toolrouterd: config:", err)
 		return exitError(2)

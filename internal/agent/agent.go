@@ -28,10 +28,11 @@ const (
 	MaxIterationsLimit   = 1000
 )
 
-// Router executes one tool call (router.Router); extra is added to the
-// arguments the tool gets after they were validated.
+// Router takes one tool call through the pipeline (router.Router); the
+// request's Extra is added to the arguments the tool gets after they were
+// validated.
 type Router interface {
-	RouteWith(ctx context.Context, planID string, payload any, meta, extra map[string]any) (*toolrouter.Result, error)
+	Do(ctx context.Context, req *toolrouter.CallRequest) (*toolrouter.Result, error)
 }
 
 // Registry is the registry in force: its tools and LLM providers.
@@ -42,10 +43,15 @@ type Registry interface {
 	DefaultProvider() string
 }
 
+// TurnLimiter counts n model turns of client c against its model_turns.
+type TurnLimiter interface {
+	Take(ctx context.Context, c *access.Client, n int) (access.Verdict, error)
+}
+
 // Limiter counts the tool calls of the client in ctx against its rate
 // limit (access.Window).
 type Limiter interface {
-	Take(ctx context.Context, c *access.Client, n int) (access.Verdict, error)
+	Take(ctx context.Context, c *access.Client, calls toolrouter.Calls) (access.Verdict, error)
 }
 
 // Runs stores runs.
@@ -95,9 +101,10 @@ type Runner struct {
 	// the rate limit of the run's client; a call over it is not made.
 	Limiter Limiter
 	// ModelTurns, when set, counts every model request of a run against
-	// the model_turns of the run's client (a Limiter counting
-	// Client.ModelTurns); a turn over it is not sent and the run fails.
-	ModelTurns Limiter
+	// the model_turns of the run's client (access.Window or access.Shared
+	// counting Client.ModelTurns); a turn over it is not sent and the run
+	// fails.
+	ModelTurns TurnLimiter
 	Now        func() time.Time
 	Tracer     Tracer   // may be nil
 	Observer   Observer // may be nil
@@ -360,8 +367,8 @@ type Pending struct {
 // canonical is the registry name of a tool the model called under its
 // provider-safe alias (the name itself when the registry has no such tool,
 // or the tool is outside the scope of the client in ctx).
-func (r *Runner) canonical(ctx context.Context, name string) string {
-	if v := vserver.FromContext(ctx); v != nil {
+func (r *Runner) canonical(ctx context.Context, v *vserver.View, name string) string {
+	if v != nil {
 		if e, ok := v.Lookup(name); ok && access.FromContext(ctx).Allows(e.Real.Name) {
 			return e.Real.Name
 		}
@@ -376,12 +383,12 @@ func (r *Runner) canonical(ctx context.Context, name string) string {
 // overLimit counts the tool calls of a turn (their tools' names) of the
 // run's client; over its rate limit it returns the message their records
 // get instead of results.
-func (r *Runner) overLimit(ctx context.Context, names []string) (string, bool) {
+func (r *Runner) overLimit(ctx context.Context, view toolrouter.View, names []string) (string, bool) {
 	if r.Limiter == nil || len(names) == 0 {
 		return "", false
 	}
 	c := access.FromContext(ctx)
-	v, err := r.Limiter.Take(toolrouter.WithCalledTools(ctx, func() []string { return names }), c, len(names))
+	v, err := r.Limiter.Take(ctx, c, toolrouter.Calls{N: len(names), Entry: toolrouter.EntryRuns, View: view, Names: func() []string { return names }})
 	if err != nil {
 		zerolog.Ctx(ctx).Error().Err(err).Msg("rate limiter")
 		return "rate limiter unavailable; the tool was not called", true

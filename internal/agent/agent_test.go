@@ -48,25 +48,30 @@ func (f *fakeAdapter) Chat(ctx context.Context, req llm.Request) (llm.Response, 
 // fakeRouter routes with a function.
 type fakeRouter struct {
 	route func(ctx context.Context, planID string, payload map[string]any) (*toolrouter.Result, error)
+	// requests, when set, sees every request as the runner made it.
+	requests func(req *toolrouter.CallRequest)
 }
 
-// RouteWith adds extra to the arguments, as router.Router does after
-// validation.
-func (f fakeRouter) RouteWith(ctx context.Context, planID string, payload any, meta, extra map[string]any) (*toolrouter.Result, error) {
-	p := payload.(map[string]any)
-	args := map[string]any{}
-	if a, ok := p["arguments"].(map[string]any); ok {
-		for k, v := range a {
-			args[k] = v
-		}
+// Do adds the request's extra arguments, as the pipeline does after
+// validation, and routes the call with route.
+func (f fakeRouter) Do(ctx context.Context, req *toolrouter.CallRequest) (*toolrouter.Result, error) {
+	if f.requests != nil {
+		f.requests(req)
 	}
-	for k, v := range extra {
+	args := map[string]any{}
+	for k, v := range req.Call.Arguments {
 		args[k] = v
 	}
-	return f.route(ctx, planID, map[string]any{"id": p["id"], "name": p["name"], "arguments": args})
+	for k, v := range req.Extra {
+		args[k] = v
+	}
+	return f.route(ctx, req.PlanID, map[string]any{"id": req.Call.ProviderCallID, "name": req.Call.ToolName, "arguments": args})
 }
 
-type fakeRegistry struct{ tools []*toolrouter.Tool }
+type fakeRegistry struct {
+	tools []*toolrouter.Tool
+	kind  string // the provider's kind; "": openai
+}
 
 func (f fakeRegistry) Tools() []*toolrouter.Tool { return f.tools }
 func (f fakeRegistry) Lookup(n string) (*toolrouter.Tool, bool) {
@@ -78,7 +83,11 @@ func (f fakeRegistry) Lookup(n string) (*toolrouter.Tool, bool) {
 	return nil, false
 }
 func (f fakeRegistry) Provider(n string) (toolrouter.Provider, bool) {
-	return toolrouter.Provider{Name: n, Kind: "openai", Model: "m"}, n == "fake"
+	kind := f.kind
+	if kind == "" {
+		kind = "openai"
+	}
+	return toolrouter.Provider{Name: n, Kind: kind, Model: "m"}, n == "fake"
 }
 func (f fakeRegistry) DefaultProvider() string { return "fake" }
 
@@ -481,6 +490,47 @@ func TestToolResultsAreFormattedByTheAdapter(t *testing.T) {
 		w, _ := json.Marshal(want)
 		if m.Role != llm.RoleTool || string(got) != string(w) {
 			t.Errorf("message %d: %s %s, want %s", 2+i, m.Role, got, w)
+		}
+	}
+}
+
+// A run's calls reach the pipeline as calls in their provider's own
+// format, built directly (no provider payload forged for the router to
+// detect): provider_format anthropic for an anthropic model, not openai
+// (issue 31 item 2), with the model's call id, in the run's entry point.
+func TestRunCallsCarryTheirProvidersFormat(t *testing.T) {
+	t.Parallel()
+	for kind, want := range map[string]toolrouter.Format{
+		"anthropic": toolrouter.FormatAnthropic, "gemini": toolrouter.FormatGemini, "bedrock": toolrouter.FormatBedrock,
+		"openai": toolrouter.FormatOpenAI, "openai-responses": toolrouter.FormatOpenAI, "ollama": toolrouter.FormatOpenAI,
+	} {
+		a := &fakeAdapter{chat: func(n int, req llm.Request) (llm.Response, error) {
+			if n == 0 {
+				return llm.Response{ToolCalls: []llm.ToolCall{call("toolu_1", "test/echo", map[string]any{"msg": "hi"})}}, nil
+			}
+			return llm.Response{Content: "done"}, nil
+		}}
+		var got []*toolrouter.CallRequest
+		var mu sync.Mutex
+		rt := fakeRouter{route: echoRouter(nil, nil).route, requests: func(req *toolrouter.CallRequest) {
+			mu.Lock()
+			got = append(got, req)
+			mu.Unlock()
+		}}
+		r, _ := newRunner(a, rt)
+		r.Registry = func() agent.Registry {
+			return fakeRegistry{kind: kind, tools: []*toolrouter.Tool{{Name: "test/echo", InputSchema: map[string]any{"type": "object"}}}}
+		}
+		if run := run(t, r, agent.Request{Prompt: "go"}); run.Status != toolrouter.RunCompleted {
+			t.Fatalf("%s: run %+v", kind, run)
+		}
+		if len(got) != 1 {
+			t.Fatalf("%s: %d requests", kind, len(got))
+		}
+		c := got[0]
+		if c.Call.Format != want || c.Call.ToolName != "test/echo" || c.Call.ProviderCallID != "toolu_1" || !c.Call.HasProviderCallID ||
+			c.Call.Arguments["msg"] != "hi" || c.Entry != toolrouter.EntryRuns || c.RunID == "" || c.Unreadable != nil {
+			t.Errorf("%s: request %+v", kind, c)
 		}
 	}
 }

@@ -1,13 +1,11 @@
 package agent_test
 
 import (
-	"context"
 	"sync"
 	"testing"
 
 	"github.com/toolrouterd/toolrouterd/internal/agent"
 	"github.com/toolrouterd/toolrouterd/internal/llm"
-	"github.com/toolrouterd/toolrouterd/internal/shape"
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
 
@@ -34,11 +32,10 @@ func TestToolOutputsBudgetedAgainstTheContextWindow(t *testing.T) {
 			var mu sync.Mutex
 			var budgets []int
 			echo := echoRouter(nil, nil)
-			rt := fakeRouter{route: func(ctx context.Context, planID string, p map[string]any) (*toolrouter.Result, error) {
+			rt := fakeRouter{route: echo.route, requests: func(req *toolrouter.CallRequest) {
 				mu.Lock()
-				budgets = append(budgets, shape.FromContext(ctx).Tokens)
+				budgets = append(budgets, req.OutputBudget.Tokens)
 				mu.Unlock()
-				return echo.route(ctx, planID, p)
 			}}
 			r, _ := newRunner(a, rt)
 			if got := run(t, r, agent.Request{Prompt: "go", Model: tt.model}); got.Status != toolrouter.RunCompleted {

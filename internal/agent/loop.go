@@ -13,7 +13,6 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/toolrouterd/toolrouterd/internal/llm"
-	"github.com/toolrouterd/toolrouterd/internal/router"
 	"github.com/toolrouterd/toolrouterd/internal/shape"
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 	"github.com/toolrouterd/toolrouterd/internal/vserver"
@@ -108,10 +107,6 @@ func (r *Runner) newExecution(ctx context.Context, run *toolrouter.Run, p *plan,
 // heartbeating, traced and counted; before, when set, runs first and may
 // end the run.
 func (r *Runner) drive(ctx context.Context, x *execution, first int, before func(ctx context.Context) *outcome) *toolrouter.Run {
-	ctx = toolrouter.WithEntryPoint(ctx, toolrouter.EntryRuns)
-	if x.p.view != nil { // names resolve within the run's virtual server
-		ctx = vserver.NewContext(ctx, x.p.view)
-	}
 	endRun := func(*toolrouter.Run) {}
 	if r.Tracer != nil {
 		ctx, endRun = r.Tracer.Run(ctx, x.run)
@@ -189,7 +184,7 @@ func (x *execution) turn(ctx context.Context, iter int) *outcome {
 		return &outcome{status: toolrouter.RunFailed, err: fmt.Sprintf("the model asked for %d tool calls in one turn; at most %d (as in a batch), none was run", n, MaxTurnToolCalls)}
 	}
 	x.messages = append(x.messages, llm.Message{Role: llm.RoleAssistant, Content: resp.Content, ToolCalls: resp.ToolCalls, Provider: resp.Provider})
-	records := x.callTools(x.budgeted(ctx, resp), iter, resp.ToolCalls)
+	records := x.callTools(ctx, iter, resp.ToolCalls, x.budget(resp))
 	if x.p.inject {
 		x.injectFound(records)
 	}
@@ -204,16 +199,13 @@ func (x *execution) turn(ctx context.Context, iter int) *outcome {
 // budgeted gives each tool output of the turn its share of the model's
 // context window (docs/output-budgets.md "Budgets against the model's
 // context window in /runs", shape.RunShare).
-func (x *execution) budgeted(ctx context.Context, resp llm.Response) context.Context {
+func (x *execution) budget(resp llm.Response) toolrouter.OutputBudget {
 	used := 0
 	if u := resp.Usage; u != nil {
 		used = int(u.InputTokens + u.OutputTokens)
 	}
 	share := shape.RunShare(shape.ContextWindow(x.p.model, x.p.provider.ContextWindow), used, len(resp.ToolCalls))
-	if share == 0 {
-		return ctx
-	}
-	return shape.WithBudget(ctx, toolrouter.OutputBudget{Tokens: share})
+	return toolrouter.OutputBudget{Tokens: share} // 0: none
 }
 
 func cancelled(ctx context.Context) *outcome {
@@ -242,7 +234,7 @@ func (x *execution) ask(ctx context.Context, iter int) (llm.Response, error) {
 	}
 	asked := make([]llm.ToolCall, len(resp.ToolCalls))
 	for i, tc := range resp.ToolCalls {
-		tc.Name = x.r.canonical(ctx, tc.Name) // the registry's name, not the provider-safe alias
+		tc.Name = x.r.canonical(ctx, x.p.view, tc.Name) // the registry's name, not the provider-safe alias
 		asked[i] = tc
 	}
 	x.emit(EventModelTurn, ModelTurn{Iteration: iter, Content: resp.Content, ToolCalls: asked})
@@ -292,7 +284,7 @@ func (x *execution) checkRepeats(ctx context.Context, calls []llm.ToolCall) *out
 		return nil
 	}
 	return &outcome{status: toolrouter.RunTerminated, reason: toolrouter.ReasonRepeatLimit,
-		err: fmt.Sprintf("the model repeated the identical call %s %d times in a row", x.r.canonical(ctx, calls[len(calls)-1].Name), x.repeats)}
+		err: fmt.Sprintf("the model repeated the identical call %s %d times in a row", x.r.canonical(ctx, x.p.view, calls[len(calls)-1].Name), x.repeats)}
 }
 
 // save stores the run; storing outlives a cancelled request.
@@ -345,14 +337,14 @@ func (x *execution) emit(t EventType, data any) {
 // ToolConcurrency) and returns their records in call order. The calls
 // that may run are counted against the client's rate limit together, as
 // a batch: over it, none runs, and the refusal is one audit record.
-func (x *execution) callTools(ctx context.Context, iter int, calls []llm.ToolCall) []toolrouter.ToolCallRecord {
+func (x *execution) callTools(ctx context.Context, iter int, calls []llm.ToolCall, budget toolrouter.OutputBudget) []toolrouter.ToolCallRecord {
 	var names []string
 	for _, tc := range calls {
-		if name := x.r.canonical(ctx, tc.Name); x.p.allowed == nil || x.p.allowed[name] {
+		if name := x.r.canonical(ctx, x.p.view, tc.Name); x.p.allowed == nil || x.p.allowed[name] {
 			names = append(names, name)
 		}
 	}
-	refused, _ := x.r.overLimit(ctx, names)
+	refused, _ := x.r.overLimit(ctx, x.view(), names)
 	records := make([]toolrouter.ToolCallRecord, len(calls))
 	limit := x.r.ToolConcurrency
 	if limit <= 0 {
@@ -363,7 +355,7 @@ func (x *execution) callTools(ctx context.Context, iter int, calls []llm.ToolCal
 	g.SetLimit(limit)
 	for i, tc := range calls {
 		g.Go(func() error {
-			records[i] = x.callTool(ctx, iter, tc, meta, refused)
+			records[i] = x.callTool(ctx, iter, tc, meta, budget, refused)
 			return nil
 		})
 	}
@@ -373,9 +365,9 @@ func (x *execution) callTools(ctx context.Context, iter int, calls []llm.ToolCal
 
 // callTool executes one tool call through the router and records it;
 // refused, when not "", is why the rate limit refused its turn.
-func (x *execution) callTool(ctx context.Context, iter int, tc llm.ToolCall, meta map[string]any, refused string) toolrouter.ToolCallRecord {
+func (x *execution) callTool(ctx context.Context, iter int, tc llm.ToolCall, meta map[string]any, budget toolrouter.OutputBudget, refused string) toolrouter.ToolCallRecord {
 	args := withActor(tc.Arguments, x.run.Context)
-	name := x.r.canonical(ctx, tc.Name)
+	name := x.r.canonical(ctx, x.p.view, tc.Name)
 	x.emit(EventToolCallStarted, ToolCallStarted{Iteration: iter, ProviderCallID: tc.ID, ToolName: name, Arguments: args})
 	start := time.Now()
 	rec := toolrouter.ToolCallRecord{ProviderCallID: tc.ID, ToolName: name, Inputs: args, Iteration: iter}
@@ -389,7 +381,7 @@ func (x *execution) callTool(ctx context.Context, iter int, tc llm.ToolCall, met
 		failed(fmt.Sprintf("Tool '%s' not found among the tools of this run", tc.Name), toolrouter.CategoryNotFound)
 	} else if refused != "" {
 		failed(refused, toolrouter.CategoryResource)
-	} else if res, err := x.r.Router.RouteWith(router.WithRunID(ctx, x.run.RunID), x.run.Context.PlanID, map[string]any{"id": tc.ID, "name": tc.Name, "arguments": tc.Arguments}, meta, actorArgs(x.run.Context)); err != nil {
+	} else if res, err := x.r.Router.Do(ctx, x.request(tc, meta, budget)); err != nil {
 		failed("route failed: "+toolrouter.ErrorMessage(err), toolrouter.CategoryExecution)
 		x.log.Error().Err(err).Str("tool", tc.Name).Msg("route tool call")
 	} else {
@@ -402,6 +394,28 @@ func (x *execution) callTool(ctx context.Context, iter int, tc llm.ToolCall, met
 	}
 	x.emit(EventToolCallFinished, rec)
 	return rec
+}
+
+// request is the pipeline's request of the model's call tc: in the
+// provider's own format, within the run's view, its output held to the
+// turn's budget, with the actor context's arguments added.
+func (x *execution) request(tc llm.ToolCall, meta map[string]any, budget toolrouter.OutputBudget) *toolrouter.CallRequest {
+	args := tc.Arguments
+	if args == nil {
+		args = map[string]any{}
+	}
+	return &toolrouter.CallRequest{PlanID: x.run.Context.PlanID, Meta: meta, Extra: actorArgs(x.run.Context),
+		Call: toolrouter.Call{ToolName: tc.Name, Arguments: args, ProviderCallID: tc.ID, HasProviderCallID: true,
+			Format: callFormat(x.p.provider.Kind)},
+		View: x.view(), OutputBudget: budget, RunID: x.run.RunID, Entry: toolrouter.EntryRuns}
+}
+
+// view is the run's view as the pipeline takes it; nil: the registry.
+func (x *execution) view() toolrouter.View {
+	if x.p.view == nil {
+		return nil
+	}
+	return x.p.view
 }
 
 // record fills rec from the router's result of its call.
@@ -482,4 +496,20 @@ func (x *execution) offerFound(found string) {
 	}
 	x.p.tools = append(x.p.tools, llm.Tool{Name: name, Description: e.Exported.Description, Parameters: e.Exported.InputSchema})
 	x.found = append(x.found, found)
+}
+
+// callFormat is the format of the tool calls of a provider of kind (a
+// registry provider's kind): the calls of a run are recorded in their
+// provider's own terms. Ollama's and the Responses API's calls are
+// OpenAI's function calls.
+func callFormat(kind string) toolrouter.Format {
+	switch kind {
+	case "anthropic":
+		return toolrouter.FormatAnthropic
+	case "gemini":
+		return toolrouter.FormatGemini
+	case "bedrock":
+		return toolrouter.FormatBedrock
+	}
+	return toolrouter.FormatOpenAI
 }

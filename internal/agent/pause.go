@@ -17,7 +17,7 @@ import (
 // approver stores the run as awaiting_approval, with what the loop needs
 // to go on (resumeState), and ends its goroutine. Once every held call of
 // that turn is decided, any replica resumes it: the one that decided the
-// last call (Router.Settled), or any that reads the run (Get). One
+// last call (approval.Keeper.Settled), or any that reads the run (Get). One
 // conditional update of the store (TransitionRun) makes exactly one of
 // them the replica that continues the loop.
 

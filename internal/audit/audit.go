@@ -104,32 +104,32 @@ type Taker interface {
 }
 
 // Limiter is a rate limiter whose refusals are audited: a refused request
-// is one rate_limited record of the entry point ctx names, with the
-// number of calls it held and their distinct tool names
-// (toolrouter.CalledTools, read only then), however many calls it held.
+// is one rate_limited record of the entry point its calls came in by,
+// with the number of calls it held and their distinct tool names (read
+// only then), however many calls it held.
 type Limiter struct {
 	Taker
 	Trail *Trail
 	// Canonical, when set, is the registry name of the tool a name sent
-	// reaches in ctx (router.Router.Canonical), which the record keeps so
+	// reaches in view (pipeline.Canonical), which the record keeps so
 	// that GET /audit?tool=<canonical> finds a call sent under an alias;
 	// nil: the names as sent.
-	Canonical func(ctx context.Context, name string) string
+	Canonical func(ctx context.Context, view toolrouter.View, name string) string
 }
 
-// Take implements Taker.
-func (l Limiter) Take(ctx context.Context, c *access.Client, n int) (access.Verdict, error) {
-	v, err := l.Taker.Take(ctx, c, n)
+// Take counts calls of client c against its rate limit.
+func (l Limiter) Take(ctx context.Context, c *access.Client, calls toolrouter.Calls) (access.Verdict, error) {
+	v, err := l.Taker.Take(ctx, c, calls.N)
 	if err == nil && !v.Allowed {
-		names := toolrouter.RefusedTools(toolrouter.CalledTools(ctx)) // a copy, at most 32
+		names := toolrouter.RefusedTools(calls.ToolNames()) // a copy, at most 32
 		if l.Canonical != nil {
 			for i, name := range names {
-				names[i] = l.Canonical(ctx, name)
+				names[i] = l.Canonical(ctx, calls.View, name)
 			}
 			names = toolrouter.RefusedTools(names) // an alias and its tool are one name
 		}
-		l.Trail.Record(ctx, toolrouter.AuditRecord{Client: c.LabelName(), EntryPoint: toolrouter.EntryPoint(ctx),
-			Outcome: toolrouter.AuditRateLimited, ErrorCategory: "rate_limited", Calls: max(n, 1),
+		l.Trail.Record(ctx, toolrouter.AuditRecord{Client: c.LabelName(), EntryPoint: calls.EntryPoint(),
+			Outcome: toolrouter.AuditRateLimited, ErrorCategory: "rate_limited", Calls: max(calls.N, 1),
 			Tools: names})
 	}
 	return v, err

@@ -2,142 +2,135 @@
 package config
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net"
 	"net/url"
-	"os"
 	"reflect"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/kelseyhightower/envconfig"
 	"github.com/rs/zerolog"
-	"github.com/sethvargo/go-envconfig"
 )
 
-// Config is the process configuration (CONTRACT §2). Each field's `env` tag
-// holds its variable's whole name, so only TOOLROUTER_* names are read, and
-// its default, if any (the last option: Vars reads the tags too).
+// Config is the process configuration (CONTRACT §2), decoded by
+// github.com/kelseyhightower/envconfig. Each field's `envconfig` tag holds
+// its variable's whole name and Load processes it with no prefix, so the
+// name envconfig looks up (its Key) and the one it falls back to (its Alt)
+// are both that TOOLROUTER_* name: a bare ADDR or STORE of a pod's
+// environment is never read. A field without the tag would be read under
+// its bare upper-cased field name (TestEveryFieldHasItsWholeName). The
+// `default` tag is the value of an unset variable (Vars reads both tags).
 type Config struct {
-	Addr             string        `env:"TOOLROUTER_ADDR,default=:8080"`
-	Registry         string        `env:"TOOLROUTER_REGISTRY"`
-	Store            string        `env:"TOOLROUTER_STORE,default=sqlite://toolrouter.db"`
-	APIKeys          []string      `env:"TOOLROUTER_API_KEYS"`
-	LogLevel         string        `env:"TOOLROUTER_LOG_LEVEL,default=info"`
-	LogFormat        string        `env:"TOOLROUTER_LOG_FORMAT,default=json"`
-	MaxBodyBytes     int64         `env:"TOOLROUTER_MAX_BODY_BYTES,default=4194304"`
-	BatchConcurrency int           `env:"TOOLROUTER_BATCH_CONCURRENCY,default=16"`
-	ShutdownTimeout  time.Duration `env:"TOOLROUTER_SHUTDOWN_TIMEOUT,default=30s"`
+	Addr             string        `envconfig:"TOOLROUTER_ADDR" default:":8080"`
+	Registry         string        `envconfig:"TOOLROUTER_REGISTRY"`
+	Store            string        `envconfig:"TOOLROUTER_STORE" default:"sqlite://toolrouter.db"`
+	APIKeys          []string      `envconfig:"TOOLROUTER_API_KEYS"`
+	LogLevel         string        `envconfig:"TOOLROUTER_LOG_LEVEL" default:"info"`
+	LogFormat        string        `envconfig:"TOOLROUTER_LOG_FORMAT" default:"json"`
+	MaxBodyBytes     int64         `envconfig:"TOOLROUTER_MAX_BODY_BYTES" default:"4194304"`
+	BatchConcurrency int           `envconfig:"TOOLROUTER_BATCH_CONCURRENCY" default:"16"`
+	ShutdownTimeout  time.Duration `envconfig:"TOOLROUTER_SHUTDOWN_TIMEOUT" default:"30s"`
 	// WriteTimeout bounds the writing of one non-streaming response, from
 	// its first byte: a client that stops reading is cut off after it.
-	WriteTimeout time.Duration `env:"TOOLROUTER_WRITE_TIMEOUT,default=30s"`
+	WriteTimeout time.Duration `envconfig:"TOOLROUTER_WRITE_TIMEOUT" default:"30s"`
 	// MaxBatchOutputBytes caps the tool output bytes one batch holds; the
 	// calls beyond it fail as resource.
-	MaxBatchOutputBytes int64 `env:"TOOLROUTER_MAX_BATCH_OUTPUT_BYTES,default=67108864"`
+	MaxBatchOutputBytes int64 `envconfig:"TOOLROUTER_MAX_BATCH_OUTPUT_BYTES" default:"67108864"`
 	// IdempotencyTTL is how long an answered Idempotency-Key is replayed.
-	IdempotencyTTL time.Duration `env:"TOOLROUTER_IDEMPOTENCY_TTL,default=24h"`
+	IdempotencyTTL time.Duration `envconfig:"TOOLROUTER_IDEMPOTENCY_TTL" default:"24h"`
 	// AuditRetention bounds how long audit records live (docs/security.md "Audit
 	// trail"); any replica deletes older ones.
-	AuditRetention time.Duration `env:"TOOLROUTER_AUDIT_RETENTION,default=720h"`
+	AuditRetention time.Duration `envconfig:"TOOLROUTER_AUDIT_RETENTION" default:"720h"`
 	// RunHeartbeat is how often a running /runs run says it is alive; one
 	// silent for three of its replica's heartbeats is marked interrupted
 	// by any replica (replicas may differ in it).
-	RunHeartbeat time.Duration `env:"TOOLROUTER_RUN_HEARTBEAT,default=5s"`
+	RunHeartbeat time.Duration `envconfig:"TOOLROUTER_RUN_HEARTBEAT" default:"5s"`
 	// CircuitFailures and CircuitCooldown are the circuit breakers'
 	// defaults (docs/operations.md "Circuit breakers"); 0 disables them.
-	CircuitFailures int           `env:"TOOLROUTER_CIRCUIT_FAILURES,default=5"`
-	CircuitCooldown time.Duration `env:"TOOLROUTER_CIRCUIT_COOLDOWN,default=30s"`
+	CircuitFailures int           `envconfig:"TOOLROUTER_CIRCUIT_FAILURES" default:"5"`
+	CircuitCooldown time.Duration `envconfig:"TOOLROUTER_CIRCUIT_COOLDOWN" default:"30s"`
 	// ApprovalTTL is how long a call held for an approver waits before it
 	// expires as denied (docs/approvals.md "Approvals").
-	ApprovalTTL time.Duration `env:"TOOLROUTER_APPROVAL_TTL,default=1h"`
+	ApprovalTTL time.Duration `envconfig:"TOOLROUTER_APPROVAL_TTL" default:"1h"`
 	// MaxPendingApprovals caps one client's calls awaiting approval; a
 	// call over it fails as resource. ApprovalRetention is how long
 	// decided and expired approvals are kept (docs/approvals.md "Approvals").
-	MaxPendingApprovals int           `env:"TOOLROUTER_MAX_PENDING_APPROVALS,default=1000"`
-	ApprovalRetention   time.Duration `env:"TOOLROUTER_APPROVAL_RETENTION,default=168h"`
+	MaxPendingApprovals int           `envconfig:"TOOLROUTER_MAX_PENDING_APPROVALS" default:"1000"`
+	ApprovalRetention   time.Duration `envconfig:"TOOLROUTER_APPROVAL_RETENTION" default:"168h"`
 	// MaxActiveRuns bounds the runs one client executes at once (per
 	// process), MaxRunBytes a run's stored document (docs/runs.md "Runs: limits,
 	// cancellation and size").
-	MaxActiveRuns int   `env:"TOOLROUTER_MAX_ACTIVE_RUNS,default=64"`
-	MaxRunBytes   int64 `env:"TOOLROUTER_MAX_RUN_BYTES,default=8388608"`
+	MaxActiveRuns int   `envconfig:"TOOLROUTER_MAX_ACTIVE_RUNS" default:"64"`
+	MaxRunBytes   int64 `envconfig:"TOOLROUTER_MAX_RUN_BYTES" default:"8388608"`
 	// ResultRetention and RunRetention are how long route results and
 	// finished runs are kept (docs/operations.md "Retention").
-	ResultRetention time.Duration `env:"TOOLROUTER_RESULT_RETENTION,default=168h"`
-	RunRetention    time.Duration `env:"TOOLROUTER_RUN_RETENTION,default=168h"`
+	ResultRetention time.Duration `envconfig:"TOOLROUTER_RESULT_RETENTION" default:"168h"`
+	RunRetention    time.Duration `envconfig:"TOOLROUTER_RUN_RETENTION" default:"168h"`
 	// JWT bearer tokens (docs/security.md "JWT clients"): all of issuer, JWKS URL and
 	// audience, or none.
-	JWTIssuer       string `env:"TOOLROUTER_JWT_ISSUER"`
-	JWTJwksURL      string `env:"TOOLROUTER_JWT_JWKS_URL"`
-	JWTAudience     string `env:"TOOLROUTER_JWT_AUDIENCE"`
-	JWTSubjectClaim string `env:"TOOLROUTER_JWT_SUBJECT_CLAIM,default=sub"`
+	JWTIssuer       string `envconfig:"TOOLROUTER_JWT_ISSUER"`
+	JWTJwksURL      string `envconfig:"TOOLROUTER_JWT_JWKS_URL"`
+	JWTAudience     string `envconfig:"TOOLROUTER_JWT_AUDIENCE"`
+	JWTSubjectClaim string `envconfig:"TOOLROUTER_JWT_SUBJECT_CLAIM" default:"sub"`
 	// AllowedOrigins are the browser origins (scheme://host[:port], or *)
 	// allowed besides the default ones, against DNS rebinding (docs/security.md
 	// "Security"): on a loopback bind only loopback origins and Hosts are
 	// accepted, elsewhere only same-origin requests.
-	AllowedOrigins []string `env:"TOOLROUTER_ALLOWED_ORIGINS"`
+	AllowedOrigins []string `envconfig:"TOOLROUTER_ALLOWED_ORIGINS"`
 	// StateKey signs the requestStates /mcp relays (docs/mcp.md
 	// "Elicitation through the gateway (multi round-trip requests)"): at
 	// least 32 characters, the same on every replica; unset, a key is
 	// generated once into the store.
-	StateKey string `env:"TOOLROUTER_STATE_KEY"`
+	StateKey string `envconfig:"TOOLROUTER_STATE_KEY"`
+	// MCPDiscovery* bound one discovery of an MCP server's tools (docs/mcp.md
+	// "Discovery limits"): tools/list pages, tools and answer bytes.
+	MCPDiscoveryMaxPages int   `envconfig:"TOOLROUTER_MCP_DISCOVERY_MAX_PAGES" default:"100"`
+	MCPDiscoveryMaxTools int   `envconfig:"TOOLROUTER_MCP_DISCOVERY_MAX_TOOLS" default:"1000"`
+	MCPDiscoveryMaxBytes int64 `envconfig:"TOOLROUTER_MCP_DISCOVERY_MAX_BYTES" default:"16777216"`
+	// PinMaxPending and PinMaxPerServer bound one MCP server's pending
+	// definition reviews and its pins (docs/trusting-tools.md "Definition churn").
+	PinMaxPending   int `envconfig:"TOOLROUTER_PIN_MAX_PENDING" default:"100"`
+	PinMaxPerServer int `envconfig:"TOOLROUTER_PIN_MAX_PER_SERVER" default:"2000"`
 	// DebugAddr, when set, serves Go's profiler (net/http/pprof) on its
 	// own listener, never on TOOLROUTER_ADDR (docs/configuration.md
 	// "Configuration", TOOLROUTER_DEBUG_ADDR).
-	DebugAddr string `env:"TOOLROUTER_DEBUG_ADDR"`
+	DebugAddr string `envconfig:"TOOLROUTER_DEBUG_ADDR"`
 }
 
 // JWT reports whether JWT bearer tokens are on.
 func (c *Config) JWT() bool { return c.JWTIssuer != "" }
 
 // Load reads and validates the configuration from the process
-// environment: LoadFrom(os.LookupEnv).
-func Load() (Config, error) { return LoadFrom(os.LookupEnv) }
-
-// LoadFrom reads and validates the configuration from lookup, which
-// reports a variable's value and whether it is set (os.LookupEnv, or a map
-// in tests). go-envconfig decodes the values: integers as strconv.ParseInt
-// in base 0, durations as time.ParseDuration, lists split on commas with
-// each entry trimmed. Its error is one line naming the variable at fault. A
-// variable that is set but empty counts as set (go-envconfig's rule): it is
-// an error for every variable with a default, and means "none" for
-// TOOLROUTER_REGISTRY and TOOLROUTER_API_KEYS.
-func LoadFrom(lookup func(string) (string, bool)) (Config, error) {
-	types := map[string]reflect.Type{}
-	for _, v := range Vars() {
-		types[v.Name] = v.typ
-	}
-	// note runs on each value before it is decoded: it keeps the variable a
-	// decoding error is about, and refuses an empty number or duration,
-	// which go-envconfig would decode as 0 (off, for some).
-	var key, value string
-	note := envconfig.MutatorFunc(func(_ context.Context, k, _, _, v string) (string, bool, error) {
-		key, value = k, v
-		if kind := types[k].Kind(); v == "" && kind != reflect.String && kind != reflect.Slice {
-			return v, true, errors.New("empty")
-		}
-		return v, false, nil
-	})
+// environment. envconfig decodes the values: integers as strconv.ParseInt
+// in base 0, durations as time.ParseDuration, lists split on commas (a
+// blank value: an empty list). A variable that is set but empty counts as
+// set (envconfig's rule): it is an error for every number and duration
+// (neither parses from ""), is refused by Validate for the strings with a
+// default, and means "none" for TOOLROUTER_REGISTRY and TOOLROUTER_API_KEYS.
+// Every error is one line naming the variable at fault.
+func Load() (Config, error) {
 	var c Config
-	err := envconfig.ProcessWith(context.Background(), &envconfig.Config{
-		Target: &c, Lookuper: envconfig.LookuperFunc(lookup), Mutators: []envconfig.Mutator{note},
-	})
-	if err != nil {
+	if err := envconfig.Process("", &c); err != nil {
+		var pe *envconfig.ParseError
+		if !errors.As(err, &pe) {
+			return c, fmt.Errorf("config: %w", err)
+		}
 		word := "integer"
-		if types[key] == reflect.TypeFor[time.Duration]() {
+		if pe.TypeName == reflect.TypeFor[time.Duration]().String() {
 			word = "duration (e.g. 30s)"
 		}
-		return c, fmt.Errorf("%s: %q is not a valid %s", key, value, word)
+		return c, fmt.Errorf("%s: %q is not a valid %s", pe.KeyName, pe.Value, word)
 	}
 	return c, c.Validate()
 }
 
-// Var is a variable Load reads, from its Config field's `env` tag.
+// Var is a variable Load reads, from its Config field's tags.
 type Var struct {
-	Name    string // TOOLROUTER_…
-	Default string // "" for none
-	typ     reflect.Type
+	Name    string // TOOLROUTER_…, the `envconfig` tag
+	Default string // the `default` tag; "" for none
 }
 
 // Vars lists the variables Load reads, in the order of Config's fields.
@@ -146,9 +139,7 @@ func Vars() []Var {
 	vars := make([]Var, 0, t.NumField())
 	for i := range t.NumField() {
 		f := t.Field(i)
-		name, opts, _ := strings.Cut(f.Tag.Get("env"), ",")
-		def, _ := strings.CutPrefix(opts, "default=")
-		vars = append(vars, Var{Name: name, Default: def, typ: f.Type})
+		vars = append(vars, Var{Name: f.Tag.Get("envconfig"), Default: f.Tag.Get("default")})
 	}
 	return vars
 }
@@ -216,6 +207,16 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("TOOLROUTER_RUN_RETENTION: %s is below the minimum of 1m", c.RunRetention)
 	case c.StateKey != "" && len(c.StateKey) < 32:
 		return fmt.Errorf("TOOLROUTER_STATE_KEY: %d characters; want at least 32 (or unset: a key generated into the store)", len(c.StateKey))
+	case c.MCPDiscoveryMaxPages < 1 || c.MCPDiscoveryMaxPages > 100000:
+		return fmt.Errorf("TOOLROUTER_MCP_DISCOVERY_MAX_PAGES: %d is outside 1..100000", c.MCPDiscoveryMaxPages)
+	case c.MCPDiscoveryMaxTools < 1 || c.MCPDiscoveryMaxTools > 1000000:
+		return fmt.Errorf("TOOLROUTER_MCP_DISCOVERY_MAX_TOOLS: %d is outside 1..1000000", c.MCPDiscoveryMaxTools)
+	case c.MCPDiscoveryMaxBytes < 64<<10 || c.MCPDiscoveryMaxBytes > 1<<30:
+		return fmt.Errorf("TOOLROUTER_MCP_DISCOVERY_MAX_BYTES: %d is outside %d..%d", c.MCPDiscoveryMaxBytes, 64<<10, 1<<30)
+	case c.PinMaxPending < 1 || c.PinMaxPending > 100000:
+		return fmt.Errorf("TOOLROUTER_PIN_MAX_PENDING: %d is outside 1..100000", c.PinMaxPending)
+	case c.PinMaxPerServer < 1 || c.PinMaxPerServer > 1000000:
+		return fmt.Errorf("TOOLROUTER_PIN_MAX_PER_SERVER: %d is outside 1..1000000", c.PinMaxPerServer)
 	case c.LogFormat != "json" && c.LogFormat != "console":
 		return fmt.Errorf("TOOLROUTER_LOG_FORMAT: %q is not json or console", c.LogFormat)
 	}

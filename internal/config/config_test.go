@@ -1,31 +1,21 @@
 package config_test
 
 import (
-	"context"
-	"os"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/sethvargo/go-envconfig"
-
 	"github.com/toolrouterd/toolrouterd/internal/config"
+	"github.com/toolrouterd/toolrouterd/internal/config/configtest"
 )
 
-// clearEnv unsets every TOOLROUTER_ variable for the test, then sets env (name, value, …).
+// clearEnv unsets every TOOLROUTER_ variable for the test, then sets env
+// (name, value, …): Load reads the process environment, so no test of this
+// package runs in parallel.
 func clearEnv(t *testing.T, env ...string) {
 	t.Helper()
-	for _, kv := range os.Environ() {
-		name, _, _ := strings.Cut(kv, "=")
-		if strings.HasPrefix(name, "TOOLROUTER_") {
-			t.Setenv(name, "") // restores it after the test
-			os.Unsetenv(name)
-		}
-	}
-	for i := 0; i+1 < len(env); i += 2 {
-		t.Setenv(env[i], env[i+1])
-	}
+	configtest.Setenv(t, env...)
 }
 
 func TestDefaults(t *testing.T) {
@@ -47,10 +37,12 @@ func TestDefaults(t *testing.T) {
 	}
 }
 
-// TestBareNamesAreNotRead: only TOOLROUTER_-prefixed variables count
-// (kelseyhightower/envconfig, used before, read the bare name of a field
-// with an `envconfig` tag; a Kubernetes pod or a shell easily has ADDR or
-// STORE set).
+// TestBareNamesAreNotRead: only TOOLROUTER_-prefixed variables count (a
+// Kubernetes pod or a shell easily has ADDR or STORE set). envconfig looks
+// a field up under its Key, then its Alt (the `envconfig` tag); with the
+// whole name in the tag and no prefix both are the TOOLROUTER_ name. With
+// the tag `envconfig:"ADDR"` and the prefix TOOLROUTER, as the design card's
+// first version had it, the Alt lookup would read ADDR=nonsense here.
 func TestBareNamesAreNotRead(t *testing.T) {
 	clearEnv(t,
 		"ADDR", "nonsense", "REGISTRY", "/nonexistent.yaml", "STORE", "redis://x", "API_KEYS", "k",
@@ -220,53 +212,70 @@ func TestStorePasswordIsNotPrinted(t *testing.T) {
 	}
 }
 
-// TestLoadFromReadsOnlyItsLookup: LoadFrom takes its variables from the
-// lookup it is given, not from the process environment, with the same
-// rules (set but empty counts as set).
-func TestLoadFromReadsOnlyItsLookup(t *testing.T) {
-	clearEnv(t, "TOOLROUTER_ADDR", "not an address", "TOOLROUTER_LOG_LEVEL", "loud")
-	env := map[string]string{"TOOLROUTER_ADDR": "127.0.0.1:0", "TOOLROUTER_STORE": "memory://", "TOOLROUTER_API_KEYS": "k1,k2", "TOOLROUTER_BATCH_CONCURRENCY": "0x10"}
-	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
-	c, err := config.LoadFrom(lookup)
-	if err != nil {
-		t.Fatal(err)
+// TestSetButEmpty: a variable set to "" counts as set (envconfig's rule):
+// a number or duration does not parse from it, a string with a default is
+// refused by Validate, and TOOLROUTER_REGISTRY or TOOLROUTER_API_KEYS set
+// empty mean none.
+func TestSetButEmpty(t *testing.T) {
+	clearEnv(t, "TOOLROUTER_REGISTRY", "", "TOOLROUTER_API_KEYS", "", "TOOLROUTER_ALLOWED_ORIGINS", "", "TOOLROUTER_STATE_KEY", "")
+	c, err := config.Load()
+	if err != nil || c.Registry != "" || len(c.APIKeys) != 0 || len(c.AllowedOrigins) != 0 || c.StateKey != "" {
+		t.Fatalf("%+v %v", c, err)
 	}
-	if c.Addr != "127.0.0.1:0" || c.Store != "memory://" || c.LogLevel != "info" || len(c.APIKeys) != 2 || c.BatchConcurrency != 16 || c.ShutdownTimeout != 30*time.Second {
-		t.Errorf("config %+v", c)
-	}
-	env["TOOLROUTER_SHUTDOWN_TIMEOUT"] = ""
-	if _, err := config.LoadFrom(lookup); err == nil || !strings.HasPrefix(err.Error(), "TOOLROUTER_SHUTDOWN_TIMEOUT: ") {
-		t.Errorf("set but empty: %v", err)
+	for _, v := range config.Vars() {
+		if v.Default == "" {
+			continue
+		}
+		env := []string{v.Name, ""}
+		if v.Name == "TOOLROUTER_JWT_SUBJECT_CLAIM" { // read only when JWT is on
+			env = append(env, "TOOLROUTER_JWT_ISSUER", "i", "TOOLROUTER_JWT_JWKS_URL", "https://i/jwks", "TOOLROUTER_JWT_AUDIENCE", "a")
+		}
+		clearEnv(t, env...)
+		if _, err := config.Load(); err == nil || !strings.HasPrefix(err.Error(), v.Name+": ") {
+			t.Errorf("%s set but empty: %v, want an error naming it", v.Name, err)
+		}
 	}
 }
 
-// TestGoEnvconfigDecodes: LoadFrom's values are go-envconfig's, decoding
-// Config's `env` tags (then validated), for durations, lists and integers
-// in the forms a hand-written parser easily gets wrong.
-func TestGoEnvconfigDecodes(t *testing.T) {
-	for _, env := range []map[string]string{
-		{"TOOLROUTER_SHUTDOWN_TIMEOUT": "1h0m0.5s", "TOOLROUTER_RUN_HEARTBEAT": "1.5s", "TOOLROUTER_APPROVAL_TTL": "+2h"},
-		{"TOOLROUTER_API_KEYS": " k1 ,k2,, ", "TOOLROUTER_ALLOWED_ORIGINS": " https://a.example , http://b.example:81 "},
-		{"TOOLROUTER_BATCH_CONCURRENCY": "0o20", "TOOLROUTER_MAX_BODY_BYTES": "0x10_0000", "TOOLROUTER_CIRCUIT_FAILURES": "+7"},
-		{"TOOLROUTER_STORE": "memory://", "TOOLROUTER_REGISTRY": "", "TOOLROUTER_API_KEYS": ""},
-	} {
-		var want config.Config
-		if err := envconfig.ProcessWith(context.Background(), &envconfig.Config{Target: &want, Lookuper: envconfig.MapLookuper(env)}); err != nil {
-			t.Fatalf("%v: go-envconfig: %v", env, err)
+// TestEveryFieldHasItsWholeName: every Config field carries an `envconfig`
+// tag with a TOOLROUTER_ name, read by Load and listed by Vars; without
+// one envconfig would read the field's bare name (ADDR for Addr).
+func TestEveryFieldHasItsWholeName(t *testing.T) {
+	ct := reflect.TypeFor[config.Config]()
+	vars := config.Vars()
+	if len(vars) != ct.NumField() {
+		t.Fatalf("Vars lists %d variables for %d fields", len(vars), ct.NumField())
+	}
+	seen := map[string]bool{}
+	for i := range ct.NumField() {
+		f := ct.Field(i)
+		name := f.Tag.Get("envconfig")
+		if !strings.HasPrefix(name, "TOOLROUTER_") || name != strings.ToUpper(name) || seen[name] {
+			t.Errorf("field %s: envconfig tag %q, want its own whole TOOLROUTER_ name", f.Name, name)
 		}
-		if err := want.Validate(); err != nil {
-			t.Fatalf("%v: %v", env, err)
-		}
-		got, err := config.LoadFrom(func(k string) (string, bool) { v, ok := env[k]; return v, ok })
-		if err != nil || !reflect.DeepEqual(got, want) {
-			t.Errorf("%v: LoadFrom %+v, %v; go-envconfig %+v", env, got, err, want)
+		seen[name] = true
+		if vars[i].Name != name || vars[i].Default != f.Tag.Get("default") {
+			t.Errorf("Vars()[%d] = %+v, field %s has tags %s", i, vars[i], f.Name, f.Tag)
 		}
 	}
-	// The decoded values themselves, lest both sides be wrong alike.
-	env := map[string]string{"TOOLROUTER_SHUTDOWN_TIMEOUT": "1h0m0.5s", "TOOLROUTER_API_KEYS": " k1 ,k2,, ", "TOOLROUTER_MAX_BODY_BYTES": "0x10_0000"}
-	c, err := config.LoadFrom(func(k string) (string, bool) { v, ok := env[k]; return v, ok })
-	if err != nil || c.ShutdownTimeout != time.Hour+500*time.Millisecond || strings.Join(c.APIKeys, "|") != "k1|k2" || c.MaxBodyBytes != 1<<20 {
-		t.Errorf("%+v %v", c, err)
+}
+
+// TestEnvconfigDecodes: the values envconfig decodes from Config's tags,
+// in the forms a hand-written parser easily gets wrong: durations with
+// fractions and signs, integers in base 0 with underscores, lists with
+// blanks (dropped by Validate).
+func TestEnvconfigDecodes(t *testing.T) {
+	clearEnv(t, "TOOLROUTER_SHUTDOWN_TIMEOUT", "1h0m0.5s", "TOOLROUTER_RUN_HEARTBEAT", "1.5s", "TOOLROUTER_APPROVAL_TTL", "+2h",
+		"TOOLROUTER_API_KEYS", " k1 ,k2,, ", "TOOLROUTER_ALLOWED_ORIGINS", " https://a.example , http://b.example:81 ",
+		"TOOLROUTER_BATCH_CONCURRENCY", "0o20", "TOOLROUTER_MAX_BODY_BYTES", "0x10_0000", "TOOLROUTER_CIRCUIT_FAILURES", "+7")
+	c, err := config.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.ShutdownTimeout != time.Hour+500*time.Millisecond || c.RunHeartbeat != 1500*time.Millisecond || c.ApprovalTTL != 2*time.Hour ||
+		strings.Join(c.APIKeys, "|") != "k1|k2" || strings.Join(c.AllowedOrigins, "|") != "https://a.example|http://b.example:81" ||
+		c.BatchConcurrency != 16 || c.MaxBodyBytes != 1<<20 || c.CircuitFailures != 7 {
+		t.Errorf("%+v", c)
 	}
 }
 

@@ -3,6 +3,17 @@
 // toolrouter.Call, shapes a tool's result the way that provider expects it
 // back, and exports tool definitions each provider's API accepts verbatim.
 //
+// Each provider is one dialect, a type in its own file (openai.go,
+// anthropic.go, langchain.go, gemini.go, bedrock.go, mcp.go, unknown.go)
+// that knows the provider's calls, result messages and tool definitions;
+// the list dialects names them all. Adding a provider is its file and a
+// line in that list (and, for POST /route/batch to take the provider's
+// whole assistant turns apart, their shape in turn.go). The rest of the
+// package is what the dialects share: Normalize, Detect and their helpers
+// (this file), the result message and its text (result.go), MCP media
+// blocks (multimodal.go), tool definitions (schema.go), and whole
+// assistant turns (turn.go).
+//
 // Payloads are values decoded by encoding/json into any (map[string]any,
 // []any, string, float64, bool, nil). Every error is a *toolrouter.Error with
 // code EINVALID and field "tool_call".
@@ -17,31 +28,122 @@ import (
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
 
-// schemaFormats is the order /schemas/{provider} lists its providers in.
-var schemaFormats = []toolrouter.Format{
-	toolrouter.FormatOpenAI,
-	toolrouter.FormatAnthropic,
-	toolrouter.FormatLangChain,
-	toolrouter.FormatUnknown,
-	toolrouter.FormatGemini,
-	toolrouter.FormatBedrock,
-	toolrouter.FormatMCP,
+// dialect is one provider's tool-call dialect.
+type dialect interface {
+	// format is the provider format the dialect speaks.
+	format() toolrouter.Format
+	// marked reports whether the dialect's calls carry a key that names
+	// the provider outright (a Gemini part's functionCall, a Bedrock
+	// block's toolUse, JSON-RPC's tools/call): Detect tries those
+	// dialects before the ones of plain {name, arguments}-like shapes,
+	// whose keys other providers' calls may hold too.
+	marked() bool
+	// detect reports whether the object m is a call of this dialect.
+	detect(m map[string]any) bool
+	// normalize reads the call m; what it could read stays in the Call
+	// on error.
+	normalize(m map[string]any) (toolrouter.Call, error)
+	// result is the message that answers call (result.go): out is the
+	// tool's trimmed output and text the result's text (resultText). The
+	// messages are structs whose fields are in the order of their JSON
+	// names, so that they marshal exactly as maps with those keys would.
+	result(call toolrouter.Call, success bool, out []byte, text string) any
+	// definition is tool t as the provider's tools list takes it, named
+	// name, described desc, taking the parameters schema (a copy).
+	definition(t *toolrouter.Tool, name, desc string, schema map[string]any) map[string]any
+}
+
+// mediaDialect is a dialect whose result messages carry media in the
+// provider's own blocks (multimodal.go); the others' carry text only.
+type mediaDialect interface {
+	// mediaResult answers a successful call whose output holds media.
+	mediaResult(call toolrouter.Call, blocks []block) any
+}
+
+// turnDialect is a dialect that answers a whole assistant turn with one
+// message holding every call's result (Turn.Messages); the others answer
+// it with the results themselves, one message each.
+type turnDialect interface {
+	turnMessage(results []any) any
+}
+
+// dialects is every provider this package speaks, in the order
+// /schemas/{provider} names them (its 404 message, api/openapi.yaml): a
+// new provider goes last. unknown answers any format not listed.
+var dialects = []dialect{openAI{}, anthropic{}, langChain{}, unknown{}, gemini{}, bedrock{}, mcp{}}
+
+// detectOrder is dialects in the order Detect tries them: the marked
+// ones, then the others, each in the order of dialects.
+var detectOrder = func() []dialect {
+	var marked, plain []dialect
+	for _, d := range dialects {
+		if d.marked() {
+			marked = append(marked, d)
+		} else {
+			plain = append(plain, d)
+		}
+	}
+	return append(marked, plain...)
+}()
+
+// dialectOf returns the dialect of format f: unknown for a format not
+// listed.
+func dialectOf(f toolrouter.Format) dialect {
+	for _, d := range dialects {
+		if d.format() == f {
+			return d
+		}
+	}
+	return unknown{}
 }
 
 // SchemaFormats lists the formats /schemas/{provider} serves.
 func SchemaFormats() []toolrouter.Format {
-	return append([]toolrouter.Format(nil), schemaFormats...)
+	fs := make([]toolrouter.Format, len(dialects))
+	for i, d := range dialects {
+		fs[i] = d.format()
+	}
+	return fs
 }
 
 // ParseFormat returns the format named exactly s; ok is false for any other
 // string.
 func ParseFormat(s string) (toolrouter.Format, bool) {
-	for _, f := range schemaFormats {
-		if string(f) == s {
+	for _, d := range dialects {
+		if f := d.format(); string(f) == s {
 			return f, true
 		}
 	}
 	return "", false
+}
+
+// Detect returns the provider format of a decoded JSON value: unknown for
+// anything but an object, else the format of the first dialect of
+// detectOrder whose detect matches, else unknown. That order gives these
+// rules, checked in order, the first match winning:
+//
+//  1. a "functionCall" object (a Gemini part): gemini
+//  2. a "toolUse" object (a Bedrock Converse content block): bedrock
+//  3. "jsonrpc" with "method" "tools/call": mcp
+//  4. a "function" object (Chat Completions, Ollama), or an "arguments"
+//     key of any type (legacy function_call, Responses and Realtime items,
+//     MCP params): openai
+//  5. "type" "tool_use" or an "input" key: anthropic
+//  6. "type" "tool_call" or an "args" key: langchain
+//  7. anything else (the empty object, Llama's {name, parameters}): unknown
+func Detect(payload any) toolrouter.Format {
+	return detect(payload).format()
+}
+
+func detect(payload any) dialect {
+	if m, ok := payload.(map[string]any); ok {
+		for _, d := range detectOrder {
+			if d.detect(m) {
+				return d
+			}
+		}
+	}
+	return unknown{}
 }
 
 // Normalized is a tool call its reader already normalized into exactly
@@ -56,38 +158,22 @@ func Normalize(payload any) (toolrouter.Call, error) {
 	if n, ok := payload.(*Normalized); ok {
 		return n.Call, nil
 	}
-	return NormalizeAs(payload, Detect(payload))
+	return normalize(payload, detect(payload))
 }
 
 // NormalizeAs normalizes payload by the rules of format f (any format this
 // package does not know is treated as unknown).
 func NormalizeAs(payload any, f toolrouter.Format) (toolrouter.Call, error) {
+	return normalize(payload, dialectOf(f))
+}
+
+func normalize(payload any, d dialect) (toolrouter.Call, error) {
 	m, ok := payload.(map[string]any)
 	if !ok {
 		return toolrouter.Call{}, invalid("payload must be a dict, got %s", kind(payload))
 	}
-	var (
-		c   toolrouter.Call
-		err error
-	)
-	switch f {
-	case toolrouter.FormatOpenAI:
-		c, err = normalizeOpenAI(m)
-	case toolrouter.FormatAnthropic:
-		c, err = normalizeAnthropic(m)
-	case toolrouter.FormatLangChain:
-		c, err = normalizeLangChain(m)
-	case toolrouter.FormatGemini:
-		c, err = normalizeGemini(m)
-	case toolrouter.FormatBedrock:
-		c, err = normalizeBedrock(m)
-	case toolrouter.FormatMCP:
-		c, err = normalizeMCP(m)
-	default:
-		f = toolrouter.FormatUnknown
-		c, err = normalizeUnknown(m)
-	}
-	c.Format = f
+	c, err := d.normalize(m)
+	c.Format = d.format()
 	if err != nil {
 		// What could be read stays: the name helps the caller see which
 		// call failed, and the id and Extra let the failure be answered
@@ -162,6 +248,12 @@ func callID(m map[string]any, keys ...string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// has reports whether m has key.
+func has(m map[string]any, key string) bool {
+	_, ok := m[key]
+	return ok
 }
 
 // obj returns m[key] when it is an object.

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-
-	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
 
 // Multimodal results (docs/mcp.md "Images and other media in results"): a
@@ -16,9 +14,9 @@ import (
 // answered in each provider's own blocks: Anthropic tool_result image
 // blocks, Bedrock toolResult image blocks, Gemini functionResponse parts
 // with inlineData, OpenAI Responses input_image items, LangChain image and
-// audio content blocks, MCP content as it came. Chat Completions tool
-// messages carry only text: there the media become a short marker each,
-// never their base64.
+// audio content blocks, MCP content as it came (each dialect's mediaResult).
+// Chat Completions tool messages carry only text: there the media become a
+// short marker each, never their base64.
 
 // block is one MCP content block.
 type block struct {
@@ -193,79 +191,16 @@ func (b block) image(types ...string) bool {
 	return false
 }
 
-// Image media types the providers accept in tool results.
-var (
-	anthropicImages = []string{"image/jpeg", "image/png", "image/gif", "image/webp"}
-	bedrockImages   = anthropicImages
-	geminiImages    = []string{"image/png", "image/jpeg", "image/webp"}
-	openAIImages    = []string{"image/png", "image/jpeg", "image/webp", "image/gif"}
-)
+// textBlock is a text block of Anthropic, LangChain or OpenAI Responses.
+type textBlock struct {
+	Text string `json:"text"`
+	Type string `json:"type"`
+}
 
-// The blocks of the providers. Fields are in the order of their JSON
-// names, as elsewhere in this package.
-type (
-	textBlock struct {
-		Text string `json:"text"`
-		Type string `json:"type"`
-	}
-	anthropicImage struct {
-		Source struct {
-			Data      string `json:"data"`
-			MediaType string `json:"media_type"`
-			Type      string `json:"type"`
-		} `json:"source"`
-		Type string `json:"type"`
-	}
-	bedrockImage struct {
-		Image struct {
-			Format string `json:"format"`
-			Source struct {
-				Bytes string `json:"bytes"`
-			} `json:"source"`
-		} `json:"image"`
-	}
-	geminiPart struct {
-		InlineData struct {
-			Data     string `json:"data"`
-			MIMEType string `json:"mimeType"`
-		} `json:"inlineData"`
-	}
-	openAIInputImage struct {
-		ImageURL string `json:"image_url"`
-		Type     string `json:"type"`
-	}
-	langChainData struct {
-		Base64   string `json:"base64"`
-		MIMEType string `json:"mime_type"`
-		Type     string `json:"type"`
-	}
-	geminiMediaResult struct {
-		FunctionResponse struct {
-			ID       string       `json:"id,omitempty"`
-			Name     string       `json:"name"`
-			Parts    []geminiPart `json:"parts"`
-			Response geminiOutput `json:"response"`
-		} `json:"functionResponse"`
-	}
-	openAIResponsesMediaResult struct {
-		CallID string `json:"call_id"`
-		Output []any  `json:"output"`
-		Type   string `json:"type"`
-	}
-	anthropicMediaResult struct {
-		Content   []any  `json:"content"`
-		IsError   bool   `json:"is_error"`
-		ToolUseID string `json:"tool_use_id"`
-		Type      string `json:"type"`
-	}
-	langChainMediaResult struct {
-		Content    []any  `json:"content"`
-		Name       string `json:"name"`
-		Status     string `json:"status"`
-		ToolCallID string `json:"tool_call_id"`
-		Type       string `json:"type"`
-	}
-)
+// typedText makes text blocks of type typ, for convert.
+func typedText(typ string) func(string) any {
+	return func(s string) any { return textBlock{Text: s, Type: typ} }
+}
 
 // convert maps each block to a provider block: media the provider takes
 // through media, everything else as text (text, or the marker) through
@@ -282,72 +217,4 @@ func convert(blocks []block, media func(block) (any, bool), text func(string) an
 		}
 	}
 	return out
-}
-
-// mediaResult is the provider_result of a successful call whose output
-// holds media (see mediaBlocks).
-func mediaResult(call toolrouter.Call, blocks []block) any {
-	id := call.ProviderCallID
-	typedText := func(typ string) func(string) any {
-		return func(s string) any { return textBlock{Text: s, Type: typ} }
-	}
-	switch call.Format {
-	case toolrouter.FormatOpenAI:
-		if call.Extra["openai_api"] != "responses" {
-			return &openAIChatResult{Content: joinedText(blocks), Role: "tool", ToolCallID: id}
-		}
-		out := convert(blocks, func(b block) (any, bool) {
-			return openAIInputImage{ImageURL: "data:" + b.MIMEType + ";base64," + b.Data, Type: "input_image"}, b.image(openAIImages...)
-		}, typedText("input_text"))
-		return &openAIResponsesMediaResult{CallID: id, Output: out, Type: "function_call_output"}
-
-	case toolrouter.FormatAnthropic:
-		content := convert(blocks, func(b block) (any, bool) {
-			var img anthropicImage
-			img.Type, img.Source.Type, img.Source.MediaType, img.Source.Data = "image", "base64", strings.ToLower(b.MIMEType), b.Data
-			return img, b.image(anthropicImages...)
-		}, typedText("text"))
-		return &anthropicMediaResult{Content: content, ToolUseID: id, Type: "tool_result"}
-
-	case toolrouter.FormatLangChain:
-		content := convert(blocks, func(b block) (any, bool) {
-			return langChainData{Base64: b.Data, MIMEType: b.MIMEType, Type: b.Type}, b.Type == "image" || b.Type == "audio"
-		}, typedText("text"))
-		return &langChainMediaResult{Content: content, Name: call.ToolName, Status: "success", ToolCallID: id, Type: "tool"}
-
-	case toolrouter.FormatGemini:
-		r := &geminiMediaResult{}
-		r.FunctionResponse.ID, r.FunctionResponse.Name = id, call.ToolName
-		var texts []string
-		for _, b := range blocks {
-			if b.image(geminiImages...) {
-				var p geminiPart
-				p.InlineData.Data, p.InlineData.MIMEType = b.Data, strings.ToLower(b.MIMEType)
-				r.FunctionResponse.Parts = append(r.FunctionResponse.Parts, p)
-			} else if t := b.text(); t != "" {
-				texts = append(texts, t)
-			}
-		}
-		r.FunctionResponse.Response = geminiOutput{Output: strings.Join(texts, "\n")}
-		return r
-
-	case toolrouter.FormatBedrock:
-		r := &bedrockResult{}
-		r.ToolResult.Status, r.ToolResult.ToolUseID = "success", id
-		r.ToolResult.Content = convert(blocks, func(b block) (any, bool) {
-			var img bedrockImage
-			img.Image.Format = strings.TrimPrefix(strings.ToLower(b.MIMEType), "image/")
-			img.Image.Source.Bytes = b.Data
-			return img, b.image(bedrockImages...)
-		}, func(s string) any { return bedrockText{Text: s} })
-		return r
-
-	case toolrouter.FormatMCP:
-		r := &mcpResult{ID: call.Extra["jsonrpc_id"], JSONRPC: "2.0"}
-		for _, b := range blocks {
-			r.Result.Content = append(r.Result.Content, b.raw)
-		}
-		return r
-	}
-	return nil
 }

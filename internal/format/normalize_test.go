@@ -2,6 +2,7 @@ package format_test
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/toolrouterd/toolrouterd/internal/format"
@@ -381,6 +382,42 @@ func TestParseFormatAndSchemaFormats(t *testing.T) {
 	for _, s := range []string{"", "OpenAI", "ollama", "openai "} {
 		if _, ok := format.ParseFormat(s); ok {
 			t.Errorf("ParseFormat(%q) accepted", s)
+		}
+	}
+}
+
+// TestDetectPrecedence puts the keys of two of Detect's rules in one
+// payload, for every pair: the earlier rule wins. It pins the order the
+// dialects are tried in (marked ones first, then the list's order).
+func TestDetectPrecedence(t *testing.T) {
+	t.Parallel()
+	rules := []struct {
+		keys string
+		want toolrouter.Format
+	}{
+		{`"functionCall":{"name":"x"}`, toolrouter.FormatGemini},
+		{`"toolUse":{"name":"x"}`, toolrouter.FormatBedrock},
+		{`"jsonrpc":"2.0","method":"tools/call"`, toolrouter.FormatMCP},
+		{`"function":{"name":"x"}`, toolrouter.FormatOpenAI},
+		{`"arguments":"{}"`, toolrouter.FormatOpenAI},
+		{`"input":{}`, toolrouter.FormatAnthropic},
+		{`"type":"tool_use"`, toolrouter.FormatAnthropic},
+		{`"args":{}`, toolrouter.FormatLangChain},
+		{`"type":"tool_call"`, toolrouter.FormatLangChain},
+	}
+	for i, a := range rules {
+		if got := format.Detect(decode(t, `{"name":"x",`+a.keys+`}`)); got != a.want {
+			t.Errorf("{%s} = %s, want %s", a.keys, got, a.want)
+		}
+		for _, b := range rules[i+1:] {
+			if strings.HasPrefix(a.keys, `"type"`) && strings.HasPrefix(b.keys, `"type"`) {
+				continue // one key cannot hold both
+			}
+			for _, p := range []string{`{` + a.keys + `,` + b.keys + `}`, `{` + b.keys + `,` + a.keys + `}`} {
+				if got := format.Detect(decode(t, p)); got != a.want {
+					t.Errorf("%s = %s, want %s", p, got, a.want)
+				}
+			}
 		}
 	}
 }

@@ -23,42 +23,7 @@ func Definition(f toolrouter.Format, t *toolrouter.Tool, maxDesc int) map[string
 		return nil
 	}
 	name := toolrouter.ExportName(f, t.Name)
-	desc := truncate(t.Description, maxDesc)
-	schema := inputSchema(t.InputSchema)
-	switch f {
-	case toolrouter.FormatOpenAI:
-		return map[string]any{"type": "function", "function": map[string]any{
-			"name": name, "description": desc, "parameters": schema}}
-
-	case toolrouter.FormatLangChain:
-		return map[string]any{"name": name, "description": desc, "args_schema": schema}
-
-	case toolrouter.FormatGemini:
-		decl := map[string]any{"name": name, "description": desc}
-		// Gemini rejects an OBJECT without properties ("parameters.properties:
-		// should be non-empty for OBJECT type"); a tool without parameters
-		// leaves them out.
-		if p := GeminiParameters(schema); p != nil {
-			decl["parameters"] = p
-		}
-		return decl
-
-	case toolrouter.FormatBedrock:
-		spec := map[string]any{"name": name, "inputSchema": map[string]any{"json": schema}}
-		if desc != "" { // Bedrock's ToolSpecification.description has a minimum length of 1
-			spec["description"] = desc
-		}
-		return map[string]any{"toolSpec": spec}
-
-	case toolrouter.FormatMCP:
-		d := map[string]any{"name": name, "description": desc, "inputSchema": schema}
-		if t.OutputSchema != nil && t.OutputSchema["type"] == "object" {
-			d["outputSchema"] = deepCopy(t.OutputSchema)
-		}
-		return d
-	}
-	// anthropic and unknown
-	return map[string]any{"name": name, "description": desc, "input_schema": schema}
+	return dialectOf(f).definition(t, name, truncate(t.Description, maxDesc), inputSchema(t.InputSchema))
 }
 
 // inputSchema copies s, defaulting to an empty object schema; a schema with
@@ -122,15 +87,4 @@ func deepCopy(v any) any {
 func asObject(v any) map[string]any {
 	m, _ := v.(map[string]any)
 	return m
-}
-
-// GeminiParameters is a tool's input schema as a Gemini
-// functionDeclaration's parameters (the OpenAPI subset /schemas/gemini
-// exports); nil when the tool takes no parameters, which Gemini wants left
-// out.
-func GeminiParameters(schema map[string]any) map[string]any {
-	if p := geminiSchema(inputSchema(schema)); len(asObject(p["properties"])) > 0 {
-		return p
-	}
-	return nil
 }

@@ -339,25 +339,11 @@ func (t *Turn) Messages(results []*toolrouter.Result) []any {
 	if len(replies) == 0 {
 		return []any{}
 	}
-	switch t.API {
-	case TurnAnthropic, TurnBedrock:
-		return []any{userContent{Content: replies, Role: "user"}}
-	case TurnGemini:
-		return []any{geminiContent{Parts: replies, Role: "user"}}
+	if td, ok := dialectOf(callFormat[t.API]).(turnDialect); ok {
+		return []any{td.turnMessage(replies)}
 	}
 	return replies
 }
-
-type (
-	userContent struct {
-		Content []any  `json:"content"`
-		Role    string `json:"role"`
-	}
-	geminiContent struct {
-		Parts []any  `json:"parts"`
-		Role  string `json:"role"`
-	}
-)
 
 func blockType(el any) (string, bool) {
 	m, _ := el.(map[string]any)
@@ -377,9 +363,4 @@ func unknownBlock(path string, el any, what string) error {
 
 func turnError(field, format string, args ...any) *toolrouter.Error {
 	return toolrouter.Invalid(field, field+": "+format, args...)
-}
-
-func has(m map[string]any, key string) bool {
-	_, ok := m[key]
-	return ok
 }

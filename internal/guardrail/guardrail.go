@@ -150,37 +150,37 @@ func (g *Guards) Before(ctx context.Context, c Call) Verdict {
 	return v
 }
 
-// After runs the after-phase guardrails that apply to c on out, in order:
-// webhooks see successful outputs only (a failure has none to judge),
-// redaction every output, error text and MCP result. It returns the
-// outcome the caller gets.
+// After runs the after-phase webhooks that apply to c on out, in file
+// order: they see successful outputs only (a failure has none to judge),
+// each as redacted by the enforced redact_secrets listed before it (so a
+// webhook listed after a redaction never sees its secrets). It returns
+// the outcome the caller gets, but for the redaction (Redact), which runs
+// after every webhook, whatever the order of the file (issue 32 item 13).
 func (g *Guards) After(ctx context.Context, c Call, out toolrouter.Outcome) (toolrouter.Outcome, Verdict) {
 	var v Verdict
 	s := g.current()
 	if !s.after {
 		return out, v
 	}
+	var redactors []*redactor // the enforced redactions listed so far
 	for _, h := range s.hooks {
 		if !h.after || !h.applies(&c) {
 			continue
 		}
 		if h.redact != nil {
-			r, d := h.redactOutcome(out)
-			v.Decisions = append(v.Decisions, d)
-			if d.Redacted > 0 {
-				if h.Mode == toolrouter.ModeAudit {
-					zerolog.Ctx(ctx).Info().Str("guardrail", h.Name).Str("tool_call_id", c.ToolCallID).Int("redacted", d.Redacted).Msg("guardrail in audit mode would have redacted secrets")
-					continue
-				}
-				out, v.Changed = r, true
-				v.Notes = append(v.Notes, fmt.Sprintf("output: %d secret(s) redacted by guardrail %s (%s)", d.Redacted, h.Name, d.Reason))
+			if h.Mode != toolrouter.ModeAudit {
+				redactors = append(redactors, h.redact)
 			}
 			continue
 		}
 		if !out.Success() {
 			continue
 		}
-		a, err := g.ask(ctx, h, toolrouter.PhaseAfter, &c, out.Output)
+		shown := out.Output
+		for _, r := range redactors {
+			shown = r.json(shown, map[string]int{})
+		}
+		a, err := g.ask(ctx, h, toolrouter.PhaseAfter, &c, shown)
 		d := h.decision(ctx, toolrouter.PhaseAfter, &c, a, err)
 		v.Decisions = append(v.Decisions, d)
 		if h.Mode == toolrouter.ModeAudit {
@@ -196,6 +196,36 @@ func (g *Guards) After(ctx context.Context, c Call, out toolrouter.Outcome) (too
 			out.Output, out.MCPResult, out.InvalidUTF8, v.Changed = a.Output, nil, false, true
 			v.Notes = append(v.Notes, "output: replaced by guardrail "+h.Name)
 		}
+	}
+	return out, v
+}
+
+// Redact runs the redact_secrets guardrails that apply to c on out, in
+// file order: the output, the error text and the MCP result, as the
+// after-phase webhooks left them. It runs last of what changes an
+// output, so that no secret a webhook's replacement holds reaches the
+// caller or the stored result.
+func (g *Guards) Redact(ctx context.Context, c Call, out toolrouter.Outcome) (toolrouter.Outcome, Verdict) {
+	var v Verdict
+	s := g.current()
+	if !s.after {
+		return out, v
+	}
+	for _, h := range s.hooks {
+		if !h.after || h.redact == nil || !h.applies(&c) {
+			continue
+		}
+		r, d := h.redactOutcome(out)
+		v.Decisions = append(v.Decisions, d)
+		if d.Redacted == 0 {
+			continue
+		}
+		if h.Mode == toolrouter.ModeAudit {
+			zerolog.Ctx(ctx).Info().Str("guardrail", h.Name).Str("tool_call_id", c.ToolCallID).Int("redacted", d.Redacted).Msg("guardrail in audit mode would have redacted secrets")
+			continue
+		}
+		out, v.Changed = r, true
+		v.Notes = append(v.Notes, fmt.Sprintf("output: %d secret(s) redacted by guardrail %s (%s)", d.Redacted, h.Name, d.Reason))
 	}
 	return out, v
 }

@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"unicode/utf8"
 
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
@@ -48,37 +50,57 @@ var secretFields = map[string]bool{"password": true, "passwd": true, "secret": t
 type rule struct {
 	ruleSource
 	re *regexp.Regexp
+	// anchor, when set, tries the rule only where the literals its
+	// matches start with occur (keywords.go).
+	anchor *anchoring
+}
+
+// builtin is ours and gitleaks' rules, with the index of their keywords.
+type builtin struct {
+	rules []rule
+	index *keywordIndex
 }
 
 // builtinRules compiles ours and gitleaks' rules once per process: they
 // are the same for every registry.
-var builtinRules = sync.OnceValue(func() []rule {
+var builtinRules = sync.OnceValue(func() builtin {
 	var out []rule
 	for _, src := range slices.Concat(ownRules, gitleaksRules) {
 		re, err := regexp.Compile(src.Regex)
 		if err != nil {
 			continue // TestBuiltinRulesCompile keeps this empty
 		}
-		out = append(out, rule{ruleSource: src, re: re})
+		out = append(out, rule{ruleSource: src, re: re, anchor: anchor(src.Regex)})
 	}
-	return out
+	return builtin{rules: out, index: newKeywordIndex(out)}
 })
 
 // redactor replaces secrets in text by [REDACTED:kind].
 type redactor struct {
-	rules []rule
+	rules  []rule
+	index  *keywordIndex // of the built-in rules (the first ones); patterns have no keywords
+	always []int         // the rules without keywords, which apply to every text
+	// scanned counts the bytes the rules' regexps were given, for tests
+	// that bound it.
+	scanned atomic.Int64
 }
 
 // newRedactor is the redactor of the built-in rules plus the registry's
 // patterns (which the registry checked).
 func newRedactor(patterns []toolrouter.SecretPattern) *redactor {
-	r := &redactor{rules: builtinRules()}
+	b := builtinRules()
+	r := &redactor{rules: b.rules, index: b.index}
 	if len(patterns) > 0 {
 		r.rules = slices.Clone(r.rules)
 		for _, p := range patterns {
 			if re, err := regexp.Compile(p.Regex); err == nil {
 				r.rules = append(r.rules, rule{ruleSource: ruleSource{ID: p.Name, Regex: p.Regex}, re: re})
 			}
+		}
+	}
+	for i, ru := range r.rules {
+		if len(ru.Keywords) == 0 {
+			r.always = append(r.always, i)
 		}
 	}
 	return r
@@ -90,31 +112,87 @@ type span struct {
 	kind       string
 }
 
-// text redacts s, counting what it replaced by kind in found.
+// text redacts s, counting what it replaced by kind in found. One scan
+// finds the keywords; a rule runs only where (anchored rules) or when
+// (the others) one of its keywords occurs.
 func (r *redactor) text(s string, found map[string]int) string {
 	if s == "" {
 		return s
 	}
-	var lower string
-	var spans []span
-	for i := range r.rules {
-		ru := &r.rules[i]
-		if len(ru.Keywords) > 0 {
-			if lower == "" {
-				lower = strings.ToLower(s)
-			}
-			if !containsAny(lower, ru.Keywords) {
-				continue
-			}
-		}
-		for _, m := range ru.re.FindAllStringSubmatchIndex(s, -1) {
-			a, b := secretOf(m, ru.SecretGroup)
-			if a < 0 || b <= a || ru.Entropy > 0 && entropy(s[a:b]) < ru.Entropy {
-				continue
-			}
-			spans = append(spans, span{a, b, ru.ID})
+	var buf [512]byte
+	lower := append(buf[:0], s...)
+	for i, c := range lower {
+		if 'A' <= c && c <= 'Z' {
+			lower[i] = c + 'a' - 'A'
 		}
 	}
+	var present []bool // by rule: one of its keywords occurs
+	var starts [][]int // by rule: where an anchored match may start
+	r.index.trie.Walk(lower, func(end, n, pattern int64) bool {
+		if present == nil {
+			present, starts = make([]bool, len(r.rules)), make([][]int, len(r.rules))
+		}
+		for _, ri := range r.index.keywordOf[pattern] {
+			present[ri] = true
+		}
+		for _, ri := range r.index.leadOf[pattern] {
+			starts[ri] = append(starts[ri], int(end-n+1))
+		}
+		return true
+	})
+	var spans []span
+	add := func(ru *rule, m []int) {
+		a, b := secretOf(m, ru.SecretGroup)
+		if a < 0 || b <= a || ru.Entropy > 0 && entropy(s[a:b]) < ru.Entropy {
+			return
+		}
+		spans = append(spans, span{a, b, ru.ID})
+	}
+	scanned := 0
+	apply := r.always // no keyword occurs: only the rules without keywords apply
+	if present != nil {
+		apply = nil
+		for i := range r.rules {
+			if len(r.rules[i].Keywords) == 0 || present[i] {
+				apply = append(apply, i)
+			}
+		}
+	}
+	for _, i := range apply {
+		ru := &r.rules[i]
+		if ru.anchor == nil {
+			scanned += len(s)
+			for _, m := range ru.re.FindAllStringSubmatchIndex(s, -1) {
+				add(ru, m)
+			}
+			continue
+		}
+		c := starts[i]
+		slices.Sort(c)
+		next := 0 // matches do not overlap, as FindAll's
+		for _, st := range slices.Compact(c) {
+			if st < next || !ru.anchor.holds(s, st) {
+				continue
+			}
+			// No match is longer than maxLen: a window one character
+			// longer sees the same assertions at every place a match
+			// can end.
+			end := min(len(s), st+ru.anchor.maxLen+utf8.UTFMax)
+			scanned += end - st
+			m := ru.anchor.re.FindStringSubmatchIndex(s[st:end])
+			if m == nil {
+				continue
+			}
+			for k := range m {
+				if m[k] >= 0 {
+					m[k] += st
+				}
+			}
+			next = m[1]
+			add(ru, m)
+		}
+	}
+	r.scanned.Add(int64(scanned))
 	if len(spans) == 0 {
 		return s
 	}
@@ -153,15 +231,6 @@ func secretOf(m []int, g int) (int, int) {
 	return m[0], m[1]
 }
 
-func containsAny(s string, words []string) bool {
-	for _, w := range words {
-		if strings.Contains(s, w) {
-			return true
-		}
-	}
-	return false
-}
-
 // entropy is the Shannon entropy of s in bits per byte, as gitleaks
 // measures it.
 func entropy(s string) float64 {
@@ -180,53 +249,109 @@ func entropy(s string) float64 {
 	return e
 }
 
-// value redacts every string of a decoded JSON value in place (object
-// keys stay) and returns it.
-func (r *redactor) value(v any, found map[string]int) any {
-	switch x := v.(type) {
-	case string:
-		return r.text(x, found)
-	case []any:
-		for i := range x {
-			x[i] = r.value(x[i], found)
-		}
-	case map[string]any:
-		for k, e := range x {
-			if s, ok := e.(string); ok && s != "" && secretFields[strings.ToLower(k)] {
-				x[k] = "[REDACTED:secret-field]"
-				found["secret-field"]++
+// json redacts the strings of a JSON document; it returns raw itself when
+// nothing was found (or raw is not JSON). It walks raw's tokens rather
+// than decoding it (issue 32, finding 6: a 16 MiB array of numbers
+// decoded to []any took ~50 bytes a byte): strings are replaced where
+// they are, everything else is copied as it was, so the memory it takes is
+// the output's size plus that of its longest string, a few times.
+func (r *redactor) json(raw json.RawMessage, found map[string]int) json.RawMessage {
+	if len(raw) == 0 || !json.Valid(raw) {
+		return raw
+	}
+	var out []byte // nil until something is replaced
+	copied := 0    // raw[:copied] is in out
+	// Whether the next string is an object member's name, by depth.
+	var inObject []bool
+	expectKey := false
+	secretKey := false // the member whose value comes next is a secret field
+	for i := 0; i < len(raw); {
+		switch c := raw[i]; c {
+		case '{', '[':
+			inObject = append(inObject, c == '{')
+			expectKey, secretKey = c == '{', false
+			i++
+		case '}', ']':
+			inObject = inObject[:len(inObject)-1]
+			expectKey, secretKey = false, false
+			i++
+		case ',':
+			expectKey = len(inObject) > 0 && inObject[len(inObject)-1]
+			i++
+		case '"':
+			j := stringEnd(raw, i)
+			if expectKey {
+				expectKey = false
+				secretKey = j-i <= 64 && secretFields[strings.ToLower(unquote(raw[i:j]))]
+				i = j
 				continue
 			}
-			x[k] = r.value(e, found)
+			str := unquote(raw[i:j])
+			var repl []byte
+			switch {
+			case secretKey && str != "":
+				repl = []byte(`"[REDACTED:secret-field]"`)
+				found["secret-field"]++
+			default:
+				if red := r.text(str, found); red != str {
+					repl = encodeString(red)
+				}
+			}
+			secretKey = false
+			if repl != nil {
+				if out == nil {
+					out = make([]byte, 0, len(raw)+len(repl))
+				}
+				out = append(append(out, raw[copied:i]...), repl...)
+				copied = j
+			}
+			i = j
+		default: // white space, ':', numbers, true, false, null
+			if c != ' ' && c != '\t' && c != '\n' && c != '\r' && c != ':' {
+				secretKey = false
+			}
+			i++
 		}
 	}
-	return v
+	if out == nil {
+		return raw
+	}
+	return append(out, raw[copied:]...)
 }
 
-// json redacts the strings of a JSON document; it returns raw itself when
-// nothing was found (or raw is not JSON).
-func (r *redactor) json(raw json.RawMessage, found map[string]int) json.RawMessage {
-	if len(raw) == 0 {
-		return raw
+// stringEnd is the index just past the JSON string that starts at i of
+// raw (valid JSON).
+func stringEnd(raw []byte, i int) int {
+	for j := i + 1; j < len(raw); j++ {
+		switch raw[j] {
+		case '\\':
+			j++
+		case '"':
+			return j + 1
+		}
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber() // numbers stay as they were written
-	var v any
-	if dec.Decode(&v) != nil {
-		return raw
+	return len(raw)
+}
+
+// unquote decodes a JSON string (as encoding/json does: invalid UTF-8
+// becomes U+FFFD).
+func unquote(q []byte) string {
+	body := q[1 : len(q)-1]
+	if bytes.IndexByte(body, '\\') < 0 && utf8.Valid(body) {
+		return string(body)
 	}
-	before := total(found)
-	v = r.value(v, found)
-	if total(found) == before {
-		return raw
-	}
+	var s string
+	_ = json.Unmarshal(q, &s)
+	return s
+}
+
+// encodeString encodes s as a JSON string, without HTML escaping.
+func encodeString(s string) []byte {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
-	if enc.Encode(v) != nil {
-		return raw
-	}
-	return bytes.TrimRight(b.Bytes(), "\n")
+	_ = enc.Encode(s)
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
 }
 
 func total(found map[string]int) int {

@@ -16,7 +16,7 @@ func TestBuiltinRulesCompile(t *testing.T) {
 			t.Errorf("rule %s: %v", r.ID, err)
 		}
 	}
-	if got, want := len(builtinRules()), len(ownRules)+len(gitleaksRules); got != want || want < 200 {
+	if got, want := len(builtinRules().rules), len(ownRules)+len(gitleaksRules); got != want || want < 200 {
 		t.Errorf("%d rules compiled of %d", got, want)
 	}
 }

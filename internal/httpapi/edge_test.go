@@ -25,8 +25,10 @@ import (
 	"github.com/toolrouterd/toolrouterd/api"
 	"github.com/toolrouterd/toolrouterd/internal/access"
 	"github.com/toolrouterd/toolrouterd/internal/agent"
+	"github.com/toolrouterd/toolrouterd/internal/approval"
 	"github.com/toolrouterd/toolrouterd/internal/httpapi"
 	"github.com/toolrouterd/toolrouterd/internal/metrics"
+	"github.com/toolrouterd/toolrouterd/internal/pipeline"
 	"github.com/toolrouterd/toolrouterd/internal/poll"
 	"github.com/toolrouterd/toolrouterd/internal/registry"
 	"github.com/toolrouterd/toolrouterd/internal/remote"
@@ -48,22 +50,20 @@ type fakeRouter struct {
 	stream func(ctx context.Context, planID string, payload any, meta map[string]any, emit func(toolrouter.Update)) (*toolrouter.Result, error)
 }
 
-func (f *fakeRouter) Route(ctx context.Context, planID string, payload any, meta map[string]any) (*toolrouter.Result, error) {
-	if f.route != nil {
-		return f.route(ctx, planID, payload, meta)
+// Do routes req with stream when it streams (Emit set), else with
+// route; the payload they get is the request.
+func (f *fakeRouter) Do(ctx context.Context, req *toolrouter.CallRequest) (*toolrouter.Result, error) {
+	if req.Emit != nil && f.stream != nil {
+		return f.stream(ctx, req.PlanID, req, req.Meta, req.Emit)
 	}
-	return f.real.Route(ctx, planID, payload, meta)
+	if req.Emit == nil && f.route != nil {
+		return f.route(ctx, req.PlanID, req, req.Meta)
+	}
+	return f.real.Do(ctx, req)
 }
 
-func (f *fakeRouter) Stream(ctx context.Context, planID string, payload any, meta map[string]any, emit func(toolrouter.Update)) (*toolrouter.Result, error) {
-	if f.stream != nil {
-		return f.stream(ctx, planID, payload, meta, emit)
-	}
-	return f.real.Stream(ctx, planID, payload, meta, emit)
-}
-
-func (f *fakeRouter) Batch(ctx context.Context, planID string, payloads []any, meta map[string]any) ([]*toolrouter.Result, error) {
-	return f.real.Batch(ctx, planID, payloads, meta)
+func (f *fakeRouter) Batch(ctx context.Context, planID string, reqs []*toolrouter.CallRequest) ([]*toolrouter.Result, error) {
+	return f.real.Batch(ctx, planID, reqs)
 }
 
 // fakeRuns answers /runs with function fields; nil ones use real.
@@ -140,6 +140,13 @@ func (s *syncBuffer) String() string {
 // change the dependencies first.
 func newServer(t testing.TB, edit ...func(*httpapi.Deps)) *server {
 	t.Helper()
+	return newServerWith(t, nil, edit...)
+}
+
+// newServerWith is newServer with its router's options changed by opts
+// (nil: none) before it is built.
+func newServerWith(t testing.TB, opts func(*router.Options), edit ...func(*httpapi.Deps)) *server {
+	t.Helper()
 	reg, err := registry.Parse("test.yaml", []byte(benchRegistry), os.Getenv)
 	if err != nil {
 		t.Fatalf("parse registry: %v", err)
@@ -147,17 +154,23 @@ func newServer(t testing.TB, edit ...func(*httpapi.Deps)) *server {
 	holder := registry.NewHolder("test.yaml", os.Getenv, reg)
 	st := memory.New()
 	m := metrics.New()
-	rt := &router.Router{
-		Tools:            func() router.Tools { return holder.Current() },
+	finish := &router.Finisher{Results: st, Observer: m}
+	keeper := &approval.Keeper{Store: st, Results: st, Finish: finish, Tools: func() approval.Tools { return holder.Current() }}
+	o := router.Options{
 		Exec:             remote.New(remote.Options{Transport: echoTransport{}}),
 		Seq:              st,
-		Results:          st,
-		Observer:         m,
+		Finish:           finish,
 		BatchConcurrency: 4,
-		Approvals:        st,
+		Stages: []toolrouter.Stage{pipeline.Resolve(func() pipeline.Tools { return holder.Current() }), pipeline.Validate,
+			keeper.Stage, pipeline.BatchBudget, pipeline.CheckOutput},
 	}
+	if opts != nil {
+		opts(&o)
+	}
+	rt := router.New(o)
 	runner := &agent.Runner{Router: rt, Registry: func() agent.Registry { return holder.Current() }, Runs: st, Owner: "test"}
 	s := &server{router: &fakeRouter{real: rt}, runs: &fakeRuns{real: runner}, log: &syncBuffer{}}
+	views := vserver.Build(registry.Empty())
 	d := httpapi.Deps{
 		Logger:       zerolog.New(s.log),
 		Router:       s.router,
@@ -165,13 +178,13 @@ func newServer(t testing.TB, edit ...func(*httpapi.Deps)) *server {
 		Readiness:    st,
 		Metrics:      m,
 		Runs:         s.runs,
-		Approvals:    rt,
+		Approvals:    keeper,
 		Keys:         st,
 		Audit:        st,
 		MaxBodyBytes: 1 << 20,
 		Spec:         api.Spec,
 		MCP:          http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusAccepted) }),
-		Views:        func() *vserver.Set { return vserver.Build(registry.Empty()) },
+		Views:        func() *vserver.Set { return views }, // built once, as vserver.Catalog.Current keeps it
 		VirtualMCP:   func(string) http.Handler { return http.NotFoundHandler() },
 	}
 	for _, e := range edit {

@@ -9,7 +9,7 @@ import (
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
 
-// Approvals decides held calls and shows results (router.Router; docs/approvals.md
+// Approvals decides held calls and shows results (approval.Keeper with pin's reviews; docs/approvals.md
 // "Approvals").
 type Approvals interface {
 	Approval(ctx context.Context, id string) (*toolrouter.Approval, error)
@@ -29,7 +29,7 @@ const (
 )
 
 // DecisionWatcher wakes a stream waiting for the decision on a held call
-// when this process settles it (router.Router).
+// when this process settles it (approval.Keeper).
 type DecisionWatcher interface {
 	WatchDecision(ctx context.Context, toolCallID string) (<-chan struct{}, func())
 }

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"net/http"
 	"slices"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/toolrouterd/toolrouterd/internal/format"
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
+	"github.com/toolrouterd/toolrouterd/internal/vserver"
 )
 
 // maxBatchCalls is the most tool calls one batch routes (api/openapi.yaml,
@@ -80,7 +82,14 @@ type batchResponse struct {
 	Messages any `json:"messages,omitempty"`
 }
 
-func handleRoute(rt Router, ap Approvals) http.HandlerFunc {
+// callRequest is the call of payload, normalised (Unreadable set when it
+// cannot be), for the plan of the request r.
+func callRequest(r *http.Request, views func() *vserver.Set, planID, entry string, payload any, meta map[string]any) *toolrouter.CallRequest {
+	call, err := format.Normalize(payload)
+	return &toolrouter.CallRequest{PlanID: planID, Call: call, Unreadable: err, Meta: meta, View: callView(views, r), Entry: entry}
+}
+
+func handleRoute(rt Router, ap Approvals, views func() *vserver.Set) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		var req routeRequest
 		if err := decodeBody(r, &req); err != nil {
@@ -91,11 +100,16 @@ func handleRoute(rt Router, ap Approvals) http.HandlerFunc {
 			writeError(w, r, err)
 			return
 		}
-		if wantsEventStream(r) {
-			streamRoute(w, r, rt, ap, req)
+		if err := toolrouter.CheckPlanID(req.PlanID); err != nil {
+			writeError(w, r, err)
 			return
 		}
-		res, err := rt.Route(r.Context(), req.PlanID, req.ToolCall, req.ProviderMetadata)
+		cr := callRequest(r, views, req.PlanID, toolrouter.EntryRoute, req.ToolCall, req.ProviderMetadata)
+		if wantsEventStream(r) {
+			streamRoute(w, r, rt, ap, cr)
+			return
+		}
+		res, err := rt.Do(r.Context(), cr)
 		if err != nil {
 			writeError(w, r, err)
 			return
@@ -115,13 +129,13 @@ func handleRoute(rt Router, ap Approvals) http.HandlerFunc {
 // router's order, then one result event. The stream starts with the first
 // update; updates may come from other goroutines (progress notifications),
 // and one arriving after the route returned is dropped.
-func streamRoute(w http.ResponseWriter, r *http.Request, rt Router, ap Approvals, req routeRequest) {
+func streamRoute(w http.ResponseWriter, r *http.Request, rt Router, ap Approvals, req *toolrouter.CallRequest) {
 	var (
 		mu       sync.Mutex
 		s        *sse
 		finished bool
 	)
-	res, err := rt.Stream(r.Context(), req.PlanID, req.ToolCall, req.ProviderMetadata, func(u toolrouter.Update) {
+	req.Emit = func(u toolrouter.Update) {
 		mu.Lock()
 		if finished {
 			mu.Unlock()
@@ -133,7 +147,8 @@ func streamRoute(w http.ResponseWriter, r *http.Request, rt Router, ap Approvals
 		st := s
 		mu.Unlock()
 		st.send("update", u)
-	})
+	}
+	res, err := rt.Do(r.Context(), req)
 	mu.Lock()
 	finished = true
 	mu.Unlock()
@@ -168,7 +183,7 @@ func streamRoute(w http.ResponseWriter, r *http.Request, rt Router, ap Approvals
 	s.close()
 }
 
-func handleBatch(rt Router) http.HandlerFunc {
+func handleBatch(rt Router, views func() *vserver.Set) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		var req batchRequest
 		err := decodeBody(r, &req)
@@ -194,7 +209,27 @@ func handleBatch(rt Router) http.HandlerFunc {
 			}
 			calls = turn.Calls
 		}
-		results, err := rt.Batch(r.Context(), req.PlanID, calls, req.ProviderMetadata)
+		if err := toolrouter.CheckPlanID(req.PlanID); err != nil {
+			writeError(w, r, err)
+			return
+		}
+		if calls == nil {
+			writeError(w, r, toolrouter.Invalid("tool_calls", "tool_calls must be a list"))
+			return
+		}
+		reqs := make([]*toolrouter.CallRequest, len(calls))
+		view := callView(views, r)
+		for i, p := range calls {
+			if _, ok := p.(map[string]any); !ok {
+				writeError(w, r, toolrouter.Invalid(fmt.Sprintf("tool_calls[%d]", i), "tool_calls[%d]: payload must be a dict (JSON object), got %s", i, toolrouter.JSONKind(p)))
+				return
+			}
+		}
+		for i, p := range calls {
+			call, err := format.Normalize(p)
+			reqs[i] = &toolrouter.CallRequest{Call: call, Unreadable: err, Meta: req.ProviderMetadata, View: view, Entry: toolrouter.EntryRouteBatch}
+		}
+		results, err := rt.Batch(r.Context(), req.PlanID, reqs)
 		if err != nil {
 			writeError(w, r, err)
 			return

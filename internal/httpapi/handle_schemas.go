@@ -19,7 +19,7 @@ type exportedTool struct {
 	Definition     map[string]any `json:"definition"`
 }
 
-func handleSchemas(tools func() Tools) http.HandlerFunc {
+func handleSchemas(tools func() Tools, views func() *vserver.Set) http.HandlerFunc {
 	valid := make([]string, 0, 8)
 	for _, f := range format.SchemaFormats() {
 		valid = append(valid, string(f))
@@ -48,7 +48,7 @@ func handleSchemas(tools func() Tools) http.HandlerFunc {
 		// written, not all at once.
 		client := access.FromContext(r.Context())
 		var list []*toolrouter.Tool
-		if v := vserver.FromContext(r.Context()); v != nil {
+		if v, _ := requestView(views, r); v != nil {
 			list = v.Tools(client) // a virtual server's (or search mode's) view
 		} else {
 			for _, t := range tools().Tools() {

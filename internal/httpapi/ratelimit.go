@@ -6,6 +6,7 @@ import (
 	"github.com/toolrouterd/toolrouterd/internal/access"
 	"github.com/toolrouterd/toolrouterd/internal/format"
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
+	"github.com/toolrouterd/toolrouterd/internal/vserver"
 )
 
 // rateLimit counts the tool calls of a request (calls reads them)
@@ -13,7 +14,7 @@ import (
 // Retry-After and the RateLimit-Policy / RateLimit fields, and no tool is
 // called (api/openapi.yaml, response TooManyRequests). The calls' tool
 // names are read for the refusal's audit record only.
-func rateLimit(l Limiter, calls func(*http.Request) []any) func(http.Handler) http.Handler {
+func rateLimit(l Limiter, entry string, views func() *vserver.Set, calls func(*http.Request) []any) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		if l == nil {
 			return next
@@ -21,8 +22,8 @@ func rateLimit(l Limiter, calls func(*http.Request) []any) func(http.Handler) ht
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			c := access.FromContext(r.Context())
 			payloads := calls(r)
-			ctx := toolrouter.WithCalledTools(r.Context(), func() []string { return toolNames(payloads) })
-			v, err := l.Take(ctx, c, len(payloads))
+			v, err := l.Take(r.Context(), c, toolrouter.Calls{N: len(payloads), Entry: entry, View: callView(views, r),
+				Names: func() []string { return toolNames(payloads) }})
 			if err != nil {
 				writeError(w, r, toolrouter.Unavailable("rate limiter", err))
 				return

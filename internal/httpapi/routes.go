@@ -50,10 +50,10 @@ func routes(d Deps, doc *openapi3.T) (http.Handler, error) {
 	r.Group(func(r chi.Router) {
 		r.Use(authenticate(d.Auth, d.JWTIssuer), check.middleware)
 		idem := idempotency(d.Keys, d.KeyTTL, d.KeyLease)
-		view := withView(d.Views) // ?server=: names resolve within a virtual server
-		r.With(entryPoint(toolrouter.EntryRoute), view, idem, rateLimit(d.Limiter, oneCall)).Post("/route", handleRoute(d.Router, d.Approvals))
-		r.With(entryPoint(toolrouter.EntryRouteBatch), view, idem, rateLimit(d.Limiter, batchCalls)).Post("/route/batch", handleBatch(d.Router))
-		r.With(view).Get("/schemas/{provider}", handleSchemas(d.Tools))
+		view := checkView(d.Views) // ?server=: names resolve within a virtual server
+		r.With(view, idem, rateLimit(d.Limiter, toolrouter.EntryRoute, d.Views, oneCall)).Post("/route", handleRoute(d.Router, d.Approvals, d.Views))
+		r.With(view, idem, rateLimit(d.Limiter, toolrouter.EntryRouteBatch, d.Views, batchCalls)).Post("/route/batch", handleBatch(d.Router, d.Views))
+		r.With(view).Get("/schemas/{provider}", handleSchemas(d.Tools, d.Views))
 		r.Post("/runs", handleStartRun(d.Runs))
 		r.Get("/runs", handleListRuns(d.Runs))
 		r.Get("/runs/{id}", handleGetRun(d.Runs))

@@ -19,9 +19,8 @@ import (
 
 // Router routes tool calls (implemented by router.Router).
 type Router interface {
-	Route(ctx context.Context, planID string, payload any, meta map[string]any) (*toolrouter.Result, error)
-	Stream(ctx context.Context, planID string, payload any, meta map[string]any, emit func(toolrouter.Update)) (*toolrouter.Result, error)
-	Batch(ctx context.Context, planID string, payloads []any, meta map[string]any) ([]*toolrouter.Result, error)
+	Do(ctx context.Context, req *toolrouter.CallRequest) (*toolrouter.Result, error)
+	Batch(ctx context.Context, planID string, reqs []*toolrouter.CallRequest) ([]*toolrouter.Result, error)
 }
 
 // Tools lists the registry in force.
@@ -35,10 +34,10 @@ type Authenticator interface {
 	Authenticate(ctx context.Context, r *http.Request) (*access.Client, error)
 }
 
-// Limiter counts n tool calls of a client against its rate limit
-// (access.Window).
+// Limiter counts the tool calls of a request of a client against its
+// rate limit (audit.Limiter).
 type Limiter interface {
-	Take(ctx context.Context, c *access.Client, n int) (access.Verdict, error)
+	Take(ctx context.Context, c *access.Client, calls toolrouter.Calls) (access.Verdict, error)
 }
 
 // Pinger reports whether a dependency is reachable.

@@ -64,15 +64,18 @@ func BenchmarkRouteTracing(b *testing.B) {
 // the HTTP server, the router and the tool client as the service wires it
 // (nil: none at all).
 func tracedHandler(tb testing.TB, tel *telemetry.Telemetry) http.Handler {
-	return newServer(tb, func(d *httpapi.Deps) {
-		d.Logger = zerolog.New(io.Discard).Level(zerolog.InfoLevel)
-		if tel == nil {
-			return
+	var opts func(*router.Options)
+	if tel != nil {
+		opts = func(o *router.Options) {
+			o.Tracer = tel
+			o.Exec = remote.New(remote.Options{Transport: echoTransport{}, Wrap: tel.Transport})
 		}
-		d.Tracer = tel
-		rt := d.Approvals.(*router.Router) // the router newServer wired
-		rt.Tracer = tel
-		rt.Exec = remote.New(remote.Options{Transport: echoTransport{}, Wrap: tel.Transport})
+	}
+	return newServerWith(tb, opts, func(d *httpapi.Deps) {
+		d.Logger = zerolog.New(io.Discard).Level(zerolog.InfoLevel)
+		if tel != nil {
+			d.Tracer = tel
+		}
 	}).h
 }
 

@@ -8,25 +8,42 @@ import (
 	"github.com/toolrouterd/toolrouterd/internal/vserver"
 )
 
-// withView puts the request's view in its context (docs/mcp.md "Virtual
-// servers and tool search"): the virtual server of the query's server
-// (404 naming "server" when there is none the client may use), else the
-// empty view of a client bound to virtual servers, or the registry-wide
-// view in search mode. Without virtual servers (views nil) it does
-// nothing.
-func withView(views func() *vserver.Set) func(http.Handler) http.Handler {
+// requestView is the view of a request (docs/mcp.md "Virtual servers and
+// tool search"): the virtual server of the query's server (ENOTFOUND
+// naming "server" when there is none the client may use), else the empty
+// view of a client bound to virtual servers, or the registry-wide view in
+// search mode; nil: the registry as it is (also without virtual servers,
+// views nil).
+func requestView(views func() *vserver.Set, r *http.Request) (*vserver.View, error) {
+	if views == nil {
+		return nil, nil
+	}
+	server := ""
+	if r.URL.RawQuery != "" { // most calls name no server: no query to parse
+		server = r.URL.Query().Get("server")
+	}
+	return views().For(access.FromContext(r.Context()), server)
+}
+
+// callView is requestView as the view a call resolves in (nil: none).
+func callView(views func() *vserver.Set, r *http.Request) toolrouter.View {
+	if v, err := requestView(views, r); err == nil && v != nil {
+		return v
+	}
+	return nil
+}
+
+// checkView refuses a request whose ?server= names no virtual server the
+// client may use (404 naming "server") before anything else runs.
+func checkView(views func() *vserver.Set) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		if views == nil {
 			return next
 		}
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			v, err := views().For(access.FromContext(r.Context()), r.URL.Query().Get("server"))
-			if err != nil {
+			if _, err := requestView(views, r); err != nil {
 				writeError(w, r, err)
 				return
-			}
-			if v != nil {
-				r = r.WithContext(vserver.NewContext(r.Context(), v))
 			}
 			next.ServeHTTP(w, r)
 		})

@@ -30,7 +30,7 @@ func (s *server) call(ctx context.Context, req toolrouter.ExecRequest) toolroute
 	}
 	callCtx, cancel := toolrouter.WithToolTimeout(withCredential(ctx, req.Credential), timeout)
 	defer cancel()
-	c := &toolCall{req: req, relay: toolrouter.RelayFrom(ctx), fresh: true}
+	c := &toolCall{req: req, relay: req.Relay, fresh: true}
 	if req.Tool.Idempotent {
 		c.retries = req.Tool.Retries
 	}
@@ -119,6 +119,9 @@ func (s *server) setParams(c *toolCall) (stop func(), err error) {
 // (fastcall.go), else through the SDK.
 func (s *server) send(ctx context.Context, cs *mcp.ClientSession, c *toolCall) (toolrouter.Outcome, error) {
 	req, params, relay := c.req, c.params, c.relay
+	if relay != nil && relay.Log != nil {
+		ctx = withCallRelay(ctx, relay)
+	}
 	if relay != nil && relay.ClientCapabilities != nil && modern(cs) {
 		// The caller's capabilities, not toolrouterd's: the backend asks
 		// for the input the caller can give.

@@ -146,7 +146,11 @@ func Redefine(t *toolrouter.Tool, def json.RawMessage) (*toolrouter.Tool, error)
 	if err := json.Unmarshal(def, &mt); err != nil {
 		return nil, fmt.Errorf("tool %s: pinned definition: %w", t.Name, err)
 	}
-	cfg := toolrouter.MCPServer{Name: t.MCPServer, Prefix: strings.TrimSuffix(t.Name, t.MCPTool), Timeout: t.Timeout}
+	// What the registry sets on the tool, not its server, stays: its
+	// timeout, circuit and output budget (issue 32 item 12: a keep_old
+	// tool served its whole output over a 1,024-byte budget).
+	cfg := toolrouter.MCPServer{Name: t.MCPServer, Prefix: strings.TrimSuffix(t.Name, t.MCPTool), Timeout: t.Timeout,
+		Circuit: t.Circuit, Budget: t.Budget}
 	return registryTool(cfg, newDiscovered(&mt)), nil
 }
 

@@ -50,6 +50,20 @@ import (
 // response when it gave event ids (GET with Last-Event-ID). Progress and
 // log notifications on the stream are relayed by serverTransport's tap as
 // for the SDK's calls.
+//
+// When this file goes: it is a second client beside a well-kept one, and
+// stays only while it wins the decision table's rule (bench/README.md
+// "Hand-written twins: decision table"). Delete it, with sdkonly*.go and
+// the sdkmcp build tag, as soon as `make bench-compare` (its default
+// BENCH_ABLATE=sdk-mcp:sdkmcp builds the SDK-only ablation;
+// BENCH_ONLY='^mcp-router' measures just the two rows) shows
+// mcp-router[sdk-mcp], the SDK's tools/call path, within 5 % of
+// mcp-router in CPU per call (median of the rounds, or inside their
+// spread): e.g. after a go-sdk upgrade that drops the per-message 32 KiB
+// decoder buffers or the goroutine per response. Measure again at every
+// go-sdk upgrade. Delete it too, rather than grow it, the day HTTP
+// sessions before 2026-07-28 need a feature of the SDK's path that this
+// one does not carry.
 
 // fastIDBase is the first JSON-RPC id of the hot path's requests; the
 // SDK numbers its own requests on the session from 1, so the two never

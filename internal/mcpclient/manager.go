@@ -47,8 +47,10 @@ const (
 	// keepAlive is the interval of the pings that detect a dead session
 	// between calls.
 	keepAlive = 30 * time.Second
-	// maxPages bounds the pages of one tools/list (a cursor loop).
-	maxPages = 1000
+	// minRediscovery is the least time between two discoveries of a
+	// server on one session (issue 32 finding 3: a server announcing a
+	// change all the time).
+	minRediscovery = time.Second
 )
 
 // Manager keeps the sessions with the registry's MCP servers. Create it
@@ -59,6 +61,12 @@ type Manager struct {
 	base       http.RoundTripper
 	up         *prometheus.GaugeVec
 	reconnects *prometheus.CounterVec
+	// limitedDiscoveries counts the discoveries stopped at a limit.
+	limitedDiscoveries *prometheus.CounterVec
+
+	// Limits bound every server's discovery (zero fields: the defaults);
+	// set before the first Sync.
+	Limits DiscoveryLimits
 
 	syncWait time.Duration
 	backoff  outbound.Backoff // between reconnection attempts
@@ -102,6 +110,10 @@ func New(log zerolog.Logger, reg prometheus.Registerer) *Manager {
 			Name: "toolrouter_mcp_reconnects_total",
 			Help: "Attempts to reconnect to an MCP server after its session was lost or it could not be reached, by result (ok or error).",
 		}, []string{"server", "result"}),
+		limitedDiscoveries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "toolrouter_mcp_discovery_limited_total",
+			Help: "Discoveries of an MCP server's tools stopped at a limit (pages, tools or bytes); its last good listing was kept.",
+		}, []string{"server", "limit"}),
 		syncWait: defaultSyncWait,
 		sdkCalls: sdkOnly,
 		backoff:  outbound.Backoff{Base: defaultBackoffMin, Max: defaultBackoffMax, Jitter: 0.2},
@@ -110,9 +122,12 @@ func New(log zerolog.Logger, reg prometheus.Registerer) *Manager {
 	if reg != nil {
 		m.up = register(reg, m.up)
 		m.reconnects = register(reg, m.reconnects)
+		m.limitedDiscoveries = register(reg, m.limitedDiscoveries)
 	}
 	return m
 }
+
+func (m *Manager) limits() DiscoveryLimits { return m.Limits.withDefaults() }
 
 // register registers c, or returns the collector already registered
 // under its name.
@@ -232,6 +247,15 @@ func (m *Manager) Tools() []*toolrouter.Tool {
 		out = append(out, s.currentTools()...)
 	}
 	return out
+}
+
+// Refresh asks server name for a rediscovery of its tools (a
+// reconnection when it is down) without waiting for it; OnChange hooks
+// run if its tools changed.
+func (m *Manager) Refresh(name string) {
+	if s := m.server(name); s != nil {
+		s.poke()
+	}
 }
 
 // Close disconnects from every server. Calls still running fail.

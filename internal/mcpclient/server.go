@@ -141,6 +141,7 @@ func (s *server) stop() {
 	<-s.done
 	s.m.up.DeleteLabelValues(s.name)
 	s.m.reconnects.DeletePartialMatch(map[string]string{"server": s.name})
+	s.m.limitedDiscoveries.DeletePartialMatch(map[string]string{"server": s.name})
 }
 
 // poke asks the supervisor to act now (see kick).

@@ -48,6 +48,11 @@ func (s *server) run() {
 			}
 			s.m.reconnects.WithLabelValues(s.name, result).Inc()
 		}
+		keep := false
+		if le := limited(err); le != nil {
+			s.discoveryLimited(le)
+			keep, err = cs != nil, nil
+		}
 		if err != nil {
 			stop()
 			s.attemptFailed(err)
@@ -55,7 +60,7 @@ func (s *server) run() {
 			delay = s.m.backoff.Delay(failures)
 			continue
 		}
-		gen := s.setUp(cs, raw)
+		gen := s.setUp(cs, raw, keep)
 		began := time.Now()
 		err = s.serve(cs, gen)
 		_ = cs.Close()
@@ -99,6 +104,11 @@ func (s *server) connect() (cs *mcp.ClientSession, raw []discovered, stop func()
 		}
 	}
 	raw, err = s.list(ctx, cs)
+	if limited(err) != nil {
+		// The session is sound, its listing too large: kept, with the
+		// last good listing.
+		return cs, nil, stop, err
+	}
 	if err != nil {
 		_ = cs.Close()
 		return nil, nil, stop, err
@@ -106,18 +116,30 @@ func (s *server) connect() (cs *mcp.ClientSession, raw []discovered, stop func()
 	return cs, raw, stop, nil
 }
 
-// list runs tools/list over every page.
+// list runs tools/list over every page, within the Manager's discovery
+// limits (a *limitError past one).
 func (s *server) list(ctx context.Context, cs *mcp.ClientSession) ([]discovered, error) {
+	lim := s.m.limits()
+	budget := &readBudget{}
+	budget.left.Store(lim.Bytes)
+	ctx = withBudget(ctx, budget)
 	var out []discovered
 	seen := map[string]bool{}
+	received := 0
 	params := &mcp.ListToolsParams{}
 	for page := 0; ; page++ {
-		if page == maxPages {
-			return nil, fmt.Errorf("tools/list: more than %d pages", maxPages)
+		if page == lim.Pages {
+			return nil, &limitError{limit: "pages", max: int64(lim.Pages)}
 		}
 		res, err := cs.ListTools(ctx, params)
+		if budget.exceeded.Load() {
+			return nil, &limitError{limit: "bytes", max: lim.Bytes}
+		}
 		if err != nil {
 			return nil, fmt.Errorf("tools/list: %w", err)
+		}
+		if received += len(res.Tools); received > lim.Tools {
+			return nil, &limitError{limit: "tools", max: int64(lim.Tools)}
 		}
 		for _, t := range res.Tools {
 			if t == nil || seen[t.Name] {
@@ -136,22 +158,53 @@ func (s *server) list(ctx context.Context, cs *mcp.ClientSession) ([]discovered,
 	}
 }
 
+// discoveryLimited logs and counts a discovery stopped at a limit; the
+// server's last good listing stays.
+func (s *server) discoveryLimited(le *limitError) {
+	s.m.limitedDiscoveries.WithLabelValues(s.name, le.limit).Inc()
+	s.mu.Lock()
+	kept := len(s.tools)
+	s.mu.Unlock()
+	s.m.log.Warn().Str("mcp_server", s.name).Str("limit", le.limit).Int64("max", le.max).Int("kept_tools", kept).
+		Msg("MCP tool discovery stopped at a limit: the server's listing is too large; its last good listing is kept")
+}
+
 // serve waits until the session ends (the server closed it, a call found
 // it broken) or the server is stopped, rediscovering the tools when
 // kicked. It returns why the session ended.
 func (s *server) serve(cs *mcp.ClientSession, gen uint64) error {
 	ended := make(chan error, 1)
 	go func() { ended <- cs.Wait() }()
+	lost := func(err error) error {
+		if err == nil {
+			err = errors.New("the session was closed")
+		}
+		return fmt.Errorf("session lost: %w", err)
+	}
+	last := time.Now() // connect listed the tools
 	for {
 		select {
 		case <-s.ctx.Done():
 			return nil
 		case err := <-ended:
-			if err == nil {
-				err = errors.New("the session was closed")
-			}
-			return fmt.Errorf("session lost: %w", err)
+			return lost(err)
 		case <-s.kick:
+			// At most one discovery per minRediscovery: a server that
+			// says its list changed all the time is listed once a second
+			// (kicks meanwhile are one).
+			if wait := minRediscovery - time.Since(last); wait > 0 {
+				t := time.NewTimer(wait)
+				select {
+				case <-s.ctx.Done():
+					t.Stop()
+					return nil
+				case err := <-ended:
+					t.Stop()
+					return lost(err)
+				case <-t.C:
+				}
+			}
+			last = time.Now()
 			if broken, err := s.broken(gen); broken {
 				return err
 			}
@@ -160,6 +213,13 @@ func (s *server) serve(cs *mcp.ClientSession, gen uint64) error {
 			cancel()
 			if s.ctx.Err() != nil {
 				return nil
+			}
+			if le := limited(err); le != nil {
+				s.discoveryLimited(le)
+				s.mu.Lock()
+				s.nextRound()
+				s.mu.Unlock()
+				continue // the session ends next if the SDK gave it up
 			}
 			if err != nil {
 				if serverError(err) != nil {
@@ -187,14 +247,19 @@ func (s *server) broken(gen uint64) (bool, error) {
 	return true, s.err
 }
 
-func (s *server) setUp(cs *mcp.ClientSession, raw []discovered) uint64 {
+// setUp takes the new session cs and its discovery raw (keep: the last
+// good listing stays, this one was over a limit).
+func (s *server) setUp(cs *mcp.ClientSession, raw []discovered, keep bool) uint64 {
 	s.mu.Lock()
 	s.gen++
 	gen := s.gen
 	s.cs, s.sid, s.err = cs, cs.ID(), nil
 	s.attempts++
-	s.raw, s.listed = raw, true
-	changed := s.rebuild()
+	changed := false
+	if !keep {
+		s.raw, s.listed = raw, true
+		changed = s.rebuild()
+	}
 	n := len(s.tools)
 	wasDown := s.downLogged
 	s.downLogged = false

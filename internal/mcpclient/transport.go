@@ -2,6 +2,7 @@ package mcpclient
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -51,9 +52,10 @@ func (t *serverTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	if err != nil || r.Method == http.MethodDelete {
 		return resp, err
 	}
+	budgeted(r, resp)
 	if resp.StatusCode == http.StatusOK && isEventStream(resp.Header.Get("Content-Type")) {
 		event := t.event
-		if relay := toolrouter.RelayFrom(r.Context()); relay != nil && relay.Log != nil {
+		if relay := callRelay(r.Context()); relay != nil && relay.Log != nil {
 			// The stream of one call's request: its log messages belong
 			// to the caller that made the call.
 			event = func(data []byte) {
@@ -231,4 +233,20 @@ func redactURL(raw string) string {
 	u.RawQuery = ""
 	u.Fragment = ""
 	return u.String()
+}
+
+// callRelayKey carries a call's relay from send, through the SDK (whose
+// only way to its transport is the request's context), to the transport
+// that reads the call's event stream. It is mcpclient's own: the relay
+// reaches mcpclient in the ExecRequest, never in a context.
+type callRelayKey struct{}
+
+func withCallRelay(ctx context.Context, relay *toolrouter.Relay) context.Context {
+	return context.WithValue(ctx, callRelayKey{}, relay)
+}
+
+// callRelay is the relay of the call whose request ctx is; nil when none.
+func callRelay(ctx context.Context) *toolrouter.Relay {
+	r, _ := ctx.Value(callRelayKey{}).(*toolrouter.Relay)
+	return r
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -109,14 +110,10 @@ func (h *Handler) call(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Call
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "arguments: not valid JSON: " + err.Error()}
 		}
 	}
-	// The call as an MCP client would send it to /route: the router detects
-	// the mcp format, resolves the MCP name (or the canonical one) and
-	// validates the arguments.
-	payload := map[string]any{
-		"jsonrpc": "2.0",
-		"method":  "tools/call",
-		"params":  map[string]any{"name": p.Name, "arguments": args},
-	}
+	// The call itself, in the mcp format: the pipeline resolves the MCP
+	// name (or the canonical one) and validates the arguments.
+	cr := &toolrouter.CallRequest{PlanID: planID, Call: toolrouter.Call{Format: toolrouter.FormatMCP, ToolName: p.Name}, Entry: toolrouter.EntryMCP}
+	cr.Call.Arguments, cr.Unreadable = callArguments(p.Name, args)
 	modern := modernSession(req.Session)
 	clientName := ""
 	if c := access.FromContext(ctx); c != nil {
@@ -136,7 +133,8 @@ func (h *Handler) call(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Call
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "inputResponses: " + err.Error()}
 		}
 	}
-	res, err := h.d.Router.Route(toolrouter.WithRelay(ctx, rl), planID, payload, nil)
+	cr.Relay = rl
+	res, err := h.d.Router.Do(ctx, cr)
 	if err != nil {
 		if toolrouter.ErrorCode(err) == toolrouter.EINVALID {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: toolrouter.ErrorMessage(err)}
@@ -273,4 +271,31 @@ func result(res *toolrouter.Result) *mcp.CallToolResult {
 		out.StructuredContent = json.RawMessage(raw)
 	}
 	return out
+}
+
+// callArguments are the arguments of a tools/call of the tool name, as
+// decoded from its params: an object, or the JSON text of one ("" and
+// null are {}); anything else, or a blank name, makes the call unreadable
+// (a parse failure, as /route answers the same call).
+func callArguments(name string, args any) (map[string]any, error) {
+	if strings.TrimSpace(name) == "" {
+		return map[string]any{}, toolrouter.Invalid("tool_call", "parse error: tool call has an empty name")
+	}
+	if s, ok := args.(string); ok {
+		if s = strings.TrimSpace(s); s == "" {
+			return map[string]any{}, nil
+		}
+		if err := json.Unmarshal([]byte(s), &args); err != nil {
+			return map[string]any{}, toolrouter.Invalid("tool_call", "parse error: arguments are not valid JSON: %v", err)
+		}
+		if args == nil { // the text "null"
+			return map[string]any{}, nil
+		}
+	}
+	m, ok := args.(map[string]any)
+	if !ok {
+		kind := map[string]string{"list": "list", "string": "str", "boolean": "bool", "number": "number"}[toolrouter.JSONKind(args)]
+		return map[string]any{}, toolrouter.Invalid("tool_call", "parse error: arguments must be a JSON object, got %s", kind)
+	}
+	return m, nil
 }

@@ -16,10 +16,17 @@ import (
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
 
-type routeFunc func(ctx context.Context, planID string, payload any, meta map[string]any) (*toolrouter.Result, error)
+type routeFunc func(ctx context.Context, req *toolrouter.CallRequest) (*toolrouter.Result, error)
 
-func (f routeFunc) Route(ctx context.Context, planID string, payload any, meta map[string]any) (*toolrouter.Result, error) {
-	return f(ctx, planID, payload, meta)
+func (f routeFunc) Do(ctx context.Context, req *toolrouter.CallRequest) (*toolrouter.Result, error) {
+	return f(ctx, req)
+}
+
+// windowLimiter is an access.Window as a Limiter.
+type windowLimiter struct{ w *access.Window }
+
+func (l windowLimiter) Take(ctx context.Context, c *access.Client, calls toolrouter.Calls) (access.Verdict, error) {
+	return l.w.Take(ctx, c, calls.N)
 }
 
 type noTools struct{}
@@ -35,12 +42,18 @@ func TestInterceptCountsCallsAdmitMissed(t *testing.T) {
 	w.Now = func() time.Time { return time.Date(2026, 1, 1, 10, 30, 0, 0, time.UTC) }
 	routed := 0
 	h := New(Deps{
-		Router: routeFunc(func(context.Context, string, any, map[string]any) (*toolrouter.Result, error) {
+		Router: routeFunc(func(_ context.Context, req *toolrouter.CallRequest) (*toolrouter.Result, error) {
 			routed++
+			// The call itself, built by the gateway: no provider payload
+			// for the router to detect again (issue 31 item 2).
+			if c := req.Call; c.Format != toolrouter.FormatMCP || c.ToolName != "x" || c.Arguments == nil || c.HasProviderCallID ||
+				req.Entry != toolrouter.EntryMCP || req.Relay == nil || req.Unreadable != nil {
+				t.Errorf("request %+v", req)
+			}
 			return &toolrouter.Result{Success: true, Output: []byte(`{}`)}, nil
 		}),
 		Tools:   func() Tools { return noTools{} },
-		Limiter: w,
+		Limiter: windowLimiter{w},
 	})
 	c := access.NewClients(nil, []registry.Client{{Name: "billing", Tools: []string{"*"}, RateLimit: registry.Rate{N: 1, Window: time.Hour}}}).ByName("billing")
 	handle := h.intercept(func(context.Context, string, mcp.Request) (mcp.Result, error) {

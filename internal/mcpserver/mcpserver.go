@@ -62,7 +62,7 @@ const (
 
 // Router routes tool calls (implemented by router.Router).
 type Router interface {
-	Route(ctx context.Context, planID string, payload any, meta map[string]any) (*toolrouter.Result, error)
+	Do(ctx context.Context, req *toolrouter.CallRequest) (*toolrouter.Result, error)
 }
 
 // Tools lists the registry in force.
@@ -73,7 +73,7 @@ type Tools interface {
 // Limiter counts n tool calls of a client against its rate limit
 // (access.Window).
 type Limiter interface {
-	Take(ctx context.Context, c *access.Client, n int) (access.Verdict, error)
+	Take(ctx context.Context, c *access.Client, calls toolrouter.Calls) (access.Verdict, error)
 }
 
 // Marks are small facts replicas share until they expire (store.Marks).
@@ -279,7 +279,6 @@ func New(d Deps) *Handler {
 
 // ServeHTTP serves the MCP streamable HTTP transport (POST, GET, DELETE).
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	r = r.WithContext(toolrouter.WithEntryPoint(r.Context(), toolrouter.EntryMCP))
 	w = &problemWriter{ResponseWriter: w}
 	defer w.(*problemWriter).finish()
 	body, err := h.readBody(r)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/toolrouterd/toolrouterd/internal/exampletools"
 	"github.com/toolrouterd/toolrouterd/internal/mcpserver"
+	"github.com/toolrouterd/toolrouterd/internal/pipeline"
 	"github.com/toolrouterd/toolrouterd/internal/poll"
 	"github.com/toolrouterd/toolrouterd/internal/registry"
 	"github.com/toolrouterd/toolrouterd/internal/remote"
@@ -100,11 +101,8 @@ func newEnv(t *testing.T, opts ...func(*mcpserver.Deps)) *env {
 	e.reg.cur.Store(parse(t, toolSrv.URL, registryYAML))
 	exec := remote.New(remote.Options{})
 	t.Cleanup(exec.CloseIdle)
-	rt := &router.Router{
-		Tools: func() router.Tools { return e.reg.Current() },
-		Exec:  exec,
-		Seq:   memory.New(),
-	}
+	rt := router.New(router.Options{Exec: exec, Seq: memory.New(), Finish: &router.Finisher{},
+		Stages: []toolrouter.Stage{pipeline.Resolve(func() pipeline.Tools { return e.reg.Current() }), pipeline.Validate, pipeline.CheckOutput}})
 	deps := mcpserver.Deps{
 		Router: rt,
 		Tools:  func() mcpserver.Tools { return e.reg.Current() },

@@ -31,8 +31,7 @@ func (h *Handler) admit(w http.ResponseWriter, r *http.Request, c *access.Client
 	if len(calls) == 0 {
 		return true
 	}
-	ctx := toolrouter.WithCalledTools(r.Context(), func() []string { return callNames(calls) })
-	v, err := h.d.Limiter.Take(ctx, c, len(calls))
+	v, err := h.d.Limiter.Take(r.Context(), c, toolrouter.Calls{N: len(calls), Entry: toolrouter.EntryMCP, Names: func() []string { return callNames(calls) }})
 	if err == nil && v.Allowed {
 		prepaid.Add(int64(len(calls)))
 		return true
@@ -82,10 +81,11 @@ func (h *Handler) takeCall(ctx context.Context, c *access.Client, req mcp.Reques
 	if p := postOf(req); p != nil && p.prepaid.Add(-1) >= 0 {
 		return nil
 	}
+	calls := toolrouter.Calls{N: 1, Entry: toolrouter.EntryMCP}
 	if r, ok := req.(*mcp.CallToolRequest); ok {
-		ctx = toolrouter.WithCalledTools(ctx, func() []string { return []string{r.Params.Name} })
+		calls.Names = func() []string { return []string{r.Params.Name} }
 	}
-	v, err := h.d.Limiter.Take(ctx, c, 1)
+	v, err := h.d.Limiter.Take(ctx, c, calls)
 	switch {
 	case err != nil:
 		h.lim.Event(&h.d.Logger, zerolog.ErrorLevel, "rate limiter").Err(err).Msg("rate limiter")

@@ -13,6 +13,7 @@ import (
 	"github.com/toolrouterd/toolrouterd/internal/access"
 	"github.com/toolrouterd/toolrouterd/internal/mcpserver"
 	"github.com/toolrouterd/toolrouterd/internal/registry"
+	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
 
 // countingLimiter is access.Window on a fixed clock, counting what it was
@@ -22,10 +23,10 @@ type countingLimiter struct {
 	taken atomic.Int64
 }
 
-func (l *countingLimiter) Take(ctx context.Context, c *access.Client, n int) (access.Verdict, error) {
-	v, err := l.w.Take(ctx, c, n)
+func (l *countingLimiter) Take(ctx context.Context, c *access.Client, calls toolrouter.Calls) (access.Verdict, error) {
+	v, err := l.w.Take(ctx, c, calls.N)
 	if err == nil && v.Allowed {
-		l.taken.Add(int64(n))
+		l.taken.Add(int64(calls.N))
 	}
 	return v, err
 }

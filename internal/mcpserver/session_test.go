@@ -18,9 +18,11 @@ import (
 	"github.com/toolrouterd/toolrouterd/internal/access"
 	"github.com/toolrouterd/toolrouterd/internal/exampletools"
 	"github.com/toolrouterd/toolrouterd/internal/mcpserver"
+	"github.com/toolrouterd/toolrouterd/internal/pipeline"
 	"github.com/toolrouterd/toolrouterd/internal/remote"
 	"github.com/toolrouterd/toolrouterd/internal/router"
 	"github.com/toolrouterd/toolrouterd/internal/store/memory"
+	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
 
 // roundRobin sends each request to the next replica and records which.
@@ -56,7 +58,8 @@ func replicas(t *testing.T, n int) []string {
 	reg.cur.Store(parse(t, toolSrv.URL, registryYAML))
 	exec := remote.New(remote.Options{})
 	t.Cleanup(exec.CloseIdle)
-	rt := &router.Router{Tools: func() router.Tools { return reg.Current() }, Exec: exec, Seq: memory.New()}
+	rt := router.New(router.Options{Exec: exec, Seq: memory.New(), Finish: &router.Finisher{},
+		Stages: []toolrouter.Stage{pipeline.Resolve(func() pipeline.Tools { return reg.Current() }), pipeline.Validate, pipeline.CheckOutput}})
 	var hosts []string
 	for range n {
 		h := mcpserver.New(mcpserver.Deps{Router: rt, Tools: func() mcpserver.Tools { return reg.Current() }, Logger: zerolog.New(zerolog.NewTestWriter(t))})

@@ -28,6 +28,7 @@ type Store interface {
 	ListPins(ctx context.Context) ([]*toolrouter.Pin, error)
 	CreatePin(ctx context.Context, p *toolrouter.Pin) (bool, error)
 	UpdatePin(ctx context.Context, p *toolrouter.Pin) (bool, error)
+	DeletePin(ctx context.Context, p *toolrouter.Pin) (bool, error)
 }
 
 // Auditor records audit records (audit.Trail).
@@ -64,6 +65,13 @@ type Keeper struct {
 	// Redefine rebuilds a tool from a pinned definition
 	// (mcpclient.Redefine).
 	Redefine func(t *toolrouter.Tool, def json.RawMessage) (*toolrouter.Tool, error)
+	// Refresh asks for a rediscovery of an MCP server's tools, without
+	// waiting for it (mcpclient.Manager.Refresh); nil: none is asked.
+	Refresh func(server string)
+	// MaxPending bounds the pending reviews of one server, MaxPins its
+	// pins (0: DefaultMaxPending, DefaultMaxPins; see prune).
+	MaxPending int
+	MaxPins    int
 
 	quarantined prometheus.Gauge
 	mu          sync.Mutex // serializes Sync
@@ -73,10 +81,27 @@ type Keeper struct {
 	// its last Sync: only a replica that saw a change may find it
 	// reverted (another's server may not list the change yet).
 	listed map[key]string
+	// listing is listed as the running Sync finds it (only the tools
+	// listed now: a server renaming its tools does not grow it).
+	listing map[key]string
+	// round counts the changes of each server in the running Sync.
+	round map[string]*churn
+	churn *prometheus.CounterVec
+	// checked are the reviews (id and status) this replica rediscovered
+	// its server for, having not seen their change itself.
+	checked map[string]bool
 }
 
-// Register registers the gauge toolrouter_quarantined_tools on reg.
+// Register registers the gauge toolrouter_quarantined_tools and the
+// counter toolrouter_pin_churn_total{server,event} on reg.
 func (k *Keeper) Register(reg prometheus.Registerer) {
+	k.churn = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "toolrouter_pin_churn_total",
+		Help: "Definition changes of MCP servers' tools (event changed: a review opened or a change followed), pending reviews superseded past the per-server cap (superseded) and pins deleted by retention (pruned).",
+	}, []string{"server", "event"})
+	if reg != nil {
+		_ = reg.Register(k.churn)
+	}
 	k.quarantined = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "toolrouter_quarantined_tools",
 		Help: "Tools of MCP servers quarantined because their definition changed (or they are new) and awaits review.",
@@ -122,6 +147,8 @@ func (k *Keeper) Sync(ctx context.Context) error {
 		return fmt.Errorf("read the pins: %w", err)
 	}
 	k.synced = true
+	k.listing, k.round = map[key]string{}, map[string]*churn{}
+	defer func() { k.listed, k.listing, k.round = k.listing, nil, nil }()
 	var served []*toolrouter.Tool
 	var state strings.Builder // each discovered tool and how it is served
 	quarantined := 0
@@ -152,6 +179,12 @@ func (k *Keeper) Sync(ctx context.Context) error {
 			quarantined++
 		}
 		served = append(served, out)
+	}
+	if len(k.round) > 0 {
+		k.summarize(ctx)
+		if err := k.prune(ctx, servers); err != nil {
+			k.Log.Warn().Err(err).Msg("bound the pins of MCP servers")
+		}
 	}
 	if k.quarantined != nil {
 		k.quarantined.Set(float64(quarantined))
@@ -203,11 +236,8 @@ func (k *Keeper) reconcilePin(ctx context.Context, s toolrouter.MCPServer, t *to
 	}
 	now := k.now()
 	p := pins[key{s.Name, t.MCPTool}]
-	if k.listed == nil {
-		k.listed = map[key]string{}
-	}
 	before := k.listed[key{s.Name, t.MCPTool}]
-	k.listed[key{s.Name, t.MCPTool}] = digest
+	k.listing[key{s.Name, t.MCPTool}] = digest
 	switch {
 	case p == nil && (first || s.Unpinned || s.PinNew == "allow"):
 		p = &toolrouter.Pin{Server: s.Name, Tool: t.MCPTool, Digest: digest, Definition: def, PinnedAt: now}
@@ -215,7 +245,7 @@ func (k *Keeper) reconcilePin(ctx context.Context, s toolrouter.MCPServer, t *to
 			return nil, nil, err
 		}
 		if !first {
-			k.record(ctx, OutcomeFollowed, t.Name, digest, "")
+			k.noteChange(ctx, s.Name, OutcomeFollowed, t.Name, digest, func() {})
 		}
 		return t, p, nil // served as listed (a replica that pinned it first pinned the same, or says so next Sync)
 	case p == nil:
@@ -225,11 +255,17 @@ func (k *Keeper) reconcilePin(ctx context.Context, s toolrouter.MCPServer, t *to
 			return nil, nil, err
 		}
 		if created {
-			k.Log.Warn().Str("mcp_server", s.Name).Str("tool", t.Name).Str("review", p.Review.ID).Msg("new tool on a pinned MCP server: quarantined until reviewed")
-			k.record(ctx, OutcomeChanged, t.Name, digest, "")
+			k.noteChange(ctx, s.Name, OutcomeChanged, t.Name, digest, func() {
+				k.Log.Warn().Str("mcp_server", s.Name).Str("tool", t.Name).Str("review", p.Review.ID).Msg("new tool on a pinned MCP server: quarantined until reviewed")
+			})
 		}
 		return k.quarantine(t, p, s), p, nil
 	case p.Digest == digest:
+		if r := p.Review; r != nil && r.Status == toolrouter.ApprovalDenied && r.NewDigest != digest {
+			// Rejected on some replica: unless this one's server still
+			// lists the pinned definition, it must see the change too.
+			k.check(s.Name, r)
+		}
 		if r := p.Review; r != nil && r.Status == toolrouter.ApprovalPending {
 			if before != r.NewDigest {
 				// Another replica's server lists the change, this one's the
@@ -237,6 +273,7 @@ func (k *Keeper) reconcilePin(ctx context.Context, s toolrouter.MCPServer, t *to
 				// change not yet seen): served as pinned, and the review stays
 				// open. Taking it for a revert and expiring it had the other
 				// replica open it again at its next Sync, forever.
+				k.check(s.Name, r)
 				return t, p, nil
 			}
 			// The server lists the pinned definition again: the change is moot.
@@ -254,8 +291,9 @@ func (k *Keeper) reconcilePin(ctx context.Context, s toolrouter.MCPServer, t *to
 			return nil, nil, err
 		}
 		if won {
-			k.Log.Info().Str("mcp_server", s.Name).Str("tool", t.Name).Str("old_sha256", old).Str("new_sha256", digest).Msg("tool definition changed; followed (pin: false)")
-			k.record(ctx, OutcomeFollowed, t.Name, digest, "")
+			k.noteChange(ctx, s.Name, OutcomeFollowed, t.Name, digest, func() {
+				k.Log.Info().Str("mcp_server", s.Name).Str("tool", t.Name).Str("old_sha256", old).Str("new_sha256", digest).Msg("tool definition changed; followed (pin: false)")
+			})
 		}
 		return t, p, nil
 	}
@@ -268,9 +306,10 @@ func (k *Keeper) reconcilePin(ctx context.Context, s toolrouter.MCPServer, t *to
 			return nil, nil, err
 		}
 		if won {
-			k.Log.Warn().Str("mcp_server", s.Name).Str("tool", t.Name).Str("review", p.Review.ID).Str("old_sha256", p.Digest).
-				Str("new_sha256", digest).Msg("tool definition changed: the pinned one is kept, awaiting review")
-			k.record(ctx, OutcomeChanged, t.Name, digest, "")
+			k.noteChange(ctx, s.Name, OutcomeChanged, t.Name, digest, func() {
+				k.Log.Warn().Str("mcp_server", s.Name).Str("tool", t.Name).Str("review", p.Review.ID).Str("old_sha256", p.Digest).
+					Str("new_sha256", digest).Msg("tool definition changed: the pinned one is kept, awaiting review")
+			})
 		}
 	}
 	if p.Digest == "" {
@@ -284,6 +323,28 @@ func (k *Keeper) reconcilePin(ctx context.Context, s toolrouter.MCPServer, t *to
 		return old, p, nil
 	}
 	return k.quarantine(old, p, s), p, nil
+}
+
+// check asks, once per review and status, for a rediscovery of server,
+// whose tool this replica serves as pinned while another replica saw it
+// change (issue 32 finding 10): a server that told only that replica of
+// the change (or none: a reconnection found it) is listed again here, so
+// that the change is quarantined on every replica within a Watch round.
+func (k *Keeper) check(server string, r *toolrouter.PinReview) {
+	if k.Refresh == nil {
+		return
+	}
+	id := r.ID + "\x00" + string(r.Status)
+	if k.checked[id] {
+		return
+	}
+	if k.checked == nil {
+		k.checked = map[string]bool{}
+	}
+	k.checked[id] = true
+	k.Log.Debug().Str("mcp_server", server).Str("review", r.ID).Str("status", string(r.Status)).
+		Msg("a tool definition change seen by another replica: rediscovering the server")
+	k.Refresh(server)
 }
 
 // review is a new pending review of def replacing old.
@@ -420,7 +481,8 @@ func (k *Keeper) approval(p *toolrouter.Pin) *toolrouter.Approval {
 	a := &toolrouter.Approval{ID: r.ID, Kind: toolrouter.ApprovalKindDefinition, Status: r.Status, ToolName: r.ToolName,
 		Arguments: json.RawMessage(`{}`), ArgumentsSHA256: r.NewDigest, CreatedAt: r.ChangedAt, DecidedAt: r.DecidedAt,
 		Definition: &toolrouter.DefinitionChange{Server: p.Server, Tool: p.Tool, Old: r.Old, OldSHA256: r.OldDigest,
-			New: r.New, NewSHA256: r.NewDigest, Diff: Diff(r.Old, r.New), OnChange: onChange}}
+			New: r.New, NewSHA256: r.NewDigest, Diff: Diff(r.Old, r.New), OnChange: onChange,
+			Invisible: Invisible(r.New)}}
 	if r.Status != toolrouter.ApprovalPending {
 		by, reason := r.DecidedBy, r.Reason
 		a.DecidedBy, a.Reason = &by, &reason

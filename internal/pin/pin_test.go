@@ -2,7 +2,9 @@ package pin_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -352,5 +354,99 @@ func TestChangeSeenByOneReplicaOnly(t *testing.T) {
 	}
 	if as, err := a.k.Reviews(context.Background(), toolrouter.ApprovalPending); err != nil || len(as) != 0 {
 		t.Fatalf("pending reviews after the servers agree: %v, %v", as, err)
+	}
+}
+
+// TestReviewShowsInvisibleCharacters (issue 32 finding 2): a description
+// changed only by invisible characters — a zero-width space, tag
+// characters, a bidi override — is quarantined, and its review shows them
+// escaped in the diff and lists them, so the two lines differ visibly.
+func TestReviewShowsInvisibleCharacters(t *testing.T) {
+	st := memory.New()
+	a := newReplica(st, fx)
+	a.list(mcpTool("read", "Reads a file."))
+	a.sync(t)
+	hidden := "Reads a\u200b file.\U000E0041\U000E0042\u202E"
+	a.list(mcpTool("read", hidden))
+	a.sync(t)
+	if got := a.served("fx/read"); got == nil || got.Quarantine == "" {
+		t.Fatalf("after an invisible change: %+v, want quarantined", got)
+	}
+	rev := pendingReview(t, a)
+	d := rev.Definition
+	want := `+   "description": "Reads a\u200b file.\U000e0041\U000e0042\u202e",`
+	if !strings.Contains(d.Diff, want) || !strings.Contains(d.Diff, `-   "description": "Reads a file.",`) {
+		t.Fatalf("diff:\n%s\nwant the line %s", d.Diff, want)
+	}
+	for _, l := range strings.Split(d.Diff, "\n") {
+		if strings.ContainsFunc(l, func(r rune) bool { return r == 0x200B || r == 0x202E || r >= 0xE0000 }) {
+			t.Errorf("a diff line holds an invisible character as is: %q", l)
+		}
+	}
+	if got := strings.Join(d.Invisible, " "); got != "U+200B U+202E U+E0041 U+E0042" {
+		t.Errorf("invisible_characters = %q", got)
+	}
+	if pin.Diff(json.RawMessage(`{"a":"x y"}`), json.RawMessage(`{"a":"x\u00a0y"}`)) == "  {\n    \"a\": \"x y\"\n  }\n" {
+		t.Error("a no-break space looks like a space in the diff")
+	}
+	if inv := pin.Invisible([]byte(`{"description":"Plain text, über naïve."}`)); inv != nil {
+		t.Errorf("visible text flagged: %v", inv)
+	}
+}
+
+// TestChurnIsBoundedPerServer (issue 32 finding 3): a pinned server that
+// renames its tools every round keeps at most MaxPending pending reviews
+// (the oldest, of tools it no longer lists, superseded: their empty pins
+// deleted) and writes ten detailed audit records per Sync plus one
+// summary; a server that follows every change (pin_new: allow) keeps at
+// most MaxPins pins, the oldest of tools it no longer lists deleted.
+func TestChurnIsBoundedPerServer(t *testing.T) {
+	st := memory.New()
+	a := newReplica(st, fx)
+	a.k.MaxPending, a.k.MaxPins = 5, 8
+	a.list(mcpTool("stable", "Stays."))
+	a.sync(t)
+	for round := range 4 {
+		ts := []*toolrouter.Tool{mcpTool("stable", "Stays.")}
+		for i := range 12 {
+			ts = append(ts, mcpTool(fmt.Sprintf("r%d_%d", round, i), "Renamed."))
+		}
+		a.list(ts...)
+		before := len(a.audit)
+		a.sync(t)
+		if n := len(a.audit) - before; n != 11 || a.audit[len(a.audit)-1].Tool != "fx/*" {
+			t.Fatalf("round %d: %d audit records (last %+v), want 10 and a summary", round, n, a.audit[len(a.audit)-1])
+		}
+	}
+	pins, _ := st.ListPins(context.Background())
+	pending := 0
+	for _, p := range pins {
+		if p.Review != nil && p.Review.Status == toolrouter.ApprovalPending {
+			pending++
+			if !strings.HasPrefix(p.Tool, "r3_") {
+				t.Errorf("a pending review of %s, a tool no longer listed, past the cap", p.Tool)
+			}
+		}
+	}
+	// The 12 tools listed now keep their reviews; older ones are gone.
+	if pending != 12 || len(pins) != 2+12 {
+		t.Fatalf("%d pins, %d pending; want the marker, stable and the 12 listed, pending", len(pins), pending)
+	}
+
+	allow := toolrouter.MCPServer{Name: "fx", Prefix: "fx/", PinNew: "allow"}
+	b := newReplica(memory.New(), allow)
+	b.k.MaxPins = 8
+	b.list(mcpTool("stable", "Stays."))
+	b.sync(t)
+	for round := range 4 {
+		b.list(mcpTool("stable", "Stays."), mcpTool(fmt.Sprintf("n%d_a", round), "New."), mcpTool(fmt.Sprintf("n%d_b", round), "New."))
+		b.sync(t)
+	}
+	pins, _ = b.k.Store.ListPins(context.Background())
+	if len(pins) > 1+8 {
+		t.Errorf("%d pins with pin_new: allow, want at most the marker and 8", len(pins))
+	}
+	if got := b.served("fx/n3_a"); got == nil || got.Quarantine != "" {
+		t.Errorf("a tool listed now: %+v", got)
 	}
 }

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/toolrouterd/toolrouterd/internal/access"
-	"github.com/toolrouterd/toolrouterd/internal/router"
+	"github.com/toolrouterd/toolrouterd/internal/approval"
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
 
@@ -33,10 +33,15 @@ func (k *Keeper) Watch(ctx context.Context, every time.Duration) {
 // Guard is the executor of MCP tools that refuses the calls of
 // quarantined tools (permission) before they reach their server.
 type Guard struct {
-	router.Executor
+	Executor
 }
 
-// Call implements router.Executor.
+// Executor runs one call on a tool's backend (router.Executor).
+type Executor interface {
+	Call(ctx context.Context, req toolrouter.ExecRequest) toolrouter.Outcome
+}
+
+// Call implements Executor.
 func (g Guard) Call(ctx context.Context, req toolrouter.ExecRequest) toolrouter.Outcome {
 	if req.Tool != nil && req.Tool.Quarantine != "" {
 		return toolrouter.Failure(toolrouter.CategoryPermission, "tool %s is quarantined: %s", req.Tool.Name, req.Tool.Quarantine)
@@ -44,12 +49,12 @@ func (g Guard) Call(ctx context.Context, req toolrouter.ExecRequest) toolrouter.
 	return g.Executor.Call(ctx, req)
 }
 
-// Approvals is the /approvals API of the router with the reviews of
+// Approvals is the /approvals API of the held calls with the reviews of
 // definition changes joined in (kind definition): only approvers and
 // admins see and decide them.
 type Approvals struct {
-	*router.Router
-	Keeper *Keeper
+	*approval.Keeper
+	Pins *Keeper
 }
 
 func isReview(id string) bool { return strings.HasPrefix(id, "def_") }
@@ -57,19 +62,19 @@ func isReview(id string) bool { return strings.HasPrefix(id, "def_") }
 // Approval implements httpapi.Approvals.
 func (a Approvals) Approval(ctx context.Context, id string) (*toolrouter.Approval, error) {
 	if !isReview(id) {
-		ap, err := a.Router.Approval(ctx, id)
+		ap, err := a.Keeper.Approval(ctx, id)
 		return kindCall(ap), err
 	}
 	if !access.FromContext(ctx).MayApprove() {
 		return nil, toolrouter.Errorf(toolrouter.ENOTFOUND, "approval %q not found", id)
 	}
-	return a.Keeper.Review(ctx, id)
+	return a.Pins.Review(ctx, id)
 }
 
 // ListApprovals implements httpapi.Approvals: the calls' approvals and,
 // for approvers, the definition reviews, newest first.
 func (a Approvals) ListApprovals(ctx context.Context, f toolrouter.ApprovalFilter) ([]*toolrouter.Approval, error) {
-	as, err := a.Router.ListApprovals(ctx, f)
+	as, err := a.Keeper.ListApprovals(ctx, f)
 	if err != nil {
 		return nil, err
 	}
@@ -79,7 +84,7 @@ func (a Approvals) ListApprovals(ctx context.Context, f toolrouter.ApprovalFilte
 	if f.RunID != "" || !access.FromContext(ctx).MayApprove() {
 		return as, nil
 	}
-	defs, err := a.Keeper.Reviews(ctx, f.Status)
+	defs, err := a.Pins.Reviews(ctx, f.Status)
 	if err != nil {
 		return nil, err
 	}
@@ -97,7 +102,7 @@ func (a Approvals) ListApprovals(ctx context.Context, f toolrouter.ApprovalFilte
 // no call result.
 func (a Approvals) Decide(ctx context.Context, id string, approve bool, reason string) (*toolrouter.Approval, *toolrouter.Result, error) {
 	if !isReview(id) {
-		ap, res, err := a.Router.Decide(ctx, id, approve, reason)
+		ap, res, err := a.Keeper.Decide(ctx, id, approve, reason)
 		return kindCall(ap), res, err
 	}
 	c := access.FromContext(ctx)
@@ -108,7 +113,7 @@ func (a Approvals) Decide(ctx context.Context, id string, approve bool, reason s
 	if by == "" {
 		by = "anonymous"
 	}
-	ap, err := a.Keeper.Decide(ctx, id, approve, by, reason)
+	ap, err := a.Pins.Decide(ctx, id, approve, by, reason)
 	return ap, nil, err
 }
 
@@ -133,7 +138,9 @@ func sortNewestFirst(as []*toolrouter.Approval) {
 const maxDiffLines = 500
 
 // Diff is a line diff of two JSON documents indented: lines of both
-// start with "  ", removed ones "- ", added ones "+ ".
+// start with "  ", removed ones "- ", added ones "+ ". Invisible
+// characters (see invisible) are shown escaped, so that a change made of
+// them shows.
 func Diff(old, new json.RawMessage) string {
 	a, b := lines(old), lines(new)
 	if len(a) > maxDiffLines || len(b) > maxDiffLines {
@@ -175,11 +182,16 @@ func lines(doc json.RawMessage) []string {
 	if len(doc) == 0 || string(doc) == "null" {
 		return nil
 	}
+	found := map[rune]bool{}
 	var buf bytes.Buffer
 	if json.Indent(&buf, doc, "", "  ") != nil {
-		return []string{string(doc)}
+		return []string{escapeInvisible(string(doc), found)}
 	}
-	return strings.Split(buf.String(), "\n")
+	ls := strings.Split(buf.String(), "\n")
+	for i, l := range ls {
+		ls[i] = escapeInvisible(l, found)
+	}
+	return ls
 }
 
 func prefixed(p string, ls []string) string {

@@ -5,8 +5,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/toolrouterd/toolrouterd/internal/approval"
 	"github.com/toolrouterd/toolrouterd/internal/pin"
-	"github.com/toolrouterd/toolrouterd/internal/router"
 	"github.com/toolrouterd/toolrouterd/internal/store/memory"
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
@@ -25,7 +25,7 @@ func TestReviewsPageWithTheCursor(t *testing.T) {
 	if err != nil || len(all) != 5 {
 		t.Fatalf("pending reviews: %d, %v; want 5", len(all), err)
 	}
-	ap := pin.Approvals{Router: &router.Router{}, Keeper: r.k} // no call approvals
+	ap := pin.Approvals{Keeper: &approval.Keeper{}, Pins: r.k} // no call approvals
 	var got, want []string
 	for _, a := range all {
 		want = append(want, a.ID)

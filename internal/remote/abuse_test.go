@@ -95,16 +95,16 @@ func TestCallBudget(t *testing.T) {
 	})
 	c := newClient(t, remote.Options{})
 	b := toolrouter.NewBudget(1000)
-	ctx := toolrouter.WithBudget(context.Background(), b)
-	if out := c.Call(ctx, toolrouter.ExecRequest{Tool: newTool(srv.URL + "/text")}); out.Success() {
+	ctx := context.Background()
+	if out := c.Call(ctx, toolrouter.ExecRequest{Tool: newTool(srv.URL + "/text"), Batch: b}); out.Success() {
 		t.Fatal("text/plain accepted")
 	}
-	out := c.Call(ctx, toolrouter.ExecRequest{Tool: newTool(srv.URL)})
+	out := c.Call(ctx, toolrouter.ExecRequest{Tool: newTool(srv.URL), Batch: b})
 	if assertSuccess(t, out); !out.Budgeted {
 		t.Fatal("not taken from the budget")
 	}
 	for _, path := range []string{"/", "/chunked"} {
-		out = c.Call(ctx, toolrouter.ExecRequest{Tool: newTool(srv.URL + path)})
+		out = c.Call(ctx, toolrouter.ExecRequest{Tool: newTool(srv.URL + path), Batch: b})
 		assertFailure(t, out, toolrouter.CategoryResource)
 		if !strings.Contains(out.Err, "TOOLROUTER_MAX_BATCH_OUTPUT_BYTES (1000 bytes): this output of ") || !strings.Contains(out.Err, "600 bytes was dropped") {
 			t.Fatalf("%s: %q", path, out.Err)

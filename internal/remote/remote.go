@@ -203,7 +203,7 @@ func (c *Client) attempt(ctx, callCtx context.Context, timeout time.Duration, re
 	}
 
 	ct := resp.Header.Get("Content-Type")
-	budget := toolrouter.BudgetFrom(ctx)
+	budget := req.Batch
 	var taken int64 // reserved from budget before reading
 	if budget != nil && resp.ContentLength >= 0 && resp.ContentLength <= c.maxReplyBytes {
 		if !budget.Take(resp.ContentLength) {

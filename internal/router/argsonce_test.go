@@ -9,9 +9,9 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/toolrouterd/toolrouterd/internal/pipeline"
 	"github.com/toolrouterd/toolrouterd/internal/registry"
 	"github.com/toolrouterd/toolrouterd/internal/remote"
-	"github.com/toolrouterd/toolrouterd/internal/router"
 	"github.com/toolrouterd/toolrouterd/internal/store/memory"
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
@@ -57,8 +57,8 @@ func TestAuditedRouteEncodesArgumentsOnce(t *testing.T) {
 	tr := &bodyTransport{}
 	au := &recordingAuditor{}
 	st := memory.New()
-	rt := &router.Router{
-		Tools:   func() router.Tools { return reg },
+	rt := &rig{
+		Tools:   func() pipeline.Tools { return reg },
 		Exec:    remote.New(remote.Options{Transport: tr}),
 		Seq:     st,
 		Results: st,

@@ -16,9 +16,9 @@ import (
 	"github.com/toolrouterd/toolrouterd/internal/audit"
 	"github.com/toolrouterd/toolrouterd/internal/guardrail"
 	"github.com/toolrouterd/toolrouterd/internal/metrics"
+	"github.com/toolrouterd/toolrouterd/internal/pipeline"
 	"github.com/toolrouterd/toolrouterd/internal/registry"
 	"github.com/toolrouterd/toolrouterd/internal/remote"
-	"github.com/toolrouterd/toolrouterd/internal/router"
 	"github.com/toolrouterd/toolrouterd/internal/store/memory"
 )
 
@@ -62,15 +62,15 @@ func (echoTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	}, nil
 }
 
-func newBenchRouter(b *testing.B) *router.Router {
+func newBenchRouter(b *testing.B) *rig {
 	b.Helper()
 	reg, err := registry.Parse("bench.yaml", []byte(benchRegistry), os.Getenv)
 	if err != nil {
 		b.Fatalf("parse registry: %v", err)
 	}
 	holder := registry.NewHolder("bench.yaml", os.Getenv, reg) // as cmd/toolrouterd wires it
-	return &router.Router{
-		Tools:            func() router.Tools { return holder.Current() },
+	return &rig{
+		Tools:            func() pipeline.Tools { return holder.Current() },
 		Exec:             remote.New(remote.Options{Transport: echoTransport{}}),
 		Seq:              memory.New(),
 		Observer:         metrics.New(),
@@ -189,7 +189,7 @@ func BenchmarkRouteWithHook(b *testing.B) {
 		b.Fatalf("parse registry: %v", err)
 	}
 	rt := newBenchRouter(b)
-	rt.Tools = func() router.Tools { return reg }
+	rt.Tools = func() pipeline.Tools { return reg }
 	client := guardrail.NewClient(nil)
 	defer client.CloseIdleConnections()
 	rt.Guardrails = &guardrail.Guards{Registry: func() guardrail.Registry { return reg }, Client: client}

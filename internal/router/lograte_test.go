@@ -14,9 +14,9 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/toolrouterd/toolrouterd/internal/lograte"
+	"github.com/toolrouterd/toolrouterd/internal/pipeline"
 	"github.com/toolrouterd/toolrouterd/internal/registry"
 	"github.com/toolrouterd/toolrouterd/internal/remote"
-	"github.com/toolrouterd/toolrouterd/internal/router"
 	"github.com/toolrouterd/toolrouterd/internal/store/memory"
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
@@ -52,8 +52,8 @@ func TestStoreFailuresAreRateLimitedInTheLog(t *testing.T) {
 	}
 	clock := &manualClock{t: time.Unix(1e9, 0)}
 	results := &failingResults{}
-	rt := &router.Router{
-		Tools:    func() router.Tools { return reg },
+	rt := &rig{
+		Tools:    func() pipeline.Tools { return reg },
 		Exec:     remote.New(remote.Options{Transport: echoTransport{}}),
 		Seq:      memory.New(),
 		Results:  results,

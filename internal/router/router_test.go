@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolrouterd/toolrouterd/internal/pipeline"
 	"github.com/toolrouterd/toolrouterd/internal/registry"
 	"github.com/toolrouterd/toolrouterd/internal/router"
 	"github.com/toolrouterd/toolrouterd/internal/store/memory"
@@ -57,15 +58,15 @@ const testRegistry = `tools:
     input_schema: {type: object}
 `
 
-func newTestRouter(t *testing.T, exec router.Executor, obs router.Observer) *router.Router {
+func newTestRouter(t *testing.T, exec router.Executor, obs router.Observer) *rig {
 	t.Helper()
 	reg, err := registry.Parse("test.yaml", []byte(testRegistry), os.Getenv)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t0 := time.Unix(0, 0)
-	return &router.Router{
-		Tools:    func() router.Tools { return reg },
+	return &rig{
+		Tools:    func() pipeline.Tools { return reg },
 		Exec:     exec,
 		Seq:      memory.New(),
 		Observer: obs,
@@ -200,7 +201,7 @@ func TestRouteResults(t *testing.T) {
 				if tc.name == "schema error" {
 					// The registry's validator names the field; its text is not
 					// the router's business.
-					rt.Tools = func() router.Tools { return schemaFails{} }
+					rt.Tools = func() pipeline.Tools { return schemaFails{} }
 				}
 				var updates []toolrouter.Update
 				var emit func(toolrouter.Update)
@@ -286,7 +287,7 @@ func TestRouteDispatchesByBackend(t *testing.T) {
 		"web":    {Name: "web", Endpoint: "http://127.0.0.1:9/web"},
 		"s/echo": {Name: "s/echo", MCPServer: "s", MCPTool: "echo"},
 	}
-	r := &router.Router{Tools: func() router.Tools { return tools }, Exec: httpExec, MCP: mcpExec, Seq: memory.New()}
+	r := &rig{Tools: func() pipeline.Tools { return tools }, Exec: httpExec, MCP: mcpExec, Seq: memory.New()}
 	route := func(name string) *toolrouter.Result {
 		t.Helper()
 		res, err := r.Route(context.Background(), "p", map[string]any{"name": name, "arguments": map[string]any{}}, nil)
@@ -301,7 +302,7 @@ func TestRouteDispatchesByBackend(t *testing.T) {
 	if res := route("s/echo"); string(res.Output) != `"mcp"` || mcpExec.req.Tool.Name != "s/echo" {
 		t.Errorf("MCP tool: %+v", res)
 	}
-	r.MCP = nil
+	r = &rig{Tools: func() pipeline.Tools { return tools }, Exec: httpExec, Seq: memory.New()} // MCP not enabled
 	res := route("s/echo")
 	if res.Success || *res.ErrorCategory != toolrouter.CategoryResource || *res.Error != "MCP server s unavailable: MCP is not enabled" {
 		t.Errorf("MCP tool without MCP: %+v", res)

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -16,6 +15,7 @@ import (
 	"github.com/toolrouterd/toolrouterd/api"
 	"github.com/toolrouterd/toolrouterd/internal/access"
 	"github.com/toolrouterd/toolrouterd/internal/agent"
+	"github.com/toolrouterd/toolrouterd/internal/approval"
 	"github.com/toolrouterd/toolrouterd/internal/audit"
 	"github.com/toolrouterd/toolrouterd/internal/circuit"
 	"github.com/toolrouterd/toolrouterd/internal/config"
@@ -27,6 +27,7 @@ import (
 	"github.com/toolrouterd/toolrouterd/internal/mcpserver"
 	"github.com/toolrouterd/toolrouterd/internal/metrics"
 	"github.com/toolrouterd/toolrouterd/internal/pin"
+	"github.com/toolrouterd/toolrouterd/internal/pipeline"
 	"github.com/toolrouterd/toolrouterd/internal/registry"
 	"github.com/toolrouterd/toolrouterd/internal/remote"
 	"github.com/toolrouterd/toolrouterd/internal/router"
@@ -65,18 +66,19 @@ type Service struct {
 	// MCP is the /mcp endpoint; Close ends its sessions' open streams.
 	MCP *mcpserver.Handler
 
-	cfg      config.Config
-	log      zerolog.Logger
-	holder   *registry.Holder
-	views    *vserver.Catalog
-	vmcp     *viewMCP
-	metrics  *metrics.Metrics
-	exec     *remote.Client
-	mcp      *mcpclient.Manager
-	adapters *Adapters
-	router   *router.Router
-	guards   *guardrail.Guards
-	pins     *pin.Keeper
+	cfg       config.Config
+	log       zerolog.Logger
+	holder    *registry.Holder
+	views     *vserver.Catalog
+	vmcp      *viewMCP
+	metrics   *metrics.Metrics
+	exec      *remote.Client
+	mcp       *mcpclient.Manager
+	adapters  *Adapters
+	router    *router.Router
+	approvals *approval.Keeper
+	guards    *guardrail.Guards
+	pins      *pin.Keeper
 }
 
 // New opens the store and wires the service. Its error names the variable
@@ -127,29 +129,17 @@ func New(ctx context.Context, o Options) (*Service, error) {
 
 	s.mcp = mcpclient.New(o.Logger, s.metrics.Registerer())
 	s.mcp.Trace, s.mcp.TraceHTTP = tel.MCPClient(), tel.Transport
+	s.mcp.Limits = mcpclient.DiscoveryLimits{Pages: o.Config.MCPDiscoveryMaxPages, Tools: o.Config.MCPDiscoveryMaxTools, Bytes: o.Config.MCPDiscoveryMaxBytes}
 	// The tools discovered on MCP servers are served as their pins say
-	// (docs/trusting-tools.md "Pinned definitions").
-	var mcpSrv atomic.Pointer[mcpserver.Handler] // set below; discovery may publish before
+	// (docs/trusting-tools.md "Pinned definitions"); discovery starts at the
+	// end of New, once everything it publishes to exists.
 	s.pins = &pin.Keeper{Store: st, Audit: trail, Log: o.Logger.With().Str("component", "pin").Logger(),
-		Servers: func() []toolrouter.MCPServer { return s.holder.Current().MCPServers() }, Discovered: s.mcp.Tools,
-		Redefine: mcpclient.Redefine, Publish: func(tools []*toolrouter.Tool) {
-			if err := s.holder.SetExtra(tools); err != nil {
-				o.Logger.Warn().Err(err).Msg("MCP tools left out of the registry")
-			}
-			if mcpSrv.Load() != nil {
-				s.syncMCP() // /mcp sessions hear of quarantines and accepted changes
-			}
-		}}
+		Servers: s.mcpServers, Discovered: s.mcp.Tools, Redefine: mcpclient.Redefine, Publish: s.publish,
+		MaxPending: o.Config.PinMaxPending, MaxPins: o.Config.PinMaxPerServer, Refresh: s.mcp.Refresh}
 	s.pins.Register(s.metrics.Registerer())
 	if err := s.pins.PinFile(o.Logger.WithContext(ctx), reg.Tools()); err != nil {
 		o.Logger.Warn().Err(err).Msg("pin the registry file's tool definitions")
 	}
-	s.mcp.OnChange(func() {
-		if err := s.pins.Sync(o.Logger.WithContext(context.WithoutCancel(ctx))); err != nil {
-			o.Logger.Warn().Err(err).Msg("pinned tool definitions")
-		}
-	})
-	s.mcp.Sync(ctx, reg.MCPServers())
 	// The registry's guardrails, around every call (docs/trusting-tools.md "Trusting tools").
 	s.guards = &guardrail.Guards{Registry: func() guardrail.Registry { return s.holder.Current() }, Client: guardrail.NewClient(tel.Transport)}
 	// Circuit breakers per tool host and MCP server, per replica (docs/operations.md
@@ -159,33 +149,43 @@ func New(ctx context.Context, o Options) (*Service, error) {
 	// user's token for each backend, seen by nothing above.
 	creds := &credential.Decorator{Registry: func() credential.Servers { return s.holder.Current() },
 		Exchanger: &credential.Exchanger{HTTP: &http.Client{Transport: tel.Transport(http.DefaultTransport), Timeout: 30 * time.Second}}}
-	rt := &router.Router{
-		Tools:            func() router.Tools { return s.holder.Current() },
+	s.views = vserver.NewCatalog(s.holder.Current, func(w string) { o.Logger.Warn().Msg(w) })
+	clientByName := func(name string) *access.Client { return authn.Clients().ByName(name) }
+	// The end of every call: its result finished, recorded and stored.
+	finish := &router.Finisher{Results: st, Observer: s.metrics, Audit: trail, LogLimit: logLimit}
+	s.approvals = &approval.Keeper{Store: st, Results: st, Finish: finish, Tools: s.approvalTools,
+		TTL: o.Config.ApprovalTTL, MaxPending: o.Config.MaxPendingApprovals, Client: clientByName, Views: s.views.Current}
+	// The pipeline of a call (docs/architecture.md "The pipeline of a
+	// call"), outermost first: the work of each stage before the call runs
+	// top-down, its work on the outcome bottom-up, so a call goes resolve,
+	// validate, guard before, approval, (exec), output schema, guard after,
+	// redact, shape, batch budget.
+	shaper := shape.New()
+	stages := []toolrouter.Stage{
+		pipeline.Resolve(s.pipelineTools), // the tool the call names, in its view (and the view's budget)
+		pipeline.Validate,                 // its arguments against the tool's input schema; a run's actor context added
+		s.guards.BeforeStage,              // before-hooks: deny, or rewrite the arguments
+		s.approvals.Stage,                 // held for an approver; an approved call resumes below
+		pipeline.BatchBudget,              // the output held to the bytes its batch shares
+		shaper.Stage,                      // the output fit to its budget (the whole one stored)
+		s.guards.RedactStage,              // secrets redacted: last of what changes an output (issue 32 item 13)
+		s.guards.AfterStage,               // after-hooks: deny, or replace the output
+		pipeline.CheckOutput,              // the output against the tool's output schema
+	}
+	s.router = router.New(router.Options{
 		Exec:             circuits.Wrap(creds.Wrap(s.exec)),
 		MCP:              pin.Guard{Executor: circuits.Wrap(creds.Wrap(s.mcp))},
 		Seq:              st,
-		Results:          st,
-		Observer:         s.metrics,
+		Finish:           finish,
 		Tracer:           tel,
-		Audit:            trail,
-		Guardrails:       s.guards,
-		LogLimit:         logLimit,
+		Stages:           stages,
 		BatchConcurrency: o.Config.BatchConcurrency,
 		MaxBatchOutput:   o.Config.MaxBatchOutputBytes,
-		Approvals:        st,
-		ApprovalTTL:      o.Config.ApprovalTTL,
-		// Per client (issue 21 item 5).
-		MaxPendingApprovals: o.Config.MaxPendingApprovals,
-		Client:              func(name string) *access.Client { return authn.Clients().ByName(name) },
-		Shape:               shape.New(),
-	}
-	s.router = rt
+	})
 	// A refused request's record names the tools its calls reach.
-	limiter := audit.Limiter{Taker: s.newLimiter(st), Trail: trail, Canonical: rt.Canonical}
-	s.views = vserver.NewCatalog(s.holder.Current, func(w string) { o.Logger.Warn().Msg(w) })
-	rt.Views = s.views.Current
+	limiter := audit.Limiter{Taker: s.newLimiter(st), Trail: trail, Canonical: s.canonical}
 	s.Runner = &agent.Runner{
-		Router:    rt,
+		Router:    s.router,
 		Registry:  func() agent.Registry { return s.holder.Current() },
 		Adapter:   s.adapters.For,
 		Tracer:    tel,
@@ -199,13 +199,15 @@ func New(ctx context.Context, o Options) (*Service, error) {
 		ModelTurns:      s.newTurnLimiter(st),
 		MaxActive:       o.Config.MaxActiveRuns,
 		MaxRunBytes:     o.Config.MaxRunBytes,
-		Client:          func(name string) *access.Client { return authn.Clients().ByName(name) },
+		Client:          clientByName,
 		Views:           s.views.Current,
 	}
-	// A decided approval of a paused run resumes it (docs/approvals.md "Approvals").
-	rt.Settled = func(ctx context.Context, a *toolrouter.Approval) { s.Runner.ResumeLater(ctx, a.RunID) }
+	// The one link back: a decided approval of a paused run resumes it
+	// (docs/approvals.md "Approvals"), and runs route through the pipeline
+	// that holds approvals.
+	s.approvals.Settled = s.Runner.ResumeLater
 	s.vmcp = &viewMCP{views: s.views, handlers: map[string]*mcpserver.Handler{}, base: mcpserver.Deps{
-		Router:       rt,
+		Router:       s.router,
 		Logger:       o.Logger,
 		Version:      o.Version,
 		MaxBodyBytes: o.Config.MaxBodyBytes,
@@ -217,17 +219,15 @@ func New(ctx context.Context, o Options) (*Service, error) {
 		StateKey:         o.Config.StateKey,
 	}}
 	s.MCP = mcpserver.New(s.vmcp.deps(""))
-	mcpSrv.Store(s.MCP)
-	s.mcp.OnChange(s.syncMCP) // /mcp sessions hear of MCP tool changes
 	s.Handler, err = httpapi.NewServer(httpapi.Deps{
 		Logger:         o.Logger,
-		Router:         rt,
+		Router:         s.router,
 		Tools:          func() httpapi.Tools { return s.holder.Current() },
 		Readiness:      st,
 		Circuits:       circuits,
 		Metrics:        s.metrics,
 		Runs:           s.Runner,
-		Approvals:      pin.Approvals{Router: rt, Keeper: s.pins},
+		Approvals:      pin.Approvals{Keeper: s.approvals, Pins: s.pins},
 		Keys:           st,
 		Audit:          st,
 		KeyTTL:         o.Config.IdempotencyTTL,
@@ -247,7 +247,37 @@ func New(ctx context.Context, o Options) (*Service, error) {
 		s.Close()
 		return nil, fmt.Errorf("build HTTP server: %w", err)
 	}
+	// Discovery last: what it publishes reaches the registry and /mcp.
+	s.mcp.OnChange(func() {
+		if err := s.pins.Sync(o.Logger.WithContext(context.WithoutCancel(ctx))); err != nil {
+			o.Logger.Warn().Err(err).Msg("pinned tool definitions")
+		}
+	})
+	s.mcp.OnChange(s.syncMCP) // /mcp sessions hear of MCP tool changes
+	s.mcp.Sync(ctx, reg.MCPServers())
 	return s, nil
+}
+
+// mcpServers are the MCP servers of the registry in force.
+func (s *Service) mcpServers() []toolrouter.MCPServer { return s.holder.Current().MCPServers() }
+
+// publish serves the MCP tools as their pins say: in the registry, and
+// to /mcp sessions, which hear of quarantines and accepted changes.
+func (s *Service) publish(tools []*toolrouter.Tool) {
+	if err := s.holder.SetExtra(tools); err != nil {
+		s.log.Warn().Err(err).Msg("MCP tools left out of the registry")
+	}
+	s.syncMCP()
+}
+
+func (s *Service) pipelineTools() pipeline.Tools { return s.holder.Current() }
+
+func (s *Service) approvalTools() approval.Tools { return s.holder.Current() }
+
+// canonical is the registry name of the tool name reaches in view
+// (audit.Limiter).
+func (s *Service) canonical(ctx context.Context, view toolrouter.View, name string) string {
+	return pipeline.Canonical(ctx, s.holder.Current(), view, name)
 }
 
 // Tools is how many tools the registry in force has.
@@ -316,7 +346,7 @@ func (s *Service) PurgeKeys(ctx context.Context, every time.Duration) {
 // ExpireApprovals expires the approvals past their time every interval
 // until ctx ends (docs/approvals.md "Approvals"): their calls get their denied
 // result even when nobody asks about them. It fails the approved calls
-// abandoned by a replica that stopped too (Router.SettleAbandoned).
+// abandoned by a replica that stopped too (approval.Keeper.SettleAbandoned).
 func (s *Service) ExpireApprovals(ctx context.Context, every time.Duration) {
 	ctx = s.log.WithContext(ctx)
 	t := time.NewTicker(every)
@@ -326,10 +356,10 @@ func (s *Service) ExpireApprovals(ctx context.Context, every time.Duration) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			if _, err := s.router.ExpireDue(ctx); err != nil {
+			if _, err := s.approvals.ExpireDue(ctx); err != nil {
 				s.log.Warn().Err(err).Msg("expire approvals")
 			}
-			if _, err := s.router.SettleAbandoned(ctx); err != nil {
+			if _, err := s.approvals.SettleAbandoned(ctx); err != nil {
 				s.log.Warn().Err(err).Msg("settle abandoned approvals")
 			}
 		}

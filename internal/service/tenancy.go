@@ -27,7 +27,7 @@ func (s *Service) newLimiter(st store.Store) audit.Taker {
 // newTurnLimiter counts the model turns of the clients' runs against their
 // model_turns (docs/security.md "Model scopes"), shared or in memory as
 // newLimiter.
-func (s *Service) newTurnLimiter(st store.Store) agent.Limiter {
+func (s *Service) newTurnLimiter(st store.Store) agent.TurnLimiter {
 	if StoreKind(s.cfg.Store) == "postgres" || StoreKind(s.cfg.Store) == "postgresql" {
 		l := access.NewShared(st)
 		l.ModelTurns = true

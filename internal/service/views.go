@@ -96,21 +96,22 @@ type viewRouter struct {
 	name  string
 }
 
-func (r viewRouter) Route(ctx context.Context, planID string, payload any, meta map[string]any) (*toolrouter.Result, error) {
-	return r.next.Route(viewContext(ctx, r.views, access.FromContext(ctx), r.name), planID, payload, meta)
+func (r viewRouter) Do(ctx context.Context, req *toolrouter.CallRequest) (*toolrouter.Result, error) {
+	req.View = viewOf(r.views, access.FromContext(ctx), r.name)
+	return r.next.Do(ctx, req)
 }
 
-// viewContext is ctx carrying the view of the MCP server name for client
-// c (see viewRouter).
-func viewContext(ctx context.Context, views *vserver.Catalog, c *access.Client, name string) context.Context {
+// viewOf is the view of the MCP server name for client c (see
+// viewRouter); nil: the registry as it is.
+func viewOf(views *vserver.Catalog, c *access.Client, name string) toolrouter.View {
 	v, err := views.Current().For(c, name)
 	if err != nil {
 		v = vserver.Empty()
 	}
-	if v != nil {
-		ctx = vserver.NewContext(ctx, v)
+	if v == nil {
+		return nil
 	}
-	return ctx
+	return v
 }
 
 // viewLimiter counts the calls of an MCP server within its view, as
@@ -122,6 +123,7 @@ type viewLimiter struct {
 	name  string
 }
 
-func (l viewLimiter) Take(ctx context.Context, c *access.Client, n int) (access.Verdict, error) {
-	return l.next.Take(viewContext(ctx, l.views, c, l.name), c, n)
+func (l viewLimiter) Take(ctx context.Context, c *access.Client, calls toolrouter.Calls) (access.Verdict, error) {
+	calls.View = viewOf(l.views, c, l.name)
+	return l.next.Take(ctx, c, calls)
 }

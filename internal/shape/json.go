@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"unicode/utf8"
 
 	"github.com/theory/jsonpath"
 	"github.com/theory/jsonpath/spec"
@@ -29,90 +30,87 @@ func (n *node) total() int { return len(n.kids) + n.more }
 // At most max values are parsed: the rest stay raw (kind 'r', a slice of
 // raw), parsed only if fit needs their insides; and a container keeps at
 // most max/2+1 members (each takes 2 bytes or more, so one with more cannot
-// fit in max), the rest only counted. The memory a shaping takes is so
-// bounded by its budget (times the depth), not by the output's size.
+// fit in max), the rest only counted. It reads raw in place (no decoder,
+// nothing allocated for what it only counts): the memory a shaping takes is
+// so bounded by its budget (times the depth), not by the output's size.
 func parse(raw []byte, max int) (*node, error) {
-	p := &parser{dec: json.NewDecoder(bytes.NewReader(raw)), raw: raw, left: max, kids: max/2 + 1}
-	p.dec.UseNumber()
-	n, err := p.value()
-	if err != nil {
-		return nil, err
+	if !json.Valid(raw) {
+		return nil, fmt.Errorf("not one JSON value")
 	}
-	if _, err := p.dec.Token(); err == nil {
-		return nil, fmt.Errorf("data after the JSON value")
-	}
+	p := &parser{raw: raw, left: max, kids: max/2 + 1}
+	n, _ := p.value(skipSpace(raw, 0))
 	return n, nil
 }
 
 type parser struct {
-	dec  *json.Decoder
 	raw  []byte
 	left int // values still to parse
 	kids int // members a container keeps
 }
 
-func (p *parser) value() (*node, error) {
+// value parses the value at i of p.raw (valid JSON) and returns the index
+// past it.
+func (p *parser) value(i int) (*node, int) {
+	raw := p.raw
 	if p.left <= 0 {
-		var v json.RawMessage
-		if err := p.dec.Decode(&v); err != nil {
-			return nil, err
-		}
-		end := int(p.dec.InputOffset())
-		return &node{kind: 'r', lit: p.raw[end-len(v) : end], size: len(v)}, nil
+		end := skipValue(raw, i)
+		return &node{kind: 'r', lit: raw[i:end], size: end - i}, end
 	}
 	p.left--
-	tok, err := p.dec.Token()
-	if err != nil {
-		return nil, err
-	}
-	switch t := tok.(type) {
-	case json.Delim:
+	switch c := raw[i]; c {
+	case '{', '[':
 		n := &node{kind: 'a'}
-		if t == '{' {
-			n.kind = 'o'
+		end := byte(']')
+		if c == '{' {
+			n.kind, end = 'o', '}'
 		}
 		extra := 0 // bytes of the members only counted
-		for p.dec.More() {
+		i = skipSpace(raw, i+1)
+		for raw[i] != end {
 			var key string
 			if n.kind == 'o' {
-				k, err := p.dec.Token()
-				if err != nil {
-					return nil, err
-				}
-				key = string(encStr(k.(string)))
+				e := stringEnd(raw, i)
+				key = string(encStr(unquote(raw[i:e])))
+				i = skipSpace(raw, skipSpace(raw, e)+1)
 			}
 			if len(n.kids) >= p.kids {
-				var v json.RawMessage
-				if err := p.dec.Decode(&v); err != nil {
-					return nil, err
-				}
+				e := skipValue(raw, i)
 				n.more++
-				extra += len(key) + 1 + len(v) + 1
-				continue
+				extra += len(key) + 1 + e - i + 1
+				i = e
+			} else {
+				var kid *node
+				kid, i = p.value(i)
+				if n.kind == 'o' {
+					n.keys = append(n.keys, key)
+				}
+				n.kids = append(n.kids, kid)
 			}
-			kid, err := p.value()
-			if err != nil {
-				return nil, err
+			if i = skipSpace(raw, i); raw[i] == ',' {
+				i = skipSpace(raw, i+1)
 			}
-			if n.kind == 'o' {
-				n.keys = append(n.keys, key)
-			}
-			n.kids = append(n.kids, kid)
-		}
-		if _, err := p.dec.Token(); err != nil {
-			return nil, err
 		}
 		n.resize()
 		n.size += extra
-		return n, nil
-	case string:
-		return strNode(t), nil
-	case json.Number:
-		return &node{kind: 'l', lit: []byte(t), size: len(t)}, nil
-	default: // bool, nil
-		b, _ := json.Marshal(t)
-		return &node{kind: 'l', lit: b, size: len(b)}, nil
+		return n, i + 1
+	case '"':
+		e := stringEnd(raw, i)
+		return strNode(unquote(raw[i:e])), e
 	}
+	e := skipValue(raw, i) // a number, true, false or null, as written
+	return &node{kind: 'l', lit: raw[i:e], size: e - i}, e
+}
+
+// unquote decodes a JSON string (as encoding/json does: invalid UTF-8
+// becomes U+FFFD).
+func unquote(q []byte) string {
+	body := q[1 : len(q)-1]
+	if bytes.IndexByte(body, '\\') < 0 && utf8.Valid(body) {
+		return string(body)
+	}
+	var s string
+	_ = json.Unmarshal(q, &s)
+	return s
 }
 
 func strNode(s string) *node {
@@ -317,18 +315,22 @@ func (n *node) write(buf *bytes.Buffer) {
 // node at its place (arrays compacted, items in index order, members in
 // name order); nil when raw is not JSON or nothing is selected.
 func project(raw []byte, keep []string) *node {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
+	paths, rs, simple := simpleQueries(keep)
 	var doc any
-	if dec.Decode(&doc) != nil {
+	switch {
+	case len(paths) == 0:
 		return nil
+	case simple && json.Valid(raw):
+		doc, _ = pruned(raw, 0, rs)
+	default:
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.UseNumber()
+		if dec.Decode(&doc) != nil {
+			return nil
+		}
 	}
 	var all jsonpath.LocatedNodeList
-	for _, q := range keep {
-		p, err := jsonpath.Parse(q)
-		if err != nil {
-			continue // the registry checked them (CheckKeep)
-		}
+	for _, p := range paths {
 		all = append(all, p.SelectLocated(doc)...)
 	}
 	if len(all) == 0 {

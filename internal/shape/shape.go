@@ -10,15 +10,13 @@ package shape
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unicode/utf8"
 
-	"github.com/pkoukk/tiktoken-go"
-	tiktoken_loader "github.com/pkoukk/tiktoken-go-loader"
 	"github.com/theory/jsonpath"
 
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
@@ -31,32 +29,41 @@ const MinBytes = 256
 // Shaper shapes outputs. Its tokenizer is loaded on first use.
 type Shaper struct {
 	once sync.Once
-	enc  *tiktoken.Tiktoken
+	tok  *tokenizer
 	err  error
+	// work is what token counting has cost so far (bytes scanned, merge
+	// steps), for tests that bound it.
+	workBytes, workSteps atomic.Int64
 }
 
 // New returns a Shaper.
 func New() *Shaper { return &Shaper{} }
 
-// encoding loads o200k_base from the embedded BPE file (no download).
-func (s *Shaper) encoding() (*tiktoken.Tiktoken, error) {
-	s.once.Do(func() {
-		tiktoken.SetBpeLoader(tiktoken_loader.NewOfflineLoader())
-		s.enc, s.err = tiktoken.GetEncoding(tiktoken.MODEL_O200K_BASE)
-		if s.err != nil {
-			s.err = fmt.Errorf("load o200k_base: %w", s.err)
-		}
-	})
-	return s.enc, s.err
+// tokenizer loads o200k_base from the embedded BPE file (no download).
+func (s *Shaper) tokenizer() (*tokenizer, error) {
+	s.once.Do(func() { s.tok, s.err = newTokenizer() })
+	return s.tok, s.err
 }
 
-// Tokens counts the o200k_base tokens of text.
+// Tokens counts the o200k_base tokens of text (as tiktoken's
+// encode_ordinary does), in time linear in text.
 func (s *Shaper) Tokens(text string) (int, error) {
-	enc, err := s.encoding()
+	n, _, err := s.count(text, -1)
+	return n, err
+}
+
+// count counts the tokens of text, stopping past limit (limit < 0: none);
+// it returns the count and the bytes of text it covered.
+func (s *Shaper) count(text string, limit int) (int, int, error) {
+	tok, err := s.tokenizer()
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	return len(enc.Encode(text, nil, nil)), nil
+	var m meter
+	n, covered := tok.count(text, limit, &m)
+	s.workBytes.Add(int64(m.bytes))
+	s.workSteps.Add(int64(m.steps))
+	return n, covered, nil
 }
 
 // CheckKeep reports a keep path that is not a valid RFC 9535 JSONPath
@@ -64,24 +71,6 @@ func (s *Shaper) Tokens(text string) (int, error) {
 func CheckKeep(path string) error {
 	_, err := jsonpath.Parse(path)
 	return err
-}
-
-type ctxKey struct{}
-
-// WithBudget returns ctx carrying b, which tightens every tool's own budget
-// for the calls made with it (a virtual server's budget, the share of a
-// model's context window in /runs).
-func WithBudget(ctx context.Context, b toolrouter.OutputBudget) context.Context {
-	if old, ok := ctx.Value(ctxKey{}).(toolrouter.OutputBudget); ok {
-		b = b.Tighter(old)
-	}
-	return context.WithValue(ctx, ctxKey{}, b)
-}
-
-// FromContext is the budget WithBudget put in ctx (zero when none).
-func FromContext(ctx context.Context) toolrouter.OutputBudget {
-	b, _ := ctx.Value(ctxKey{}).(toolrouter.OutputBudget)
-	return b
 }
 
 // Output fits a tool's JSON output into b. where says where the whole
@@ -103,31 +92,37 @@ func (s *Shaper) Output(raw json.RawMessage, b toolrouter.OutputBudget, where st
 			limit = max(16*b.Tokens, MinBytes)
 		}
 	}
+	f := &fitter{raw: raw, keep: b.Keep, where: where}
 	out, cut := raw, false
 	if len(raw) > limit {
-		out, cut = s.fitBytes(raw, b.Keep, limit, where), true
+		out, cut = f.fit(limit), true
 	}
 	if b.Tokens <= 0 {
 		return out, cut
 	}
+	// Each count stops once past the budget, so it reads at most the bytes
+	// of b.Tokens tokens (and at most the 16 bytes a token cut above): the
+	// CPU an output costs is bounded by its budget, whatever its size.
 	for range 8 {
-		n, err := s.Tokens(string(out))
-		if err != nil || n <= b.Tokens {
-			if err != nil { // no tokenizer: 4 bytes a token, the usual rule of thumb
-				if alt := 4 * b.Tokens; len(out) > alt {
-					out, cut = s.fitBytes(raw, b.Keep, max(alt, MinBytes), where), true
-				}
+		n, covered, err := s.count(string(out), b.Tokens)
+		if err != nil { // no tokenizer: 4 bytes a token, the usual rule of thumb
+			if alt := 4 * b.Tokens; len(out) > alt {
+				out, cut = f.fit(max(alt, MinBytes)), true
 			}
 			return out, cut
 		}
-		next := int(float64(len(out)) * float64(b.Tokens) / float64(n) * 0.95)
+		if n <= b.Tokens {
+			return out, cut
+		}
+		// The first covered bytes hold n > b.Tokens tokens.
+		next := int(float64(covered) * float64(b.Tokens) / float64(n) * 0.95)
 		if next >= len(out) {
 			next = len(out) - 1
 		}
 		if next < MinBytes/2 {
 			next = MinBytes / 2
 		}
-		out, cut = s.fitBytes(raw, b.Keep, next, where), true
+		out, cut = f.fit(next), true
 		if next == MinBytes/2 {
 			return out, cut
 		}
@@ -135,26 +130,45 @@ func (s *Shaper) Output(raw json.RawMessage, b toolrouter.OutputBudget, where st
 	return out, cut
 }
 
-// fitBytes shapes raw into at most limit bytes.
-func (s *Shaper) fitBytes(raw json.RawMessage, keep []string, limit int, where string) json.RawMessage {
-	var str string
-	trimmed := bytes.TrimSpace(raw)
-	if len(trimmed) > 0 && trimmed[0] == '"' && json.Unmarshal(trimmed, &str) == nil {
-		return encodeString(str, limit, where)
-	}
-	var n *node
-	if len(keep) > 0 {
-		n = project(trimmed, keep)
-	}
-	if n == nil {
-		var err error
-		if n, err = parse(trimmed, limit); err != nil {
-			// Not JSON (cannot happen for a tool's output): cut as text.
-			return encodeString(string(raw), limit, where)
+// fitter shapes one output into successively smaller limits, decoding or
+// parsing it once, at the first (largest) limit.
+type fitter struct {
+	raw   json.RawMessage
+	keep  []string
+	where string
+
+	parsed bool
+	str    *string // a string output, decoded
+	tree   *node   // a JSON output, parsed (or projected) at the first limit
+}
+
+// fit shapes the output into at most limit bytes; limits after the
+// first are smaller.
+func (f *fitter) fit(limit int) json.RawMessage {
+	if !f.parsed {
+		f.parsed = true
+		trimmed := bytes.TrimSpace(f.raw)
+		var str string
+		if len(trimmed) > 0 && trimmed[0] == '"' && json.Unmarshal(trimmed, &str) == nil {
+			f.str = &str
+		} else {
+			if len(f.keep) > 0 {
+				f.tree = project(trimmed, f.keep)
+			}
+			if f.tree == nil {
+				f.tree, _ = parse(trimmed, limit)
+			}
 		}
 	}
+	switch {
+	case f.str != nil:
+		return encodeString(*f.str, limit, f.where)
+	case f.tree == nil:
+		// Not JSON (cannot happen for a tool's output): cut as text.
+		return encodeString(string(f.raw), limit, f.where)
+	}
 	var buf bytes.Buffer
-	fit(n, limit).write(&buf)
+	fit(f.tree, limit).write(&buf)
 	return buf.Bytes()
 }
 

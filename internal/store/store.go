@@ -183,4 +183,7 @@ type Pins interface {
 	// still p.Version (then p.Version is incremented) and reports whether
 	// it did: false when another update came first.
 	UpdatePin(ctx context.Context, p *toolrouter.Pin) (bool, error)
+	// DeletePin deletes the pin of p's server and tool if its version is
+	// still p.Version, and reports whether it did.
+	DeletePin(ctx context.Context, p *toolrouter.Pin) (bool, error)
 }

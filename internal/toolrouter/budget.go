@@ -1,9 +1,6 @@
 package toolrouter
 
-import (
-	"context"
-	"sync/atomic"
-)
+import "sync/atomic"
 
 // Budget is a number of output bytes shared by several calls: the calls of
 // one batch, whose outputs are held together (TOOLROUTER_MAX_BATCH_OUTPUT_BYTES).
@@ -40,18 +37,4 @@ func (b *Budget) Give(n int64) { b.left.Add(n) }
 // Exceeded is the failure of a call whose output of n bytes does not fit.
 func (b *Budget) Exceeded(n int64) Outcome {
 	return Failure(CategoryResource, "the batch's outputs exceed TOOLROUTER_MAX_BATCH_OUTPUT_BYTES (%d bytes): this output of %d bytes was dropped", b.total, n)
-}
-
-type budgetKey struct{}
-
-// WithBudget returns ctx carrying b: the calls made with it take their
-// outputs from b.
-func WithBudget(ctx context.Context, b *Budget) context.Context {
-	return context.WithValue(ctx, budgetKey{}, b)
-}
-
-// BudgetFrom returns the budget ctx carries, or nil.
-func BudgetFrom(ctx context.Context) *Budget {
-	b, _ := ctx.Value(budgetKey{}).(*Budget)
-	return b
 }

@@ -109,3 +109,12 @@ func ShortDigest(s string) string {
 	sum := sha256.Sum256([]byte(s))
 	return hex.EncodeToString(sum[:12])
 }
+
+// CheckPlanID refuses a plan id that is not ValidPlanID, as EINVALID
+// naming plan_id, before any sequence of it is taken.
+func CheckPlanID(planID string) error {
+	if !ValidPlanID(planID) {
+		return Invalid("plan_id", "plan_id must be a string of 1 to %d characters without control characters", MaxPlanID)
+	}
+	return nil
+}

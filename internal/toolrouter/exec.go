@@ -1,8 +1,10 @@
 package toolrouter
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -24,6 +26,12 @@ type ExecRequest struct {
 	// Progress, when set, receives progress a backend reports while the
 	// call runs (MCP notifications/progress); HTTP tools report none.
 	Progress func(progress, total float64, message string)
+	// Relay takes what the backend reports while the call runs, and
+	// carries what the caller sends along for it (/mcp); nil: none.
+	Relay *Relay
+	// Batch is the output bytes the calls of the call's batch share: the
+	// backend takes the output from it (Outcome.Budgeted); nil: none.
+	Batch *Budget
 	// Credential, when set, is the header carrying the user's credential
 	// for this backend (docs/backend-auth.md), set by the credentials
 	// decorator just above the backend; nil sends the registry's headers
@@ -54,8 +62,8 @@ type Outcome struct {
 	// replaced by U+FFFD, as encoding/json does in the strings of
 	// provider_result, so that both are the same valid JSON.
 	InvalidUTF8 bool
-	// Budgeted reports an Output whose bytes were taken from the Budget of
-	// the call's context.
+	// Budgeted reports an Output whose bytes were taken from the
+	// request's Batch budget.
 	Budgeted bool
 	// MCPResult is an MCP backend's CallToolResult as it sent it (see
 	// Result.MCPResult); nil for HTTP tools.
@@ -64,6 +72,9 @@ type Outcome struct {
 	// nil when the output was not shaped. Note says how it was shaped.
 	FullOutput json.RawMessage
 	Note       string
+	// Held reports a call held for an approver (docs/approvals.md
+	// "Approvals"): not run, its result awaits the decision.
+	Held bool
 	// Credential describes the backend credential the call was made with
 	// (for the audit trail); nil for the registry's static headers.
 	Credential *CredentialUse
@@ -168,4 +179,25 @@ func (c Circuit) Or(def Circuit) Circuit {
 		c.Cooldown = def.Cooldown
 	}
 	return c
+}
+
+// CheckOutput turns a successful outcome whose output does not match the
+// tool's output schema into a schema failure naming the mismatch, its
+// message starting with prefix.
+func CheckOutput(tool *Tool, out Outcome, prefix string) Outcome {
+	if tool.ValidateOutput == nil || !out.Success() {
+		return out
+	}
+	dec := json.NewDecoder(bytes.NewReader(out.Output))
+	dec.UseNumber()
+	var v any
+	err := dec.Decode(&v)
+	if err == nil {
+		err = tool.ValidateOutput(v)
+	}
+	if err == nil {
+		return out
+	}
+	return Outcome{Err: prefix + strings.TrimPrefix(err.Error(), "schema validation failed: "),
+		Category: CategorySchema, Status: out.Status, Attempts: out.Attempts, Answered: true}
 }

@@ -54,6 +54,9 @@ type DefinitionChange struct {
 	Diff      string          `json:"diff"`
 	// OnChange is the server's on_change: "quarantine" or "keep_old".
 	OnChange string `json:"on_change"`
+	// Invisible lists the invisible characters (U+XXXX) of the new
+	// definition, which Diff shows escaped; none: omitted.
+	Invisible []string `json:"invisible_characters,omitempty"`
 }
 
 // Approval kinds: a held call, or a changed tool definition.

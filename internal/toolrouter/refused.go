@@ -1,7 +1,6 @@
 package toolrouter
 
 import (
-	"context"
 	"database/sql/driver"
 	"fmt"
 	"strings"
@@ -74,20 +73,29 @@ func RefusedTools(names []string) ToolNames {
 	return out
 }
 
-type calledKey struct{}
-
-// WithCalledTools returns ctx carrying how to read the tool names of the
-// calls a request holds, for the audit record of its refusal (read only
-// then).
-func WithCalledTools(ctx context.Context, names func() []string) context.Context {
-	return context.WithValue(ctx, calledKey{}, names)
+// Calls is what a rate limiter is told of the tool calls of one request:
+// how many, and for the audit record of its refusal only (read only
+// then) the entry point they came in by, their tool names as sent and
+// the view those resolve in.
+type Calls struct {
+	N     int
+	Entry string
+	Names func() []string // nil: none
+	View  View            // nil: the registry as it is
 }
 
-// CalledTools is the tool names ctx carries (WithCalledTools); nil when
-// none.
-func CalledTools(ctx context.Context) []string {
-	if f, ok := ctx.Value(calledKey{}).(func() []string); ok && f != nil {
-		return f()
+// EntryPoint is the entry point the calls came in by.
+func (c Calls) EntryPoint() string {
+	if c.Entry == "" {
+		return EntryRoute
 	}
-	return nil
+	return c.Entry
+}
+
+// ToolNames is the tool names of the calls as sent; nil when none.
+func (c Calls) ToolNames() []string {
+	if c.Names == nil {
+		return nil
+	}
+	return c.Names()
 }

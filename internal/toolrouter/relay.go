@@ -1,9 +1,6 @@
 package toolrouter
 
-import (
-	"context"
-	"encoding/json"
-)
+import "encoding/json"
 
 // Relay receives what a backend sends about a call while the call runs, so
 // that the caller can pass it on: the /mcp endpoint forwards an MCP
@@ -29,17 +26,4 @@ type Relay struct {
 	// inputRequests, and the backend's own requestState.
 	InputResponses json.RawMessage
 	RequestState   string
-}
-
-type relayKey struct{}
-
-// WithRelay returns ctx carrying r for the calls made with it.
-func WithRelay(ctx context.Context, r *Relay) context.Context {
-	return context.WithValue(ctx, relayKey{}, r)
-}
-
-// RelayFrom returns the Relay ctx carries, or nil.
-func RelayFrom(ctx context.Context) *Relay {
-	r, _ := ctx.Value(relayKey{}).(*Relay)
-	return r
 }

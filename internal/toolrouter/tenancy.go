@@ -119,22 +119,6 @@ func ArgsDigest(args map[string]any) string {
 	return sha256Hex(b)
 }
 
-type entryKey struct{}
-
-// WithEntryPoint returns ctx naming the entry point of the tool calls made
-// under it (EntryRoute, EntryRuns, …) for their audit records.
-func WithEntryPoint(ctx context.Context, entry string) context.Context {
-	return context.WithValue(ctx, entryKey{}, entry)
-}
-
-// EntryPoint is the entry point ctx names; EntryRoute when none.
-func EntryPoint(ctx context.Context) string {
-	if e, ok := ctx.Value(entryKey{}).(string); ok {
-		return e
-	}
-	return EntryRoute
-}
-
 type requestIDKey struct{}
 
 // WithRequestID returns ctx carrying the id of the HTTP request it serves

@@ -18,7 +18,6 @@ import (
 	"sync/atomic"
 
 	"github.com/toolrouterd/toolrouterd/internal/access"
-	"github.com/toolrouterd/toolrouterd/internal/shape"
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
 
@@ -486,19 +485,11 @@ func (v *View) budget() toolrouter.OutputBudget {
 	return toolrouter.OutputBudget{Bytes: v.MaxOutputBytes, Tokens: v.MaxOutputTokens}
 }
 
-type ctxKey struct{}
-
-// NewContext returns ctx carrying v.
-func NewContext(ctx context.Context, v *View) context.Context {
-	if b := v.budget(); !b.IsZero() {
-		// The view's budget tightens its tools' own (docs/output-budgets.md "Output budgets").
-		ctx = shape.WithBudget(ctx, b)
-	}
-	return context.WithValue(ctx, ctxKey{}, v)
+// ResolveCall is Resolve for the client in ctx (toolrouter.View).
+func (v *View) ResolveCall(ctx context.Context, call *toolrouter.Call) (*toolrouter.Tool, *toolrouter.Outcome, bool) {
+	return v.Resolve(access.FromContext(ctx), call)
 }
 
-// FromContext is the view ctx carries; nil: the registry as it is.
-func FromContext(ctx context.Context) *View {
-	v, _ := ctx.Value(ctxKey{}).(*View)
-	return v
-}
+// OutputBudget is the view's own output budget (toolrouter.View): it
+// tightens its tools' own (docs/output-budgets.md "Output budgets").
+func (v *View) OutputBudget() toolrouter.OutputBudget { return v.budget() }

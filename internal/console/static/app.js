@@ -106,8 +106,17 @@ function definitionCard(a) {
       ["decided", a.decided_at ? `${when(a.decided_at)} by ${a.decided_by}${a.reason ? ": " + a.reason : ""}` : null],
       ["pinned sha-256", d.old_sha256 ? el("code", null, d.old_sha256) : "(a new tool)"], ["new sha-256", el("code", null, d.new_sha256)],
       ["on rejection", d.on_change === "keep_old" ? "the pinned definition stays served" : "the tool stays quarantined"]]),
+    invisibleWarning(d.invisible_characters),
     el("div", { class: "label" }, "changes (- pinned, + new)"), diffView(d.diff));
 }
+
+// invisibleWarning flags a new definition holding invisible characters
+// (zero-width, bidi controls, tag characters…), which the diff shows
+// escaped (\u200b): a change made of them would otherwise look like none.
+const invisibleWarning = (cps) => cps && cps.length
+  ? el("p", { class: "warning invisible" }, `Warning: the new definition contains invisible characters (${cps.join(", ")}); ` +
+    "the diff shows them escaped (\\u200b).")
+  : null;
 
 // APPROVAL_PAGES caps the pages of GET /approvals one refresh reads (of
 // its default 100): past it the inbox says it shows only the newest.

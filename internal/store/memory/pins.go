@@ -73,3 +73,16 @@ func (m *Store) UpdatePin(_ context.Context, p *toolrouter.Pin) (bool, error) {
 	m.pins[k] = memPin{version: p.Version, body: b}
 	return true, nil
 }
+
+// DeletePin implements store.Pins.
+func (m *Store) DeletePin(_ context.Context, p *toolrouter.Pin) (bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	k := [2]string{p.Server, p.Tool}
+	cur, ok := m.pins[k]
+	if !ok || cur.version != p.Version {
+		return false, nil
+	}
+	delete(m.pins, k)
+	return true, nil
+}

@@ -17,7 +17,8 @@
 //
 // Without the binaries, Start fails the test, saying how to install them
 // (`make deps`, which `make test` runs first): a test never passes by
-// skipping.
+// skipping for want of them. With -short (`make test-unit`, the tier that
+// starts no server) Start skips the test: `make test` never sets -short.
 package pgtest
 
 import (
@@ -66,6 +67,9 @@ var (
 // comment). Every call makes another database.
 func Start(t testing.TB) string {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("pgtest: PostgreSQL is not started with -short (make test-unit); make test runs this test")
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if env := os.Getenv(EnvURL); env != "" {

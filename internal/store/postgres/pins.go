@@ -68,3 +68,12 @@ func (p *Store) UpdatePin(ctx context.Context, pin *toolrouter.Pin) (bool, error
 	}
 	return tag.RowsAffected() == 1, nil
 }
+
+// DeletePin implements store.Pins.
+func (p *Store) DeletePin(ctx context.Context, pin *toolrouter.Pin) (bool, error) {
+	tag, err := p.pool.Exec(ctx, `DELETE FROM tool_pins WHERE server = $1 AND tool = $2 AND version = $3`, pin.Server, pin.Tool, pin.Version)
+	if err != nil {
+		return false, fmt.Errorf("postgres delete pin: %w", err)
+	}
+	return tag.RowsAffected() == 1, nil
+}

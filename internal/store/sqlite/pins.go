@@ -76,3 +76,16 @@ func (s *Store) UpdatePin(ctx context.Context, p *toolrouter.Pin) (bool, error) 
 	}
 	return n == 1, nil
 }
+
+// DeletePin implements store.Pins.
+func (s *Store) DeletePin(ctx context.Context, p *toolrouter.Pin) (bool, error) {
+	res, err := s.db.ExecContext(ctx, `DELETE FROM tool_pins WHERE server = ? AND tool = ? AND version = ?`, p.Server, p.Tool, p.Version)
+	if err != nil {
+		return false, fmt.Errorf("sqlite delete pin: %w", err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return false, fmt.Errorf("sqlite delete pin: %w", err)
+	}
+	return n == 1, nil
+}

@@ -89,6 +89,18 @@ func pinsCreateOnceAndSwapOnceAcrossReplicas(t *testing.T, b Backend, open func(
 	if ok, err := ss[0].UpdatePin(ctx, ghost); err != nil || ok {
 		t.Fatalf("UpdatePin of a missing pin = %v, %v; want false", ok, err)
 	}
+	// A delete from a stale version loses; from the current one it wins.
+	stale := *got
+	stale.Version = 2
+	if ok, err := ss[0].DeletePin(ctx, &stale); err != nil || ok {
+		t.Fatalf("DeletePin from a stale version = %v, %v; want false", ok, err)
+	}
+	if ok, err := ss[0].DeletePin(ctx, got); err != nil || !ok {
+		t.Fatalf("DeletePin from the current version = %v, %v; want true", ok, err)
+	}
+	if pins, err := ss[1].ListPins(ctx); err != nil || len(pins) != 1 || pins[0].Tool != "" {
+		t.Fatalf("ListPins after the delete = %v, %v; want the marker only", pins, err)
+	}
 }
 
 func reopenedStoreKeepsPins(t *testing.T, b Backend, open func() store.Store, clk *Clock) {

@@ -1,4 +1,4 @@
-package router_test
+package pipeline_test
 
 import (
 	"context"
@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"github.com/toolrouterd/toolrouterd/internal/access"
+	"github.com/toolrouterd/toolrouterd/internal/pipeline"
 	"github.com/toolrouterd/toolrouterd/internal/registry"
-	"github.com/toolrouterd/toolrouterd/internal/router"
 	"github.com/toolrouterd/toolrouterd/internal/store/memory"
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 	"github.com/toolrouterd/toolrouterd/internal/vserver"
@@ -35,8 +35,8 @@ clients:
 	if err != nil {
 		t.Fatal(err)
 	}
-	exec := &stubExec{out: toolrouter.Outcome{Output: []byte(`{"ok":true}`), Answered: true}}
-	rt := &router.Router{Tools: func() router.Tools { return reg }, Exec: exec, Seq: memory.New()}
+	exec := &stubExec{Out: toolrouter.Outcome{Output: []byte(`{"ok":true}`), Answered: true}}
+	rt := &rig{Tools: func() pipeline.Tools { return reg }, Exec: exec, Seq: memory.New()}
 	set := vserver.Build(reg)
 	route := func(ctx context.Context, name string, args map[string]any) *toolrouter.Result {
 		t.Helper()
@@ -46,16 +46,16 @@ clients:
 		}
 		return res
 	}
-	inV := vserver.NewContext(context.Background(), set.View("v"))
+	inV := inView(context.Background(), set.View("v"))
 	res := route(inV, "say", map[string]any{"msg": "mine"})
-	if !res.Success || res.ToolName != "test/echo" || !reflect.DeepEqual(exec.req.Args, map[string]any{"msg": "fixed"}) {
-		t.Fatalf("say: %+v, tool got %v", res, exec.req.Args)
+	if !res.Success || res.ToolName != "test/echo" || !reflect.DeepEqual(exec.Req.Args, map[string]any{"msg": "fixed"}) {
+		t.Fatalf("say: %+v, tool got %v", res, exec.Req.Args)
 	}
 	if res := route(inV, "test/echo", nil); res.Success || *res.ErrorCategory != toolrouter.CategoryNotFound {
 		t.Fatalf("the real name in the view: %+v", res)
 	}
-	inS := vserver.NewContext(context.Background(), set.View("s"))
-	if res := route(inS, "call_tool", map[string]any{"name": "test/echo", "arguments": map[string]any{"msg": "hi"}}); !res.Success || res.ToolName != "test/echo" || exec.req.Args["msg"] != "hi" {
+	inS := inView(context.Background(), set.View("s"))
+	if res := route(inS, "call_tool", map[string]any{"name": "test/echo", "arguments": map[string]any{"msg": "hi"}}); !res.Success || res.ToolName != "test/echo" || exec.Req.Args["msg"] != "hi" {
 		t.Fatalf("call_tool: %+v", res)
 	}
 	// The provider's result answers the call the model made: call_tool.
@@ -93,20 +93,20 @@ virtual_servers:
 	if err != nil {
 		t.Fatal(err)
 	}
-	exec := &stubExec{out: toolrouter.Outcome{Output: []byte(`{"ok":true}`), Answered: true}}
-	rt := &router.Router{Tools: func() router.Tools { return reg }, Exec: exec, Seq: memory.New()}
-	inV := vserver.NewContext(context.Background(), vserver.Build(reg).View("v"))
+	exec := &stubExec{Out: toolrouter.Outcome{Output: []byte(`{"ok":true}`), Answered: true}}
+	rt := &rig{Tools: func() pipeline.Tools { return reg }, Exec: exec, Seq: memory.New()}
+	inV := inView(context.Background(), vserver.Build(reg).View("v"))
 	extra := map[string]any{"sandbox_root": "/", "resource_bindings": map[string]any{"db": "prod"}}
 	res, err := rt.RouteWith(inV, "p", map[string]any{"name": "test/box", "arguments": map[string]any{"path": "x"}}, nil, extra)
 	if err != nil || !res.Success {
 		t.Fatalf("%+v %v", res, err)
 	}
-	if want := map[string]any{"path": "x", "sandbox_root": "/srv/tenant-a"}; !reflect.DeepEqual(exec.req.Args, want) {
-		t.Fatalf("the tool got %v, want %v", exec.req.Args, want)
+	if want := map[string]any{"path": "x", "sandbox_root": "/srv/tenant-a"}; !reflect.DeepEqual(exec.Req.Args, want) {
+		t.Fatalf("the tool got %v, want %v", exec.Req.Args, want)
 	}
 	// Outside a view, the actor context's arguments are added as before.
-	if _, err := rt.RouteWith(context.Background(), "p", map[string]any{"name": "test/box", "arguments": map[string]any{"path": "x"}}, nil, extra); err != nil || exec.req.Args["sandbox_root"] != "/" {
-		t.Fatalf("without a view the tool got %v", exec.req.Args)
+	if _, err := rt.RouteWith(context.Background(), "p", map[string]any{"name": "test/box", "arguments": map[string]any{"path": "x"}}, nil, extra); err != nil || exec.Req.Args["sandbox_root"] != "/" {
+		t.Fatalf("without a view the tool got %v", exec.Req.Args)
 	}
 }
 
@@ -130,11 +130,11 @@ clients:
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt := &router.Router{Tools: func() router.Tools { return reg }}
+	rt := &rig{Tools: func() pipeline.Tools { return reg }}
 	set := vserver.Build(reg)
 	bg := context.Background()
-	inV := vserver.NewContext(bg, set.View("v"))
-	inS := vserver.NewContext(bg, set.View("s"))
+	inV := inView(bg, set.View("v"))
+	inS := inView(bg, set.View("s"))
 	bound := access.NewContext(bg, access.NewClients(nil, reg.Clients()).ByName("bound"))
 	alias := toolrouter.ExportName(toolrouter.FormatOpenAI, "test/echo")
 	for _, c := range []struct {

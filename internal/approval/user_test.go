@@ -1,11 +1,11 @@
-package router_test
+package approval_test
 
 import (
 	"context"
 	"testing"
 
 	"github.com/toolrouterd/toolrouterd/internal/access"
-	"github.com/toolrouterd/toolrouterd/internal/router"
+	"github.com/toolrouterd/toolrouterd/internal/pipeline"
 	"github.com/toolrouterd/toolrouterd/internal/store/memory"
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
@@ -24,8 +24,8 @@ func (u *userExec) Call(ctx context.Context, _ toolrouter.ExecRequest) toolroute
 func TestApprovedCallHasNotTheApproversUser(t *testing.T) {
 	st := memory.New()
 	exec := &userExec{}
-	r := &router.Router{
-		Tools: func() router.Tools {
+	r := &rig{
+		Tools: func() pipeline.Tools {
 			return toolMap{"pay": {Name: "pay", Approval: true, InputSchema: map[string]any{"type": "object"}}}
 		},
 		Exec: exec, Seq: st, Results: st, Approvals: st,

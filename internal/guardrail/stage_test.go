@@ -1,4 +1,4 @@
-package router_test
+package guardrail_test
 
 import (
 	"context"
@@ -6,14 +6,11 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"strings"
 	"sync"
 	"testing"
 
-	"github.com/toolrouterd/toolrouterd/internal/guardrail"
-	"github.com/toolrouterd/toolrouterd/internal/registry"
-	"github.com/toolrouterd/toolrouterd/internal/router"
+	"github.com/toolrouterd/toolrouterd/internal/store/memory"
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
 
@@ -43,38 +40,13 @@ func newHookServer(t *testing.T, answer func(req map[string]any) string) *hookSe
 	return h
 }
 
-// recordingAudit keeps the audit records of the calls.
-type recordingAudit struct {
-	mu   sync.Mutex
-	recs []toolrouter.AuditRecord
-}
-
-func (a *recordingAudit) RecordWith(_ context.Context, _ toolrouter.AuditSaver, recs ...toolrouter.AuditRecord) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.recs = append(a.recs, recs...)
-}
-
-// guardedRouter routes to a stub tool answering out, with the registry's
-// tools plus extra (guardrails, more tools).
-func guardedRouter(t *testing.T, out toolrouter.Outcome, extra string) (*router.Router, *stubExec, *recordingAudit) {
+func decodeJSON(t *testing.T, s string) any {
 	t.Helper()
-	reg, err := registry.Parse("test.yaml", []byte(testRegistry+`  - name: typed
-    endpoint: http://127.0.0.1:9/typed
-    output_schema: {type: object, properties: {n: {type: integer}}, required: [n]}
-`+extra), os.Getenv)
-	if err != nil {
+	var v any
+	if err := json.Unmarshal([]byte(s), &v); err != nil {
 		t.Fatal(err)
 	}
-	exec := &stubExec{out: out}
-	rt := newTestRouter(t, exec, nil)
-	rt.Tools = func() router.Tools { return reg }
-	client := guardrail.NewClient(nil)
-	t.Cleanup(client.CloseIdleConnections)
-	rt.Guardrails = &guardrail.Guards{Registry: func() guardrail.Registry { return reg }, Client: client}
-	aud := &recordingAudit{}
-	rt.Audit = aud
-	return rt, exec, aud
+	return v
 }
 
 func echoCall(t *testing.T, tool, args string) any {
@@ -97,7 +69,7 @@ func TestGuardrailBeforeDenyNeverReachesTheTool(t *testing.T) {
 	if res.Success || *res.ErrorCategory != toolrouter.CategoryPermission || *res.Error != "denied by guardrail policy: no shouting" {
 		t.Fatalf("result %+v, want a permission failure with the hook's reason", res)
 	}
-	if exec.req.Tool != nil {
+	if exec.Req.Tool != nil {
 		t.Fatal("the denied call reached the tool")
 	}
 	got := h.seen[0]
@@ -106,8 +78,8 @@ func TestGuardrailBeforeDenyNeverReachesTheTool(t *testing.T) {
 		t.Errorf("hook request %v", got)
 	}
 	want := []toolrouter.GuardrailDecision{{Name: "policy", Phase: "before", Decision: "deny", Reason: "no shouting"}}
-	if len(aud.recs) != 1 || !equalJSON(aud.recs[0].Guardrails, want) {
-		t.Errorf("audit guardrails %+v, want %+v", aud.recs, want)
+	if len(aud.Recs) != 1 || !equalJSON(aud.Recs[0].Guardrails, want) {
+		t.Errorf("audit guardrails %+v, want %+v", aud.Recs, want)
 	}
 	// A tool the hook's globs do not cover is not asked about.
 	if res, _ := rt.Route(context.Background(), "p", echoCall(t, "test/check", `{}`), nil); !res.Success || len(h.seen) != 1 {
@@ -131,8 +103,8 @@ func TestGuardrailModifyArgumentsAndResult(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if exec.req.Args["msg"] != "quiet" || res.Arguments["msg"] != "quiet" {
-		t.Errorf("tool got %v, result says %v; want the hook's arguments", exec.req.Args, res.Arguments)
+	if exec.Req.Args["msg"] != "quiet" || res.Arguments["msg"] != "quiet" {
+		t.Errorf("tool got %v, result says %v; want the hook's arguments", exec.Req.Args, res.Arguments)
 	}
 	if !res.Success || string(res.Output) != `{"msg":"hook said"}` || !strings.Contains(strings.Join(res.Notes, ";"), "replaced by guardrail rewrite") {
 		t.Errorf("result %+v (output %s), want the hook's output and a note", res, res.Output)
@@ -140,15 +112,15 @@ func TestGuardrailModifyArgumentsAndResult(t *testing.T) {
 	if pr, _ := json.Marshal(res.ProviderResult); !strings.Contains(string(pr), "hook said") {
 		t.Errorf("provider_result %s does not carry the hook's output", pr)
 	}
-	if n := len(aud.recs[0].Guardrails); n != 2 {
-		t.Errorf("%d decisions audited, want 2: %+v", n, aud.recs[0].Guardrails)
+	if n := len(aud.Recs[0].Guardrails); n != 2 {
+		t.Errorf("%d decisions audited, want 2: %+v", n, aud.Recs[0].Guardrails)
 	}
 	// Arguments that break the tool's input schema are a hook error:
 	// refused (on_error: deny, the default).
 	h2 := newHookServer(t, func(map[string]any) string { return `{"decision":"modify","arguments":{"msg":7}}` })
 	rt2, exec2, _ := guardedRouter(t, toolrouter.Outcome{Output: json.RawMessage(`{}`)}, "guardrails:\n  - {name: bad, endpoint: "+h2.URL+"}\n")
 	res, _ = rt2.Route(context.Background(), "p", echoCall(t, "test/echo", `{"msg":"x"}`), nil)
-	if res.Success || exec2.req.Tool != nil || !strings.Contains(*res.Error, "msg") || !strings.Contains(*res.Error, "on_error: deny") {
+	if res.Success || exec2.Req.Tool != nil || !strings.Contains(*res.Error, "msg") || !strings.Contains(*res.Error, "on_error: deny") {
 		t.Errorf("result %+v, want a refusal naming msg", res)
 	}
 }
@@ -167,11 +139,11 @@ func TestGuardrailInvalidAnswersAreHookErrors(t *testing.T) {
 		h := newHookServer(t, func(map[string]any) string { return answer })
 		rt, exec, aud := guardedRouter(t, toolrouter.Outcome{Output: json.RawMessage(`{}`)}, "guardrails:\n  - {name: strict, endpoint: "+h.URL+"}\n")
 		res, _ := rt.Route(context.Background(), "p", echoCall(t, "test/echo", `{}`), nil)
-		if res.Success || exec.req.Tool != nil || *res.ErrorCategory != toolrouter.CategoryPermission ||
+		if res.Success || exec.Req.Tool != nil || *res.ErrorCategory != toolrouter.CategoryPermission ||
 			!strings.Contains(*res.Error, "guardrail strict failed: invalid answer") {
 			t.Errorf("answer %s: result %+v, want a refusal for an invalid answer", answer, res)
 		}
-		if d := aud.recs[0].Guardrails; len(d) != 1 || d[0].Decision != "error" {
+		if d := aud.Recs[0].Guardrails; len(d) != 1 || d[0].Decision != "error" {
 			t.Errorf("answer %s: audited %+v", answer, d)
 		}
 	}
@@ -182,15 +154,15 @@ func TestGuardrailAuditModeLetsCallsThrough(t *testing.T) {
 	rt, exec, aud := guardedRouter(t, toolrouter.Outcome{Output: json.RawMessage(`{"msg":"ok"}`)},
 		"guardrails:\n  - {name: shadow, endpoint: "+h.URL+", mode: audit, phase: both}\n")
 	res, _ := rt.Route(context.Background(), "p", echoCall(t, "test/echo", `{"msg":"x"}`), nil)
-	if !res.Success || exec.req.Tool == nil {
+	if !res.Success || exec.Req.Tool == nil {
 		t.Fatalf("result %+v, want the call through", res)
 	}
 	want := []toolrouter.GuardrailDecision{
 		{Name: "shadow", Phase: "before", Decision: "deny", Mode: "audit", Reason: "would deny"},
 		{Name: "shadow", Phase: "after", Decision: "deny", Mode: "audit", Reason: "would deny"},
 	}
-	if !equalJSON(aud.recs[0].Guardrails, want) {
-		t.Errorf("audited %+v, want %+v", aud.recs[0].Guardrails, want)
+	if !equalJSON(aud.Recs[0].Guardrails, want) {
+		t.Errorf("audited %+v, want %+v", aud.Recs[0].Guardrails, want)
 	}
 }
 
@@ -220,7 +192,7 @@ func TestGuardrailRedactsSecrets(t *testing.T) {
 	if len(res.Notes) != 1 || !strings.Contains(res.Notes[0], "5 secret(s) redacted by guardrail secrets") {
 		t.Errorf("notes %q", res.Notes)
 	}
-	if d := aud.recs[0].Guardrails; len(d) != 1 || d[0].Redacted != 5 || d[0].Decision != "modify" {
+	if d := aud.Recs[0].Guardrails; len(d) != 1 || d[0].Redacted != 5 || d[0].Decision != "modify" {
 		t.Errorf("audited %+v", d)
 	}
 }
@@ -258,14 +230,14 @@ func TestGuardrailTimeoutFailsClosedOrOpen(t *testing.T) {
 		rt, exec, aud := guardedRouter(t, toolrouter.Outcome{Output: json.RawMessage(`{"msg":"ok"}`)},
 			"guardrails:\n  - {name: slow, endpoint: "+h.URL+", timeout: 100ms, on_error: "+onError+"}\n")
 		res, _ := rt.Route(context.Background(), "p", echoCall(t, "test/echo", `{}`), nil)
-		d := aud.recs[0].Guardrails
+		d := aud.Recs[0].Guardrails
 		if len(d) != 1 || d[0].Decision != "error" || !strings.Contains(d[0].Reason, "no answer within 100ms") {
 			t.Errorf("on_error %s: audited %+v", onError, d)
 		}
-		if onError == "deny" && (res.Success || exec.req.Tool != nil || *res.ErrorCategory != toolrouter.CategoryPermission) {
+		if onError == "deny" && (res.Success || exec.Req.Tool != nil || *res.ErrorCategory != toolrouter.CategoryPermission) {
 			t.Errorf("on_error deny: %+v, want refused before the tool", res)
 		}
-		if onError != "deny" && (!res.Success || exec.req.Tool == nil) {
+		if onError != "deny" && (!res.Success || exec.Req.Tool == nil) {
 			t.Errorf("on_error %s: %+v, want the call through", onError, res)
 		}
 		if onError == "deny, mode: audit" && (len(d) != 1 || d[0].Mode != "audit" || !strings.Contains(d[0].Reason, "(mode: audit)")) {
@@ -306,7 +278,7 @@ func (e reportingExec) Call(ctx context.Context, req toolrouter.ExecRequest) too
 	if req.Progress != nil {
 		req.Progress(1, 2, e.msg)
 	}
-	if relay := toolrouter.RelayFrom(ctx); relay != nil {
+	if relay := req.Relay; relay != nil {
 		relay.Progress(1, 2, e.msg)
 		b, _ := json.Marshal(map[string]string{"line": e.msg})
 		relay.Log("info", "tool", b)
@@ -324,7 +296,7 @@ func TestGuardrailRedactsWhatTheBackendReports(t *testing.T) {
 	var mu sync.Mutex
 	var seen []string
 	note := func(s string) { mu.Lock(); seen = append(seen, s); mu.Unlock() }
-	ctx := toolrouter.WithRelay(context.Background(), &toolrouter.Relay{
+	ctx := withRelay(context.Background(), &toolrouter.Relay{
 		Progress: func(_, _ float64, m string) { note("relay progress: " + m) },
 		Log:      func(_, _ string, data json.RawMessage) { note("relay log: " + string(data)) },
 	})
@@ -359,7 +331,50 @@ func TestGuardrailBeforeSeesAndDecidesExtraArguments(t *testing.T) {
 	if args, _ := h.seen[0]["arguments"].(map[string]any); args["sandbox_root"] != "/" {
 		t.Errorf("the hook saw %v, without the actor context's sandbox_root", h.seen[0]["arguments"])
 	}
-	if exec.req.Args["sandbox_root"] != "/srv/safe" {
-		t.Errorf("the tool got %v, not the hook's sandbox_root", exec.req.Args)
+	if exec.Req.Args["sandbox_root"] != "/srv/safe" {
+		t.Errorf("the tool got %v, not the hook's sandbox_root", exec.Req.Args)
+	}
+}
+
+// Redaction runs last of what changes an output, whatever the order of
+// the registry's guardrails (issue 32 item 13): with redact_secrets listed
+// before an after-hook, a secret in the hook's replacement output reaches
+// neither the caller nor the stored result (GET /results); the hook,
+// listed after the redaction, sees the tool's output redacted.
+func TestRedactionRunsAfterTheHooksWhateverTheOrder(t *testing.T) {
+	const toolSecret, hookSecret = "AKIAZ4RT7YUIOPL2QW3E", "AKIAQ7WE3RTY5UIO2PLK"
+	var seen string
+	h := newHookServer(t, func(req map[string]any) string {
+		b, _ := json.Marshal(req["result"])
+		seen = string(b)
+		return `{"decision":"modify","output":{"msg":"hook said ` + hookSecret + `"}}`
+	})
+	rt, _, aud := guardedRouter(t, toolrouter.Outcome{Output: json.RawMessage(`{"msg":"tool said ` + toolSecret + `"}`), Answered: true},
+		"guardrails:\n  - {name: secrets, builtin: redact_secrets}\n  - {name: rewrite, endpoint: "+h.URL+", phase: after}\n")
+	st := memory.New()
+	rt.Results, aud.Save = st, true
+	res, err := rt.Route(context.Background(), "p", echoCall(t, "test/echo", `{}`), nil)
+	if err != nil || !res.Success {
+		t.Fatalf("route: %v %+v", err, res)
+	}
+	stored, err := st.GetResult(context.Background(), toolrouter.ScopedKey("", res.ToolCallID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr, _ := json.Marshal(res.ProviderResult)
+	for what, got := range map[string]string{"output": string(res.Output), "provider_result": string(pr), "stored": string(stored.Output)} {
+		if strings.Contains(got, hookSecret) || !strings.Contains(got, "hook said [REDACTED:aws-access-token]") {
+			t.Errorf("%s %s: the hook's secret not redacted", what, got)
+		}
+	}
+	if strings.Contains(seen, toolSecret) || !strings.Contains(seen, "[REDACTED:aws-access-token]") {
+		t.Errorf("the hook listed after the redaction saw %s", seen)
+	}
+	notes := strings.Join(res.Notes, "; ")
+	if !strings.Contains(notes, "replaced by guardrail rewrite") || !strings.Contains(notes, "1 secret(s) redacted by guardrail secrets") {
+		t.Errorf("notes %q", notes)
+	}
+	if d := aud.Recs[0].Guardrails; len(d) != 2 || d[0].Name != "rewrite" || d[1].Name != "secrets" || d[1].Redacted != 1 {
+		t.Errorf("audited %+v", d)
 	}
 }

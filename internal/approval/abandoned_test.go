@@ -1,11 +1,11 @@
-package router_test
+package approval_test
 
 import (
 	"context"
 	"testing"
 	"time"
 
-	"github.com/toolrouterd/toolrouterd/internal/router"
+	"github.com/toolrouterd/toolrouterd/internal/pipeline"
 	"github.com/toolrouterd/toolrouterd/internal/store/memory"
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
@@ -57,13 +57,13 @@ func TestSettleAbandonedApproval(t *testing.T) {
 	exec := &countExec{}
 	now := t0
 	var settled []string
-	r := &router.Router{
-		Tools: func() router.Tools {
+	r := &rig{
+		Tools: func() pipeline.Tools {
 			return toolMap{"slow": {Name: "slow", Timeout: 2 * time.Second, Retries: 1}}
 		},
 		Exec: exec, Seq: st, Results: st, Approvals: st,
 		Now:     func() time.Time { return now },
-		Settled: func(_ context.Context, a *toolrouter.Approval) { settled = append(settled, a.RunID) },
+		Settled: func(_ context.Context, runID string) { settled = append(settled, runID) },
 	}
 	status := func(id string) *toolrouter.Result {
 		t.Helper()

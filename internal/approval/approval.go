@@ -1,4 +1,10 @@
-package router
+// Package approval holds the calls that wait for an approver
+// (docs/approvals.md "Approvals"): its Keeper is the approval stage of the
+// pipeline, which stores a call that needs a decision instead of running
+// it, and settles it once decided or expired — an approved call resumes
+// through the rest of the pipeline (the Next the stage was built with),
+// never through the router.
+package approval
 
 import (
 	"context"
@@ -14,13 +20,13 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/toolrouterd/toolrouterd/internal/access"
-	"github.com/toolrouterd/toolrouterd/internal/shape"
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
+	"github.com/toolrouterd/toolrouterd/internal/vserver"
 )
 
-// Approvals keeps the calls held for an approver (docs/approvals.md "Approvals") and
-// the results they are routed into (store.Store).
-type Approvals interface {
+// Store keeps the held calls and the results they are routed into
+// (store.Store).
+type Store interface {
 	CreateApproval(ctx context.Context, a *toolrouter.Approval) error
 	GetApproval(ctx context.Context, id string) (*toolrouter.Approval, error)
 	ListApprovals(ctx context.Context, f toolrouter.ApprovalFilter) ([]*toolrouter.Approval, error)
@@ -30,17 +36,60 @@ type Approvals interface {
 	GetResult(ctx context.Context, toolCallID string) (*toolrouter.Result, error)
 }
 
-type runIDKey struct{}
-
-// WithRunID marks ctx as the context of a /runs run's calls: approvals
-// they wait for name the run.
-func WithRunID(ctx context.Context, runID string) context.Context {
-	return context.WithValue(ctx, runIDKey{}, runID)
+// Results keeps route results (store.Store): a held call's pending result
+// is stored before its approval.
+type Results interface {
+	SaveResult(ctx context.Context, res *toolrouter.Result, audit ...toolrouter.AuditRecord) error
 }
 
-// ApprovalID is the id of the approval of a tool call: "ap_" and the
-// call's id digits, so either names the other.
-func ApprovalID(client, toolCallID string) string {
+// Finisher completes, records and stores the result of a call
+// (router.Finisher): a settled call's final result.
+type Finisher interface {
+	Finish(ctx context.Context, req *toolrouter.CallRequest, out toolrouter.Outcome) *toolrouter.Result
+}
+
+// Tools looks tools up by canonical name (the registry in force).
+type Tools interface {
+	Lookup(name string) (*toolrouter.Tool, bool)
+}
+
+// Keeper holds calls for approvers and settles them. Its fields are set
+// once, before Stage builds the pipeline.
+type Keeper struct {
+	Store   Store
+	Results Results  // may be nil: the pending result is not stored
+	Finish  Finisher // the final results of settled calls
+	Tools   func() Tools
+	// TTL is how long a call waits before it expires
+	// (TOOLROUTER_APPROVAL_TTL, default 1h).
+	TTL time.Duration
+	// MaxPending caps the pending approvals of one client
+	// (TOOLROUTER_MAX_PENDING_APPROVALS): a call over it fails as
+	// resource instead of being held. 0 means no cap.
+	MaxPending int
+	// Client finds a client by name (access.Clients.ByName): an approved
+	// call runs only while its client exists and may call the tool. Nil:
+	// no named client's approved call runs.
+	Client func(name string) *access.Client
+	// Views are the virtual servers in force: an approved call of a
+	// client bound to them runs only while one of them holds the tool.
+	// Nil: no bound client's approved call runs.
+	Views func() *vserver.Set
+	// Settled, when set, hears of every decided (or expired) approval of
+	// a /runs run once its final result is stored and committed: the run
+	// resumes (agent.Runner.ResumeLater).
+	Settled func(ctx context.Context, runID string)
+	Now     func() time.Time
+
+	next    toolrouter.Next // the pipeline after the stage: an approved call resumes there
+	holdMu  sync.Mutex      // serializes holding calls while MaxPending is set
+	waiters waiters         // streams waiting for a decision made here
+	final   sync.Map        // ids of approved approvals whose result is final (SettleAbandoned)
+}
+
+// ID is the id of the approval of a tool call: "ap_" and the call's id
+// digits, so either names the other.
+func ID(client, toolCallID string) string {
 	if client == "" {
 		return "ap_" + strings.TrimPrefix(toolCallID, "tc_")
 	}
@@ -49,96 +98,103 @@ func ApprovalID(client, toolCallID string) string {
 	return "ap_" + hex.EncodeToString(sum[:12])
 }
 
-// needsApproval reports whether a call of tool by the client in ctx waits
-// for an approver: the tool's approval: required, or the client's
-// approval patterns.
-func (r *Router) needsApproval(ctx context.Context, tool *toolrouter.Tool) bool {
-	return r.Approvals != nil && (tool.Approval || access.FromContext(ctx).NeedsApproval(tool.Name))
+// Stage is the approval stage: a call of a tool with approval: required,
+// or that its client's approval patterns name, is held (Outcome.Held)
+// instead of going on. The pipeline after the stage is where an approved
+// call resumes; Stage is called once, when the pipeline is built.
+func (k *Keeper) Stage(next toolrouter.Next) toolrouter.Next {
+	k.next = next
+	return func(ctx context.Context, req *toolrouter.CallRequest) toolrouter.Outcome {
+		if !req.Tool.Approval && !access.FromContext(ctx).NeedsApproval(req.Tool.Name) {
+			return next(ctx, req)
+		}
+		return k.hold(ctx, req)
+	}
 }
 
 // hold stores a validated call as a pending approval instead of calling
-// the tool, and returns (and stores) its awaiting_approval result.
-func (r *Router) hold(ctx context.Context, rc *routeCall) *toolrouter.Result {
-	res := &rc.r.res
-	args, sum, err := toolrouter.CanonicalArguments(rc.call.Arguments)
+// the tool, with its awaiting_approval result.
+func (k *Keeper) hold(ctx context.Context, req *toolrouter.CallRequest) toolrouter.Outcome {
+	res := req.Result
+	args, sum, err := toolrouter.CanonicalArguments(req.Call.Arguments)
 	if err != nil {
-		return r.finish(ctx, rc, toolrouter.Failure(toolrouter.CategorySchema, "arguments: %v", err), false)
+		return toolrouter.Failure(toolrouter.CategorySchema, "arguments: %v", err)
 	}
 	unlock := func() {}
-	if r.MaxPendingApprovals > 0 {
+	if k.MaxPending > 0 {
 		// Counted and created under one lock: the calls of a batch are
 		// held concurrently, and each must see the ones before it.
-		r.holdMu.Lock()
+		k.holdMu.Lock()
 		var once sync.Once
-		unlock = func() { once.Do(r.holdMu.Unlock) }
+		unlock = func() { once.Do(k.holdMu.Unlock) }
 		defer unlock()
-		if msg := r.overPendingCap(ctx); msg != "" {
+		if msg := k.overPendingCap(ctx); msg != "" {
 			unlock()
-			return r.finish(ctx, rc, toolrouter.Failure(toolrouter.CategoryResource, "%s", msg), false)
+			return toolrouter.Failure(toolrouter.CategoryResource, "%s", msg)
 		}
 	}
-	now := rc.now()
-	runID, _ := ctx.Value(runIDKey{}).(string)
+	now := k.now()
+	client := access.FromContext(ctx).LabelName()
 	a := &toolrouter.Approval{
-		ID: ApprovalID(access.FromContext(ctx).LabelName(), rc.id), Status: toolrouter.ApprovalPending, ToolCallID: rc.id, PlanID: res.PlanID,
+		ID: ID(client, req.ID), Status: toolrouter.ApprovalPending, ToolCallID: req.ID, PlanID: res.PlanID,
 		Sequence: res.Sequence, ToolName: res.ToolName, Arguments: args, ArgumentsSHA256: sum,
-		Client: access.FromContext(ctx).LabelName(), RunID: runID,
-		CreatedAt: now.UTC(), ExpiresAt: now.Add(r.approvalTTL()).UTC(),
+		Client: client, RunID: req.RunID,
+		CreatedAt: now.UTC(), ExpiresAt: now.Add(k.ttl()).UTC(),
 		// Kept for its audit record: it is settled in another request.
-		EntryPoint: toolrouter.EntryPoint(ctx), CalledAs: rc.call.ToolName,
+		EntryPoint: req.EntryPoint(), CalledAs: req.Call.ToolName,
 	}
 	// The request's budget is kept with the call: the approval is decided
 	// in another request, which has none of it.
-	if b := shape.FromContext(ctx); !b.IsZero() {
+	if b := req.OutputBudget; !b.IsZero() {
 		a.OutputBudget = &toolrouter.HeldBudget{MaxOutputBytes: b.Bytes, MaxOutputTokens: b.Tokens}
 	}
 	res.Status, res.ApprovalID = toolrouter.ResultAwaitingApproval, a.ID
 	res.DurationMS = 0
-	if r.Results != nil {
+	if k.Results != nil {
 		// The pending result first: whoever sees the approval can read it.
 		// Committed now, not with the next group commit: an approver on
 		// another replica may decide at once, and settling reads it.
-		err := r.Results.SaveResult(ctx, res)
+		err := k.Results.SaveResult(ctx, res)
 		if err == nil {
-			err = r.commitResults(ctx)
+			err = k.commitResults(ctx)
 		}
 		if err != nil {
 			unlock()
 			res.Status, res.ApprovalID = "", ""
-			return r.finish(ctx, rc, toolrouter.Failure(toolrouter.CategoryResource, "approval could not be stored; retry later"), false)
+			return toolrouter.Failure(toolrouter.CategoryResource, "approval could not be stored; retry later")
 		}
 	}
-	err = r.Approvals.CreateApproval(ctx, a)
+	err = k.Store.CreateApproval(ctx, a)
 	unlock()
 	if err != nil {
-		zerolog.Ctx(ctx).Error().Err(err).Str("tool_call_id", rc.id).Msg("store approval")
+		zerolog.Ctx(ctx).Error().Err(err).Str("tool_call_id", req.ID).Msg("store approval")
 		res.Status, res.ApprovalID = "", ""
-		return r.finish(ctx, rc, toolrouter.Failure(toolrouter.CategoryResource, "approval could not be stored; retry later"), false)
+		return toolrouter.Failure(toolrouter.CategoryResource, "approval could not be stored; retry later")
 	}
 	// The before-hooks' decisions of a held call are logged here: its
 	// audit record, written when it is settled, has the after phase's.
-	zerolog.Ctx(ctx).Info().Str("approval_id", a.ID).Str("tool_call_id", rc.id).Str("tool", a.ToolName).
-		Str("client", a.Client).Str("arguments_sha256", sum).Interface("guardrails", rc.guards).Msg("call awaits approval")
-	if rc.emit != nil {
-		rc.emit(toolrouter.Update{ToolCallID: rc.id, Status: toolrouter.StatusAwaitingApproval, ToolName: res.ToolName, Message: a.ID})
+	zerolog.Ctx(ctx).Info().Str("approval_id", a.ID).Str("tool_call_id", req.ID).Str("tool", a.ToolName).
+		Str("client", a.Client).Str("arguments_sha256", sum).Interface("guardrails", req.Guards).Msg("call awaits approval")
+	if req.Emit != nil {
+		req.Emit(toolrouter.Update{ToolCallID: req.ID, Status: toolrouter.StatusAwaitingApproval, ToolName: res.ToolName, Message: a.ID})
 	}
-	return res
+	return toolrouter.Outcome{Held: true}
 }
 
 // overPendingCap says why the client in ctx may not hold one more call
-// ("" when it may): it has MaxPendingApprovals pending already (issue 21
-// item 5: 20 batches made 20,480 pending approvals in 24 s). Exact within
-// a replica (holdMu); replicas holding one client's calls at the same
+// ("" when it may): it has MaxPending pending already (issue 21 item 5:
+// 20 batches made 20,480 pending approvals in 24 s). Exact within a
+// replica (holdMu); replicas holding one client's calls at the same
 // instant may pass it by the calls in flight.
-func (r *Router) overPendingCap(ctx context.Context) string {
+func (k *Keeper) overPendingCap(ctx context.Context) string {
 	client := access.FromContext(ctx).LabelName()
-	n, err := r.Approvals.CountPendingApprovals(ctx, client)
+	n, err := k.Store.CountPendingApprovals(ctx, client)
 	if err != nil {
 		zerolog.Ctx(ctx).Error().Err(err).Msg("count pending approvals")
 		return "approval could not be stored; retry later"
 	}
-	if n >= r.MaxPendingApprovals {
-		return fmt.Sprintf("too many calls awaiting approval: this client has %d pending (TOOLROUTER_MAX_PENDING_APPROVALS is %d); retry once some are decided or expired", n, r.MaxPendingApprovals)
+	if n >= k.MaxPending {
+		return fmt.Sprintf("too many calls awaiting approval: this client has %d pending (TOOLROUTER_MAX_PENDING_APPROVALS is %d); retry once some are decided or expired", n, k.MaxPending)
 	}
 	return ""
 }
@@ -146,18 +202,25 @@ func (r *Router) overPendingCap(ctx context.Context) string {
 // commitResults commits the results saved so far when the store queues
 // them for a group commit (it has Flush); a store without one commits each
 // save at once.
-func (r *Router) commitResults(ctx context.Context) error {
-	if f, ok := r.Results.(interface{ Flush(context.Context) error }); ok {
+func (k *Keeper) commitResults(ctx context.Context) error {
+	if f, ok := k.Results.(interface{ Flush(context.Context) error }); ok {
 		return f.Flush(ctx)
 	}
 	return nil
 }
 
-func (r *Router) approvalTTL() time.Duration {
-	if r.ApprovalTTL > 0 {
-		return r.ApprovalTTL
+func (k *Keeper) ttl() time.Duration {
+	if k.TTL > 0 {
+		return k.TTL
 	}
 	return time.Hour
+}
+
+func (k *Keeper) now() time.Time {
+	if k.Now != nil {
+		return k.Now()
+	}
+	return time.Now()
 }
 
 // Decide records an approver's decision on a pending approval, exactly
@@ -165,18 +228,18 @@ func (r *Router) approvalTTL() time.Duration {
 // the call: approved runs the stored call with the stored arguments,
 // denied stores a permission failure. The caller in ctx must be an
 // approver (EFORBIDDEN otherwise).
-func (r *Router) Decide(ctx context.Context, id string, approve bool, reason string) (*toolrouter.Approval, *toolrouter.Result, error) {
+func (k *Keeper) Decide(ctx context.Context, id string, approve bool, reason string) (*toolrouter.Approval, *toolrouter.Result, error) {
 	c := access.FromContext(ctx)
 	if !c.MayApprove() {
 		return nil, nil, toolrouter.Errorf(toolrouter.EFORBIDDEN, "client %q may not decide approvals (it needs admin: true or approver: true)", c.LabelName())
 	}
-	if r.Approvals == nil {
+	if k.Store == nil {
 		return nil, nil, toolrouter.Errorf(toolrouter.ENOTFOUND, "approval %q not found", id)
 	}
 	// Four eyes: a client's held calls are decided by someone else,
 	// unless the decider is an admin (or the service is open).
 	if !c.IsAdmin() {
-		a, err := r.Approvals.GetApproval(ctx, id)
+		a, err := k.Store.GetApproval(ctx, id)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -188,37 +251,37 @@ func (r *Router) Decide(ctx context.Context, id string, approve bool, reason str
 	if by == "" {
 		by = "anonymous"
 	}
-	d := toolrouter.Decision{Status: toolrouter.ApprovalDenied, By: by, Reason: reason, At: r.now()()}
+	d := toolrouter.Decision{Status: toolrouter.ApprovalDenied, By: by, Reason: reason, At: k.now()}
 	if approve {
 		d.Status = toolrouter.ApprovalApproved
 	}
-	a, err := r.Approvals.DecideApproval(ctx, id, d)
+	a, err := k.Store.DecideApproval(ctx, id, d)
 	if errors.Is(err, toolrouter.ErrApprovalExpired) {
-		r.ExpireDue(ctx) // settle it now, so its result says so
+		_, _ = k.ExpireDue(ctx) // settle it now, so its result says so
 	}
 	if err != nil {
 		return nil, nil, err
 	}
 	zerolog.Ctx(ctx).Info().Str("approval_id", a.ID).Str("tool_call_id", a.ToolCallID).Str("tool", a.ToolName).
 		Str("decision", string(a.Status)).Str("by", by).Str("reason", reason).Str("client", a.Client).Msg("approval decided")
-	res, err := r.settle(ctx, a)
+	res, err := k.settle(ctx, a)
 	return a, res, err
 }
 
 // ExpireDue expires the pending approvals past their time and stores
 // their calls' results (denied, "approval expired"); it returns how many.
-func (r *Router) ExpireDue(ctx context.Context) (int, error) {
-	if r.Approvals == nil {
+func (k *Keeper) ExpireDue(ctx context.Context) (int, error) {
+	if k.Store == nil {
 		return 0, nil
 	}
-	as, err := r.Approvals.ExpireApprovals(ctx, r.now()())
+	as, err := k.Store.ExpireApprovals(ctx, k.now())
 	if err != nil {
 		return 0, fmt.Errorf("expire approvals: %w", err)
 	}
 	for _, a := range as {
 		zerolog.Ctx(ctx).Info().Str("approval_id", a.ID).Str("tool_call_id", a.ToolCallID).Str("tool", a.ToolName).
 			Str("decision", string(a.Status)).Str("client", a.Client).Msg("approval expired")
-		if _, err := r.settle(ctx, a); err != nil {
+		if _, err := k.settle(ctx, a); err != nil {
 			zerolog.Ctx(ctx).Error().Err(err).Str("approval_id", a.ID).Msg("settle expired approval")
 		}
 	}
@@ -231,28 +294,28 @@ const errAbandoned = "the replica running this approved call stopped; the tool m
 
 // SettleAbandoned fails the approved calls whose result is still
 // awaiting_approval past their grace after the decision: the replica that
-// ran them stopped. As a lapsed Idempotency-Key lease (docs/operations.md "Storage and
-// durability"), such a call is abandoned, never run again: its result
-// fails as execution and the run that waits for it resumes. Any replica
-// may sweep; two writing the same failure is harmless. It returns how
-// many it settled.
-func (r *Router) SettleAbandoned(ctx context.Context) (int, error) {
-	if r.Approvals == nil {
+// ran them stopped. As a lapsed Idempotency-Key lease (docs/operations.md
+// "Storage and durability"), such a call is abandoned, never run again:
+// its result fails as execution and the run that waits for it resumes.
+// Any replica may sweep; two writing the same failure is harmless. It
+// returns how many it settled.
+func (k *Keeper) SettleAbandoned(ctx context.Context) (int, error) {
+	if k.Store == nil {
 		return 0, nil
 	}
 	// The newest approved ones only: an abandoned call is found within its
 	// grace of minutes, long before a thousand later approvals bury it, and
 	// the sweep stays bounded however many approvals the store keeps.
-	as, err := r.Approvals.ListApprovals(ctx, toolrouter.ApprovalFilter{Status: toolrouter.ApprovalApproved, Limit: abandonScan})
+	as, err := k.Store.ListApprovals(ctx, toolrouter.ApprovalFilter{Status: toolrouter.ApprovalApproved, Limit: abandonScan})
 	if err != nil {
 		return 0, fmt.Errorf("list approved approvals: %w", err)
 	}
-	now, n := r.now()(), 0
+	now, n := k.now(), 0
 	for _, a := range as {
-		if _, done := r.final.Load(a.ID); done || a.DecidedAt == nil || now.Before(a.DecidedAt.Add(r.abandonGrace(a.ToolName))) {
+		if _, done := k.final.Load(a.ID); done || a.DecidedAt == nil || now.Before(a.DecidedAt.Add(k.abandonGrace(a.ToolName))) {
 			continue
 		}
-		res, err := r.settleWith(ctx, a, r.failAbandoned)
+		res, err := k.settleWith(ctx, a, k.failAbandoned)
 		switch {
 		case err != nil:
 			zerolog.Ctx(ctx).Error().Err(err).Str("approval_id", a.ID).Msg("settle abandoned approval")
@@ -262,7 +325,7 @@ func (r *Router) SettleAbandoned(ctx context.Context) (int, error) {
 				Str("client", a.Client).Msg("approved call abandoned: its replica stopped")
 			fallthrough
 		default:
-			r.final.Store(a.ID, struct{}{}) // final now: never read again
+			k.final.Store(a.ID, struct{}{}) // final now: never read again
 		}
 	}
 	return n, nil
@@ -273,19 +336,19 @@ const abandonScan = 1000
 
 // failAbandoned stores the abandoned failure of a's call if its stored
 // result, read just now, still awaits; nil when it is final.
-func (r *Router) failAbandoned(ctx context.Context, a *toolrouter.Approval) (*toolrouter.Result, error) {
-	rc, status, err := r.pendingCall(ctx, a)
+func (k *Keeper) failAbandoned(ctx context.Context, a *toolrouter.Approval) (*toolrouter.Result, error) {
+	req, status, err := k.pendingCall(ctx, a)
 	if err != nil || status != toolrouter.ResultAwaitingApproval {
 		return nil, err
 	}
-	return r.finish(ctx, rc, toolrouter.Failure(toolrouter.CategoryExecution, errAbandoned), false), nil
+	return k.Finish.Finish(ctx, req, toolrouter.Failure(toolrouter.CategoryExecution, errAbandoned)), nil
 }
 
 // abandonGrace is how long after its approval a call may still be running:
 // its tool's timeout (default 30s) for each attempt, and a minute; ten
 // minutes for a tool the registry no longer has.
-func (r *Router) abandonGrace(tool string) time.Duration {
-	t, ok := r.Tools().Lookup(tool)
+func (k *Keeper) abandonGrace(tool string) time.Duration {
+	t, ok := k.Tools().Lookup(tool)
 	if !ok {
 		return 10 * time.Minute
 	}
@@ -300,69 +363,65 @@ func (r *Router) abandonGrace(tool string) time.Duration {
 // stored pending result and the approval's own arguments: for an approved
 // call those arguments, checked against their digest, are what the tool
 // gets — never anything the approver sent.
-func (r *Router) settle(ctx context.Context, a *toolrouter.Approval) (*toolrouter.Result, error) {
-	return r.settleWith(ctx, a, r.settleCall)
+func (k *Keeper) settle(ctx context.Context, a *toolrouter.Approval) (*toolrouter.Result, error) {
+	return k.settleWith(ctx, a, k.settleCall)
 }
 
 // settleWith stores a's final result as call makes it, commits it and
 // tells the run that waits for it (Settled); call returns nil when it
 // stored nothing.
-func (r *Router) settleWith(ctx context.Context, a *toolrouter.Approval, call func(context.Context, *toolrouter.Approval) (*toolrouter.Result, error)) (*toolrouter.Result, error) {
+func (k *Keeper) settleWith(ctx context.Context, a *toolrouter.Approval, call func(context.Context, *toolrouter.Approval) (*toolrouter.Result, error)) (*toolrouter.Result, error) {
 	ctx = context.WithoutCancel(ctx) // a decided call completes even if its decider leaves
-	if a.EntryPoint != "" {
-		ctx = toolrouter.WithEntryPoint(ctx, a.EntryPoint) // where the call came in, not the decision
-	}
 	res, err := call(ctx, a)
 	if err != nil || res == nil {
 		return res, err
 	}
 	// Committed, not only queued here: its caller, or the run that waits
 	// for it, may read it on another replica at once.
-	if err := r.commitResults(ctx); err != nil {
-		zerolog.Ctx(ctx).Warn().Err(err).Str("approval_id", a.ID).Msg("commit a decided result")
+	if k.Results != nil {
+		if err := k.commitResults(ctx); err != nil {
+			zerolog.Ctx(ctx).Warn().Err(err).Str("approval_id", a.ID).Msg("commit a decided result")
+		}
 	}
-	r.waiters.wake(a)
-	if a.RunID != "" && r.Settled != nil {
-		r.Settled(ctx, a)
+	k.waiters.wake(a)
+	if a.RunID != "" && k.Settled != nil {
+		k.Settled(ctx, a.RunID)
 	}
 	return res, nil
 }
 
 // pendingCall reads the stored result of a's call and readies it to be
 // finished; it returns the status the stored result had.
-func (r *Router) pendingCall(ctx context.Context, a *toolrouter.Approval) (*routeCall, string, error) {
-	pending, err := r.Approvals.GetResult(ctx, toolrouter.ScopedKey(a.Client, a.ToolCallID))
+func (k *Keeper) pendingCall(ctx context.Context, a *toolrouter.Approval) (*toolrouter.CallRequest, string, error) {
+	pending, err := k.Store.GetResult(ctx, toolrouter.ScopedKey(a.Client, a.ToolCallID))
 	if err != nil {
 		return nil, "", fmt.Errorf("approval %s: pending result: %w", a.ID, err)
 	}
-	rc := &routeCall{now: r.now(), id: a.ToolCallID, r: &routed{res: *pending}}
-	rc.start = rc.now()
-	res := &rc.r.res
+	status, res := pending.Status, pending
 	res.Client = a.Client // the stored result does not keep its owner: stored again under its key
 	res.Status = toolrouter.ResultComplete
-	res.Error, res.ErrorCategory, res.Output, res.ProviderResult = nil, nil, nil, nil
-	rc.call = toolrouter.Call{ToolName: res.ToolName, Format: res.ProviderFormat, HasProviderCallID: res.ProviderCallID != nil}
+	res.Error, res.ErrorCategory, res.Output, res.ProviderResult, res.JSON = nil, nil, nil, nil, nil
+	// Where the call came in, not the decision.
+	req := &toolrouter.CallRequest{PlanID: a.PlanID, ID: a.ToolCallID, Result: res, Entry: a.EntryPoint, RunID: a.RunID,
+		Call: toolrouter.Call{ToolName: res.ToolName, Format: res.ProviderFormat, HasProviderCallID: res.ProviderCallID != nil}}
 	if a.CalledAs != "" {
-		rc.call.ToolName = a.CalledAs // as the caller named it: its audit record, its provider result
+		req.Call.ToolName = a.CalledAs // as the caller named it: its audit record, its provider result
 	}
 	if res.ProviderCallID != nil {
-		rc.r.providerCallID = *res.ProviderCallID
-		res.ProviderCallID = &rc.r.providerCallID
-		rc.call.ProviderCallID = rc.r.providerCallID
+		req.Call.ProviderCallID = *res.ProviderCallID
 	}
-	return rc, pending.Status, nil
+	return req, status, nil
 }
 
-func (r *Router) settleCall(ctx context.Context, a *toolrouter.Approval) (*toolrouter.Result, error) {
-	rc, _, err := r.pendingCall(ctx, a)
+func (k *Keeper) settleCall(ctx context.Context, a *toolrouter.Approval) (*toolrouter.Result, error) {
+	req, _, err := k.pendingCall(ctx, a)
 	if err != nil {
 		return nil, err
 	}
-	res := &rc.r.res
 	// The call is settled as its client's, not as the approver's (whose
 	// request this is, if any): its metrics, and what its backend is told.
-	if a.Client != "" && r.Client != nil {
-		if c := r.Client(a.Client); c != nil {
+	if a.Client != "" && k.Client != nil {
+		if c := k.Client(a.Client); c != nil {
 			ctx = access.NewContext(ctx, c)
 		}
 	}
@@ -376,9 +435,13 @@ func (r *Router) settleCall(ctx context.Context, a *toolrouter.Approval) (*toolr
 		if a.Reason != nil && *a.Reason != "" {
 			reason = ": " + *a.Reason
 		}
-		return r.finish(ctx, rc, toolrouter.Failure(toolrouter.CategoryPermission, "denied by %s%s", *a.DecidedBy, reason), true), nil
+		out := toolrouter.Failure(toolrouter.CategoryPermission, "denied by %s%s", *a.DecidedBy, reason)
+		out.Answered = true
+		return k.Finish.Finish(ctx, req, out), nil
 	case toolrouter.ApprovalExpired:
-		return r.finish(ctx, rc, toolrouter.Failure(toolrouter.CategoryPermission, "approval expired"), true), nil
+		out := toolrouter.Failure(toolrouter.CategoryPermission, "approval expired")
+		out.Answered = true
+		return k.Finish.Finish(ctx, req, out), nil
 	case toolrouter.ApprovalApproved:
 	default:
 		return nil, fmt.Errorf("approval %s is %s, not decided", a.ID, a.Status)
@@ -386,41 +449,40 @@ func (r *Router) settleCall(ctx context.Context, a *toolrouter.Approval) (*toolr
 	sum := sha256.Sum256(a.Arguments)
 	var args map[string]any
 	if hex.EncodeToString(sum[:]) != a.ArgumentsSHA256 || json.Unmarshal(a.Arguments, &args) != nil || args == nil {
-		return r.finish(ctx, rc, toolrouter.Failure(toolrouter.CategoryPermission, "approval %s: the stored arguments do not match their SHA-256; not run", a.ID), false), nil
+		return k.Finish.Finish(ctx, req, toolrouter.Failure(toolrouter.CategoryPermission, "approval %s: the stored arguments do not match their SHA-256; not run", a.ID)), nil
 	}
-	rc.call.Arguments, res.Arguments = args, args
-	tool, ok := r.Tools().Lookup(a.ToolName)
+	req.Call.Arguments, req.Result.Arguments = args, args
+	tool, ok := k.Tools().Lookup(a.ToolName)
 	if !ok {
-		return r.finish(ctx, rc, toolrouter.Failure(toolrouter.CategoryNotFound, "Tool '%s' not found", a.ToolName), false), nil
+		return k.Finish.Finish(ctx, req, toolrouter.Failure(toolrouter.CategoryNotFound, "Tool '%s' not found", a.ToolName)), nil
 	}
 	// The client as it is now: a reload may have narrowed its scope or
 	// removed it since the call was held.
 	if a.Client != "" {
 		var c *access.Client
-		if r.Client != nil {
-			c = r.Client(a.Client)
+		if k.Client != nil {
+			c = k.Client(a.Client)
 		}
-		if c == nil || !c.Allows(a.ToolName) || c.Bound() && (r.Views == nil || !r.Views().Reaches(c, a.ToolName)) {
-			return r.finish(ctx, rc, toolrouter.Failure(toolrouter.CategoryPermission, "the client may no longer call %s", a.ToolName), false), nil
+		if c == nil || !c.Allows(a.ToolName) || c.Bound() && (k.Views == nil || !k.Views().Reaches(c, a.ToolName)) {
+			return k.Finish.Finish(ctx, req, toolrouter.Failure(toolrouter.CategoryPermission, "the client may no longer call %s", a.ToolName)), nil
 		}
 	}
+	req.Tool = tool
 	if b := a.OutputBudget; b != nil { // the budget of the request that held it (a view's, a run's)
-		ctx = shape.WithBudget(ctx, toolrouter.OutputBudget{Bytes: b.MaxOutputBytes, Tokens: b.MaxOutputTokens})
+		req.OutputBudget = toolrouter.OutputBudget{Bytes: b.MaxOutputBytes, Tokens: b.MaxOutputTokens}
 	}
-	req := toolrouter.ExecRequest{Tool: tool, Args: args, PlanID: a.PlanID, ToolCallID: a.ToolCallID}
-	out := r.shape(ctx, req, r.afterExec(ctx, rc, tool, r.exec(ctx, req)))
-	return r.finish(ctx, rc, out, out.Answered), nil
+	return k.Finish.Finish(ctx, req, k.next(ctx, req)), nil
 }
 
 // Approval returns an approval, expiring it first when its time is past.
-func (r *Router) Approval(ctx context.Context, id string) (*toolrouter.Approval, error) {
-	if r.Approvals == nil {
+func (k *Keeper) Approval(ctx context.Context, id string) (*toolrouter.Approval, error) {
+	if k.Store == nil {
 		return nil, toolrouter.Errorf(toolrouter.ENOTFOUND, "approval %q not found", id)
 	}
-	if _, err := r.ExpireDue(ctx); err != nil {
+	if _, err := k.ExpireDue(ctx); err != nil {
 		return nil, toolrouter.Unavailable("store", err)
 	}
-	a, err := r.Approvals.GetApproval(ctx, id)
+	a, err := k.Store.GetApproval(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -432,17 +494,17 @@ func (r *Router) Approval(ctx context.Context, id string) (*toolrouter.Approval,
 
 // ListApprovals lists approvals the caller may see: approvers and admins
 // see all, other clients their own calls'.
-func (r *Router) ListApprovals(ctx context.Context, f toolrouter.ApprovalFilter) ([]*toolrouter.Approval, error) {
-	if r.Approvals == nil {
+func (k *Keeper) ListApprovals(ctx context.Context, f toolrouter.ApprovalFilter) ([]*toolrouter.Approval, error) {
+	if k.Store == nil {
 		return []*toolrouter.Approval{}, nil
 	}
-	if _, err := r.ExpireDue(ctx); err != nil {
+	if _, err := k.ExpireDue(ctx); err != nil {
 		return nil, toolrouter.Unavailable("store", err)
 	}
 	if c := access.FromContext(ctx); !c.MayApprove() {
 		f.Client = c.LabelName() // in the store: never another client's rows
 	}
-	as, err := r.Approvals.ListApprovals(ctx, f)
+	as, err := k.Store.ListApprovals(ctx, f)
 	if err != nil {
 		return nil, toolrouter.Unavailable("store", err)
 	}
@@ -458,19 +520,19 @@ func (r *Router) ListApprovals(ctx context.Context, f toolrouter.ApprovalFilter)
 // tc_ ids are per client (each client's plans are its own): owner names the
 // client whose call it is, "" for the caller's own; only approvers and
 // admins may name another.
-func (r *Router) Result(ctx context.Context, toolCallID, owner string) (*toolrouter.Result, error) {
+func (k *Keeper) Result(ctx context.Context, toolCallID, owner string) (*toolrouter.Result, error) {
 	notFound := toolrouter.Errorf(toolrouter.ENOTFOUND, "tool call %q not found", toolCallID)
 	c := access.FromContext(ctx)
 	if owner == "" {
 		owner = c.LabelName()
 	}
-	if r.Approvals == nil || owner != c.LabelName() && !c.MayApprove() {
+	if k.Store == nil || owner != c.LabelName() && !c.MayApprove() {
 		return nil, notFound
 	}
-	if _, err := r.ExpireDue(ctx); err != nil {
+	if _, err := k.ExpireDue(ctx); err != nil {
 		return nil, toolrouter.Unavailable("store", err)
 	}
-	res, err := r.Approvals.GetResult(ctx, toolrouter.ScopedKey(owner, toolCallID))
+	res, err := k.Store.GetResult(ctx, toolrouter.ScopedKey(owner, toolCallID))
 	if toolrouter.ErrorCode(err) == toolrouter.ENOTFOUND {
 		return nil, notFound // the store names its per-client key, not the id asked for
 	}
@@ -484,7 +546,7 @@ func (r *Router) Result(ctx context.Context, toolCallID, owner string) (*toolrou
 		}
 		return nil, notFound
 	}
-	a, err := r.Approvals.GetApproval(ctx, res.ApprovalID)
+	a, err := k.Store.GetApproval(ctx, res.ApprovalID)
 	if err != nil || !mayRead(c, a.Client) {
 		return nil, notFound
 	}

@@ -1,4 +1,4 @@
-package router
+package approval
 
 import (
 	"context"
@@ -25,9 +25,9 @@ type waiter struct {
 // WatchDecision returns a channel closed when this process settles the
 // held call toolCallID of the client in ctx, and a func to call when the
 // caller stops waiting.
-func (r *Router) WatchDecision(ctx context.Context, toolCallID string) (<-chan struct{}, func()) {
+func (k *Keeper) WatchDecision(ctx context.Context, toolCallID string) (<-chan struct{}, func()) {
 	key := toolrouter.ScopedKey(access.FromContext(ctx).LabelName(), toolCallID)
-	w := &r.waiters
+	w := &k.waiters
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.m == nil {

@@ -1,4 +1,4 @@
-package router_test
+package approval_test
 
 import (
 	"context"
@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolrouterd/toolrouterd/internal/pipeline"
 	"github.com/toolrouterd/toolrouterd/internal/registry"
-	"github.com/toolrouterd/toolrouterd/internal/router"
 	"github.com/toolrouterd/toolrouterd/internal/store/memory"
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
@@ -21,7 +21,7 @@ func TestWatchDecisionWokenBySettling(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := memory.New()
-	rt := &router.Router{Tools: func() router.Tools { return reg }, Seq: st, Results: st, Approvals: st}
+	rt := &rig{Tools: func() pipeline.Tools { return reg }, Seq: st, Results: st, Approvals: st}
 	ctx := context.Background()
 	hold := func() *toolrouter.Result {
 		t.Helper()
@@ -73,19 +73,19 @@ func TestWatchDecisionWokenBySettling(t *testing.T) {
 func TestDecidedCallAuditedAsCalled(t *testing.T) {
 	t.Parallel()
 	st := memory.New()
-	aud := &recordingAuditor{}
-	rt := &router.Router{Tools: func() router.Tools { return toolMap{"pay": {Name: "pay", Approval: true}} },
+	aud := &recordingAudit{Save: true}
+	rt := &rig{Tools: func() pipeline.Tools { return toolMap{"pay": {Name: "pay", Approval: true}} },
 		Exec: &countExec{}, Seq: st, Results: st, Approvals: st, Audit: aud}
 	ctx := context.Background()
 	last := func(id string) toolrouter.AuditRecord {
 		t.Helper()
-		if n := len(aud.recs); n == 0 || aud.recs[n-1].ToolCallID != id {
-			t.Fatalf("no audit record of %s last: %+v", id, aud.recs)
+		if n := len(aud.Recs); n == 0 || aud.Recs[n-1].ToolCallID != id {
+			t.Fatalf("no audit record of %s last: %+v", id, aud.Recs)
 		}
-		return aud.recs[len(aud.recs)-1]
+		return aud.Recs[len(aud.Recs)-1]
 	}
 
-	res, err := rt.Route(toolrouter.WithEntryPoint(ctx, toolrouter.EntryMCP), "p", map[string]any{"name": "pay", "arguments": "{}"}, nil)
+	res, err := rt.Route(withEntry(ctx, toolrouter.EntryMCP), "p", map[string]any{"name": "pay", "arguments": "{}"}, nil)
 	if err != nil || res.Status != toolrouter.ResultAwaitingApproval {
 		t.Fatalf("route: %+v %v", res, err)
 	}

@@ -1,4 +1,4 @@
-package router_test
+package shape_test
 
 import (
 	"context"
@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/toolrouterd/toolrouterd/internal/router"
+	"github.com/toolrouterd/toolrouterd/internal/pipeline"
 	"github.com/toolrouterd/toolrouterd/internal/shape"
 	"github.com/toolrouterd/toolrouterd/internal/store/memory"
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
@@ -19,12 +19,12 @@ func TestOutputShapedToBudget(t *testing.T) {
 	whole := strings.Repeat("0123456789", 10000)
 	raw, _ := json.Marshal(whole)
 	st := memory.New()
-	exec := &stubExec{out: toolrouter.Outcome{Output: raw, Answered: true}}
+	exec := &stubExec{Out: toolrouter.Outcome{Output: raw, Answered: true}}
 	tools := toolMap{
 		"big":   {Name: "big", Budget: toolrouter.OutputBudget{Bytes: 4000}},
 		"plain": {Name: "plain"},
 	}
-	r := &router.Router{Tools: func() router.Tools { return tools }, Exec: exec, Seq: st, Results: st, Shape: shape.New()}
+	r := &rig{Tools: func() pipeline.Tools { return tools }, Exec: exec, Seq: st, Results: st, Shape: shape.New()}
 	call := func(ctx context.Context, name string) *toolrouter.Result {
 		t.Helper()
 		res, err := r.Route(ctx, "p", map[string]any{"name": name, "arguments": map[string]any{}}, nil)
@@ -40,7 +40,7 @@ func TestOutputShapedToBudget(t *testing.T) {
 		limit int
 	}{
 		{"the tool's budget", context.Background(), 4000},
-		{"a tighter budget in the context", shape.WithBudget(context.Background(), toolrouter.OutputBudget{Bytes: 1000}), 1000},
+		{"a tighter budget in the context", withBudget(context.Background(), toolrouter.OutputBudget{Bytes: 1000}), 1000},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			res := call(tt.ctx, "big")
@@ -90,4 +90,14 @@ func TestShapedAfterRedaction(t *testing.T) {
 	if strings.Contains(string(res.Output), secret) {
 		t.Errorf("the answer holds the secret")
 	}
+}
+
+func echoCall(t *testing.T, tool, args string) any {
+	t.Helper()
+	b, _ := json.Marshal(args)
+	var v any
+	if err := json.Unmarshal([]byte(`{"id":"call_1","type":"function","function":{"name":"`+tool+`","arguments":`+string(b)+`}}`), &v); err != nil {
+		t.Fatal(err)
+	}
+	return v
 }
