@@ -187,8 +187,9 @@ func (g *Guards) After(ctx context.Context, c Call, out toolrouter.Outcome) (too
 			continue
 		}
 		if v.Deny = h.denies(a, err, d); v.Deny != "" {
+			// The backend was called: its credential stays in the audit record.
 			return toolrouter.Outcome{Err: v.Deny, Category: toolrouter.CategoryPermission, Status: out.Status,
-				Attempts: out.Attempts, Answered: true}, v
+				Attempts: out.Attempts, Answered: true, Credential: out.Credential}, v
 		}
 		if err == nil && a.Decision == decisionModify {
 			// The hook's output replaces the tool's; an MCP backend's

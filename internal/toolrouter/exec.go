@@ -183,7 +183,8 @@ func (c Circuit) Or(def Circuit) Circuit {
 
 // CheckOutput turns a successful outcome whose output does not match the
 // tool's output schema into a schema failure naming the mismatch, its
-// message starting with prefix.
+// message starting with prefix (and the credential the backend was
+// called with, for the audit record).
 func CheckOutput(tool *Tool, out Outcome, prefix string) Outcome {
 	if tool.ValidateOutput == nil || !out.Success() {
 		return out
@@ -199,5 +200,5 @@ func CheckOutput(tool *Tool, out Outcome, prefix string) Outcome {
 		return out
 	}
 	return Outcome{Err: prefix + strings.TrimPrefix(err.Error(), "schema validation failed: "),
-		Category: CategorySchema, Status: out.Status, Attempts: out.Attempts, Answered: true}
+		Category: CategorySchema, Status: out.Status, Attempts: out.Attempts, Answered: true, Credential: out.Credential}
 }
