@@ -1,0 +1,90 @@
+package agent_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+
+	"github.com/toolrouterd/toolrouterd/internal/access"
+	"github.com/toolrouterd/toolrouterd/internal/agent"
+	"github.com/toolrouterd/toolrouterd/internal/llm"
+	"github.com/toolrouterd/toolrouterd/internal/store/memory"
+	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
+)
+
+// TestResumedRunHasNotTheResumersUser (docs/backend-auth.md): a run
+// paused for an approval and resumed in the approver's request goes on
+// without the approver's user (nor its caller's: the token is not kept),
+// so no backend credential is chosen for the person who decided.
+func TestResumedRunHasNotTheResumersUser(t *testing.T) {
+	a := &fakeAdapter{chat: func(n int, req llm.Request) (llm.Response, error) {
+		switch n {
+		case 0:
+			return llm.Response{ToolCalls: []llm.ToolCall{call("c1", "test/echo", map[string]any{"msg": "held"})}}, nil
+		case 1:
+			return llm.Response{ToolCalls: []llm.ToolCall{call("c2", "test/echo", map[string]any{"msg": "after"})}}, nil
+		}
+		return llm.Response{Content: "done"}, nil
+	}}
+	var (
+		mu    sync.Mutex
+		users []*access.User
+		held  *toolrouter.Result
+	)
+	echo := echoRouter(nil, nil)
+	st := memory.New()
+	rt := fakeRouter{route: func(ctx context.Context, planID string, p map[string]any) (*toolrouter.Result, error) {
+		res, err := echo.route(ctx, planID, p)
+		if err != nil {
+			return nil, err
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		users = append(users, access.UserFromContext(ctx))
+		if held == nil { // the first call waits for an approver
+			res.Success, res.Output, res.Status, res.ApprovalID = false, nil, toolrouter.ResultAwaitingApproval, "ap_1"
+			held = res
+			if err := st.SaveResult(ctx, res); err != nil {
+				return nil, err
+			}
+		}
+		return res, nil
+	}}
+	r, _ := newRunner(a, rt)
+	r.Runs = st
+	alice := access.NewUserContext(context.Background(), &access.User{Subject: "alice", Token: toolrouter.NewSecret("jwt-alice")})
+	pr, err := r.Start(alice, agent.Request{Prompt: "pay"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := r.Execute(alice, pr, nil); got.Status != toolrouter.RunAwaitingApproval {
+		t.Fatalf("run %+v, want it paused", got)
+	}
+	if err := r.Wait(context.Background()); err != nil { // the pause's own resume attempt: still held, it stops
+		t.Fatal(err)
+	}
+	// Approved: the held call's result is the tool's.
+	decided := *held
+	decided.Status, decided.Success, decided.Output = "", true, []byte(`{"msg":"held"}`)
+	if err := st.SaveResult(context.Background(), &decided); err != nil {
+		t.Fatal(err)
+	}
+	bob := access.NewUserContext(context.Background(), &access.User{Subject: "bob", Token: toolrouter.NewSecret("jwt-bob")})
+	got := r.Resume(bob, pr.Run.RunID)
+	if got == nil || got.Status != toolrouter.RunCompleted {
+		t.Fatalf("resumed run %+v, want it completed", got)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	var subs []string
+	for _, u := range users {
+		if u == nil {
+			subs = append(subs, "(none)")
+		} else {
+			subs = append(subs, u.Subject)
+		}
+	}
+	if len(subs) != 2 || subs[0] != "alice" || subs[1] != "(none)" {
+		t.Fatalf("the calls ran for %v; want alice's first, then the resumed run's for no user", subs)
+	}
+}
