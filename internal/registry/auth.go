@@ -95,10 +95,7 @@ func (p *parser) checkCredentials(reg *Registry) {
 		modes[s.Name] = authMode(s.Auth)
 	}
 	for _, ptr := range p.items("/clients") {
-		var names []string
-		for _, bp := range p.keys(ptr + "/credentials") {
-			names = append(names, bp)
-		}
+		names := p.keys(ptr + "/credentials") // a fresh slice
 		sort.Strings(names)
 		for _, bp := range names {
 			switch mode, ok := modes[lastTok(bp)]; {
