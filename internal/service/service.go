@@ -78,7 +78,13 @@ type Service struct {
 	approvals *approval.Keeper
 	guards    *guardrail.Guards
 	pins      *pin.Keeper
+	authn     *access.Authenticator
 }
+
+// Unauthenticated reports whether requests are served without
+// authentication: no TOOLROUTER_API_KEYS, no registry clients and no JWT
+// (the current registry's clients).
+func (s *Service) Unauthenticated() bool { return s.authn.Open() }
 
 // New opens the store and wires the service. Its error names the variable
 // at fault when one is. ctx bounds the first connection to MCP servers.
@@ -116,6 +122,7 @@ func New(ctx context.Context, o Options) (*Service, error) {
 			Audience: o.Config.JWTAudience, SubjectClaim: o.Config.JWTSubjectClaim, Log: &o.Logger})
 	}
 	authn := access.NewAuthenticator(o.Config.APIKeys, s.holder.Current, jwt)
+	s.authn = authn
 	authn.OnBuild = func(cs *access.Clients) {
 		for _, w := range cs.Warnings {
 			o.Logger.Warn().Msg(w)
