@@ -86,6 +86,15 @@ func TestQuickstart(t *testing.T) {
 // starts too (its tool server and model take free ports) and answers the
 // same, in Python and JavaScript.
 func TestQuickstartOffline(t *testing.T) {
+	// The README shows the command make run prints for its default ports.
+	script, err := os.ReadFile("../scripts/run-example.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(readme(t), "\n$ OPENAI_BASE_URL=http://127.0.0.1:9002/v1 python3 examples/quickstart/quickstart.py \"What is 2 + 3?\"\n2 + 3 = 5\n") ||
+		!strings.Contains(string(script), `choose LLM_ADDR "$LLM_ADDR" 127.0.0.1:9002`) {
+		t.Error("README's offline quickstart command is not the one make run prints for the model's default address, 127.0.0.1:9002")
+	}
 	bin := t.TempDir()
 	for _, name := range []string{"toolrouterd", "exampletools", "fakellm"} {
 		if err := os.Symlink(filepath.Join(binDir, name), filepath.Join(bin, name)); err != nil {
