@@ -164,3 +164,24 @@ func TestExposureNonLoopbackNeedsAuthOrSetting(t *testing.T) {
 		t.Errorf("with a key: listening line %+v, want auth true on a non-loopback address", l)
 	}
 }
+
+// TestExposureReloadKeepsAuth: listening beyond loopback with the
+// registry's clients as its only authentication, a reload of a file
+// without clients is rejected (it would open the service to anyone), and
+// requests still need a key.
+func TestExposureReloadKeepsAuth(t *testing.T) {
+	withClient := "tools: []\nclients:\n  - name: agent\n    key_env: EXPOSURE_CLIENT_KEY\n    tools: [\"*\"]\n"
+	rt, path := startRouter(t, withClient, "TOOLROUTER_ADDR=0.0.0.0:0", "EXPOSURE_CLIENT_KEY=ck-1")
+	rt.addr = strings.Replace(rt.addr, "[::]", "127.0.0.1", 1)
+	rt.addr = strings.Replace(rt.addr, "0.0.0.0", "127.0.0.1", 1)
+	rt.reload(t, path, "tools: []\n")
+	if !strings.Contains(rt.Output(), "registry reload rejected") || !strings.Contains(rt.Output(), "TOOLROUTER_ALLOW_UNAUTHENTICATED=true") {
+		t.Fatalf("the reload without clients was not rejected:\n%s", rt.Output())
+	}
+	if r := do(t, "GET", rt.URL()+"/schemas/openai", nil); r.Status != 401 {
+		t.Errorf("without a key after the rejected reload: %d, want 401", r.Status)
+	}
+	if r := do(t, "GET", rt.URL()+"/schemas/openai", nil, "Authorization", "Bearer ck-1"); r.Status != 200 {
+		t.Errorf("with the client's key: %d, want 200", r.Status)
+	}
+}

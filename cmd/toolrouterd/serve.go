@@ -98,6 +98,9 @@ func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) er
 		fmt.Fprintln(stderr, "toolrouterd:", err)
 		return exitError(2)
 	}
+	if exp.Auth && !exp.Loopback && !cfg.AllowUnauthenticated {
+		svc.RequireAuth() // a reload must not open it up
+	}
 	if !exp.Auth && !exp.Loopback {
 		log.Warn().Str("addr", ln.Addr().String()).Msg("TOOLROUTER_ALLOW_UNAUTHENTICATED=true: serving a non-loopback address with no authentication; anyone who can reach it can call every tool")
 	}
