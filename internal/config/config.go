@@ -24,7 +24,10 @@ import (
 // its bare upper-cased field name (TestEveryFieldHasItsWholeName). The
 // `default` tag is the value of an unset variable (Vars reads both tags).
 type Config struct {
-	Addr             string        `envconfig:"TOOLROUTER_ADDR" default:":8080"`
+	// Addr defaults to loopback: with no authentication configured a
+	// non-loopback address is refused unless AllowUnauthenticated says so
+	// (cmd/toolrouterd, docs/security.md "Who can reach it").
+	Addr             string        `envconfig:"TOOLROUTER_ADDR" default:"127.0.0.1:8080"`
 	Registry         string        `envconfig:"TOOLROUTER_REGISTRY"`
 	Store            string        `envconfig:"TOOLROUTER_STORE" default:"sqlite://toolrouter.db"`
 	APIKeys          []string      `envconfig:"TOOLROUTER_API_KEYS"`
@@ -98,6 +101,9 @@ type Config struct {
 	// own listener, never on TOOLROUTER_ADDR (docs/configuration.md
 	// "Configuration", TOOLROUTER_DEBUG_ADDR).
 	DebugAddr string `envconfig:"TOOLROUTER_DEBUG_ADDR"`
+	// AllowUnauthenticated lets toolrouterd listen on a non-loopback
+	// address with no API keys, registry clients or JWT configured.
+	AllowUnauthenticated bool `envconfig:"TOOLROUTER_ALLOW_UNAUTHENTICATED" default:"false"`
 }
 
 // JWT reports whether JWT bearer tokens are on.
