@@ -99,7 +99,7 @@ func run() error {
 	if _, err := rand.Read(key[:]); err != nil {
 		return err
 	}
-	provider, err := op.NewOpenIDProvider(issuer, &op.Config{CryptoKey: key, GrantTypeRefreshToken: false}, st,
+	provider, err := op.NewProvider(&op.Config{CryptoKey: key, GrantTypeRefreshToken: false}, st, op.StaticIssuer(issuer),
 		op.WithAllowInsecure(), op.WithLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))))
 	if err != nil {
 		return err
