@@ -123,7 +123,7 @@ func lastTok(ptr string) string { return unescapePtr(ptr[strings.LastIndexByte(p
 func (p *parser) registry() *Registry {
 	reg := Empty()
 	reg.tools = p.tools()
-	reg.providers = p.providers()
+	reg.providers, reg.apiKeyEnvLines = p.providers()
 	reg.defaultProvider = p.defaultProvider(reg.providers)
 	reg.mcpServers = p.mcpServers()
 	reg.clients = p.clients()
@@ -470,8 +470,9 @@ func (p *parser) outputBudget(ptr string) toolrouter.OutputBudget {
 	return b
 }
 
-func (p *parser) providers() []toolrouter.Provider {
+func (p *parser) providers() ([]toolrouter.Provider, map[string]int) {
 	var out []toolrouter.Provider
+	keyLines := map[string]int{}
 	first := map[string]int{}
 	for _, ptr := range p.items("/providers") {
 		pr := toolrouter.Provider{Name: p.str(ptr + "/name"), Kind: p.str(ptr + "/kind"), Model: p.str(ptr + "/model"),
@@ -487,9 +488,12 @@ func (p *parser) providers() []toolrouter.Provider {
 		} else if pr.Name != "" {
 			first[pr.Name] = p.line(ptr + "/name")
 			out = append(out, pr)
+			if pr.APIKeyEnv != "" {
+				keyLines[pr.Name] = p.line(ptr + "/api_key_env")
+			}
 		}
 	}
-	return out
+	return out, keyLines
 }
 
 // has reports a key in the file at ptr, whether or not the schema
