@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -416,8 +417,11 @@ func (p *parser) inputSchema(ptr string) (map[string]any, func(map[string]any) e
 		ok = false
 	}
 	validate, problems := inputschema.Compile(schema)
+	if !ok { // "type" has its problem already: one message a place
+		problems = slices.DeleteFunc(problems, func(sp inputschema.Problem) bool { return sp.Ptr == "/type" })
+	}
 	p.schemaProblems(problems, ptr)
-	if problems != nil || !ok {
+	if len(problems) > 0 || !ok {
 		return nil, nil
 	}
 	return schema, validate
