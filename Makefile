@@ -5,7 +5,10 @@ SHELL := bash
 GO      ?= go
 BIN     := bin
 ADDR    ?= 127.0.0.1:8080
-TOOLS_ADDR ?= 127.0.0.1:9001
+# Unset: 127.0.0.1:9001 and 127.0.0.1:9002, or a free port when taken
+# (scripts/run-example.sh); LLM_ADDR=off starts no offline model.
+TOOLS_ADDR ?=
+LLM_ADDR ?=
 STORE   ?= sqlite://toolrouter.db
 REGISTRY ?= examples/registry.yaml
 
@@ -13,17 +16,26 @@ REGISTRY ?= examples/registry.yaml
 
 all: build
 
-build:
-	$(GO) build -o $(BIN)/toolrouterd ./cmd/toolrouterd
-	$(GO) build -o $(BIN)/exampletools ./cmd/exampletools
+# `toolrouterd version` and /mcp's serverInfo.version: the checkout's
+# `git describe` and commit, linked in (empty outside git: the binary then
+# reports Go's build information, or "devel").
+VERSION := $(shell git describe --tags --always --dirty 2>/dev/null)
+COMMIT  := $(shell git rev-parse --short HEAD 2>/dev/null)
+LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 
-# Starts the example tool server and toolrouterd with the example registry
-# (REGISTRY: another of examples/registry-*.yaml; scripts/run-example.sh:
-# fails fast on a taken address, prints the pid for SIGHUP). Ctrl-C stops
-# both and exits 0.
+build:
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/toolrouterd ./cmd/toolrouterd
+	$(GO) build -o $(BIN)/exampletools ./cmd/exampletools
+	$(GO) build -o $(BIN)/fakellm ./cmd/fakellm
+
+# Starts the example tool server, an offline stand-in model (fakellm
+# -demo) and toolrouterd with the example registry (REGISTRY: another of
+# examples/registry-*.yaml; scripts/run-example.sh: fails fast on a taken
+# ADDR, picks free ports for the others, prints the quickstart command and
+# the pid for SIGHUP). Ctrl-C stops them all and exits 0.
 run: build
 	@$(BIN)/toolrouterd check $(REGISTRY)
-	@ADDR=$(ADDR) TOOLS_ADDR=$(TOOLS_ADDR) STORE=$(STORE) REGISTRY=$(REGISTRY) BIN=$(BIN) bash scripts/run-example.sh
+	@ADDR=$(ADDR) TOOLS_ADDR=$(TOOLS_ADDR) LLM_ADDR=$(LLM_ADDR) STORE=$(STORE) REGISTRY=$(REGISTRY) BIN=$(BIN) bash scripts/run-example.sh
 
 # Everything: vet, unit, golden, godog features and integration tests that
 # start the real binaries. No test skips for want of a tool: deps installs

@@ -77,7 +77,16 @@ func helm(t *testing.T, args ...string) (string, error) {
 	}
 	home := t.TempDir()
 	cmd := exec.Command(bin, args...)
-	cmd.Env = append(os.Environ(), "HOME="+home, "HELM_CACHE_HOME="+filepath.Join(home, "cache"),
+	// Helm is a Go program: the settings a chart check put in this
+	// process's environment (checkChart's config.Load, GOMEMLIMIT as
+	// "from GOMEMLIMIT") are not its.
+	var environ []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "GOMEMLIMIT=") && !strings.HasPrefix(kv, "TOOLROUTER_") {
+			environ = append(environ, kv)
+		}
+	}
+	cmd.Env = append(environ, "HOME="+home, "HELM_CACHE_HOME="+filepath.Join(home, "cache"),
 		"HELM_CONFIG_HOME="+filepath.Join(home, "config"), "HELM_DATA_HOME="+filepath.Join(home, "data"))
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr

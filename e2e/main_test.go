@@ -234,10 +234,16 @@ func listeningAddr(out string) (string, bool) {
 // stops it (SIGTERM, then SIGKILL) when the test ends.
 func start(t testing.TB, name string, env []string, args ...string) *proc {
 	t.Helper()
+	// The race runtime sleeps 1s at exit unless told otherwise.
+	return startEnv(t, name, append(append(os.Environ(), "GORACE=atexit_sleep_ms=0"), env...), args...)
+}
+
+// startEnv is start with the whole environment given.
+func startEnv(t testing.TB, name string, env []string, args ...string) *proc {
+	t.Helper()
 	p := &proc{grew: make(chan struct{}), done: make(chan struct{})}
 	p.cmd = exec.Command(filepath.Join(binDir, name), args...)
-	// The race runtime sleeps 1s at exit unless told otherwise.
-	p.cmd.Env = append(append(os.Environ(), "GORACE=atexit_sleep_ms=0"), env...)
+	p.cmd.Env = env
 	p.cmd.Stdout, p.cmd.Stderr = p, p
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)

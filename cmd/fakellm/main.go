@@ -3,7 +3,7 @@
 //
 //	fakellm -provider openai|anthropic|ollama|openai-responses|gemini|bedrock -addr 127.0.0.1:PORT
 //	        [-script turns.json] [-always-tool NAME [-always-args JSON]]
-//	        [-api-key KEY] [-model NAME] [-no-tool-call-ids]
+//	        [-api-key KEY] [-model NAME] [-no-tool-call-ids] [-demo]
 //
 // It prints one line, "fakellm: PROVIDER base_url=URL", once it listens (URL
 // is the base_url for the registry, CONTRACT §3), and stops on SIGINT or
@@ -13,6 +13,11 @@
 // GET /_fakellm/requests and /_fakellm/rejections (what it received and
 // what it rejected) and POST /_fakellm/script (append turns) and
 // /_fakellm/always (answer one turn forever).
+//
+// -demo (openai or ollama) answers from the conversation instead of a
+// script, for the offline quickstart `make run` starts it for: "What is
+// 2 + 3?" becomes a call of the offered tool adding a and b, and that
+// tool's answer the text "2 + 3 = 5" (demo.go).
 package main
 
 import (
@@ -56,6 +61,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	apiKey := fs.String("api-key", "", "require this key (OpenAI Bearer, Anthropic x-api-key, Gemini x-goog-api-key; Bedrock: the SigV4 access key id, secret llmtest.BedrockSecretKey)")
 	model := fs.String("model", "", "know only this model")
 	noIDs := fs.Bool("no-tool-call-ids", false, "Ollama: send tool calls without ids (before v0.12.10)")
+	demo := fs.Bool("demo", false, "openai or ollama: answer sums (\"What is 2 + 3?\") with a call of the offered adding tool, then its result as text; no script")
 	if err := fs.Parse(args); err != nil {
 		return fmt.Errorf("%w\n%s", err, strings.TrimSpace(usage.String()))
 	}
@@ -67,6 +73,15 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		return fmt.Errorf("-provider must be one of %v, not %q", llmtest.Providers, *provider)
 	}
 	var opts []llmtest.Option
+	if *demo {
+		if p != llmtest.OpenAI && p != llmtest.Ollama {
+			return fmt.Errorf("-demo speaks openai or ollama, not %q", p)
+		}
+		if *script != "" || *alwaysTool != "" {
+			return errors.New("-demo answers from the conversation: it takes neither -script nor -always-tool")
+		}
+		opts = append(opts, llmtest.WithTurnFunc(demoTurn))
+	}
 	if *apiKey != "" {
 		opts = append(opts, llmtest.WithAPIKey(*apiKey))
 	}

@@ -168,6 +168,8 @@ func TestRunBadArguments(t *testing.T) {
 		{"-provider", "openai", "-always-tool", "x", "-always-args", "[1]"},
 		{"-provider", "openai", "-addr", "not-an-address"},
 		{"-provider", "openai", "extra"},
+		{"-provider", "anthropic", "-demo"},
+		{"-provider", "openai", "-demo", "-always-tool", "x"},
 		{"-nope"},
 	} {
 		if err := run(context.Background(), args, io.Discard); err == nil {
@@ -190,5 +192,57 @@ func TestRunNewProviders(t *testing.T) {
 		if resp.StatusCode < 400 || resp.StatusCode >= 500 {
 			t.Errorf("%s: POST %s {}: want a 4xx, got %s", p, path, resp.Status)
 		}
+	}
+}
+
+// TestRunDemo: -demo plays the offline quickstart's model: the user's sum
+// becomes a call of the offered tool with number parameters a and b, the
+// tool's answer becomes the text; other questions get the help text.
+func TestRunDemo(t *testing.T) {
+	base := start(t, "-provider", "openai", "-demo")
+	tools := `[{"type":"function","function":{"name":"test_echo_8a21e386","parameters":{"type":"object","properties":{"msg":{"type":"string"}}}}},
+		{"type":"function","function":{"name":"math_add_bc986fc6","parameters":{"type":"object","properties":{"a":{"type":"number"},"b":{"type":"number"}},"required":["a","b"]}}}]`
+	user := `{"role":"user","content":"What is 2 + 3?"}`
+	status, body := postJSON(t, base+"/chat/completions", nil, `{"model":"m","messages":[`+user+`],"tools":`+tools+`}`)
+	if status != 200 {
+		t.Fatalf("%d %v", status, body)
+	}
+	msg := body["choices"].([]any)[0].(map[string]any)["message"].(map[string]any)
+	calls, _ := msg["tool_calls"].([]any)
+	if len(calls) != 1 {
+		t.Fatalf("want one tool call, got %v", msg)
+	}
+	fn := calls[0].(map[string]any)["function"].(map[string]any)
+	var args map[string]float64
+	if fn["name"] != "math_add_bc986fc6" || json.Unmarshal([]byte(fn["arguments"].(string)), &args) != nil || args["a"] != 2 || args["b"] != 3 {
+		t.Fatalf("call %v, want math_add_bc986fc6 with a=2, b=3", fn)
+	}
+	turn, _ := json.Marshal(msg)
+	id := calls[0].(map[string]any)["id"].(string)
+	status, body = postJSON(t, base+"/chat/completions", nil, `{"model":"m","messages":[`+user+`,`+string(turn)+
+		`,{"role":"tool","tool_call_id":"`+id+`","content":"{\"sum\":5}"}],"tools":`+tools+`}`)
+	if got := body["choices"].([]any)[0].(map[string]any)["message"].(map[string]any)["content"]; status != 200 || got != "2 + 3 = 5" {
+		t.Fatalf("%d %v, want the text 2 + 3 = 5", status, body)
+	}
+
+	// Another question, or no adding tool: a note, no call.
+	for _, req := range []string{
+		`{"model":"m","messages":[{"role":"user","content":"Hello"}],"tools":` + tools + `}`,
+		`{"model":"m","messages":[` + user + `]}`,
+	} {
+		_, body := postJSON(t, base+"/chat/completions", nil, req)
+		msg := body["choices"].([]any)[0].(map[string]any)["message"].(map[string]any)
+		if msg["tool_calls"] != nil || !strings.Contains(msg["content"].(string), "fakellm -demo") {
+			t.Errorf("%s: %v, want a note from fakellm -demo", req, msg)
+		}
+	}
+
+	// Ollama's /api/chat: arguments are an object.
+	ollama := start(t, "-provider", "ollama", "-demo")
+	_, body = postJSON(t, ollama+"/api/chat", nil, `{"model":"llama3.2","stream":false,"messages":[{"role":"user","content":"1.5+2"},
+		{"role":"assistant","content":"","tool_calls":[{"function":{"name":"math_add_bc986fc6","arguments":{"a":1.5,"b":2}}}]},
+		{"role":"tool","content":"{\"sum\":3.5}"}]}`)
+	if got := body["message"].(map[string]any)["content"]; got != "1.5 + 2 = 3.5" {
+		t.Errorf("ollama: %v, want 1.5 + 2 = 3.5", body)
 	}
 }

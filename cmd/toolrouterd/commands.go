@@ -137,7 +137,7 @@ func patternUsed(p string, reg *registry.Registry) bool {
 func runHealthcheck(ctx context.Context, getenv func(string) string, stderr io.Writer) error {
 	addr := getenv("TOOLROUTER_ADDR")
 	if addr == "" {
-		addr = ":8080"
+		addr = "127.0.0.1:8080" // TOOLROUTER_ADDR's default
 	}
 	if strings.HasPrefix(addr, ":") {
 		addr = "127.0.0.1" + addr

@@ -94,6 +94,20 @@ func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) er
 		log.Error().Err(err).Str("addr", cfg.Addr).Msg("TOOLROUTER_ADDR: cannot listen")
 		return exitError(1)
 	}
+	// Who can reach the listener: with no authentication, loopback only
+	// unless TOOLROUTER_ALLOW_UNAUTHENTICATED says otherwise.
+	exp, err := checkExposure(ln.Addr(), cfg.Addr, !svc.Unauthenticated(), cfg.AllowUnauthenticated)
+	if err != nil {
+		ln.Close()
+		fmt.Fprintln(stderr, "toolrouterd:", err)
+		return exitError(2)
+	}
+	if exp.Auth && !exp.Loopback && !cfg.AllowUnauthenticated {
+		svc.RequireAuth() // a reload must not open it up
+	}
+	if !exp.Auth && !exp.Loopback {
+		log.Warn().Str("addr", ln.Addr().String()).Msg("TOOLROUTER_ALLOW_UNAUTHENTICATED=true: serving a non-loopback address with no authentication; anyone who can reach it can call every tool")
+	}
 	srv := &http.Server{
 		Handler:           svc.Handler,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -113,7 +127,8 @@ func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) er
 		// Whatever the level: it is how a caller of TOOLROUTER_ADDR=host:0
 		// learns the port.
 		startup := log.Level(zerolog.InfoLevel)
-		startup.Info().Str("addr", ln.Addr().String()).Int("tools", svc.Tools()).Str("store", service.StoreKind(cfg.Store)).Msg("listening")
+		startup.Info().Str("addr", ln.Addr().String()).Bool("loopback_only", exp.Loopback).Bool("auth", exp.Auth).Str("reach", exp.Why).
+			Int("tools", svc.Tools()).Str("store", service.StoreKind(cfg.Store)).Msg("listening")
 		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
 			return fmt.Errorf("serve: %w", err)
 		}

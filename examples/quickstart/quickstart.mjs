@@ -2,7 +2,7 @@
 // dependencies, no build step: node quickstart.mjs "What is 2 + 3?"
 //
 // TOOLROUTER_URL   toolrouterd (default http://127.0.0.1:8080, `make run`); TOOLROUTER_KEY its key, if any
-// OPENAI_BASE_URL  the model's Chat Completions API (default https://api.openai.com/v1)
+// OPENAI_BASE_URL  the model's Chat Completions API (default https://api.openai.com/v1; `make run` prints its offline one)
 // OPENAI_API_KEY   its key; MODEL the model (default gpt-4o-mini)
 const router = process.env.TOOLROUTER_URL ?? "http://127.0.0.1:8080";
 const auth = process.env.TOOLROUTER_KEY ? { Authorization: `Bearer ${process.env.TOOLROUTER_KEY}` } : {};

@@ -1,10 +1,10 @@
 """An OpenAI agent loop whose tools are toolrouterd's (README, "Quickstart"). Standard library only.
 
 TOOLROUTER_URL   toolrouterd (default http://127.0.0.1:8080, `make run`); TOOLROUTER_KEY its key, if any
-OPENAI_BASE_URL  the model's Chat Completions API (default https://api.openai.com/v1)
+OPENAI_BASE_URL  the model's Chat Completions API (default https://api.openai.com/v1; `make run` prints its offline one)
 OPENAI_API_KEY   its key; MODEL the model (default gpt-4o-mini)
 """
-import json, os, sys, urllib.request
+import json, os, sys, urllib.error, urllib.request
 
 ROUTER = os.environ.get("TOOLROUTER_URL", "http://127.0.0.1:8080")
 AUTH = {"Authorization": "Bearer " + os.environ["TOOLROUTER_KEY"]} if os.environ.get("TOOLROUTER_KEY") else {}
@@ -14,8 +14,11 @@ LLM = os.environ.get("OPENAI_BASE_URL", "https://api.openai.com/v1")
 def call(url, body=None, headers=None):
     data = None if body is None else json.dumps(body).encode()
     req = urllib.request.Request(url, data, {"Content-Type": "application/json", **(headers or {})})
-    with urllib.request.urlopen(req) as resp:
-        return json.load(resp)
+    try:
+        with urllib.request.urlopen(req) as resp:
+            return json.load(resp)
+    except urllib.error.HTTPError as e:  # the answer's body says why
+        sys.exit(f"{url}: {e.code} {e.read().decode()}")
 
 
 # The registry's tools, as OpenAI's API accepts them.

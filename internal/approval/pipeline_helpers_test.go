@@ -12,19 +12,12 @@ import (
 // package's stages are tested through it.
 type (
 	rig            = pipelinetest.Rig
-	stubExec       = pipelinetest.StubExec
 	toolMap        = pipelinetest.Tools
 	recordingAudit = pipelinetest.RecordingAudit
 )
 
-const testRegistry = pipelinetest.Registry
-
 var (
-	inView        = pipelinetest.InView
-	withBudget    = pipelinetest.WithBudget
-	withEntry     = pipelinetest.WithEntry
-	withRelay     = pipelinetest.WithRelay
-	guardedRouter = pipelinetest.Guarded
+	withEntry = pipelinetest.WithEntry
 )
 
 // resultJSON is the result as the API answers it, duration aside.

@@ -25,7 +25,10 @@ import (
 // its bare upper-cased field name (TestEveryFieldHasItsWholeName). The
 // `default` tag is the value of an unset variable (Vars reads both tags).
 type Config struct {
-	Addr             string        `envconfig:"TOOLROUTER_ADDR" default:":8080"`
+	// Addr defaults to loopback: with no authentication configured a
+	// non-loopback address is refused unless AllowUnauthenticated says so
+	// (cmd/toolrouterd, docs/security.md "Who can reach it").
+	Addr             string        `envconfig:"TOOLROUTER_ADDR" default:"127.0.0.1:8080"`
 	Registry         string        `envconfig:"TOOLROUTER_REGISTRY"`
 	Store            string        `envconfig:"TOOLROUTER_STORE" default:"sqlite://toolrouter.db"`
 	APIKeys          []string      `envconfig:"TOOLROUTER_API_KEYS"`
@@ -99,6 +102,9 @@ type Config struct {
 	// own listener, never on TOOLROUTER_ADDR (docs/configuration.md
 	// "Configuration", TOOLROUTER_DEBUG_ADDR).
 	DebugAddr string `envconfig:"TOOLROUTER_DEBUG_ADDR"`
+	// AllowUnauthenticated lets toolrouterd listen on a non-loopback
+	// address with no API keys, registry clients or JWT configured.
+	AllowUnauthenticated bool `envconfig:"TOOLROUTER_ALLOW_UNAUTHENTICATED" default:"false"`
 }
 
 // JWT reports whether JWT bearer tokens are on.
@@ -386,7 +392,13 @@ const Prefix = "TOOLROUTER_"
 // name). Each carries the closest known name when one is close
 // (suggest.Closest on the part after the prefix).
 func UnknownVars(environ []string, also ...string) []Unknown {
-	known := make(map[string]bool)
+	known := map[string]bool{
+		// Not settings of the server but the project's own names, which
+		// may well be set where it runs: the quickstart clients' address
+		// and key (examples/quickstart), the test suite's PostgreSQL
+		// server (internal/store/pgtest) and benchmark switch (e2e).
+		"TOOLROUTER_URL": true, "TOOLROUTER_KEY": true, "TOOLROUTER_TEST_POSTGRES": true, "TOOLROUTER_BENCH": true,
+	}
 	var rest []string
 	for _, v := range Vars() {
 		known[v.Name] = true

@@ -25,14 +25,14 @@ func TestDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := config.Config{
-		Addr: ":8080", Store: "sqlite://toolrouter.db", APIKeys: []string{}, LogLevel: "info", LogFormat: "json",
+		Addr: "127.0.0.1:8080", Store: "sqlite://toolrouter.db", APIKeys: []string{}, LogLevel: "info", LogFormat: "json",
 		MaxBodyBytes: 4194304, BatchConcurrency: 16, ShutdownTimeout: 30 * time.Second,
 		IdempotencyTTL: 24 * time.Hour, RunHeartbeat: 5 * time.Second,
 	}
 	if c.Addr != want.Addr || c.Registry != "" || c.Store != want.Store || len(c.APIKeys) != 0 ||
 		c.LogLevel != want.LogLevel || c.LogFormat != want.LogFormat || c.MaxBodyBytes != want.MaxBodyBytes ||
 		c.BatchConcurrency != want.BatchConcurrency || c.ShutdownTimeout != want.ShutdownTimeout ||
-		c.IdempotencyTTL != want.IdempotencyTTL || c.RunHeartbeat != want.RunHeartbeat {
+		c.IdempotencyTTL != want.IdempotencyTTL || c.RunHeartbeat != want.RunHeartbeat || c.AllowUnauthenticated {
 		t.Errorf("defaults %+v, want %+v", c, want)
 	}
 }
@@ -54,7 +54,7 @@ func TestBareNamesAreNotRead(t *testing.T) {
 	if err != nil {
 		t.Fatalf("bare names were read: %v", err)
 	}
-	if c.Addr != ":8080" || c.Registry != "" || c.Store != "sqlite://toolrouter.db" || len(c.APIKeys) != 0 || c.LogLevel != "info" {
+	if c.Addr != "127.0.0.1:8080" || c.Registry != "" || c.Store != "sqlite://toolrouter.db" || len(c.APIKeys) != 0 || c.LogLevel != "info" {
 		t.Errorf("bare names were read: %+v", c)
 	}
 }
@@ -67,6 +67,7 @@ func TestValidValues(t *testing.T) {
 		{"TOOLROUTER_ADDR", "127.0.0.1:0", func(c config.Config) bool { return c.Addr == "127.0.0.1:0" }},
 		{"TOOLROUTER_ADDR", "[::1]:65535", func(c config.Config) bool { return c.Addr == "[::1]:65535" }},
 		{"TOOLROUTER_ADDR", ":http", func(c config.Config) bool { return c.Addr == ":http" }},
+		{"TOOLROUTER_ALLOW_UNAUTHENTICATED", "true", func(c config.Config) bool { return c.AllowUnauthenticated }},
 		{"TOOLROUTER_REGISTRY", "", func(c config.Config) bool { return c.Registry == "" }},
 		{"TOOLROUTER_REGISTRY", "examples/registry.yaml", func(c config.Config) bool { return c.Registry == "examples/registry.yaml" }},
 		{"TOOLROUTER_STORE", "memory://", func(c config.Config) bool { return c.Store == "memory://" }},
@@ -326,6 +327,8 @@ func TestUnknownVars(t *testing.T) {
 		"TOOLROUTER_TRACE_CONTENT=true",
 		"TOOLROUTER_WHATEVER_ELSE=1",
 		"TOOLROUTER_OPENAI_KEY=sk-other",
+		"TOOLROUTER_URL=http://127.0.0.1:8080", // the quickstart clients'
+		"TOOLROUTER_KEY=k",
 		"HOME=/root",
 		"ADRR=x",
 	}

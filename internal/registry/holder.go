@@ -45,12 +45,21 @@ func (h *Holder) Current() *Registry {
 // and the error (Problems for a bad file) is returned. Extra tools that
 // collide with the new file's tools are left out silently: SetExtra
 // reports them.
-func (h *Holder) Reload() error {
+func (h *Holder) Reload() error { return h.ReloadIf(nil) }
+
+// ReloadIf is Reload that swaps the new registry in only when accept (when
+// not nil) returns nil for it; accept's error is returned as it is.
+func (h *Holder) ReloadIf(accept func(*Registry) error) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	r, err := Load(h.path, h.getenv)
 	if err != nil {
 		return err
+	}
+	if accept != nil {
+		if err := accept(r); err != nil {
+			return err
+		}
 	}
 	h.file = r
 	_ = h.store() // collisions are SetExtra's to report

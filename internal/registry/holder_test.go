@@ -185,3 +185,28 @@ func TestHolderConcurrent(t *testing.T) {
 		t.Error("the last good file is not in force")
 	}
 }
+
+// TestHolderReloadIf: a registry accept refuses is not swapped in, and
+// accept's error is returned; one it takes is.
+func TestHolderReloadIf(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "registry.yaml")
+	writeFile(t, path, oneTool("first"))
+	initial := load(t, path, nil)
+	h := registry.NewHolder(path, nil, initial)
+	writeFile(t, path, oneTool("second"))
+	refuse := errors.New("refused")
+	var seen *registry.Registry
+	if err := h.ReloadIf(func(r *registry.Registry) error { seen = r; return refuse }); err != refuse {
+		t.Fatalf("ReloadIf = %v, want accept's error", err)
+	}
+	if _, ok := seen.Lookup("second"); !ok || h.Current() != initial {
+		t.Fatal("accept did not see the new file, or a refused registry was swapped in")
+	}
+	if err := h.ReloadIf(func(*registry.Registry) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := h.Current().Lookup("second"); !ok {
+		t.Error("an accepted registry was not swapped in")
+	}
+}

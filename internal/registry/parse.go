@@ -30,8 +30,6 @@ var defaultBaseURL = map[string]string{
 	"ollama":           "http://localhost:11434",
 }
 
-var awsRegion = regexp.MustCompile(`^[a-z]{2}(-[a-z]+)+-[0-9]+$`)
-
 // The names of environment variables and of HTTP headers (RFC 9110
 // tokens), as the schema's propertyNames of env and headers say.
 var (

@@ -78,7 +78,22 @@ type Service struct {
 	approvals *approval.Keeper
 	guards    *guardrail.Guards
 	pins      *pin.Keeper
+	authn     *access.Authenticator
+	// requireAuth: a registry reload must keep requests authenticated
+	// (RequireAuth).
+	requireAuth bool
 }
+
+// RequireAuth makes Reload reject a registry file that would leave
+// requests unauthenticated (no clients, with no TOOLROUTER_API_KEYS and no
+// JWT). cmd/toolrouterd calls it, before any reload, when it listens on a
+// non-loopback address without TOOLROUTER_ALLOW_UNAUTHENTICATED.
+func (s *Service) RequireAuth() { s.requireAuth = true }
+
+// Unauthenticated reports whether requests are served without
+// authentication: no TOOLROUTER_API_KEYS, no registry clients and no JWT
+// (the current registry's clients).
+func (s *Service) Unauthenticated() bool { return s.authn.Open() }
 
 // New opens the store and wires the service. Its error names the variable
 // at fault when one is. ctx bounds the first connection to MCP servers.
@@ -116,6 +131,7 @@ func New(ctx context.Context, o Options) (*Service, error) {
 			Audience: o.Config.JWTAudience, SubjectClaim: o.Config.JWTSubjectClaim, Log: &o.Logger})
 	}
 	authn := access.NewAuthenticator(o.Config.APIKeys, s.holder.Current, jwt)
+	s.authn = authn
 	authn.OnBuild = func(cs *access.Clients) {
 		for _, w := range cs.Warnings {
 			o.Logger.Warn().Msg(w)
@@ -285,7 +301,7 @@ func (s *Service) Reload(ctx context.Context) error {
 	if s.cfg.Registry == "" {
 		return errors.New("TOOLROUTER_REGISTRY is not set, there is no file to reload")
 	}
-	if err := s.holder.Reload(); err != nil {
+	if err := s.holder.ReloadIf(s.keepsAuth); err != nil {
 		s.metrics.Reload(false)
 		return err
 	}
@@ -295,6 +311,16 @@ func (s *Service) Reload(ctx context.Context) error {
 	}
 	s.syncMCP()
 	s.mcp.Sync(ctx, s.holder.Current().MCPServers())
+	return nil
+}
+
+// keepsAuth accepts a new registry unless RequireAuth is on and r would
+// leave requests unauthenticated.
+func (s *Service) keepsAuth(r *registry.Registry) error {
+	if s.requireAuth && !s.cfg.JWT() && access.NewClients(s.cfg.APIKeys, r.Clients()).Open() {
+		return errors.New("the file has no clients, and neither TOOLROUTER_API_KEYS nor JWT is set: requests to the non-loopback " +
+			"TOOLROUTER_ADDR would not be authenticated; keep a client, or restart with TOOLROUTER_ALLOW_UNAUTHENTICATED=true")
+	}
 	return nil
 }
 
