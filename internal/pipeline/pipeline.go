@@ -59,7 +59,8 @@ func Resolve(tools func() Tools) toolrouter.Stage {
 	return func(next toolrouter.Next) toolrouter.Next {
 		return func(ctx context.Context, req *toolrouter.CallRequest) toolrouter.Outcome {
 			sent := req.Call.ToolName
-			tool, local, ok := Lookup(ctx, tools(), req.View, &req.Call)
+			reg := tools()
+			tool, local, ok := Lookup(ctx, reg, req.View, &req.Call)
 			if req.Call.ToolName != sent {
 				req.SentName = sent
 			}
@@ -72,7 +73,7 @@ func Resolve(tools func() Tools) toolrouter.Stage {
 				if ok {
 					req.Denied = tool.Name
 				}
-				return toolrouter.Outcome{Err: notFound(ctx, tools(), req.View, req.Call.ToolName), Category: toolrouter.CategoryNotFound}
+				return toolrouter.Outcome{Err: notFound(ctx, reg, req.View, req.Call.ToolName), Category: toolrouter.CategoryNotFound}
 			}
 			req.Tool = tool
 			if req.View != nil { // the view's budget tightens its tools' own

@@ -17,6 +17,9 @@ func Closest(name string, candidates []string) (best string, ok bool) {
 		if c == name {
 			return "", false
 		}
+		if abs(len(c)-len(name)) > limit {
+			continue // at least that many edits: not close, and not worth the distance's cost
+		}
 		d := distance(name, c)
 		if d >= len(c) || d > bestD || (d == bestD && c >= best) {
 			continue
@@ -67,4 +70,11 @@ func distance(a, b string) int {
 		prev2, prev, cur = prev, cur, prev2
 	}
 	return prev[len(b)]
+}
+
+func abs(n int) int {
+	if n < 0 {
+		return -n
+	}
+	return n
 }
