@@ -38,7 +38,28 @@ const (
 	renderNamespace = "tools"
 )
 
-// helm runs the pinned Helm (bin/tools/helm, from scripts/install-helm.sh,
+// helmPath is where scripts/install-helm.sh puts the pinned Helm: the
+// machine's tool cache, shared by every clone and keyed by version,
+// $TOOLS_CACHE/helm-<version>/helm with TOOLS_CACHE defaulting to
+// ${XDG_CACHE_HOME:-$HOME/.cache}/toolrouterd/tools (the script's rule,
+// not os.UserCacheDir's, which differs on darwin).
+func helmPath(getenv func(string) string) (string, error) {
+	cache := getenv("TOOLS_CACHE")
+	if cache == "" {
+		base := getenv("XDG_CACHE_HOME")
+		if base == "" {
+			home := getenv("HOME")
+			if home == "" {
+				return "", fmt.Errorf("locating the Helm cache: neither TOOLS_CACHE, XDG_CACHE_HOME nor HOME is set")
+			}
+			base = filepath.Join(home, ".cache")
+		}
+		cache = filepath.Join(base, "toolrouterd", "tools")
+	}
+	return filepath.Abs(filepath.Join(cache, "helm-"+helmVersion, "helm"))
+}
+
+// helm runs the pinned Helm (helmPath, from scripts/install-helm.sh,
 // which `make test` runs first) with its configuration and cache in a
 // temporary directory. Its error holds helm's stderr. With -short (make
 // test-unit, which starts no binary) it skips the test.
@@ -47,7 +68,7 @@ func helm(t *testing.T, args ...string) (string, error) {
 	if testing.Short() {
 		t.Skip("runs the Helm binary: not in -short (make test-unit); make test runs it")
 	}
-	bin, err := filepath.Abs(filepath.Join("..", "bin", "tools", "helm"))
+	bin, err := helmPath(os.Getenv)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -698,4 +719,26 @@ func flatten(t *testing.T, prefix string, obj any) map[string]string {
 	}
 	walk(prefix, v)
 	return out
+}
+
+// TestHelmPath: the test finds Helm where scripts/install-helm.sh puts it,
+// TOOLS_CACHE first, then XDG_CACHE_HOME, then HOME/.cache, each keyed by
+// the pinned version.
+func TestHelmPath(t *testing.T) {
+	for _, tc := range []struct {
+		env  map[string]string
+		want string
+	}{
+		{map[string]string{"TOOLS_CACHE": "/c", "XDG_CACHE_HOME": "/x", "HOME": "/h"}, "/c/helm-" + helmVersion + "/helm"},
+		{map[string]string{"XDG_CACHE_HOME": "/x", "HOME": "/h"}, "/x/toolrouterd/tools/helm-" + helmVersion + "/helm"},
+		{map[string]string{"HOME": "/h"}, "/h/.cache/toolrouterd/tools/helm-" + helmVersion + "/helm"},
+	} {
+		got, err := helmPath(func(k string) string { return tc.env[k] })
+		if err != nil || got != tc.want {
+			t.Errorf("helmPath(%v) = %q, %v; want %q", tc.env, got, err, tc.want)
+		}
+	}
+	if _, err := helmPath(func(string) string { return "" }); err == nil {
+		t.Error("helmPath with no TOOLS_CACHE, XDG_CACHE_HOME or HOME: no error")
+	}
 }

@@ -45,7 +45,7 @@ func runCheck(args []string, getenv func(string) string, stdout, stderr io.Write
 		fmt.Fprintln(stderr, err)
 		return exitError(1)
 	}
-	for _, w := range clientWarnings(args[0], reg) {
+	for _, w := range append(clientWarnings(args[0], reg), providerKeyWarnings(args[0], reg, getenv)...) {
 		fmt.Fprintln(stderr, "warning:", w)
 	}
 	fmt.Fprintf(stdout, "%s: ok, %d tool(s), %d provider(s), %d MCP server(s), %d client(s)\n", args[0], len(reg.Tools()), len(reg.Providers()), len(reg.MCPServers()), len(reg.Clients()))
@@ -97,6 +97,22 @@ func clientWarnings(file string, reg *registry.Registry) []registry.Problem {
 			out = append(out, registry.Problem{File: file, Line: c.ToolsLine, Field: fmt.Sprintf("client %q: tools", c.Name),
 				Why: fmt.Sprintf("pattern %q matches no tool", p)})
 		}
+	}
+	return out
+}
+
+// providerKeyWarnings lists the providers whose api_key_env variable is
+// unset or empty: a warning, as for a client's key_env (a registry is
+// checked in CI without its secrets), where the service starts but every
+// call to the provider fails.
+func providerKeyWarnings(file string, reg *registry.Registry, getenv func(string) string) []registry.Problem {
+	var out []registry.Problem
+	for _, p := range reg.Providers() {
+		if p.APIKeyEnv == "" || getenv(p.APIKeyEnv) != "" {
+			continue
+		}
+		out = append(out, registry.Problem{File: file, Line: reg.APIKeyEnvLine(p.Name), Field: fmt.Sprintf("provider %q: api_key_env", p.Name),
+			Why: fmt.Sprintf("environment variable %s is unset or empty (every run with this provider fails without it)", p.APIKeyEnv)})
 	}
 	return out
 }

@@ -10,7 +10,9 @@ import (
 	"net/http/pprof"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -58,7 +60,8 @@ func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) er
 		log.Info().Int64("bytes", limit).Msg("memory limit set to 90% of the container's (GOMEMLIMIT is unset)")
 	}
 	setGCPercent(getenv)
-	tel, err := telemetry.Setup(ctx, getenv)
+	envRead := &readNames{getenv: getenv}
+	tel, err := telemetry.Setup(ctx, envRead.Getenv)
 	if err != nil {
 		fmt.Fprintln(stderr, "toolrouterd: tracing:", err)
 		return exitError(2)
@@ -68,7 +71,7 @@ func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) er
 	reg := registry.Empty()
 	if cfg.Registry == "" {
 		log.Warn().Msg("TOOLROUTER_REGISTRY is not set: starting with no tools")
-	} else if reg, err = registry.Load(cfg.Registry, getenv); err != nil {
+	} else if reg, err = registry.Load(cfg.Registry, envRead.Getenv); err != nil {
 		var probs registry.Problems
 		if errors.As(err, &probs) {
 			fmt.Fprintf(stderr, "toolrouterd: TOOLROUTER_REGISTRY: %s has %d problem(s):\n%v\n", cfg.Registry, len(probs), err)
@@ -77,6 +80,7 @@ func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) er
 		}
 		return exitError(1)
 	}
+	warnUnknownVars(log, os.Environ(), envRead, reg)
 	svc, err := service.New(ctx, service.Options{Config: cfg, Registry: reg, Getenv: getenv, Logger: log, Owner: instanceID(), Telemetry: tel, Version: currentVersion().String()})
 	if err != nil {
 		// Start-up failures name the variable at fault, like config errors.
@@ -214,5 +218,48 @@ func flushTraces(tel *telemetry.Telemetry, log zerolog.Logger) {
 	defer cancel()
 	if err := tel.Shutdown(ctx); err != nil {
 		log.Warn().Err(err).Msg("flush traces")
+	}
+}
+
+// readNames is a getenv that records the names asked for: what the
+// tracing setup and the registry (its ${VAR}s and key_env) read at start.
+type readNames struct {
+	getenv func(string) string
+	mu     sync.Mutex
+	names  []string
+}
+
+func (r *readNames) Getenv(name string) string {
+	r.mu.Lock()
+	r.names = append(r.names, name)
+	r.mu.Unlock()
+	return r.getenv(name)
+}
+
+func (r *readNames) Names() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.names)
+}
+
+// warnUnknownVars logs a warning for each TOOLROUTER_* variable of environ
+// that nothing reads (a setting, a variable read at start, a provider's
+// api_key_env), with the setting it is probably meant to be: a misspelt
+// setting otherwise passes silently. The value is never logged (it may be
+// a secret). A warning, not a refusal: a variable set for another tool
+// of the same name prefix must not stop the server.
+func warnUnknownVars(log zerolog.Logger, environ []string, read *readNames, reg *registry.Registry) {
+	also := read.Names()
+	for _, p := range reg.Providers() {
+		if p.APIKeyEnv != "" {
+			also = append(also, p.APIKeyEnv)
+		}
+	}
+	for _, u := range config.UnknownVars(environ, also...) {
+		ev := log.Warn().Str("variable", u.Name)
+		if u.Closest != "" {
+			ev = ev.Str("did_you_mean", u.Closest)
+		}
+		ev.Msg(u.String())
 	}
 }

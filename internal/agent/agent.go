@@ -17,6 +17,7 @@ import (
 	"github.com/toolrouterd/toolrouterd/internal/access"
 	"github.com/toolrouterd/toolrouterd/internal/llm"
 	"github.com/toolrouterd/toolrouterd/internal/randid"
+	"github.com/toolrouterd/toolrouterd/internal/suggest"
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 	"github.com/toolrouterd/toolrouterd/internal/vserver"
 )
@@ -40,6 +41,7 @@ type Registry interface {
 	Tools() []*toolrouter.Tool
 	Lookup(name string) (*toolrouter.Tool, bool)
 	Provider(name string) (toolrouter.Provider, bool)
+	Providers() []toolrouter.Provider
 	DefaultProvider() string
 }
 
@@ -222,7 +224,7 @@ func (r *Runner) prepare(ctx context.Context, req Request) (*plan, error) {
 	}
 	prov, ok := reg.Provider(name)
 	if !ok {
-		return nil, toolrouter.Invalid("provider", "provider: unknown provider %q", name)
+		return nil, toolrouter.Invalid("provider", "provider: unknown provider %q%s", name, didYouMeanProvider(name, reg.Providers()))
 	}
 	p.provider = prov
 	p.model = prov.Model
@@ -592,4 +594,19 @@ func (r *Runner) Wait(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// didYouMeanProvider is "; did you mean "x"?" for the provider of the
+// registry closest to a misspelt name, "" when none is close. Provider
+// names are not hidden from clients (a model scope's refusal names the
+// provider), so every provider is a candidate.
+func didYouMeanProvider(name string, providers []toolrouter.Provider) string {
+	names := make([]string, len(providers))
+	for i, p := range providers {
+		names[i] = p.Name
+	}
+	if s, ok := suggest.Closest(name, names); ok {
+		return fmt.Sprintf("; did you mean %q?", s)
+	}
+	return ""
 }

@@ -90,6 +90,10 @@ func (f fakeRegistry) Provider(n string) (toolrouter.Provider, bool) {
 	return toolrouter.Provider{Name: n, Kind: kind, Model: "m"}, n == "fake"
 }
 func (f fakeRegistry) DefaultProvider() string { return "fake" }
+func (f fakeRegistry) Providers() []toolrouter.Provider {
+	p, _ := f.Provider("fake")
+	return []toolrouter.Provider{p}
+}
 
 // echoRouter succeeds for test/echo (output = arguments) and fails others.
 func echoRouter(seen *[]map[string]any, mu *sync.Mutex) fakeRouter {
@@ -320,6 +324,22 @@ func TestBadRequestsNameTheField(t *testing.T) {
 		var e *toolrouter.Error
 		if !errors.As(err, &e) || e.Code != toolrouter.EINVALID || e.Field != field || !strings.Contains(e.Message, field) {
 			t.Errorf("%s: %v", field, err)
+		}
+	}
+}
+
+// An unknown provider close to one of the registry's gets "did you mean"
+// (issue 38); one close to none does not.
+func TestUnknownProviderSuggestsTheClosest(t *testing.T) {
+	r, _ := newRunner(&fakeAdapter{}, echoRouter(nil, nil))
+	for name, want := range map[string]string{
+		"fkae": `provider: unknown provider "fkae"; did you mean "fake"?`,
+		"nope": `provider: unknown provider "nope"`,
+	} {
+		_, err := r.Start(context.Background(), agent.Request{Prompt: "x", Provider: name})
+		var e *toolrouter.Error
+		if !errors.As(err, &e) || e.Message != want {
+			t.Errorf("%s: %v, want %q", name, err, want)
 		}
 	}
 }

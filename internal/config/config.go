@@ -13,6 +13,7 @@ import (
 
 	"github.com/kelseyhightower/envconfig"
 	"github.com/rs/zerolog"
+	"github.com/toolrouterd/toolrouterd/internal/suggest"
 )
 
 // Config is the process configuration (CONTRACT §2), decoded by
@@ -362,4 +363,65 @@ func redactStore(s string) string {
 		return strconv.Quote(s[:strings.Index(s, "://")+3] + "…" + s[i:])
 	}
 	return strconv.Quote(s)
+}
+
+// Unknown is a TOOLROUTER_* variable of the environment that nothing reads:
+// most likely a misspelt setting, which would otherwise pass silently.
+type Unknown struct {
+	Name    string // the variable as set
+	Closest string // the known name it is probably meant to be; "" for none close
+}
+
+// String is the one-line report of the variable: its name and the known
+// name it is close to, never its value (it may be a secret).
+func (u Unknown) String() string {
+	if u.Closest == "" {
+		return u.Name + ": unknown (not a toolrouterd setting)"
+	}
+	return u.Name + ": unknown; did you mean " + u.Closest + "?"
+}
+
+// Prefix starts the name of every setting (and of the variables the
+// process reads besides, which callers pass to UnknownVars).
+const Prefix = "TOOLROUTER_"
+
+// UnknownVars lists, in environ's order, the TOOLROUTER_* variables of
+// environ (os.Environ's "NAME=value" form) that are neither a setting
+// (Vars) nor one of also, the names the process reads elsewhere (the
+// tracing switches, the variables a registry's key_env and api_key_env
+// name). Each carries the closest known name when one is close
+// (suggest.Closest on the part after the prefix).
+func UnknownVars(environ []string, also ...string) []Unknown {
+	known := map[string]bool{
+		// Not settings of the server but the project's own names, which
+		// may well be set where it runs: the quickstart clients' address
+		// and key (examples/quickstart), the test suite's PostgreSQL
+		// server (internal/store/pgtest) and benchmark switch (e2e).
+		"TOOLROUTER_URL": true, "TOOLROUTER_KEY": true, "TOOLROUTER_TEST_POSTGRES": true, "TOOLROUTER_BENCH": true,
+	}
+	var rest []string
+	for _, v := range Vars() {
+		known[v.Name] = true
+		rest = append(rest, strings.TrimPrefix(v.Name, Prefix))
+	}
+	for _, n := range also {
+		known[n] = true
+		if after, ok := strings.CutPrefix(n, Prefix); ok {
+			rest = append(rest, after)
+		}
+	}
+	var out []Unknown
+	for _, kv := range environ {
+		name, _, _ := strings.Cut(kv, "=")
+		after, ok := strings.CutPrefix(name, Prefix)
+		if !ok || known[name] {
+			continue
+		}
+		u := Unknown{Name: name}
+		if c, ok := suggest.Closest(after, rest); ok {
+			u.Closest = Prefix + c
+		}
+		out = append(out, u)
+	}
+	return out
 }

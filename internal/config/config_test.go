@@ -314,3 +314,46 @@ func TestAllowedOrigins(t *testing.T) {
 		t.Errorf("AllowedOrigins = %q, want %q", c.AllowedOrigins, want)
 	}
 }
+
+// TestUnknownVars: a TOOLROUTER_* variable nothing reads is reported with
+// the setting it is close to (none when nothing is close); settings, the
+// names the caller says it reads and other variables are not; the value
+// is never part of the report.
+func TestUnknownVars(t *testing.T) {
+	environ := []string{
+		"TOOLROUTER_ADRR=0.0.0.0:9999",
+		"TOOLROUTER_ADDR=127.0.0.1:8080",
+		"TOOLROUTER_API_KYES=sk-secret-value",
+		"TOOLROUTER_TRACE_CONTENT=true",
+		"TOOLROUTER_WHATEVER_ELSE=1",
+		"TOOLROUTER_OPENAI_KEY=sk-other",
+		"TOOLROUTER_URL=http://127.0.0.1:8080", // the quickstart clients'
+		"TOOLROUTER_KEY=k",
+		"HOME=/root",
+		"ADRR=x",
+	}
+	got := config.UnknownVars(environ, "TOOLROUTER_TRACE_CONTENT", "TOOLROUTER_OPENAI_KEY")
+	want := []config.Unknown{
+		{Name: "TOOLROUTER_ADRR", Closest: "TOOLROUTER_ADDR"},
+		{Name: "TOOLROUTER_API_KYES", Closest: "TOOLROUTER_API_KEYS"},
+		{Name: "TOOLROUTER_WHATEVER_ELSE"},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("UnknownVars = %+v, want %+v", got, want)
+	}
+	if s := got[0].String(); s != "TOOLROUTER_ADRR: unknown; did you mean TOOLROUTER_ADDR?" {
+		t.Errorf("report %q", s)
+	}
+	if s := got[2].String(); s != "TOOLROUTER_WHATEVER_ELSE: unknown (not a toolrouterd setting)" {
+		t.Errorf("report %q", s)
+	}
+	for _, u := range got {
+		if strings.Contains(u.String(), "sk-secret") || strings.Contains(u.String(), "9999") {
+			t.Errorf("report %q holds the value", u)
+		}
+	}
+	// A name close to one the caller reads is suggested too.
+	if got := config.UnknownVars([]string{"TOOLROUTER_TRACE_CONTNET=1"}, "TOOLROUTER_TRACE_CONTENT"); len(got) != 1 || got[0].Closest != "TOOLROUTER_TRACE_CONTENT" {
+		t.Errorf("config.UnknownVars(TRACE_CONTNET) = %+v", got)
+	}
+}

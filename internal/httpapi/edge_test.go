@@ -267,6 +267,13 @@ func TestEscapedPathParameters(t *testing.T) {
 	if w := s.serve("GET", "/schemas/open%2Fai", ""); w.Code != http.StatusNotFound {
 		t.Errorf("GET /schemas/open%%2Fai: %d %s", w.Code, w.Body)
 	}
+	// A misspelt format gets the closest (issue 38); one close to none not.
+	if w := s.serve("GET", "/schemas/openia", ""); w.Code != http.StatusNotFound || !strings.Contains(w.Body.String(), `unknown provider \"openia\"; did you mean \"openai\"? valid: `) {
+		t.Errorf("GET /schemas/openia: %d %s", w.Code, w.Body)
+	}
+	if w := s.serve("GET", "/schemas/cohere", ""); w.Code != http.StatusNotFound || strings.Contains(w.Body.String(), "did you mean") {
+		t.Errorf("GET /schemas/cohere: %d %s", w.Code, w.Body)
+	}
 }
 
 // TestEveryRouteIsInTheSpec: the request check looks operations up by the

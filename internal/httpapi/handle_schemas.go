@@ -7,6 +7,7 @@ import (
 
 	"github.com/toolrouterd/toolrouterd/internal/access"
 	"github.com/toolrouterd/toolrouterd/internal/format"
+	"github.com/toolrouterd/toolrouterd/internal/suggest"
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 	"github.com/toolrouterd/toolrouterd/internal/vserver"
 )
@@ -28,8 +29,12 @@ func handleSchemas(tools func() Tools, views func() *vserver.Set) http.HandlerFu
 		name := pathParam(r, "provider")
 		f, ok := format.ParseFormat(name)
 		if !ok {
+			msg := "provider: unknown provider " + strconv.Quote(name) + "; "
+			if s, ok := suggest.Closest(name, valid); ok {
+				msg += "did you mean " + strconv.Quote(s) + "? "
+			}
 			writeError(w, r, &toolrouter.Error{Code: toolrouter.ENOTFOUND, Field: "provider",
-				Message: "provider: unknown provider " + strconv.Quote(name) + "; valid: " + strings.Join(valid, ", ")})
+				Message: msg + "valid: " + strings.Join(valid, ", ")})
 			return
 		}
 		maxDesc := 0

@@ -18,6 +18,8 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
+
+	"github.com/toolrouterd/toolrouterd/internal/suggest"
 )
 
 // printer renders the validator's messages; a Printer is safe for
@@ -55,7 +57,7 @@ func Compile(schema map[string]any) (validate func(map[string]any) error, proble
 	}
 	compiled, err := compileSchema(schema)
 	if err != nil {
-		return nil, compileProblems(err)
+		return nil, compileProblems(err, schema)
 	}
 	return argsValidator(compiled), nil
 }
@@ -91,14 +93,30 @@ func compileSchema(doc map[string]any) (*jsonschema.Schema, error) {
 }
 
 // compileProblems explains a compile error, one entry per failure.
-func compileProblems(err error) []Problem {
+// A place in the schema gets one problem: the metaschema's alternatives
+// ("type" is one of the type names or a list of them) each fail there,
+// and only the first is reported; a "type" that is no type name says so,
+// with the name it is closest to.
+func compileProblems(err error, schema map[string]any) []Problem {
 	var sve *jsonschema.SchemaValidationError
 	var ve *jsonschema.ValidationError
 	if errors.As(err, &sve) && errors.As(sve.Err, &ve) {
 		var out []Problem
+		seen := map[string]bool{}
 		for _, l := range leaves(ve) {
-			out = append(out, Problem{Ptr: jsonPtr(l.InstanceLocation), Why: describe(l.ErrorKind)})
+			ptr := jsonPtr(l.InstanceLocation)
+			if seen[ptr] {
+				continue
+			}
+			seen[ptr] = true
+			out = append(out, Problem{Ptr: ptr, Why: describeAt(l, schema)})
 		}
+		// A failure inside a place (a type list's item) says more than
+		// the failure of the place's other alternative (a type name).
+		all := slices.Clone(out)
+		out = slices.DeleteFunc(out, func(p Problem) bool {
+			return slices.ContainsFunc(all, func(q Problem) bool { return strings.HasPrefix(q.Ptr, p.Ptr+"/") })
+		})
 		if len(out) > 0 {
 			return out
 		}
@@ -112,6 +130,57 @@ func compileProblems(err error) []Problem {
 	msg = strings.ReplaceAll(msg, schemaURL, "input_schema")
 	msg = strings.ReplaceAll(msg, "mem://", "")
 	return []Problem{{Why: msg}}
+}
+
+// typeNames are JSON Schema's type names.
+func typeNames() []string {
+	return []string{"array", "boolean", "integer", "null", "number", "object", "string"}
+}
+
+// describeAt words the failure l of the schema against the metaschema: a
+// "type" whose value is a string but no type name, with the closest name;
+// else describe's words.
+func describeAt(l *jsonschema.ValidationError, schema map[string]any) string {
+	loc := l.InstanceLocation
+	n := len(loc)
+	typeItem := n > 1 && loc[n-2] == "type" && !underProperties(loc[:n-1]) // type: [a, b]
+	if n > 0 && (loc[n-1] == "type" && !underProperties(loc) || typeItem) {
+		names := typeNames()
+		if v, ok := valueAt(schema, loc).(string); ok && !slices.Contains(names, v) {
+			why := fmt.Sprintf("%q is not a type (one of %s)", v, strings.Join(names, ", "))
+			if s, ok := suggest.Closest(v, names); ok {
+				why += fmt.Sprintf("; did you mean %q?", s)
+			}
+			return why
+		}
+	}
+	return describe(l.ErrorKind)
+}
+
+// underProperties reports a location whose last token names a property
+// (…/properties/type), not the keyword "type".
+func underProperties(loc []string) bool {
+	n := len(loc)
+	return n >= 2 && (loc[n-2] == "properties" || loc[n-2] == "$defs" || loc[n-2] == "definitions" || loc[n-2] == "patternProperties")
+}
+
+// valueAt is the value at the location in doc; nil when there is none.
+func valueAt(doc any, loc []string) any {
+	for _, tok := range loc {
+		switch d := doc.(type) {
+		case map[string]any:
+			doc = d[tok]
+		case []any:
+			i, err := strconv.Atoi(tok)
+			if err != nil || i < 0 || i >= len(d) {
+				return nil
+			}
+			doc = d[i]
+		default:
+			return nil
+		}
+	}
+	return doc
 }
 
 // leaves returns the innermost failures of a validation error, in order.
@@ -162,7 +231,7 @@ func argsValidator(s *jsonschema.Schema) func(map[string]any) error {
 func CompileValue(schema map[string]any) (validate func(any) error, problems []Problem) {
 	compiled, err := compileSchema(schema)
 	if err != nil {
-		return nil, compileProblems(err)
+		return nil, compileProblems(err, schema)
 	}
 	return valueValidator(compiled, "the value does not match the schema"), nil
 }

@@ -11,13 +11,15 @@ import (
 	"fmt"
 
 	"github.com/toolrouterd/toolrouterd/internal/access"
+	"github.com/toolrouterd/toolrouterd/internal/suggest"
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
 
 // Tools looks tools up by canonical name or provider alias (the registry
-// in force).
+// in force), and lists them (for the "did you mean" of a missing one).
 type Tools interface {
 	Lookup(name string) (*toolrouter.Tool, bool)
+	Tools() []*toolrouter.Tool
 }
 
 // Lookup finds the tool call names: within view when there is one
@@ -57,7 +59,8 @@ func Resolve(tools func() Tools) toolrouter.Stage {
 	return func(next toolrouter.Next) toolrouter.Next {
 		return func(ctx context.Context, req *toolrouter.CallRequest) toolrouter.Outcome {
 			sent := req.Call.ToolName
-			tool, local, ok := Lookup(ctx, tools(), req.View, &req.Call)
+			reg := tools()
+			tool, local, ok := Lookup(ctx, reg, req.View, &req.Call)
 			if req.Call.ToolName != sent {
 				req.SentName = sent
 			}
@@ -70,7 +73,7 @@ func Resolve(tools func() Tools) toolrouter.Stage {
 				if ok {
 					req.Denied = tool.Name
 				}
-				return toolrouter.Outcome{Err: fmt.Sprintf("Tool '%s' not found", req.Call.ToolName), Category: toolrouter.CategoryNotFound}
+				return toolrouter.Outcome{Err: notFound(ctx, reg, req.View, req.Call.ToolName), Category: toolrouter.CategoryNotFound}
 			}
 			req.Tool = tool
 			if req.View != nil { // the view's budget tightens its tools' own
@@ -81,6 +84,40 @@ func Resolve(tools func() Tools) toolrouter.Stage {
 			return next(ctx, req)
 		}
 	}
+}
+
+// notFound is the error of a call naming no tool the client may call:
+// "Tool 'x' not found", and the closest name it may call when one is close
+// (suggest.Closest). The names come from what the client may call (its
+// view's, else the registry's within its scope; none for a client bound
+// to virtual servers calling outside them), so the message never names a
+// tool out of its reach, and is the same for a missing tool and one out of
+// scope (docs/security.md "Clients").
+func notFound(ctx context.Context, tools Tools, view toolrouter.View, name string) string {
+	msg := fmt.Sprintf("Tool '%s' not found", name)
+	if s, ok := suggest.Closest(name, callable(ctx, tools, view)); ok {
+		msg += fmt.Sprintf("; did you mean '%s'?", s)
+	}
+	return msg
+}
+
+// callable is the names the client in ctx may call: in view, or in tools
+// within the client's scope.
+func callable(ctx context.Context, tools Tools, view toolrouter.View) []string {
+	if view != nil {
+		return view.Callable(ctx)
+	}
+	c := access.FromContext(ctx)
+	if c.Bound() {
+		return nil
+	}
+	var out []string
+	for _, t := range tools.Tools() {
+		if c.Allows(t.Name) {
+			out = append(out, t.Name)
+		}
+	}
+	return out
 }
 
 // Validate is the stage that checks a resolved call's arguments against

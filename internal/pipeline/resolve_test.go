@@ -155,3 +155,73 @@ clients:
 		}
 	}
 }
+
+// TestNotFoundSuggestsOnlyWhatTheClientMayCall: a misspelt tool name gets
+// "did you mean" the closest name the client may call, and only such a
+// name: never a tool out of the client's scope or outside its view, so a
+// tool out of scope stays indistinguishable from a missing one
+// (docs/security.md "Clients").
+func TestNotFoundSuggestsOnlyWhatTheClientMayCall(t *testing.T) {
+	const key = "dddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddd"
+	reg, err := registry.Parse("test.yaml", []byte(testRegistry+`  - name: get_weather
+    endpoint: http://127.0.0.1:9/weather
+    kind: tool
+    input_schema: {type: object}
+virtual_servers:
+  - name: v
+    tools: ["test/echo"]
+    overrides:
+      test/echo: {name: say}
+  - name: s
+    tools: ["*"]
+    discovery: search
+clients:
+  - {name: echoer, key_sha256: "`+key+`", tools: ["test/echo"]}
+  - {name: bound, key_sha256: "`+strings.Repeat("e", 64)+`", virtual_servers: [v]}
+`), os.Getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt := &rig{Tools: func() pipeline.Tools { return reg }, Exec: &stubExec{}, Seq: memory.New()}
+	clients := access.NewClients(nil, reg.Clients())
+	set := vserver.Build(reg)
+	errOf := func(ctx context.Context, name string, args map[string]any) string {
+		t.Helper()
+		res, err := rt.Route(ctx, "p", map[string]any{"name": name, "arguments": args}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Success || res.Error == nil || *res.ErrorCategory != toolrouter.CategoryNotFound {
+			t.Fatalf("%s: %+v, want not found", name, res)
+		}
+		return *res.Error
+	}
+	bg := context.Background()
+	echoer := access.NewContext(bg, clients.ByName("echoer"))
+	for _, tc := range []struct {
+		what string
+		ctx  context.Context
+		name string
+		args map[string]any
+		want string
+	}{
+		{"no client", bg, "get_wether", nil, "Tool 'get_wether' not found; did you mean 'get_weather'?"},
+		{"no client, nothing close", bg, "delete_everything", nil, "Tool 'delete_everything' not found"},
+		{"in scope", echoer, "test/ecoh", nil, "Tool 'test/ecoh' not found; did you mean 'test/echo'?"},
+		// get_weather and test/check exist but are out of the client's scope.
+		{"out of scope", echoer, "get_wether", nil, "Tool 'get_wether' not found"},
+		{"out of scope, exact", echoer, "get_weather", nil, "Tool 'get_weather' not found"},
+		{"out of scope, close", echoer, "test/chek", nil, "Tool 'test/chek' not found"},
+		{"view", inView(bg, set.View("v")), "sya", nil, "Tool 'sya' not found; did you mean 'say'?"},
+		{"view hides the real name", inView(bg, set.View("v")), "test/ecoh", nil, "Tool 'test/ecoh' not found"},
+		{"search view, call_tool", inView(bg, set.View("s")), "call_tool", map[string]any{"name": "get_wether"},
+			"Tool 'get_wether' not found; did you mean 'get_weather'?"},
+		{"search view, call_tool, out of scope", inView(echoer, set.View("s")), "call_tool", map[string]any{"name": "get_wether"},
+			"Tool 'get_wether' not found"},
+		{"bound client without a view", access.NewContext(bg, clients.ByName("bound")), "sya", nil, "Tool 'sya' not found"},
+	} {
+		if got := errOf(tc.ctx, tc.name, tc.args); got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.what, got, tc.want)
+		}
+	}
+}

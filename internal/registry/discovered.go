@@ -26,6 +26,7 @@ func (r *Registry) WithTools(extra []*toolrouter.Tool) (*Registry, error) {
 		quarantined:     slices.Clone(r.quarantined),
 		byName:          make(map[string]*toolrouter.Tool, len(r.byName)+len(extra)*2),
 		providers:       r.providers,
+		apiKeyEnvLines:  r.apiKeyEnvLines,
 		defaultProvider: r.defaultProvider,
 		mcpServers:      r.mcpServers,
 		clients:         r.clients,

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -121,7 +122,7 @@ func lastTok(ptr string) string { return unescapePtr(ptr[strings.LastIndexByte(p
 func (p *parser) registry() *Registry {
 	reg := Empty()
 	reg.tools = p.tools()
-	reg.providers = p.providers()
+	reg.providers, reg.apiKeyEnvLines = p.providers()
 	reg.defaultProvider = p.defaultProvider(reg.providers)
 	reg.mcpServers = p.mcpServers()
 	reg.clients = p.clients()
@@ -415,8 +416,11 @@ func (p *parser) inputSchema(ptr string) (map[string]any, func(map[string]any) e
 		ok = false
 	}
 	validate, problems := inputschema.Compile(schema)
+	if !ok { // "type" has its problem already: one message a place
+		problems = slices.DeleteFunc(problems, func(sp inputschema.Problem) bool { return sp.Ptr == "/type" })
+	}
 	p.schemaProblems(problems, ptr)
-	if problems != nil || !ok {
+	if len(problems) > 0 || !ok {
 		return nil, nil
 	}
 	return schema, validate
@@ -469,8 +473,9 @@ func (p *parser) outputBudget(ptr string) toolrouter.OutputBudget {
 	return b
 }
 
-func (p *parser) providers() []toolrouter.Provider {
+func (p *parser) providers() ([]toolrouter.Provider, map[string]int) {
 	var out []toolrouter.Provider
+	keyLines := map[string]int{}
 	first := map[string]int{}
 	for _, ptr := range p.items("/providers") {
 		pr := toolrouter.Provider{Name: p.str(ptr + "/name"), Kind: p.str(ptr + "/kind"), Model: p.str(ptr + "/model"),
@@ -486,9 +491,12 @@ func (p *parser) providers() []toolrouter.Provider {
 		} else if pr.Name != "" {
 			first[pr.Name] = p.line(ptr + "/name")
 			out = append(out, pr)
+			if pr.APIKeyEnv != "" {
+				keyLines[pr.Name] = p.line(ptr + "/api_key_env")
+			}
 		}
 	}
-	return out
+	return out, keyLines
 }
 
 // has reports a key in the file at ptr, whether or not the schema

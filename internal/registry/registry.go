@@ -29,6 +29,7 @@ type Registry struct {
 	byName          map[string]*toolrouter.Tool // canonical names and aliases
 	quarantined     []*toolrouter.Tool          // extra tools found by name, never listed
 	providers       []toolrouter.Provider
+	apiKeyEnvLines  map[string]int // provider name → line of its api_key_env
 	defaultProvider string
 	mcpServers      []toolrouter.MCPServer
 	clients         []Client
@@ -97,6 +98,10 @@ func (r *Registry) Lookup(name string) (*toolrouter.Tool, bool) {
 	t, ok := r.byName[name]
 	return t, ok
 }
+
+// APIKeyEnvLine is the line of the named provider's api_key_env in the
+// file; 0 when it has none.
+func (r *Registry) APIKeyEnvLine(provider string) int { return r.apiKeyEnvLines[provider] }
 
 // Providers returns the LLM providers in file order.
 func (r *Registry) Providers() []toolrouter.Provider {

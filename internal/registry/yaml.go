@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -92,13 +93,31 @@ func (p *parser) line(ptr string) int {
 
 // document parses data into its root node; nil for an empty file.
 func (p *parser) document(data []byte) *yaml.Node {
+	doc, err := decodeOne(data)
+	if err != nil {
+		p.yamlError(err, data)
+	}
+	if doc != nil && doc.Kind == yaml.DocumentNode && len(doc.Content) == 1 {
+		return doc.Content[0]
+	}
+	return nil
+}
+
+// errExtraDocument is a second YAML document in the file.
+type errExtraDocument struct{ line int }
+
+func (e errExtraDocument) Error() string { return "only one YAML document is allowed" }
+
+// decodeOne decodes the one document of data (nil for an empty file): a
+// syntax error in it or after it, or a second document, is the error.
+func decodeOne(data []byte) (*yaml.Node, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var doc yaml.Node
 	if err := dec.Decode(&doc); err != nil {
-		if !errors.Is(err, io.EOF) {
-			p.yamlError(err)
+		if errors.Is(err, io.EOF) {
+			return nil, nil
 		}
-		return nil
+		return nil, err
 	}
 	var extra yaml.Node
 	switch err := dec.Decode(&extra); {
@@ -107,20 +126,29 @@ func (p *parser) document(data []byte) *yaml.Node {
 		if len(extra.Content) > 0 {
 			line = extra.Content[0].Line
 		}
-		p.atLine(line, "", "only one YAML document is allowed")
+		return &doc, errExtraDocument{line: line}
 	case !errors.Is(err, io.EOF):
-		p.yamlError(err)
+		return &doc, err
 	}
-	if doc.Kind == yaml.DocumentNode && len(doc.Content) == 1 {
-		return doc.Content[0]
-	}
-	return nil
+	return &doc, nil
 }
 
 var yamlLine = regexp.MustCompile(`^line (\d+): (.*)$`)
 
-// yamlError turns a YAML syntax error into a problem with its line.
-func (p *parser) yamlError(err error) {
+// yamlError turns a YAML syntax error of data into a problem on the line
+// at fault. The YAML library's "line N" is not always that line: for a
+// parser error it is where the construct that failed began, counted from
+// 0 (an unclosed '{' is put on the line before the brace; a key indented
+// wrongly in a list on the line before the list). The line at fault is
+// found as the first line of data whose text up to it fails with the same
+// error: the parse stops at the first token it cannot take, so every
+// longer prefix fails alike and every shorter one does not (bisection).
+func (p *parser) yamlError(err error, data []byte) {
+	var extra errExtraDocument
+	if errors.As(err, &extra) {
+		p.atLine(extra.line, "", extra.Error())
+		return
+	}
 	msg := strings.TrimPrefix(err.Error(), "yaml: ")
 	msg = strings.Join(strings.Fields(msg), " ")
 	line := 0
@@ -128,7 +156,42 @@ func (p *parser) yamlError(err error) {
 		line, _ = strconv.Atoi(m[1])
 		msg = m[2]
 	}
+	if l := failingLine(data, err.Error()); l > 0 {
+		line = l
+	}
+	switch {
+	case strings.HasSuffix(msg, "expected ',' or '}'"):
+		msg += " (a '{' not closed?)"
+	case strings.HasSuffix(msg, "expected ',' or ']'"):
+		msg += " (a '[' not closed?)"
+	case msg == "did not find expected '-' indicator" || msg == "did not find expected key":
+		msg += " (wrong indentation?)"
+	}
 	p.atLine(line, "", "invalid YAML: "+msg)
+}
+
+// failingLine is the 1-based number of the first line of data whose text
+// up to and including it fails to decode with the error text want; 0 when
+// none does (the whole of data does not).
+func failingLine(data []byte, want string) int {
+	var ends []int // the end of each line, after its newline
+	for i, b := range data {
+		if b == '\n' {
+			ends = append(ends, i+1)
+		}
+	}
+	if len(ends) == 0 || ends[len(ends)-1] != len(data) {
+		ends = append(ends, len(data))
+	}
+	same := func(i int) bool {
+		_, err := decodeOne(data[:ends[i]])
+		return err != nil && err.Error() == want
+	}
+	i := sort.Search(len(ends), same)
+	if i == len(ends) || !same(i) {
+		return 0
+	}
+	return i + 1
 }
 
 // deref follows aliases to the node they name.

@@ -3,7 +3,9 @@ package router_test
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -248,6 +250,11 @@ func (schemaFails) Lookup(name string) (*toolrouter.Tool, bool) {
 		ValidateArgs: func(map[string]any) error { return errSchema{} }}, true
 }
 
+func (s schemaFails) Tools() []*toolrouter.Tool {
+	t, _ := s.Lookup("test/echo")
+	return []*toolrouter.Tool{t}
+}
+
 type errSchema struct{}
 
 func (errSchema) Error() string { return "SCHEMA" }
@@ -275,6 +282,10 @@ func TestBatchResultsInOrder(t *testing.T) {
 type toolMap map[string]*toolrouter.Tool
 
 func (m toolMap) Lookup(name string) (*toolrouter.Tool, bool) { t, ok := m[name]; return t, ok }
+
+func (m toolMap) Tools() []*toolrouter.Tool {
+	return slices.SortedFunc(maps.Values(m), func(a, b *toolrouter.Tool) int { return strings.Compare(a.Name, b.Name) })
+}
 
 // TestRouteDispatchesByBackend: a tool of an MCP server goes to the MCP
 // executor, any other to the HTTP one; without an MCP executor, an MCP

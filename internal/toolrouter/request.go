@@ -103,6 +103,9 @@ type View interface {
 	Fixes(call, arg string) bool
 	// OutputBudget is the view's own output budget (zero: none).
 	OutputBudget() OutputBudget
+	// Callable is the names the client in ctx may call through the view
+	// (the "did you mean" of a name it does not have).
+	Callable(ctx context.Context) []string
 }
 
 // Next carries a call on through the rest of the pipeline and returns its

@@ -490,6 +490,20 @@ func (v *View) ResolveCall(ctx context.Context, call *toolrouter.Call) (*toolrou
 	return v.Resolve(access.FromContext(ctx), call)
 }
 
+// Callable is the exported names the client in ctx may call through the
+// view, in search mode too (call_tool reaches them), as
+// toolrouter.View: what Resolve would find for it.
+func (v *View) Callable(ctx context.Context) []string {
+	c := access.FromContext(ctx)
+	var out []string
+	for _, e := range v.entries {
+		if c.Allows(e.Real.Name) {
+			out = append(out, e.Exported.Name)
+		}
+	}
+	return out
+}
+
 // OutputBudget is the view's own output budget (toolrouter.View): it
 // tightens its tools' own (docs/output-budgets.md "Output budgets").
 func (v *View) OutputBudget() toolrouter.OutputBudget { return v.budget() }

@@ -5,7 +5,9 @@ package pipelinetest
 
 import (
 	"context"
+	"maps"
 	"os"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -233,6 +235,16 @@ type Tools map[string]*toolrouter.Tool
 
 // Lookup implements pipeline.Tools.
 func (m Tools) Lookup(name string) (*toolrouter.Tool, bool) { t, ok := m[name]; return t, ok }
+
+// Tools implements pipeline.Tools: the tools by name.
+func (m Tools) Tools() []*toolrouter.Tool {
+	names := slices.Sorted(maps.Keys(m))
+	out := make([]*toolrouter.Tool, len(names))
+	for i, n := range names {
+		out[i] = m[n]
+	}
+	return out
+}
 
 // Registry is a registry file of two tools, test/echo and test/check.
 const Registry = `tools:
