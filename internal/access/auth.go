@@ -133,11 +133,13 @@ func (a *Authenticator) Identify(ctx context.Context, r *http.Request) (*Client,
 	if r.Header.Get(UserHeader) != "" {
 		return nil, nil, Forbidden(UserHeader + ": a JWT client's user is its token's sub; the header is for key clients with clients[].may_assert_user")
 	}
-	sub := claims.User
-	if sub == "" {
-		sub = claims.Subject
+	// The user is the token's own sub; a token without one names no user
+	// (the claim that picked the client is the app, not the person: two
+	// people's tokens would share a user, and their backend tokens).
+	if claims.User == "" {
+		return c, nil, nil
 	}
-	return c, &User{Subject: sub, Token: toolrouter.NewSecret(token)}, nil
+	return c, &User{Subject: claims.User, Token: toolrouter.NewSecret(token)}, nil
 }
 
 // IsDenied reports whether err is a refusal of credentials (401) rather

@@ -236,3 +236,37 @@ func TestJWKSDown(t *testing.T) {
 		t.Errorf("a JWKS that cannot be fetched is not the caller's fault: %v", err)
 	}
 }
+
+// TestJWTWithoutSubNamesNoUser: with the client picked by another claim
+// (azp, client_id), a token without its own sub is the app's, not a
+// person's: it names no user, so two people's tokens never share one (and
+// with it the backend tokens exchanged for it).
+func TestJWTWithoutSubNamesNoUser(t *testing.T) {
+	t.Parallel()
+	is := newIssuer(t)
+	is.addKey("k", true, true)
+	v := access.NewJWTVerifier(access.JWTConfig{Issuer: "iss", JWKSURL: is.srv.URL, Audience: "aud", SubjectClaim: "client_id"})
+	r := reg(t, twoClients, map[string]string{"BILLING_KEY": "b-key"})
+	a := access.NewAuthenticator(nil, func() *registry.Registry { return r }, v)
+	exp := time.Now().Add(time.Hour).Unix()
+	for _, tc := range []struct {
+		claims map[string]any
+		user   string
+	}{
+		{map[string]any{"iss": "iss", "aud": "aud", "exp": exp, "client_id": "support-bot"}, ""},
+		{map[string]any{"iss": "iss", "aud": "aud", "exp": exp, "sub": "alice", "client_id": "support-bot"}, "alice"},
+	} {
+		req := httptest.NewRequest("POST", "/mcp", nil)
+		req.Header.Set("Authorization", "Bearer "+is.token("k", tc.claims))
+		c, u, err := a.Identify(context.Background(), req)
+		if err != nil || c == nil || c.Name != "support" {
+			t.Fatalf("%v: %v %v", tc.claims, c, err)
+		}
+		switch {
+		case tc.user == "" && u != nil:
+			t.Errorf("%v: user %q, want none (the token has no sub)", tc.claims, u.Subject)
+		case tc.user != "" && (u == nil || u.Subject != tc.user):
+			t.Errorf("%v: user %+v, want %q", tc.claims, u, tc.user)
+		}
+	}
+}

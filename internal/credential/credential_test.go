@@ -123,6 +123,32 @@ func TestTokenExchangeCachesAndRefuses(t *testing.T) {
 	}
 }
 
+// TestExchangedTokensAreKeptPerClient: one person calling through two
+// clients (apps) gets a token exchanged for each: the token issued for
+// one app's JWT is never sent on the other's call.
+func TestExchangedTokensAreKeptPerClient(t *testing.T) {
+	srv, n := as(t, time.Hour, "")
+	xch := &credential.Exchanger{}
+	b := &backend{}
+	ex := (&credential.Decorator{Exchanger: xch}).Wrap(b)
+	auth := &toolrouter.BackendAuth{Mode: toolrouter.AuthTokenExchange, TokenURL: srv.URL, ClientID: "toolrouterd",
+		ClientSecret: toolrouter.NewSecret("s3cret"), Audience: "https://gh"}
+	tool := &toolrouter.Tool{Name: "gh/x", Auth: auth, Timeout: 5 * time.Second}
+	call := func(client, token string) {
+		ctx := access.NewContext(context.Background(), &access.Client{Name: client})
+		ctx = access.NewUserContext(ctx, &access.User{Subject: "alice", Token: toolrouter.NewSecret(token)})
+		if out := ex.Call(ctx, toolrouter.ExecRequest{Tool: tool}); !out.Success() {
+			t.Fatalf("%s: %+v", client, out)
+		}
+	}
+	call("app-a", "jwt-a")
+	call("app-b", "jwt-b")
+	call("app-a", "jwt-a")
+	if n.Load() != 2 || b.got[1].Value.Reveal() != "Bearer xt-jwt-b-2" || b.got[2].Value.Reveal() != "Bearer xt-jwt-a-1" {
+		t.Fatalf("%d exchanges, sent %v %v %v", n.Load(), b.got[0].Value.Reveal(), b.got[1].Value.Reveal(), b.got[2].Value.Reveal())
+	}
+}
+
 func TestTokenExchangeASDownIsBounded(t *testing.T) {
 	// An AS that never answers: the call fails within the tool's timeout.
 	block := make(chan struct{})

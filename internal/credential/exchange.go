@@ -48,7 +48,10 @@ type Exchanger struct {
 	flight singleflight.Group
 }
 
-type cacheKey struct{ user, backend, scopes, tokenURL, clientID string }
+// cacheKey is what an exchanged token is kept under: the calling client
+// too, so one person's token obtained through one client (app) is never
+// sent on a call of another.
+type cacheKey struct{ client, user, backend, scopes, tokenURL, clientID string }
 
 type actorKey struct{ tokenURL, clientID string }
 
@@ -70,7 +73,7 @@ func (e *Exchanger) now() time.Time {
 // Token is the backend's token for user: from the cache while it is
 // fresh, else exchanged.
 func (e *Exchanger) Token(ctx context.Context, user *access.User, backend string, auth *toolrouter.BackendAuth) (*token, error) {
-	key := cacheKey{user.Subject, backend, auth.ScopeKey(), auth.TokenURL, auth.ClientID}
+	key := cacheKey{access.FromContext(ctx).LabelName(), user.Subject, backend, auth.ScopeKey(), auth.TokenURL, auth.ClientID}
 	e.mu.Lock()
 	if t := e.tokens[key]; t != nil && e.now().Before(t.useUntil) {
 		e.mu.Unlock()
@@ -80,7 +83,7 @@ func (e *Exchanger) Token(ctx context.Context, user *access.User, backend string
 	// One exchange per key at a time: it runs detached from the caller
 	// that started it (bounded by its own timeout), and every caller
 	// waits for it as long as its own context lets it.
-	ch := e.flight.DoChan(fmt.Sprintf("%q %q %q %q %q", key.user, key.backend, key.scopes, key.tokenURL, key.clientID), func() (any, error) {
+	ch := e.flight.DoChan(fmt.Sprintf("%q %q %q %q %q %q", key.client, key.user, key.backend, key.scopes, key.tokenURL, key.clientID), func() (any, error) {
 		e.mu.Lock()
 		if t := e.tokens[key]; t != nil && e.now().Before(t.useUntil) {
 			e.mu.Unlock()
