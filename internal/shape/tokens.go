@@ -51,15 +51,31 @@ func (t *tokenizer) run(s string, limit int, m *meter, ids *[]int) (n, covered i
 	b := bpe{ids: ids}
 	for p := 0; p < len(s); {
 		end := nextPiece(s, p)
-		n += b.tokens(s[p:end], t.ranks, m)
-		m.bytes += end - p
-		p = end
-		if limit >= 0 && n > limit {
-			return n, p
+		// A piece longer than maxPiece (16 MiB of letters is one) is
+		// merged in chunks: the merge's buffers grow with the piece, about
+		// 70 bytes per byte, and a budget is checked between chunks. Only
+		// the chunks' edges can count differently from tiktoken.
+		for p < end {
+			e := end
+			if e-p > maxPiece {
+				e = p + maxPiece
+				for e > p+1 && !utf8.RuneStart(s[e]) {
+					e--
+				}
+			}
+			n += b.tokens(s[p:e], t.ranks, m)
+			m.bytes += e - p
+			p = e
+			if limit >= 0 && n > limit {
+				return n, p
+			}
 		}
 	}
 	return n, len(s)
 }
+
+// maxPiece bounds the bytes of one byte pair merge (see run).
+const maxPiece = 16 << 10
 
 // validUTF8 replaces each byte of s that is not part of valid UTF-8 by
 // U+FFFD, as tiktoken's conversion of the text to runes does.

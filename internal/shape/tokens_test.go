@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -123,5 +124,30 @@ func TestTokenBudgetCostIsBounded(t *testing.T) {
 		if scanned := b1 - b0; scanned > 8*16*tokens {
 			t.Errorf("%s: %d bytes counted for a %d-token budget (output %d bytes)", name, scanned, tokens, len(raw))
 		}
+	}
+}
+
+// TestLongPieceMemoryIsBounded: one run of letters is one piece of the
+// split pattern, and a byte pair merge holds buffers of about 70 bytes per
+// byte of its piece: 16 MiB of letters (a tool's whole answer) took over
+// 1 GB for one count. Long pieces are merged in chunks.
+func TestLongPieceMemoryIsBounded(t *testing.T) {
+	tok, err := newTokenizer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := strings.Repeat("abcdefghij", 400_000) // 4 MB, one piece
+	var m meter
+	allocs := testing.AllocsPerRun(1, func() { tok.count(text, -1, &m) })
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	n, _ := tok.count(text, -1, &m)
+	runtime.ReadMemStats(&after)
+	if got := after.TotalAlloc - before.TotalAlloc; got > 8<<20 {
+		t.Errorf("counting a 4 MB piece allocated %d bytes (%v allocations); want under 8 MiB", got, allocs)
+	}
+	if n < len(text)/10 || n > len(text) {
+		t.Errorf("%d tokens for %d bytes of letters", n, len(text))
 	}
 }
