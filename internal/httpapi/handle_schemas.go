@@ -53,7 +53,11 @@ func handleSchemas(tools func() Tools, views func() *vserver.Set) http.HandlerFu
 		// written, not all at once.
 		client := access.FromContext(r.Context())
 		var list []*toolrouter.Tool
-		if v, _ := requestView(views, r); v != nil {
+		v, err := requestView(views, r)
+		if err != nil { // its server removed by a reload since checkView
+			v = vserver.Empty()
+		}
+		if v != nil {
 			list = v.Tools(client) // a virtual server's (or search mode's) view
 		} else {
 			for _, t := range tools().Tools() {

@@ -26,8 +26,15 @@ func requestView(views func() *vserver.Set, r *http.Request) (*vserver.View, err
 }
 
 // callView is requestView as the view a call resolves in (nil: none).
+// The view is looked up again after checkView let the request in: a reload
+// in between that removed its server leaves the empty view, never the
+// whole registry.
 func callView(views func() *vserver.Set, r *http.Request) toolrouter.View {
-	if v, err := requestView(views, r); err == nil && v != nil {
+	v, err := requestView(views, r)
+	switch {
+	case err != nil:
+		return vserver.Empty()
+	case v != nil:
 		return v
 	}
 	return nil
