@@ -89,7 +89,9 @@ func (x decorated) Call(ctx context.Context, req toolrouter.ExecRequest) toolrou
 		return *fail
 	}
 	req.Credential = cred
-	out := scrub(x.next.Call(ctx, req), cred.Value.Reveal(), strings.TrimPrefix(cred.Value.Reveal(), "Bearer "))
+	secrets := []string{cred.Value.Reveal(), strings.TrimPrefix(cred.Value.Reveal(), "Bearer ")}
+	scrubReports(&req, secrets)
+	out := scrub(x.next.Call(ctx, req), secrets...)
 	use := cred.Use
 	out.Credential = &use
 	return out
@@ -116,6 +118,35 @@ func scrub(out toolrouter.Outcome, secrets ...string) toolrouter.Outcome {
 		}
 	}
 	return out
+}
+
+// scrubReports replaces the secrets in what the backend reports while the
+// call runs (progress messages, MCP log messages), as scrub does in its
+// answer.
+func scrubReports(req *toolrouter.ExecRequest, secrets []string) {
+	text := func(v string) string {
+		for _, s := range secrets {
+			if len(s) >= 8 {
+				v = strings.ReplaceAll(v, s, redacted)
+			}
+		}
+		return v
+	}
+	if p := req.Progress; p != nil {
+		req.Progress = func(progress, total float64, message string) { p(progress, total, text(message)) }
+	}
+	if req.Relay != nil {
+		r := *req.Relay
+		if p := r.Progress; p != nil {
+			r.Progress = func(progress, total float64, message string) { p(progress, total, text(message)) }
+		}
+		if l := r.Log; l != nil {
+			r.Log = func(level, logger string, data json.RawMessage) {
+				l(level, logger, json.RawMessage(text(string(data))))
+			}
+		}
+		req.Relay = &r
+	}
 }
 
 func subject(ctx context.Context) string {

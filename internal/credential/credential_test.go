@@ -183,6 +183,38 @@ func TestABackendThatEchoesTheTokenIsScrubbed(t *testing.T) {
 	}
 }
 
+// reporter reports the credential it got in a progress message and an
+// MCP log message while the call runs.
+type reporter struct{}
+
+func (reporter) Call(_ context.Context, req toolrouter.ExecRequest) toolrouter.Outcome {
+	v := req.Credential.Value.Reveal()
+	req.Progress(1, 2, "using "+v)
+	req.Relay.Progress(1, 2, "using "+v)
+	req.Relay.Log("info", "", json.RawMessage(`{"msg":"token `+v+`"}`))
+	return toolrouter.Outcome{Output: json.RawMessage(`{}`), Answered: true}
+}
+
+func TestReportsThatEchoTheTokenAreScrubbed(t *testing.T) {
+	ex := (&credential.Decorator{}).Wrap(reporter{})
+	tool := &toolrouter.Tool{Name: "crm/lookup", Auth: &toolrouter.BackendAuth{Mode: toolrouter.AuthPerClient}}
+	var got []string
+	relay := &toolrouter.Relay{
+		Progress: func(_, _ float64, m string) { got = append(got, m) },
+		Log:      func(_, _ string, d json.RawMessage) { got = append(got, string(d)) },
+	}
+	ex.Call(clientCtx(t, "support", map[string]string{"crm/lookup": "tok-support-123"}), toolrouter.ExecRequest{Tool: tool, Relay: relay,
+		Progress: func(_, _ float64, m string) { got = append(got, m) }})
+	if len(got) != 3 {
+		t.Fatalf("reports %q", got)
+	}
+	for _, m := range got {
+		if strings.Contains(m, "tok-support") {
+			t.Fatalf("the token came back in a report: %q", got)
+		}
+	}
+}
+
 // Concurrent calls of one user share one exchange.
 func TestConcurrentCallsShareOneExchange(t *testing.T) {
 	release := make(chan struct{})
