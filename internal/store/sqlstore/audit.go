@@ -66,15 +66,18 @@ func AuditSelect(f toolrouter.AuditFilter, ph func(int) string, at func(time.Tim
 // (scanned into at by the caller's type) and sequence.
 func AuditDest(r *toolrouter.AuditRecord, at, seq any) []any {
 	return []any{&r.ID, at, &r.Client, &r.EntryPoint, &r.PlanID, seq, &r.ToolCallID, &r.ToolName,
-		&r.Tool, &r.ArgsSHA256, &r.Outcome, &r.ErrorCategory, &r.DurationMS, &r.Replica, (*guardrailsColumn)(&r.Guardrails), &r.Calls, &r.Tools, credentialColumn{&r.Credential}}
+		&r.Tool, &r.ArgsSHA256, &r.Outcome, &r.ErrorCategory, &r.DurationMS, &r.Replica, jsonColumn[[]toolrouter.GuardrailDecision]{&r.Guardrails, "guardrails"}, &r.Calls, &r.Tools, jsonColumn[*toolrouter.CredentialUse]{&r.Credential, "credential"}}
 }
 
-// guardrailsColumn scans the guardrails column (JSON text, "" for none)
-// into a record's Guardrails.
-type guardrailsColumn []toolrouter.GuardrailDecision
+// jsonColumn scans a JSON text column ("" for none, NULL left as is)
+// into *dst: the guardrails and credential columns.
+type jsonColumn[T any] struct {
+	dst  *T
+	what string
+}
 
 // Scan implements sql.Scanner.
-func (g *guardrailsColumn) Scan(src any) error {
+func (c jsonColumn[T]) Scan(src any) error {
 	var b []byte
 	switch v := src.(type) {
 	case nil:
@@ -84,13 +87,17 @@ func (g *guardrailsColumn) Scan(src any) error {
 	case []byte:
 		b = v
 	default:
-		return fmt.Errorf("audit guardrails: unexpected %T", src)
+		return fmt.Errorf("audit %s: unexpected %T", c.what, src)
 	}
+	var zero T
+	*c.dst = zero
 	if len(b) == 0 {
-		*g = nil
 		return nil
 	}
-	return json.Unmarshal(b, (*[]toolrouter.GuardrailDecision)(g))
+	if err := json.Unmarshal(b, c.dst); err != nil {
+		return fmt.Errorf("audit %s: %w", c.what, err)
+	}
+	return nil
 }
 
 // AuditGuardrails is a record's guardrails column value: its decisions as
@@ -119,35 +126,6 @@ func AuditSequence(r *toolrouter.AuditRecord) any {
 		return nil
 	}
 	return *r.Sequence
-}
-
-// credentialColumn scans the credential column (JSON text, "" for none)
-// into a record's Credential.
-type credentialColumn struct{ c **toolrouter.CredentialUse }
-
-// Scan implements sql.Scanner.
-func (c credentialColumn) Scan(src any) error {
-	var b []byte
-	switch v := src.(type) {
-	case nil:
-		return nil
-	case string:
-		b = []byte(v)
-	case []byte:
-		b = v
-	default:
-		return fmt.Errorf("audit credential: unexpected %T", src)
-	}
-	if len(b) == 0 {
-		*c.c = nil
-		return nil
-	}
-	var u toolrouter.CredentialUse
-	if err := json.Unmarshal(b, &u); err != nil {
-		return fmt.Errorf("audit credential: %w", err)
-	}
-	*c.c = &u
-	return nil
 }
 
 // AuditCredential is a record's credential column value: the backend
