@@ -132,21 +132,8 @@ func scrubReports(req *toolrouter.ExecRequest, secrets []string) {
 		}
 		return v
 	}
-	if p := req.Progress; p != nil {
-		req.Progress = func(progress, total float64, message string) { p(progress, total, text(message)) }
-	}
-	if req.Relay != nil {
-		r := *req.Relay
-		if p := r.Progress; p != nil {
-			r.Progress = func(progress, total float64, message string) { p(progress, total, text(message)) }
-		}
-		if l := r.Log; l != nil {
-			r.Log = func(level, logger string, data json.RawMessage) {
-				l(level, logger, json.RawMessage(text(string(data))))
-			}
-		}
-		req.Relay = &r
-	}
+	data := func(raw json.RawMessage) json.RawMessage { return json.RawMessage(text(string(raw))) }
+	req.Progress, req.Relay = toolrouter.FilterReports(req.Progress, req.Relay, text, data)
 }
 
 func subject(ctx context.Context) string {

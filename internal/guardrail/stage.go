@@ -2,7 +2,6 @@ package guardrail
 
 import (
 	"context"
-	"encoding/json"
 
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
@@ -35,17 +34,7 @@ func (g *Guards) BeforeStage(next toolrouter.Next) toolrouter.Next {
 // again.
 func (g *Guards) AfterStage(next toolrouter.Next) toolrouter.Next {
 	return func(ctx context.Context, req *toolrouter.CallRequest) toolrouter.Outcome {
-		out := next(ctx, req)
-		if out.Held {
-			return out
-		}
-		out, v := g.After(ctx, callOf(req), out)
-		req.Guards = append(req.Guards, v.Decisions...)
-		req.Notes = append(req.Notes, v.Notes...)
-		if v.Changed {
-			out = toolrouter.CheckOutput(req.Tool, out, "the output as changed by guardrails does not match the tool's output_schema: ")
-		}
-		return out
+		return afterPhase(ctx, req, next(ctx, req), g.After)
 	}
 }
 
@@ -59,37 +48,25 @@ func (g *Guards) AfterStage(next toolrouter.Next) toolrouter.Next {
 func (g *Guards) RedactStage(next toolrouter.Next) toolrouter.Next {
 	return func(ctx context.Context, req *toolrouter.CallRequest) toolrouter.Outcome {
 		if text, data := g.Reports(callOf(req)); text != nil {
-			redactReports(req, text, data)
+			req.Progress, req.Relay = toolrouter.FilterReports(req.Progress, req.Relay, text, data)
 		}
-		out := next(ctx, req)
-		if out.Held {
-			return out
-		}
-		out, v := g.Redact(ctx, callOf(req), out)
-		req.Guards = append(req.Guards, v.Decisions...)
-		req.Notes = append(req.Notes, v.Notes...)
-		if v.Changed {
-			out = toolrouter.CheckOutput(req.Tool, out, "the output as changed by guardrails does not match the tool's output_schema: ")
-		}
-		return out
+		return afterPhase(ctx, req, next(ctx, req), g.Redact)
 	}
 }
 
-// redactReports makes req's progress and relay pass text and data.
-func redactReports(req *toolrouter.CallRequest, text func(string) string, data func(json.RawMessage) json.RawMessage) {
-	if p := req.Progress; p != nil {
-		req.Progress = func(progress, total float64, message string) { p(progress, total, text(message)) }
+// afterPhase runs one phase that works on the call's output (the
+// after-hooks, redaction) unless the call is held: its decisions and notes
+// go to req, and an output it changed is held to the tool's output schema
+// again.
+func afterPhase(ctx context.Context, req *toolrouter.CallRequest, out toolrouter.Outcome, phase func(context.Context, Call, toolrouter.Outcome) (toolrouter.Outcome, Verdict)) toolrouter.Outcome {
+	if out.Held {
+		return out
 	}
-	relay := req.Relay
-	if relay == nil {
-		return
+	out, v := phase(ctx, callOf(req), out)
+	req.Guards = append(req.Guards, v.Decisions...)
+	req.Notes = append(req.Notes, v.Notes...)
+	if v.Changed {
+		out = toolrouter.CheckOutput(req.Tool, out, "the output as changed by guardrails does not match the tool's output_schema: ")
 	}
-	cp := *relay
-	if p := relay.Progress; p != nil {
-		cp.Progress = func(progress, total float64, message string) { p(progress, total, text(message)) }
-	}
-	if l := relay.Log; l != nil {
-		cp.Log = func(level, logger string, raw json.RawMessage) { l(level, logger, data(raw)) }
-	}
-	req.Relay = &cp
+	return out
 }

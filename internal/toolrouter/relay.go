@@ -27,3 +27,25 @@ type Relay struct {
 	InputResponses json.RawMessage
 	RequestState   string
 }
+
+// FilterReports is progress and relay passing what a backend reports while
+// a call runs through text (progress messages) and data (log data): how
+// redaction and credential scrubbing reach the reports. Either may be nil.
+func FilterReports(progress func(progress, total float64, message string), relay *Relay, text func(string) string, data func(json.RawMessage) json.RawMessage) (func(progress, total float64, message string), *Relay) {
+	wrap := func(p func(float64, float64, string)) func(float64, float64, string) {
+		if p == nil {
+			return nil
+		}
+		return func(progress, total float64, message string) { p(progress, total, text(message)) }
+	}
+	progress = wrap(progress)
+	if relay == nil {
+		return progress, nil
+	}
+	cp := *relay
+	cp.Progress = wrap(relay.Progress)
+	if l := relay.Log; l != nil {
+		cp.Log = func(level, logger string, raw json.RawMessage) { l(level, logger, data(raw)) }
+	}
+	return progress, &cp
+}
