@@ -36,12 +36,6 @@ type meter struct {
 	bytes, steps int
 }
 
-// count counts the tokens of s, stopping once it passes limit (limit < 0:
-// no limit). It returns the count (limit+1 when it stopped) and the bytes
-// of s it covered.
-func (t *tokenizer) count(s string, limit int, m *meter) (n, covered int) {
-	return t.run(s, limit, m, nil)
-}
 
 // run counts as count does, appending the tokens to ids when not nil.
 func (t *tokenizer) run(s string, limit int, m *meter, ids *[]int) (n, covered int) {
