@@ -37,7 +37,7 @@ type Executor interface {
 // Servers is the registry in force, as far as the decorator needs it:
 // the MCP servers whose auth blocks the tools of a server follow.
 type Servers interface {
-	MCPServers() []toolrouter.MCPServer
+	ServerAuth(name string) *toolrouter.BackendAuth
 }
 
 // Decorator is the credentials exec decorator; Wrap puts it around a
@@ -64,11 +64,7 @@ func (d *Decorator) backendOf(t *toolrouter.Tool) (string, *toolrouter.BackendAu
 		return t.Name, t.Auth
 	}
 	if d.Registry != nil {
-		for _, s := range d.Registry().MCPServers() {
-			if s.Name == t.MCPServer {
-				return s.Name, s.Auth
-			}
-		}
+		return t.MCPServer, d.Registry().ServerAuth(t.MCPServer)
 	}
 	return t.MCPServer, nil
 }
@@ -85,7 +81,7 @@ func (x decorated) Call(ctx context.Context, req toolrouter.ExecRequest) toolrou
 	trace.SpanFromContext(ctx).SetAttributes(attribute.String("toolrouter.credential.mode", auth.Mode))
 	cred, fail := x.d.credential(ctx, req.Tool, backend, auth)
 	if fail != nil {
-		fail.Credential = &toolrouter.CredentialUse{Mode: auth.Mode, Subject: subject(ctx)}
+		fail.Credential = &toolrouter.CredentialUse{Mode: auth.Mode, Subject: subjectOf(access.UserFromContext(ctx))}
 		return *fail
 	}
 	req.Credential = cred
@@ -134,13 +130,6 @@ func scrubReports(req *toolrouter.ExecRequest, secrets []string) {
 	}
 	data := func(raw json.RawMessage) json.RawMessage { return json.RawMessage(text(string(raw))) }
 	req.Progress, req.Relay = toolrouter.FilterReports(req.Progress, req.Relay, text, data)
-}
-
-func subject(ctx context.Context) string {
-	if u := access.UserFromContext(ctx); u != nil {
-		return u.Subject
-	}
-	return ""
 }
 
 // credential is the header for this call of backend, or the failure that

@@ -124,6 +124,17 @@ func (r *Registry) DefaultProvider() string {
 	return r.defaultProvider
 }
 
+// ServerAuth is the auth block of the MCP server name (nil: none, or no
+// such server), read without copying the servers (every MCP call asks).
+func (r *Registry) ServerAuth(name string) *toolrouter.BackendAuth {
+	for i := range r.mcpServers {
+		if r.mcpServers[i].Name == name {
+			return r.mcpServers[i].Auth
+		}
+	}
+	return nil
+}
+
 // MCPServers returns the MCP servers in file order.
 func (r *Registry) MCPServers() []toolrouter.MCPServer {
 	out := make([]toolrouter.MCPServer, len(r.mcpServers))
