@@ -83,10 +83,10 @@ type batchResponse struct {
 }
 
 // callRequest is the call of payload, normalised (Unreadable set when it
-// cannot be), for the plan of the request r.
-func callRequest(r *http.Request, views func() *vserver.Set, planID, entry string, payload any, meta map[string]any) *toolrouter.CallRequest {
+// cannot be), for a plan, in view.
+func callRequest(view toolrouter.View, planID, entry string, payload any, meta map[string]any) *toolrouter.CallRequest {
 	call, err := format.Normalize(payload)
-	return &toolrouter.CallRequest{PlanID: planID, Call: call, Unreadable: err, Meta: meta, View: callView(views, r), Entry: entry}
+	return &toolrouter.CallRequest{PlanID: planID, Call: call, Unreadable: err, Meta: meta, View: view, Entry: entry}
 }
 
 func handleRoute(rt Router, ap Approvals, views func() *vserver.Set) http.HandlerFunc {
@@ -104,7 +104,7 @@ func handleRoute(rt Router, ap Approvals, views func() *vserver.Set) http.Handle
 			writeError(w, r, err)
 			return
 		}
-		cr := callRequest(r, views, req.PlanID, toolrouter.EntryRoute, req.ToolCall, req.ProviderMetadata)
+		cr := callRequest(callView(views, r), req.PlanID, toolrouter.EntryRoute, req.ToolCall, req.ProviderMetadata)
 		if wantsEventStream(r) {
 			streamRoute(w, r, rt, ap, cr)
 			return
@@ -224,10 +224,7 @@ func handleBatch(rt Router, views func() *vserver.Set) http.HandlerFunc {
 				writeError(w, r, toolrouter.Invalid(fmt.Sprintf("tool_calls[%d]", i), "tool_calls[%d]: payload must be a dict (JSON object), got %s", i, toolrouter.JSONKind(p)))
 				return
 			}
-		}
-		for i, p := range calls {
-			call, err := format.Normalize(p)
-			reqs[i] = &toolrouter.CallRequest{Call: call, Unreadable: err, Meta: req.ProviderMetadata, View: view, Entry: toolrouter.EntryRouteBatch}
+			reqs[i] = callRequest(view, req.PlanID, toolrouter.EntryRouteBatch, p, req.ProviderMetadata)
 		}
 		results, err := rt.Batch(r.Context(), req.PlanID, reqs)
 		if err != nil {
