@@ -27,7 +27,7 @@ func (anthropic) normalize(m map[string]any) (toolrouter.Call, error) {
 	if c.ToolName, err = toolName(m, "name"); err != nil {
 		return c, err
 	}
-	c.Arguments, err = decodeArgs(m["input"])
+	c.Arguments, err = DecodeArgs(m["input"])
 	return c, err
 }
 

@@ -32,7 +32,7 @@ func (bedrock) normalize(m map[string]any) (toolrouter.Call, error) {
 	if c.ToolName, err = toolName(tu, "name"); err != nil {
 		return c, err
 	}
-	c.Arguments, err = decodeArgs(tu["input"])
+	c.Arguments, err = DecodeArgs(tu["input"])
 	return c, err
 }
 

@@ -207,10 +207,10 @@ func toolName(m map[string]any, key string) (string, error) {
 	return s, nil
 }
 
-// decodeArgs turns an arguments value into an object: an object is used as
+// DecodeArgs turns an arguments value into an object: an object is used as
 // is (not copied), JSON null, "" and "null" mean {}, and any other string must
 // be the JSON text of an object.
-func decodeArgs(v any) (map[string]any, error) {
+func DecodeArgs(v any) (map[string]any, error) {
 	switch a := v.(type) {
 	case nil:
 		return map[string]any{}, nil

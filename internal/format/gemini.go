@@ -36,7 +36,7 @@ func (gemini) normalize(m map[string]any) (toolrouter.Call, error) {
 	if c.ToolName, err = toolName(fc, "name"); err != nil {
 		return c, err
 	}
-	c.Arguments, err = decodeArgs(fc["args"])
+	c.Arguments, err = DecodeArgs(fc["args"])
 	return c, err
 }
 

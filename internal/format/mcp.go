@@ -32,7 +32,7 @@ func (mcp) normalize(m map[string]any) (toolrouter.Call, error) {
 	if c.ToolName, err = toolName(params, "name"); err != nil {
 		return c, err
 	}
-	c.Arguments, err = decodeArgs(params["arguments"])
+	c.Arguments, err = DecodeArgs(params["arguments"])
 	return c, err
 }
 

@@ -38,7 +38,7 @@ func (openAI) normalize(m map[string]any) (toolrouter.Call, error) {
 	if c.ToolName, err = toolName(src, "name"); err != nil {
 		return c, err
 	}
-	c.Arguments, err = decodeArgs(src["arguments"])
+	c.Arguments, err = DecodeArgs(src["arguments"])
 	return c, err
 }
 

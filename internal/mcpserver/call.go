@@ -13,6 +13,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/toolrouterd/toolrouterd/internal/access"
+	"github.com/toolrouterd/toolrouterd/internal/format"
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
 
@@ -281,21 +282,9 @@ func callArguments(name string, args any) (map[string]any, error) {
 	if strings.TrimSpace(name) == "" {
 		return map[string]any{}, toolrouter.Invalid("tool_call", "parse error: tool call has an empty name")
 	}
-	if s, ok := args.(string); ok {
-		if s = strings.TrimSpace(s); s == "" {
-			return map[string]any{}, nil
-		}
-		if err := json.Unmarshal([]byte(s), &args); err != nil {
-			return map[string]any{}, toolrouter.Invalid("tool_call", "parse error: arguments are not valid JSON: %v", err)
-		}
-		if args == nil { // the text "null"
-			return map[string]any{}, nil
-		}
-	}
-	m, ok := args.(map[string]any)
-	if !ok {
-		kind := map[string]string{"list": "list", "string": "str", "boolean": "bool", "number": "number"}[toolrouter.JSONKind(args)]
-		return map[string]any{}, toolrouter.Invalid("tool_call", "parse error: arguments must be a JSON object, got %s", kind)
+	m, err := format.DecodeArgs(args)
+	if err != nil {
+		return map[string]any{}, err
 	}
 	return m, nil
 }

@@ -36,7 +36,6 @@ type meter struct {
 	bytes, steps int
 }
 
-
 // run counts as count does, appending the tokens to ids when not nil.
 func (t *tokenizer) run(s string, limit int, m *meter, ids *[]int) (n, covered int) {
 	if !utf8.ValidString(s) {
