@@ -136,6 +136,7 @@ func exchangeMCP(t *testing.T, v *verifier, audience string) string {
 			if err != nil {
 				return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "token rejected: " + err.Error()}}}, nil
 			}
+			claims["session"] = req.Session.ID() // the upstream session the call came on
 			b, _ := json.Marshal(claims)
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}, StructuredContent: claims}, nil
 		})
@@ -300,6 +301,7 @@ clients:
 
 	t.Run("two users through one /mcp session", func(t *testing.T) {
 		sess := mcpSession(t, rt.URL(), "2025-11-25", as2(alice)...)
+		upstream := map[string]any{} // each user's upstream session at the MCP backend
 		for _, user := range []struct{ name, tok string }{{"alice", alice}, {"bob", bob}, {"alice", alice}} {
 			r := mcpPost(t, rt.URL(), sess, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"gh/whoami","arguments":{}}}`, as2(user.tok)...)
 			bodies = append(bodies, string(r.Body))
@@ -309,6 +311,13 @@ clients:
 				t.Fatalf("%s: %v %d %s", user.name, res, code, msg)
 			}
 			checkFor(sc, user.name, "http://gh")
+			if prev, ok := upstream[user.name]; ok && prev != sc["session"] {
+				t.Errorf("%s's calls came on upstream sessions %v and %v", user.name, prev, sc["session"])
+			}
+			upstream[user.name] = sc["session"]
+		}
+		if upstream["alice"] == upstream["bob"] {
+			t.Errorf("alice and bob share the upstream session %v", upstream["alice"])
 		}
 	})
 

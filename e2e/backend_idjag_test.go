@@ -113,6 +113,7 @@ clients:
 
 	const trace = "5bf92f3577b34da6a3ce929d0e0e4737"
 	var first = map[string]string{}
+	upstream := map[string]any{} // each user's upstream session at the MCP backend
 	t.Run("two users through one /mcp session", func(t *testing.T) {
 		sess := mcpSession(t, rt.URL(), "2025-11-25", as2(alice)...)
 		for _, user := range []struct{ name, tok string }{{"alice", alice}, {"bob", bob}, {"alice", alice}} {
@@ -134,9 +135,16 @@ clients:
 				t.Errorf("%s's token was not kept: %s then %s", user.name, prev, jti)
 			}
 			first[user.name] = jti
+			if prev, ok := upstream[user.name]; ok && prev != sc["session"] {
+				t.Errorf("%s's calls came on upstream sessions %v and %v", user.name, prev, sc["session"])
+			}
+			upstream[user.name] = sc["session"]
 		}
 		if first["alice"] == first["bob"] {
 			t.Errorf("alice and bob got one token %s", first["alice"])
+		}
+		if upstream["alice"] == upstream["bob"] {
+			t.Errorf("alice and bob share the upstream session %v", upstream["alice"])
 		}
 	})
 

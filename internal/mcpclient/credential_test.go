@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"sync"
 	"testing"
 
@@ -74,4 +75,71 @@ func mcpText(t *testing.T, out toolrouter.Outcome) string {
 		t.Fatalf("output %s is not a JSON string", out.Output)
 	}
 	return s
+}
+
+// TestUserSessions (docs/backend-auth.md "Isolation between users"):
+// calls made with a backend credential take their user's own upstream
+// session, opened with that user's credential, never another user's nor
+// the registry's session; a user's calls share their session, and its
+// requests carry the user's latest token.
+func TestUserSessions(t *testing.T) {
+	s := mcp.NewServer(&mcp.Implementation{Name: "who", Version: "1"}, nil)
+	s.AddTool(&mcp.Tool{Name: "who", InputSchema: objectSchema},
+		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{Content: text(req.Session.ID())}, nil
+		})
+	var mu sync.Mutex
+	seen := map[string]map[string]bool{} // session id → Authorization values of its requests
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil)
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.ServeHTTP(w, r)
+		sid := r.Header.Get("Mcp-Session-Id")
+		if sid == "" {
+			sid = w.Header().Get("Mcp-Session-Id") // initialize
+		}
+		mu.Lock()
+		if seen[sid] == nil {
+			seen[sid] = map[string]bool{}
+		}
+		seen[sid][r.Header.Get("Authorization")] = true
+		mu.Unlock()
+	}))
+	defer hs.Close()
+	cred := func(user, token string) *toolrouter.Credential {
+		return &toolrouter.Credential{Header: "Authorization", Value: toolrouter.NewSecret("Bearer " + token),
+			Use: toolrouter.CredentialUse{Mode: toolrouter.AuthTokenExchange, Subject: user, Actor: "toolrouterd"}}
+	}
+	for _, path := range []string{"sdk", "hotpath"} {
+		m := mcpclient.New(zerolog.Nop(), nil)
+		if path == "sdk" {
+			mcpclient.SetSDKCalls(m, true)
+		}
+		cfg := serverConfig("s", hs.URL)
+		cfg.Headers = map[string]string{"Authorization": "Bearer static"}
+		m.Sync(context.Background(), []toolrouter.MCPServer{cfg})
+		tool := find(t, m, "s/who")
+		session := func(c *toolrouter.Credential) string {
+			return mcpText(t, m.Call(context.Background(), toolrouter.ExecRequest{Tool: tool, Credential: c}))
+		}
+		a1 := session(cred("alice", "alice-1"))
+		b := session(cred("bob", "bob-1"))
+		static := session(nil)
+		a2 := session(cred("alice", "alice-2")) // her token was renewed
+		if a1 != a2 || a1 == b || a1 == static || b == static {
+			t.Errorf("%s: sessions alice %s then %s, bob %s, static %s; want alice's own, kept, and bob's own", path, a1, a2, b, static)
+		}
+		m.Close()
+		mu.Lock()
+		for sid, want := range map[string][]string{a1: {"Bearer alice-1", "Bearer alice-2"}, b: {"Bearer bob-1"}, static: {"Bearer static"}} {
+			for auth := range seen[sid] {
+				if !slices.Contains(want, auth) {
+					t.Errorf("%s: session %s carried %q, want only %v", path, sid, auth, want)
+				}
+			}
+			if !seen[sid][want[0]] {
+				t.Errorf("%s: session %s never carried %q (its initialize)", path, sid, want[0])
+			}
+		}
+		mu.Unlock()
+	}
 }
