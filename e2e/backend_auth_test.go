@@ -392,7 +392,9 @@ clients:
 		const last = "6bf92f3577b34da6a3ce929d0e0e4738"
 		do(t, "POST", rt.URL()+"/route", map[string]any{"plan_id": "last", "tool_call": map[string]any{"name": "files/read", "arguments": "{}"}},
 			append(as2(alice), "Traceparent", traceparent(last, callerSpan))...)
-		col.wait(t, last, "execute_tool files/read")
+		// The call's span names the credential mode.
+		wantAttrs(t, one(t, col.wait(t, last, "execute_tool files/read"), "execute_tool files/read"),
+			map[string]string{"toolrouter.credential.mode": "token_exchange"})
 		secrets := append(v.tokens(), alice, bob, crmToken, "tr-secret-Zq81")
 		if len(secrets) < 8 {
 			t.Fatalf("only %d tokens seen", len(secrets))

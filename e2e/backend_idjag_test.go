@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/oauth2/clientcredentials"
 )
@@ -81,6 +82,10 @@ func TestBackendCredentialsIDJAG(t *testing.T) {
   - name: wrongclient/read
     endpoint: %q
     auth: %s
+  - name: asdown/read
+    endpoint: %q
+    timeout: 2s
+    auth: %s
 mcp_servers:
   - name: chat
     url: %q
@@ -92,6 +97,7 @@ clients:
 		echo.URL+"/fail", jagAuth(rasIssuer, "http://echo/", "TR_RAS_ID"),
 		echo.URL+"/echo", jagAuth("http://untrusted-as", "http://echo/", "TR_RAS_ID"),
 		echo.URL+"/echo", jagAuth(rasIssuer, "http://echo/", "TR_IDP_ID"),
+		echo.URL+"/echo", strings.Replace(jagAuth(rasIssuer, "http://echo/", "TR_RAS_ID"), rasIssuer+"/oauth/token", "http://"+closedAddr(t)+"/oauth/token", 1),
 		chat+"/mcp", jagAuth(rasIssuer, "http://chat-mcp/", "TR_RAS_ID"))
 	rt, _ := startRouter(t, reg, append(col.env(), "TOOLROUTER_TRACE_CONTENT=true",
 		"TR_IDP_ID=toolrouterd", "TR_IDP_SECRET=tr-idp-secret-7Hq", "TR_RAS_ID=tr-at-chat", "TR_RAS_SECRET=tr-ras-secret-P2k",
@@ -191,6 +197,13 @@ clients:
 		res = route("wrongclient/read", as2(alice)...)
 		if e, _ := res["error"].(string); res["error_category"] != "auth" || !strings.Contains(e, "ID-JAG redemption") || !strings.Contains(e, `"invalid_client"`) {
 			t.Errorf("backend's AS refused: %v", res)
+		}
+		// The backend's authorization server down: a clean auth failure
+		// within the call's timeout.
+		start := time.Now()
+		res = route("asdown/read", as2(alice)...)
+		if e, _ := res["error"].(string); res["error_category"] != "auth" || !strings.Contains(e, "ID-JAG redemption") || !strings.Contains(e, "unreachable") || time.Since(start) > 2*time.Second {
+			t.Errorf("backend's AS down: %v after %s", res, time.Since(start))
 		}
 	})
 
