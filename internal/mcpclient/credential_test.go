@@ -143,3 +143,47 @@ func TestUserSessions(t *testing.T) {
 		mu.Unlock()
 	}
 }
+
+// TestUserSessionLost: when the server no longer knows a user's session
+// (404), the call never ran: it is sent again on a new session of that
+// user, and succeeds.
+func TestUserSessionLost(t *testing.T) {
+	s := mcp.NewServer(&mcp.Implementation{Name: "who", Version: "1"}, nil)
+	s.AddTool(&mcp.Tool{Name: "who", InputSchema: objectSchema},
+		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{Content: text(req.Session.ID())}, nil
+		})
+	var mu sync.Mutex
+	forgotten := map[string]bool{}
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil)
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		gone := forgotten[r.Header.Get("Mcp-Session-Id")]
+		mu.Unlock()
+		if gone {
+			http.Error(w, "session not found", http.StatusNotFound)
+			return
+		}
+		h.ServeHTTP(w, r)
+	}))
+	defer hs.Close()
+	cred := &toolrouter.Credential{Header: "Authorization", Value: toolrouter.NewSecret("Bearer alice-1"),
+		Use: toolrouter.CredentialUse{Mode: toolrouter.AuthTokenExchange, Subject: "alice", Actor: "toolrouterd"}}
+	for _, path := range []string{"sdk", "hotpath"} {
+		m := mcpclient.New(zerolog.Nop(), nil)
+		if path == "sdk" {
+			mcpclient.SetSDKCalls(m, true)
+		}
+		m.Sync(context.Background(), []toolrouter.MCPServer{serverConfig("s", hs.URL)})
+		tool := find(t, m, "s/who")
+		first := mcpText(t, m.Call(context.Background(), toolrouter.ExecRequest{Tool: tool, Credential: cred}))
+		mu.Lock()
+		forgotten[first] = true
+		mu.Unlock()
+		out := m.Call(context.Background(), toolrouter.ExecRequest{Tool: tool, Credential: cred})
+		if second := mcpText(t, out); second == first || out.Attempts != 2 {
+			t.Errorf("%s: after the server forgot session %s the call came on %s after %d attempts; want a new session, 2 attempts", path, first, second, out.Attempts)
+		}
+		m.Close()
+	}
+}
