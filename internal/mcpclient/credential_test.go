@@ -1,5 +1,7 @@
 package mcpclient_test
 
+//lint:file-ignore SA1019 logging is deprecated by MCP 2026-07-28 (SEP-2577) and still relayed from servers of the older revisions
+
 import (
 	"context"
 	"encoding/json"
@@ -185,5 +187,40 @@ func TestUserSessionLost(t *testing.T) {
 			t.Errorf("%s: after the server forgot session %s the call came on %s after %d attempts; want a new session, 2 attempts", path, first, second, out.Attempts)
 		}
 		m.Close()
+	}
+}
+
+// TestUserSessionRelaysLogs: a server that logs (on a protocol before
+// 2026-07-28, where the session's logging/setLevel decides) sends its log
+// messages of a user's call on that user's session too.
+func TestUserSessionRelaysLogs(t *testing.T) {
+	s := mcp.NewServer(&mcp.Implementation{Name: "logger", Version: "1"}, &mcp.ServerOptions{Capabilities: &mcp.ServerCapabilities{Logging: &mcp.LoggingCapabilities{}}})
+	s.AddTool(&mcp.Tool{Name: "log", InputSchema: objectSchema},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			_ = req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "info", Data: "working"})
+			return &mcp.CallToolResult{Content: text("done")}, nil
+		})
+	hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil))
+	defer hs.Close()
+	m := mcpclient.New(zerolog.Nop(), nil)
+	defer m.Close()
+	m.Sync(context.Background(), []toolrouter.MCPServer{serverConfig("s", hs.URL)})
+	tool := find(t, m, "s/log")
+	var mu sync.Mutex
+	var logs []string
+	relay := &toolrouter.Relay{Log: func(level, _ string, data json.RawMessage) {
+		mu.Lock()
+		logs = append(logs, level+" "+string(data))
+		mu.Unlock()
+	}}
+	cred := &toolrouter.Credential{Header: "Authorization", Value: toolrouter.NewSecret("Bearer alice-1"),
+		Use: toolrouter.CredentialUse{Mode: toolrouter.AuthTokenExchange, Subject: "alice", Actor: "toolrouterd"}}
+	if got := mcpText(t, m.Call(context.Background(), toolrouter.ExecRequest{Tool: tool, Credential: cred, Relay: relay})); got != "done" {
+		t.Fatalf("call answered %q", got)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !slices.Contains(logs, `info "working"`) {
+		t.Errorf("relayed logs %v, want the server's info message", logs)
 	}
 }

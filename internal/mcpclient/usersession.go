@@ -1,5 +1,7 @@
 package mcpclient
 
+//lint:file-ignore SA1019 logging is deprecated by MCP 2026-07-28 (SEP-2577) and still served to servers of the older revisions
+
 import (
 	"context"
 	"errors"
@@ -105,6 +107,13 @@ func (s *server) openUserSession(key string, us *userSession) {
 		}
 		s.users.mu.Unlock()
 		return
+	}
+	if ir := cs.InitializeResult(); ir != nil && ir.Capabilities != nil && ir.Capabilities.Logging != nil {
+		// As on the server's own session (connect): the log messages of
+		// the user's calls reach the /mcp caller that made them.
+		if err := cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "debug"}); err != nil {
+			s.m.log.Debug().Err(err).Str("mcp_server", s.name).Msg("MCP server refused logging/setLevel")
+		}
 	}
 	us.cs = cs
 }
