@@ -122,7 +122,7 @@ func (s *server) openUserSession(key string, us *userSession) {
 // transport failure (a new call opens another).
 func (s *server) dropUserSession(key string, cs *mcp.ClientSession) {
 	s.users.mu.Lock()
-	if us := s.users.m[key]; us != nil && us.cs == cs {
+	if us := s.users.m[key]; us != nil && isReady(us) && us.cs == cs { // (an opening one writes us.cs)
 		delete(s.users.m, key)
 	}
 	s.users.mu.Unlock()
