@@ -10,6 +10,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/rs/zerolog"
@@ -222,5 +223,47 @@ func TestUserSessionRelaysLogs(t *testing.T) {
 	defer mu.Unlock()
 	if !slices.Contains(logs, `info "working"`) {
 		t.Errorf("relayed logs %v, want the server's info message", logs)
+	}
+}
+
+// TestUserSessionsIdleClosed: user sessions unused for 10 minutes are
+// closed (at the latest at a call a minute later), and their user gets a
+// new one.
+func TestUserSessionsIdleClosed(t *testing.T) {
+	s := mcp.NewServer(&mcp.Implementation{Name: "who", Version: "1"}, nil)
+	s.AddTool(&mcp.Tool{Name: "who", InputSchema: objectSchema},
+		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{Content: text(req.Session.ID())}, nil
+		})
+	hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil))
+	defer hs.Close()
+	m := mcpclient.New(zerolog.Nop(), nil)
+	defer m.Close()
+	m.Sync(context.Background(), []toolrouter.MCPServer{serverConfig("s", hs.URL)})
+	tool := find(t, m, "s/who")
+	now := time.Now()
+	mcpclient.SetUserSessionClock(m, "s", func() time.Time { return now })
+	call := func(user string) string {
+		c := &toolrouter.Credential{Header: "Authorization", Value: toolrouter.NewSecret("Bearer " + user),
+			Use: toolrouter.CredentialUse{Mode: toolrouter.AuthTokenExchange, Subject: user, Actor: "toolrouterd"}}
+		return mcpText(t, m.Call(context.Background(), toolrouter.ExecRequest{Tool: tool, Credential: c}))
+	}
+	alice := call("alice")
+	call("bob")
+	if n := mcpclient.UserSessions(m, "s"); n != 2 {
+		t.Fatalf("%d user sessions, want 2", n)
+	}
+	now = now.Add(11 * time.Minute)
+	call("carol") // alice's and bob's are idle: closed
+	if n := mcpclient.UserSessions(m, "s"); n != 1 {
+		t.Errorf("%d user sessions after 11 idle minutes, want carol's alone", n)
+	}
+	if again := call("alice"); again == alice {
+		t.Errorf("alice's idle session %s was kept", alice)
+	}
+	now = now.Add(11 * time.Minute)
+	call("alice") // a sweep a minute on: carol's closes, alice's is reopened
+	if n := mcpclient.UserSessions(m, "s"); n != 1 {
+		t.Errorf("%d user sessions, want alice's alone", n)
 	}
 }

@@ -31,12 +31,19 @@ const (
 	maxUserSessions = 1000
 	// userSessionIdle closes a user session unused for this long.
 	userSessionIdle = 10 * time.Minute
+	// userSessionSweep is how often a server's calls look for idle
+	// sessions to close.
+	userSessionSweep = time.Minute
 )
 
 // userSessions are one server's sessions per user.
 type userSessions struct {
 	mu sync.Mutex
 	m  map[string]*userSession
+	// swept is when the idle sessions were last closed; now is the
+	// clock (nil: time.Now).
+	swept time.Time
+	now   func() time.Time
 }
 
 // userSession is one user's session, or its opening (ready open).
@@ -64,12 +71,21 @@ func (s *server) userSession(ctx context.Context, key string, cred *toolrouter.C
 	u := &s.users
 	u.mu.Lock()
 	now := time.Now()
+	if u.now != nil {
+		now = u.now()
+	}
 	us := u.m[key]
+	if us == nil || now.Sub(u.swept) > userSessionSweep {
+		// A new session makes room; idle ones are closed at least once
+		// a sweep interval while the server is called.
+		u.swept = now
+		s.evictUserSessions(now, us == nil)
+		us = u.m[key] // gone when it was idle itself
+	}
 	if us == nil {
 		if u.m == nil {
 			u.m = map[string]*userSession{}
 		}
-		s.evictUserSessions(now)
 		us = &userSession{ready: make(chan struct{}), used: now}
 		us.cred.Store(cred)
 		u.m[key] = us
@@ -129,9 +145,10 @@ func (s *server) dropUserSession(key string, cs *mcp.ClientSession) {
 	go cs.Close()
 }
 
-// evictUserSessions closes the idle sessions and, when the bound is
-// reached, the least recently used. s.users.mu is held.
-func (s *server) evictUserSessions(now time.Time) {
+// evictUserSessions closes the idle sessions and, making room for one
+// more, the least recently used when the bound is reached. s.users.mu is
+// held.
+func (s *server) evictUserSessions(now time.Time, room bool) {
 	var oldestKey string
 	var oldest time.Time
 	for k, us := range s.users.m {
@@ -147,7 +164,7 @@ func (s *server) evictUserSessions(now time.Time) {
 			oldestKey, oldest = k, us.used
 		}
 	}
-	if len(s.users.m) >= maxUserSessions && oldestKey != "" {
+	if room && len(s.users.m) >= maxUserSessions && oldestKey != "" {
 		closeUserSession(s.users.m[oldestKey])
 		delete(s.users.m, oldestKey)
 	}
