@@ -99,7 +99,7 @@ func (v *verifier) verify(authz, audience string) (map[string]any, error) {
 	if err := std.ValidateWithLeeway(jwt.Expected{Issuer: v.issuer, AnyAudience: jwt.Audience{audience}, Time: time.Now()}, 2*time.Second); err != nil {
 		return nil, err
 	}
-	return map[string]any{"sub": std.Subject, "jti": std.ID, "aud": []string(std.Audience), "act": all["act"]}, nil
+	return map[string]any{"sub": std.Subject, "jti": std.ID, "aud": []string(std.Audience), "act": all["act"], "client_id": all["client_id"]}, nil
 }
 
 func (v *verifier) tokens() []string {
@@ -136,6 +136,7 @@ func exchangeMCP(t *testing.T, v *verifier, audience string) string {
 			if err != nil {
 				return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "token rejected: " + err.Error()}}}, nil
 			}
+			claims["session"] = req.Session.ID() // the upstream session the call came on
 			b, _ := json.Marshal(claims)
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}, StructuredContent: claims}, nil
 		})
@@ -218,10 +219,13 @@ clients:
 		files, xchg("http://"+hole+"/token", "http://files"), files, xchg("http://"+down+"/token", "http://files"),
 		crm.URL, gh+"/mcp", xchg(tokenURL, "http://gh"))
 	const crmToken = "crm-secret-4Jx9"
-	rt, _ := startRouter(t, reg, "TR_CLIENT_ID=toolrouterd", "TR_CLIENT_SECRET=tr-secret-Zq81",
+	// Spans go to a real OTLP receiver, with the calls' content, for the
+	// search of tokens at the end.
+	col := startCollector(t)
+	rt, _ := startRouter(t, reg, append(col.env(), "TOOLROUTER_TRACE_CONTENT=true", "TR_CLIENT_ID=toolrouterd", "TR_CLIENT_SECRET=tr-secret-Zq81",
 		"SUPPORT_KEY=support-key", "BATCH_KEY=batch-key", "AUDITOR_KEY=auditor-key", "SUPPORT_CRM_TOKEN="+crmToken,
 		"TOOLROUTER_JWT_ISSUER="+issuer, "TOOLROUTER_JWT_JWKS_URL="+issuer+"/keys", "TOOLROUTER_JWT_AUDIENCE=toolrouterd",
-		"TOOLROUTER_JWT_SUBJECT_CLAIM=app")
+		"TOOLROUTER_JWT_SUBJECT_CLAIM=app")...)
 
 	userToken := func(user, secret string) string {
 		cc := clientcredentials.Config{ClientID: user, ClientSecret: secret, TokenURL: tokenURL}
@@ -298,6 +302,7 @@ clients:
 
 	t.Run("two users through one /mcp session", func(t *testing.T) {
 		sess := mcpSession(t, rt.URL(), "2025-11-25", as2(alice)...)
+		upstream := map[string]any{} // each user's upstream session at the MCP backend
 		for _, user := range []struct{ name, tok string }{{"alice", alice}, {"bob", bob}, {"alice", alice}} {
 			r := mcpPost(t, rt.URL(), sess, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"gh/whoami","arguments":{}}}`, as2(user.tok)...)
 			bodies = append(bodies, string(r.Body))
@@ -307,6 +312,13 @@ clients:
 				t.Fatalf("%s: %v %d %s", user.name, res, code, msg)
 			}
 			checkFor(sc, user.name, "http://gh")
+			if prev, ok := upstream[user.name]; ok && prev != sc["session"] {
+				t.Errorf("%s's calls came on upstream sessions %v and %v", user.name, prev, sc["session"])
+			}
+			upstream[user.name] = sc["session"]
+		}
+		if upstream["alice"] == upstream["bob"] {
+			t.Errorf("alice and bob share the upstream session %v", upstream["alice"])
 		}
 	})
 
@@ -376,11 +388,20 @@ clients:
 	t.Run("no token anywhere", func(t *testing.T) {
 		m := do(t, "GET", rt.URL()+"/metrics", nil, "Authorization", "Bearer auditor-key")
 		a := do(t, "GET", rt.URL()+"/audit?limit=1000", nil, "Authorization", "Bearer auditor-key")
+		// A last traced call: once its span is exported, so are those of
+		// every call before it (spans are exported in the order they end).
+		const last = "6bf92f3577b34da6a3ce929d0e0e4738"
+		do(t, "POST", rt.URL()+"/route", map[string]any{"plan_id": "last", "tool_call": map[string]any{"name": "files/read", "arguments": "{}"}},
+			append(as2(alice), "Traceparent", traceparent(last, callerSpan))...)
+		// The call's span names the credential mode.
+		wantAttrs(t, one(t, col.wait(t, last, "execute_tool files/read"), "execute_tool files/read"),
+			map[string]string{"toolrouter.credential.mode": "token_exchange"})
 		secrets := append(v.tokens(), alice, bob, crmToken, "tr-secret-Zq81")
 		if len(secrets) < 8 {
 			t.Fatalf("only %d tokens seen", len(secrets))
 		}
-		places := map[string]string{"log": rt.Output(), "metrics": string(m.Body), "audit": string(a.Body), "answers": strings.Join(bodies, "\n")}
+		places := map[string]string{"log": rt.Output(), "metrics": string(m.Body), "audit": string(a.Body), "answers": strings.Join(bodies, "\n"),
+			"spans": idjagSpanText(col)}
 		for where, text := range places {
 			for _, s := range secrets {
 				if strings.Contains(text, s) || strings.Contains(text, url.QueryEscape(s)) {
@@ -415,6 +436,7 @@ func TestCheckAuthBlocks(t *testing.T) {
   - {name: a, endpoint: http://x/a, auth: {mode: oauth}}
   - {name: b, endpoint: http://x/b, auth: {mode: token_exchange, token_url: nope, client_id_env: CID, client_secret_env: CSEC_UNSET, audience: x}}
   - {name: c, endpoint: http://x/c, auth: {mode: per_client, scopes: [s]}}
+  - {name: d, endpoint: http://x/d, auth: {mode: id_jag, token_url: http://idp.example/t, client_id_env: CID, client_secret_env: CID, audience: https://as, scopes: []}}
 clients:
   - {name: k, key_env: CID, credentials: {a: {token_env: CID}}}
 `
@@ -428,11 +450,14 @@ clients:
 		t.Fatalf("check passed:\n%s", out)
 	}
 	for _, want := range []string{
-		`tool "a": auth.mode: must be static, per_client or token_exchange (oauth and id_jag are not built yet)`,
+		`tool "a": auth.mode: must be static, per_client, token_exchange or id_jag (oauth is not built yet)`,
 		`tool "b": auth.token_url: must be an absolute http or https URL with a host`,
 		`warning: ` + file + `:3: tool "b": auth.client_secret_env: environment variable CSEC_UNSET is unset or empty`,
 		`tool "c": auth.scopes: only for mode token_exchange`,
 		`client "k": credentials.a: "a" has auth mode static, not per_client`,
+		`tool "d": auth.resource: id_jag needs token_url, client_id_env, client_secret_env, audience, resource, backend_token_url, backend_client_id_env and backend_client_secret_env`,
+		`tool "d": auth.token_url: must be https`,
+		`tool "d": auth.scopes: must have at least 1 item(s)`,
 	} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("check output lacks %q:\n%s", want, out)

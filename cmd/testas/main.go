@@ -15,6 +15,10 @@
 //     requested audience, valid for -exchange-lifetime, with act {sub:
 //     toolrouterd's id} when an actor_token was sent; an audience not in
 //     -audiences is refused with invalid_target;
+//   - as the IdP of Enterprise-Managed Authorization (-jag-audiences
+//     issuer=client_id,…) it issues ID-JAGs by token exchange, and as a
+//     backend's authorization server (-trust-idp ISSUER) it redeems the
+//     IdP's ID-JAGs with the jwt-bearer grant (idjag.go);
 //   - JWTs are signed with RS256; the key set is at /keys, the token
 //     endpoint at /oauth/token (see /.well-known/openid-configuration).
 //
@@ -41,6 +45,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/zitadel/oidc/v3/example/server/storage"
+	"github.com/zitadel/oidc/v3/pkg/client/rp"
 	"github.com/zitadel/oidc/v3/pkg/oidc"
 	"github.com/zitadel/oidc/v3/pkg/op"
 )
@@ -63,6 +68,11 @@ func run() error {
 	short := flag.String("short-audience", "", "an audience whose exchanged tokens live -short-lifetime")
 	shortLife := flag.Duration("short-lifetime", 2*time.Second, "lifetime of exchanged tokens for -short-audience")
 	userClaims := flag.String("user-claims", "", "name=value,… added to the users' tokens (e.g. the claim that picks their toolrouterd client)")
+	jagAudiences := flag.String("jag-audiences", "", "as the IdP: issuer=client_id,… of the authorization servers ID-JAGs are issued for, with toolrouterd's client id there")
+	jagLife := flag.Duration("jag-lifetime", 5*time.Minute, "lifetime of the ID-JAGs issued")
+	trustIDP := flag.String("trust-idp", "", "as a backend's authorization server: the issuer of the IdP whose ID-JAGs are redeemed (jwt-bearer grant)")
+	resources := flag.String("resources", "", "comma-separated resources a redeemed ID-JAG may name (empty: any)")
+	grantLife := flag.Duration("grant-lifetime", 5*time.Minute, "lifetime of the access tokens issued for ID-JAGs")
 	flag.Parse()
 
 	ln, err := net.Listen("tcp", *addr)
@@ -77,11 +87,7 @@ func run() error {
 			st.userClaims[k] = v
 		}
 	}
-	for _, a := range strings.Split(*audiences, ",") {
-		if a = strings.TrimSpace(a); a != "" {
-			st.audiences = append(st.audiences, a)
-		}
-	}
+	st.audiences = list(*audiences)
 	for _, u := range strings.Split(*users, ",") {
 		id, secret, ok := strings.Cut(u, ":")
 		if !ok {
@@ -104,7 +110,19 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: provider, ReadHeaderTimeout: 5 * time.Second}
+	j := &jag{provider: provider, st: st, audiences: map[string]string{}, life: *jagLife, trusted: *trustIDP, resources: list(*resources), grantLife: *grantLife}
+	for _, kv := range list(*jagAudiences) {
+		iss, cid, ok := strings.Cut(kv, "=")
+		if !ok {
+			return fmt.Errorf("-jag-audiences: %q is not issuer=client_id", kv)
+		}
+		j.audiences[iss] = cid
+	}
+	if j.trusted != "" {
+		j.keys = rp.NewRemoteKeySet(&http.Client{Timeout: 10 * time.Second}, strings.TrimSuffix(j.trusted, "/")+"/keys")
+	}
+	st.grantLife = j.grantLife
+	srv := &http.Server{Handler: j.handler(provider), ReadHeaderTimeout: 5 * time.Second}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	go func() {
@@ -132,6 +150,19 @@ type store struct {
 	shortLife time.Duration
 	// userClaims are added to the users' tokens.
 	userClaims map[string]any
+	// grantLife is the lifetime of the access tokens issued for ID-JAGs.
+	grantLife time.Duration
+}
+
+// list is the comma-separated items of s, trimmed, without empty ones.
+func list(s string) []string {
+	var out []string
+	for _, a := range strings.Split(s, ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 // GetPrivateClaimsFromScopes adds userClaims to a user's token.
@@ -184,6 +215,9 @@ func (s *store) ClientCredentialsTokenRequest(_ context.Context, id string, scop
 // lifetime of its kind. JWT access tokens need no server-side record.
 func (s *store) CreateAccessToken(_ context.Context, req op.TokenRequest) (string, time.Time, error) {
 	life := s.userLife
+	if _, ok := req.(grantRequest); ok {
+		life = s.grantLife
+	}
 	if _, ok := req.(op.TokenExchangeRequest); ok {
 		life = s.xLife
 		if s.short != "" && slices.Contains(req.GetAudience(), s.short) {

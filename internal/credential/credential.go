@@ -6,9 +6,11 @@
 //
 // Modes: static (the registry's headers; the decorator passes the call
 // on), per_client (the calling client's own secret,
-// clients[].credentials) and token_exchange (RFC 8693: the caller's JWT
+// clients[].credentials), token_exchange (RFC 8693: the caller's JWT
 // exchanged at the authorization server for a token whose audience is
-// the backend, cached per user, backend and scopes).
+// the backend, cached per user, backend and scopes) and id_jag
+// (Enterprise-Managed Authorization: an ID-JAG from the IdP redeemed at
+// the backend's authorization server, cached the same way).
 package credential
 
 import (
@@ -152,9 +154,9 @@ func (d *Decorator) credential(ctx context.Context, t *toolrouter.Tool, backend 
 		}
 		return &toolrouter.Credential{Header: auth.HeaderName(), Value: headerValue(auth, secret.Reveal()),
 			Use: toolrouter.CredentialUse{Mode: auth.Mode, Subject: subjectOf(user), Actor: c.LabelName(), TokenID: hashID(secret.Reveal())}}, nil
-	case toolrouter.AuthTokenExchange:
+	case toolrouter.AuthTokenExchange, toolrouter.AuthIDJAG:
 		if user == nil || user.Token.IsZero() {
-			out := toolrouter.Failure(toolrouter.CategoryAuth, "backend %s: auth mode token_exchange needs the caller's JWT (a JWT client), and this call has none", backend)
+			out := toolrouter.Failure(toolrouter.CategoryAuth, "backend %s: auth mode %s needs the caller's JWT (a JWT client), and this call has none", backend, auth.Mode)
 			return nil, &out
 		}
 		if d.Exchanger == nil {
@@ -172,8 +174,12 @@ func (d *Decorator) credential(ctx context.Context, t *toolrouter.Tool, backend 
 			out := toolrouter.Failure(toolrouter.CategoryAuth, "backend %s: %s", backend, err.Error())
 			return nil, &out
 		}
+		actor := auth.ClientID
+		if auth.Mode == toolrouter.AuthIDJAG {
+			actor = auth.BackendClientID // the ID-JAG's client_id: who acts at the backend
+		}
 		return &toolrouter.Credential{Header: auth.HeaderName(), Value: headerValue(auth, tok.value.Reveal()),
-			Use: toolrouter.CredentialUse{Mode: auth.Mode, Subject: user.Subject, Actor: auth.ClientID, TokenID: tok.id}}, nil
+			Use: toolrouter.CredentialUse{Mode: auth.Mode, Subject: user.Subject, Actor: actor, TokenID: tok.id}}, nil
 	}
 	out := toolrouter.Failure(toolrouter.CategoryAuth, "backend %s: unknown auth mode %q", backend, auth.Mode)
 	return nil, &out

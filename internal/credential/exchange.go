@@ -51,7 +51,12 @@ type Exchanger struct {
 // cacheKey is what an exchanged token is kept under: the calling client
 // too, so one person's token obtained through one client (app) is never
 // sent on a call of another.
-type cacheKey struct{ client, user, backend, scopes, tokenURL, clientID string }
+type cacheKey struct {
+	client, user, backend, scopes, tokenURL, clientID string
+	// id_jag: the backend's authorization server and toolrouterd's
+	// client there.
+	backendTokenURL, backendClientID string
+}
 
 type actorKey struct{ tokenURL, clientID string }
 
@@ -73,7 +78,8 @@ func (e *Exchanger) now() time.Time {
 // Token is the backend's token for user: from the cache while it is
 // fresh, else exchanged.
 func (e *Exchanger) Token(ctx context.Context, user *access.User, backend string, auth *toolrouter.BackendAuth) (*token, error) {
-	key := cacheKey{access.FromContext(ctx).LabelName(), user.Subject, backend, auth.ScopeKey(), auth.TokenURL, auth.ClientID}
+	key := cacheKey{access.FromContext(ctx).LabelName(), user.Subject, backend, auth.ScopeKey(), auth.TokenURL, auth.ClientID,
+		auth.BackendTokenURL, auth.BackendClientID}
 	e.mu.Lock()
 	if t := e.tokens[key]; t != nil && e.now().Before(t.useUntil) {
 		e.mu.Unlock()
@@ -83,7 +89,8 @@ func (e *Exchanger) Token(ctx context.Context, user *access.User, backend string
 	// One exchange per key at a time: it runs detached from the caller
 	// that started it (bounded by its own timeout), and every caller
 	// waits for it as long as its own context lets it.
-	ch := e.flight.DoChan(fmt.Sprintf("%q %q %q %q %q %q", key.client, key.user, key.backend, key.scopes, key.tokenURL, key.clientID), func() (any, error) {
+	ch := e.flight.DoChan(fmt.Sprintf("%q", [...]string{key.client, key.user, key.backend, key.scopes, key.tokenURL, key.clientID,
+		key.backendTokenURL, key.backendClientID}), func() (any, error) {
 		e.mu.Lock()
 		if t := e.tokens[key]; t != nil && e.now().Before(t.useUntil) {
 			e.mu.Unlock()
@@ -92,7 +99,11 @@ func (e *Exchanger) Token(ctx context.Context, user *access.User, backend string
 		e.mu.Unlock()
 		xctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), exchangeTimeout)
 		defer cancel()
-		t, err := e.exchange(xctx, user, auth)
+		exchange := e.exchange
+		if auth.Mode == toolrouter.AuthIDJAG {
+			exchange = e.idJAG
+		}
+		t, err := exchange(xctx, user, auth)
 		if err != nil {
 			return nil, err
 		}
@@ -112,6 +123,9 @@ func (e *Exchanger) Token(ctx context.Context, user *access.User, backend string
 		}
 		return r.Val.(*token), nil
 	case <-ctx.Done():
+		if auth.Mode == toolrouter.AuthIDJAG {
+			return nil, fmt.Errorf("ID-JAG exchange: the authorization servers at %s and %s did not answer in time", auth.TokenURL, auth.BackendTokenURL)
+		}
 		return nil, fmt.Errorf("token exchange: the authorization server at %s did not answer in time", auth.TokenURL)
 	}
 }
@@ -185,18 +199,24 @@ func (e *Exchanger) exchange(ctx context.Context, user *access.User, auth *toolr
 		Scopes: auth.Scopes, EndpointParams: params, AuthStyle: oauth2.AuthStyleInHeader}
 	tok, err := conf.Token(ctx)
 	if err != nil {
-		return nil, describe("token exchange", auth, err)
+		return nil, describe("token exchange", auth.TokenURL, err)
 	}
 	if tok.AccessToken == "" {
 		return nil, fmt.Errorf("token exchange at %s: the answer has no access_token", auth.TokenURL)
 	}
+	return e.issued(tok), nil
+}
+
+// issued is an access token as cached: its id, and used until shortly
+// before the sooner of expires_in and its own exp.
+func (e *Exchanger) issued(tok *oauth2.Token) *token {
 	id, exp := tokenID(tok.AccessToken)
 	if !exp.IsZero() && (tok.Expiry.IsZero() || exp.Before(tok.Expiry)) {
 		// The token's own exp wins over expires_in when sooner (JWT
 		// times are whole seconds).
 		tok.Expiry = exp
 	}
-	return &token{value: toolrouter.NewSecret(tok.AccessToken), id: id, useUntil: e.useUntil(tok)}, nil
+	return &token{value: toolrouter.NewSecret(tok.AccessToken), id: id, useUntil: e.useUntil(tok)}
 }
 
 // actorToken is toolrouterd's own token at the authorization server (the
@@ -213,7 +233,7 @@ func (e *Exchanger) actorToken(ctx context.Context, auth *toolrouter.BackendAuth
 		AuthStyle: oauth2.AuthStyleInHeader}
 	tok, err := conf.Token(ctx)
 	if err != nil {
-		return toolrouter.Secret{}, describe("actor token (client credentials)", auth, err)
+		return toolrouter.Secret{}, describe("actor token (client credentials)", auth.TokenURL, err)
 	}
 	t := &token{value: toolrouter.NewSecret(tok.AccessToken), useUntil: e.useUntil(tok)}
 	e.mu.Lock()
@@ -249,7 +269,7 @@ func (e *Exchanger) httpContext(ctx context.Context) context.Context {
 // error code (RFC 6749 §5.2) when it refused, else why it could not be
 // asked. x/oauth2's own text carries the answer's body, which is not
 // shown.
-func describe(what string, auth *toolrouter.BackendAuth, err error) error {
+func describe(what, tokenURL string, err error) error {
 	var re *oauth2.RetrieveError
 	if errors.As(err, &re) {
 		code := re.ErrorCode
@@ -263,14 +283,14 @@ func describe(what string, auth *toolrouter.BackendAuth, err error) error {
 		return fmt.Errorf("%s refused by the authorization server: error %q", what, code)
 	}
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
-		return fmt.Errorf("%s: the authorization server at %s did not answer in time", what, auth.TokenURL)
+		return fmt.Errorf("%s: the authorization server at %s did not answer in time", what, tokenURL)
 	}
 	var ue *url.Error
 	if errors.As(err, &ue) {
 		if ue.Timeout() {
-			return fmt.Errorf("%s: the authorization server at %s did not answer in time", what, auth.TokenURL)
+			return fmt.Errorf("%s: the authorization server at %s did not answer in time", what, tokenURL)
 		}
-		return fmt.Errorf("%s: the authorization server at %s is unreachable", what, auth.TokenURL)
+		return fmt.Errorf("%s: the authorization server at %s is unreachable", what, tokenURL)
 	}
-	return fmt.Errorf("%s at %s failed", what, auth.TokenURL)
+	return fmt.Errorf("%s at %s failed", what, tokenURL)
 }

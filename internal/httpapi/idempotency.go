@@ -77,8 +77,14 @@ func idempotency(keys Keys, ttl, lease time.Duration) func(http.Handler) http.Ha
 			fp := hex.EncodeToString(sum.Sum(nil))
 			// Keys belong to their client (docs/security.md "Clients"): one client
 			// can neither replay nor block another's answers by reusing
-			// its key.
-			key = toolrouter.ScopedKey(access.FromContext(r.Context()).LabelName(), key)
+			// its key. And to their user (docs/backend-auth.md): an answer
+			// made with one user's backend credential is never replayed to
+			// another user of the same client, on any replica.
+			scope := access.FromContext(r.Context()).LabelName()
+			if u := access.UserFromContext(r.Context()); u != nil && u.Subject != "" {
+				scope = toolrouter.ScopedKey(scope, "user:"+u.Subject)
+			}
+			key = toolrouter.ScopedKey(scope, key)
 			ctx := r.Context()
 			deadline := time.Now().Add(keyWait)
 			for {

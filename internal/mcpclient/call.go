@@ -69,6 +69,9 @@ type toolCall struct {
 // when not nil, is why it failed (the outcome is then the context's when
 // the call's context is done).
 func (s *server) attempt(ctx context.Context, c *toolCall) (out toolrouter.Outcome, again bool, err error) {
+	if key := userKey(c.req.Credential); key != "" {
+		return s.userAttempt(ctx, c, key)
+	}
 	cs, gen, err := s.awaitSession(ctx, c.after)
 	if err != nil {
 		return s.unavailable(err), false, err

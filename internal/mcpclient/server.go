@@ -65,6 +65,9 @@ type server struct {
 	tools       []*toolrouter.Tool
 	fingerprint string
 	downLogged  bool
+	// users are the sessions of calls made with a backend credential,
+	// one per user (usersession.go).
+	users userSessions
 }
 
 func newServer(m *Manager, cfg toolrouter.MCPServer) *server {
@@ -139,6 +142,7 @@ func (s *server) start() {
 func (s *server) stop() {
 	s.cancel()
 	<-s.done
+	s.closeUserSessions()
 	s.m.up.DeleteLabelValues(s.name)
 	s.m.reconnects.DeletePartialMatch(map[string]string{"server": s.name})
 	s.m.limitedDiscoveries.DeletePartialMatch(map[string]string{"server": s.name})

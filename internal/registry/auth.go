@@ -2,6 +2,8 @@ package registry
 
 import (
 	"fmt"
+	"net"
+	"net/url"
 	"sort"
 	"strings"
 
@@ -30,22 +32,53 @@ func (p *parser) auth(ptr string, stdio bool) *toolrouter.BackendAuth {
 	if a.Header != "" && !headerName.MatchString(a.Header) {
 		p.at(ptr+"/header", "invalid header name")
 	}
-	if a.Mode != toolrouter.AuthTokenExchange {
+	if a.Mode != toolrouter.AuthTokenExchange && a.Mode != toolrouter.AuthIDJAG {
 		return a
 	}
-	if u := p.str(ptr + "/token_url"); u != "" {
-		if literalCredentials(u) {
-			p.at(ptr+"/token_url", "has credentials written in the URL; give them in client_id_env and client_secret_env")
-		} else if p.httpURL(u, ptr+"/token_url") {
-			a.TokenURL = u
-		}
-	}
+	a.TokenURL = p.tokenURL(ptr+"/token_url", "client_id_env and client_secret_env")
 	if a.Resource != "" && !strings.Contains(a.Resource, ":") {
 		p.at(ptr+"/resource", "must be an absolute URI (RFC 8707)")
 	}
 	a.ClientID = p.authEnv(ptr + "/client_id_env")
 	a.ClientSecret = toolrouter.NewSecret(p.authEnv(ptr + "/client_secret_env"))
+	if a.Mode == toolrouter.AuthIDJAG {
+		a.BackendTokenURL = p.tokenURL(ptr+"/backend_token_url", "backend_client_id_env and backend_client_secret_env")
+		a.BackendClientID = p.authEnv(ptr + "/backend_client_id_env")
+		a.BackendClientSecret = toolrouter.NewSecret(p.authEnv(ptr + "/backend_client_secret_env"))
+	}
 	return a
+}
+
+// tokenURL reads an authorization server's token endpoint at ptr: an
+// absolute URL without credentials in it, https unless its host is a
+// loopback address (toolrouterd's client secret and the user's token
+// travel in its requests). envs names the fields the credentials go in.
+func (p *parser) tokenURL(ptr, envs string) string {
+	u := p.str(ptr)
+	if u == "" {
+		return ""
+	}
+	if literalCredentials(u) {
+		p.at(ptr, "has credentials written in the URL; give them in "+envs)
+		return ""
+	}
+	if !p.httpURL(u, ptr) {
+		return ""
+	}
+	if pu, err := url.Parse(u); err == nil && pu.Scheme != "https" && !loopbackHost(pu.Hostname()) {
+		p.at(ptr, "must be https (toolrouterd's client secret and the user's token are sent to it); plain http only to a loopback host")
+		return ""
+	}
+	return u
+}
+
+// loopbackHost reports localhost or a loopback IP address.
+func loopbackHost(h string) bool {
+	if strings.EqualFold(h, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(h)
+	return ip != nil && ip.IsLoopback()
 }
 
 // authEnv is the value of the variable named at ptr, a problem naming

@@ -15,7 +15,7 @@ func TestAuthBlocks(t *testing.T) {
 mcp_servers:
   - name: gh
     url: http://gh.example/mcp
-    auth: {mode: token_exchange, token_url: http://as.example/token, client_id_env: CID, client_secret_env: CSEC,
+    auth: {mode: token_exchange, token_url: https://as.example/token, client_id_env: CID, client_secret_env: CSEC,
            audience: http://gh.example, resource: http://gh.example/mcp, scopes: [repo.read], actor: true}
 clients:
   - {name: support, key_env: SUPPORT_KEY, may_assert_user: true, credentials: {t: {token_env: SUPPORT_T}}}
@@ -35,6 +35,23 @@ clients:
 	if s := fmt.Sprintf("%v %+v %#v", a, a, a.ClientSecret); strings.Contains(s, "s3cret") {
 		t.Fatalf("a secret prints: %s", s)
 	}
+	// id_jag: both authorization servers' endpoints and credentials;
+	// a loopback token_url may be plain http.
+	jag, err := registry.Parse("r.yaml", []byte(`tools:
+  - name: t
+    endpoint: http://127.0.0.1:9/t
+    auth: {mode: id_jag, token_url: http://127.0.0.1:8/token, client_id_env: CID, client_secret_env: CSEC,
+           audience: https://as.example, resource: https://mcp.example/mcp, scopes: [chat.read],
+           backend_token_url: https://as.example/token, backend_client_id_env: BCID, backend_client_secret_env: BCSEC}
+`), env("CID", "toolrouterd", "CSEC", "s3cret", "BCID", "tr-at-as", "BCSEC", "b-s3cret"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	jt, _ := jag.Lookup("t")
+	if j := jt.Auth; j == nil || j.Mode != toolrouter.AuthIDJAG || j.TokenURL != "http://127.0.0.1:8/token" || j.BackendTokenURL != "https://as.example/token" ||
+		j.BackendClientID != "tr-at-as" || j.BackendClientSecret.Reveal() != "b-s3cret" || j.Resource != "https://mcp.example/mcp" {
+		t.Fatalf("id_jag auth = %+v", j)
+	}
 	c := reg.Clients()[0]
 	if !c.MayAssertUser || c.Credentials["t"].Reveal() != "tok-t" {
 		t.Fatalf("client = %+v", c)
@@ -44,13 +61,21 @@ clients:
 func TestAuthProblems(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct{ name, src, want string }{
-		{"unknown mode", head + "    auth: {mode: oauth}\n", `auth.mode: must be static, per_client or token_exchange (oauth and id_jag are not built yet)`},
+		{"unknown mode", head + "    auth: {mode: oauth}\n", `auth.mode: must be static, per_client, token_exchange or id_jag (oauth is not built yet)`},
 		{"exchange without its keys", head + "    auth: {mode: token_exchange}\n", `token_exchange needs token_url, client_id_env, client_secret_env and audience`},
 		{"exchange key on per_client", head + "    auth: {mode: per_client, audience: x}\n", `auth.audience: only for mode token_exchange`},
 		{"secret unset", head + "    auth: {mode: token_exchange, token_url: http://as/t, client_id_env: CID, client_secret_env: NOPE, audience: a}\n", `auth.client_secret_env: environment variable NOPE is unset or empty`},
 		{"token_url not a URL", head + "    auth: {mode: token_exchange, token_url: as/t, client_id_env: CID, client_secret_env: CID, audience: a}\n", `auth.token_url: must be an absolute http or https URL with a host`},
 		{"credential for no backend", head + "clients:\n  - {name: c, key_env: CID, credentials: {nope: {token_env: CID}}}\n", `credentials.nope: no tool or MCP server named "nope"`},
 		{"credential for a static backend", head + "clients:\n  - {name: c, key_env: CID, credentials: {t: {token_env: CID}}}\n", `"t" has auth mode static, not per_client`},
+		{"token_url plain http to a remote host", head + "    auth: {mode: token_exchange, token_url: http://as.example/t, client_id_env: CID, client_secret_env: CID, audience: a}\n", `auth.token_url: must be https`},
+		{"empty scopes", head + "    auth: {mode: token_exchange, token_url: https://as/t, client_id_env: CID, client_secret_env: CID, audience: a, scopes: []}\n", `auth.scopes: must have at least 1 item(s)`},
+		{"empty scope", head + "    auth: {mode: token_exchange, token_url: https://as/t, client_id_env: CID, client_secret_env: CID, audience: a, scopes: [\"\"]}\n", `auth.scopes[0]: must be a scope token`},
+		{"id_jag without its keys", head + "    auth: {mode: id_jag, token_url: https://idp/t, client_id_env: CID, client_secret_env: CID, audience: https://as}\n", `id_jag needs token_url, client_id_env, client_secret_env, audience, resource, backend_token_url, backend_client_id_env and backend_client_secret_env`},
+		{"id_jag backend_token_url plain http", head + "    auth: {mode: id_jag, token_url: https://idp/t, client_id_env: CID, client_secret_env: CID, audience: https://as, resource: https://mcp, backend_token_url: http://as/t, backend_client_id_env: CID, backend_client_secret_env: CID}\n", `auth.backend_token_url: must be https`},
+		{"id_jag with actor", head + "    auth: {mode: id_jag, token_url: https://idp/t, client_id_env: CID, client_secret_env: CID, audience: https://as, resource: https://mcp, backend_token_url: https://as/t, backend_client_id_env: CID, backend_client_secret_env: CID, actor: true}\n", `auth.actor: only for mode token_exchange`},
+		{"id_jag key on token_exchange", head + "    auth: {mode: token_exchange, token_url: https://as/t, client_id_env: CID, client_secret_env: CID, audience: a, backend_token_url: https://as/t}\n", `auth.backend_token_url: only for mode id_jag`},
+		{"id_jag secret unset", head + "    auth: {mode: id_jag, token_url: https://idp/t, client_id_env: CID, client_secret_env: CID, audience: https://as, resource: https://mcp, backend_token_url: https://as/t, backend_client_id_env: CID, backend_client_secret_env: NOPE}\n", `auth.backend_client_secret_env: environment variable NOPE is unset or empty`},
 		{"stdio server", "mcp_servers:\n  - {name: s, command: [x], auth: {mode: per_client}}\n", `mode per_client needs an HTTP server (url)`},
 	} {
 		_, err := registry.Parse("r.yaml", []byte(tc.src), env("CID", "x"))

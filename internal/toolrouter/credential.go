@@ -13,6 +13,10 @@ const (
 	AuthStatic        = "static"
 	AuthPerClient     = "per_client"
 	AuthTokenExchange = "token_exchange"
+	// AuthIDJAG is Enterprise-Managed Authorization: the caller's identity
+	// assertion exchanged at the IdP for an ID-JAG, redeemed at the
+	// backend's authorization server (RFC 7523 jwt-bearer).
+	AuthIDJAG = "id_jag"
 )
 
 // Secret is a credential's value: it prints as "[redacted]" under every
@@ -61,6 +65,12 @@ type BackendAuth struct {
 	// SubjectTokenType is the type of the caller's JWT as the subject
 	// token: "access_token" (default) or "jwt".
 	SubjectTokenType string
+	// id_jag: the backend's authorization server (Audience is its issuer)
+	// where the ID-JAG is redeemed, and toolrouterd's client credentials
+	// there (client_secret_basic).
+	BackendTokenURL     string
+	BackendClientID     string
+	BackendClientSecret Secret
 }
 
 // IsStatic reports the default mode: the registry's headers only.
