@@ -411,7 +411,9 @@ func anyStrings(v any) []string {
 func TestCheckAuthBlocks(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "registry.yaml")
 	src := `tools:
-  - {name: a, endpoint: http://x/a, auth: {mode: oauth}}
+  - {name: a, endpoint: http://x/a, auth: {mode: oauth, token_url: http://as/t}}
+  - {name: d, endpoint: http://x/d, auth: {mode: oauth, resource_metadata: nope}}
+  - {name: e, endpoint: http://x/e, auth: {mode: id_jag}}
   - {name: b, endpoint: http://x/b, auth: {mode: token_exchange, token_url: nope, client_id_env: CID, client_secret_env: CSEC_UNSET, audience: x}}
   - {name: c, endpoint: http://x/c, auth: {mode: per_client, scopes: [s]}}
 clients:
@@ -427,11 +429,12 @@ clients:
 		t.Fatalf("check passed:\n%s", out)
 	}
 	for _, want := range []string{
-		`tool "a": auth.mode: must be static, per_client or token_exchange (oauth and id_jag are not built yet)`,
+		`tool "a": auth.token_url: not for mode oauth`,
+		`tool "d": auth.resource_metadata: must be an absolute http or https URL with a host`,
+		`tool "e": auth.mode: must be static, per_client, token_exchange or oauth (id_jag is not built yet)`,
 		`tool "b": auth.token_url: must be an absolute http or https URL with a host`,
 		`warning: ` + file + `:3: tool "b": auth.client_secret_env: environment variable CSEC_UNSET is unset or empty`,
-		`tool "c": auth.scopes: only for mode token_exchange`,
-		`client "k": credentials.a: "a" has auth mode static, not per_client`,
+		`tool "c": auth.scopes: only for modes token_exchange and oauth`,
 	} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("check output lacks %q:\n%s", want, out)

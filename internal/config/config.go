@@ -105,6 +105,13 @@ type Config struct {
 	// AllowUnauthenticated lets toolrouterd listen on a non-loopback
 	// address with no API keys, registry clients or JWT configured.
 	AllowUnauthenticated bool `envconfig:"TOOLROUTER_ALLOW_UNAUTHENTICATED" default:"false"`
+	// TokenKeys are the token vault's keys (docs/backend-auth.md "The
+	// token vault"): comma-separated ID:KEY, KEY 32 bytes in base64; the
+	// first seals, all open. Unset: auth mode oauth is off.
+	TokenKeys string `envconfig:"TOOLROUTER_TOKEN_KEYS"`
+	// PublicURL is toolrouterd's URL as users' browsers reach it, for the
+	// oauth connect URLs and the callback (PublicURL/oauth/callback).
+	PublicURL string `envconfig:"TOOLROUTER_PUBLIC_URL"`
 }
 
 // JWT reports whether JWT bearer tokens are on.

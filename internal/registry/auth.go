@@ -30,6 +30,9 @@ func (p *parser) auth(ptr string, stdio bool) *toolrouter.BackendAuth {
 	if a.Header != "" && !headerName.MatchString(a.Header) {
 		p.at(ptr+"/header", "invalid header name")
 	}
+	if a.Mode == toolrouter.AuthOAuth {
+		return p.oauth(ptr, a)
+	}
 	if a.Mode != toolrouter.AuthTokenExchange {
 		return a
 	}
@@ -42,6 +45,27 @@ func (p *parser) auth(ptr string, stdio bool) *toolrouter.BackendAuth {
 	}
 	if a.Resource != "" && !strings.Contains(a.Resource, ":") {
 		p.at(ptr+"/resource", "must be an absolute URI (RFC 8707)")
+	}
+	a.ClientID = p.authEnv(ptr + "/client_id_env")
+	a.ClientSecret = toolrouter.NewSecret(p.authEnv(ptr + "/client_secret_env"))
+	return a
+}
+
+// oauth reads the rest of an oauth block (docs/backend-auth.md "oauth").
+func (p *parser) oauth(ptr string, a *toolrouter.BackendAuth) *toolrouter.BackendAuth {
+	for _, f := range []struct {
+		key string
+		to  *string
+	}{{"resource_metadata", &a.ResourceMetadata}, {"authorization_server", &a.AuthorizationServer}, {"resource", &a.Resource}} {
+		u := p.str(ptr + "/" + f.key)
+		if u == "" {
+			continue
+		}
+		if literalCredentials(u) {
+			p.at(ptr+"/"+f.key, "has credentials written in the URL")
+		} else if p.httpURL(u, ptr+"/"+f.key) {
+			*f.to = u
+		}
 	}
 	a.ClientID = p.authEnv(ptr + "/client_id_env")
 	a.ClientSecret = toolrouter.NewSecret(p.authEnv(ptr + "/client_secret_env"))

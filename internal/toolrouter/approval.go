@@ -32,7 +32,10 @@ func (s ApprovalStatus) Valid() bool {
 // Results of calls that never waited carry no status.
 const (
 	ResultAwaitingApproval = "awaiting_approval"
-	ResultComplete         = "complete"
+	// ResultAuthRequired is the status of a call whose user must connect
+	// its backend first (Result.ConnectURL).
+	ResultAuthRequired = "auth_required"
+	ResultComplete     = "complete"
 )
 
 // Approval is a call held for an approver's decision (api/openapi.yaml,

@@ -13,6 +13,7 @@ const (
 	AuthStatic        = "static"
 	AuthPerClient     = "per_client"
 	AuthTokenExchange = "token_exchange"
+	AuthOAuth         = "oauth"
 )
 
 // Secret is a credential's value: it prints as "[redacted]" under every
@@ -61,6 +62,13 @@ type BackendAuth struct {
 	// SubjectTokenType is the type of the caller's JWT as the subject
 	// token: "access_token" (default) or "jwt".
 	SubjectTokenType string
+	// oauth (authorization code + PKCE per user, internal/oauthconn):
+	// Resource is the backend's URL unless the block names it;
+	// ResourceMetadata and AuthorizationServer skip steps of discovery
+	// (RFC 9728, RFC 8414); ClientID and ClientSecret name a
+	// pre-registered client ("" registers one, RFC 7591).
+	ResourceMetadata    string
+	AuthorizationServer string
 }
 
 // IsStatic reports the default mode: the registry's headers only.
