@@ -412,10 +412,10 @@ func TestCheckAuthBlocks(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "registry.yaml")
 	src := `tools:
   - {name: a, endpoint: http://x/a, auth: {mode: oauth, token_url: http://as/t}}
-  - {name: d, endpoint: http://x/d, auth: {mode: oauth, resource_metadata: nope}}
-  - {name: e, endpoint: http://x/e, auth: {mode: id_jag}}
   - {name: b, endpoint: http://x/b, auth: {mode: token_exchange, token_url: nope, client_id_env: CID, client_secret_env: CSEC_UNSET, audience: x}}
   - {name: c, endpoint: http://x/c, auth: {mode: per_client, scopes: [s]}}
+  - {name: d, endpoint: http://x/d, auth: {mode: oauth, resource_metadata: nope}}
+  - {name: e, endpoint: http://x/e, auth: {mode: id_jag}}
 clients:
   - {name: k, key_env: CID, credentials: {a: {token_env: CID}}}
 `
@@ -435,6 +435,7 @@ clients:
 		`tool "b": auth.token_url: must be an absolute http or https URL with a host`,
 		`warning: ` + file + `:3: tool "b": auth.client_secret_env: environment variable CSEC_UNSET is unset or empty`,
 		`tool "c": auth.scopes: only for modes token_exchange and oauth`,
+		`client "k": credentials.a: "a" has auth mode oauth, not per_client`,
 	} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("check output lacks %q:\n%s", want, out)
