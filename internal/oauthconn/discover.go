@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
@@ -69,6 +70,8 @@ func wellKnown(u *url.URL, suffix string) string {
 // WWW-Authenticate names resource_metadata (RFC 9728 §5.1) names the
 // document; "" when it names none.
 func (c *Connector) resourceMetadataOf(ctx context.Context, resource string) string {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, resource, nil)
 	if err != nil {
 		return ""
@@ -77,7 +80,8 @@ func (c *Connector) resourceMetadataOf(ctx context.Context, resource string) str
 	if err != nil {
 		return ""
 	}
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	// Only the status and headers: the body is not read (an MCP
+	// endpoint may answer a GET with a stream).
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusUnauthorized {
 		return ""

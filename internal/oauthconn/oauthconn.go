@@ -86,6 +86,7 @@ type stored struct {
 	Access   string    `json:"access_token"`
 	Refresh  string    `json:"refresh_token,omitempty"`
 	Expiry   time.Time `json:"expiry,omitzero"`
+	Obtained time.Time `json:"obtained,omitzero"`
 	Issuer   string    `json:"issuer"`
 	TokenURL string    `json:"token_url"`
 	Revoke   string    `json:"revocation_endpoint,omitempty"`
@@ -139,7 +140,7 @@ func (c *Connector) Token(ctx context.Context, who Who, backend string, auth *to
 	if err != nil {
 		return nil, err
 	}
-	if ok && (s.Expiry.IsZero() || c.now().Add(30*time.Second).Before(s.Expiry)) {
+	if ok && c.fresh(s) {
 		return &Token{Value: toolrouter.NewSecret(s.Access), ID: hashID(s.Access)}, nil
 	}
 	if ok && s.Refresh != "" {
@@ -159,6 +160,20 @@ func (c *Connector) Token(ctx context.Context, who Who, backend string, auth *to
 		}
 	}
 	return nil, c.begin(ctx, who, backend, auth)
+}
+
+// fresh reports an access token still used: until a tenth of its
+// lifetime (at most 30 s) before it expires, so a call never carries a
+// token that expires on the way.
+func (c *Connector) fresh(s stored) bool {
+	if s.Expiry.IsZero() {
+		return true
+	}
+	margin := 30 * time.Second
+	if life := s.Expiry.Sub(s.Obtained); !s.Obtained.IsZero() && life/10 < margin {
+		margin = max(life/10, 0)
+	}
+	return c.now().Before(s.Expiry.Add(-margin))
 }
 
 // CallToken is Token for credential.OAuth.
@@ -191,7 +206,7 @@ func (c *Connector) refresh(ctx context.Context, key string, who Who, s stored) 
 	if err != nil {
 		return nil, describe("refresh", s.TokenURL, err)
 	}
-	s.Access, s.Expiry = tok.AccessToken, tok.Expiry
+	s.Access, s.Expiry, s.Obtained = tok.AccessToken, tok.Expiry, c.now()
 	if tok.RefreshToken != "" {
 		s.Refresh = tok.RefreshToken
 	}
@@ -319,7 +334,7 @@ func (c *Connector) Complete(ctx context.Context, state, code string) (string, e
 		return p.Backend, describe("code exchange", p.Conn.TokenURL, err)
 	}
 	s := p.Conn
-	s.Access, s.Refresh, s.Expiry = tok.AccessToken, tok.RefreshToken, tok.Expiry
+	s.Access, s.Refresh, s.Expiry, s.Obtained = tok.AccessToken, tok.RefreshToken, tok.Expiry, c.now()
 	if err := c.Vault.Put(ctx, kindToken, p.Who.key(p.Backend), p.Who.owner(), p.Backend, s, time.Time{}); err != nil {
 		return p.Backend, err
 	}
