@@ -16,6 +16,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"golang.org/x/oauth2/clientcredentials"
 )
 
 // oauthMCP is an MCP server protected by the authorization server issuer
@@ -216,6 +217,65 @@ clients:
 			if strings.Contains(text, s) || strings.Contains(text, url.QueryEscape(s)) {
 				t.Errorf("a secret (%s…) is in the %s", s[:8], where)
 			}
+		}
+	}
+}
+
+// TestOAuthHeldCallKeepsItsUser (issue 33 item 2): a token_exchange call
+// held for approval runs, once an approver (another JWT user) approves it,
+// for its caller: the caller's JWT was kept sealed in the token vault, so
+// the exchange is the caller's, never the approver's; the approval names
+// the user.
+func TestOAuthHeldCallKeepsItsUser(t *testing.T) {
+	t.Parallel()
+	as := startTestAS(t, "-audiences", "http://files", "-client", "toolrouterd:tr-secret-Hk2p")
+	issuer := as.URL()
+	v := &verifier{issuer: issuer, jwks: issuer + "/keys"}
+	files := exchangeTool(t, v, "http://files")
+	key := make([]byte, 32)
+	if _, err := rand.Read(key); err != nil {
+		t.Fatal(err)
+	}
+	reg := `tools:
+  - {name: files/delete, endpoint: "` + files + `", approval: required, auth: {mode: token_exchange, token_url: "` + issuer + `/oauth/token", client_id_env: TR_CLIENT_ID, client_secret_env: TR_CLIENT_SECRET, audience: "http://files"}}
+clients:
+  - {name: alice, jwt_subject: alice, tools: ["*"]}
+  - {name: bob, jwt_subject: bob, tools: ["*"], approver: true}
+`
+	rt, _ := startRouter(t, reg, "TR_CLIENT_ID=toolrouterd", "TR_CLIENT_SECRET=tr-secret-Hk2p",
+		"TOOLROUTER_TOKEN_KEYS=k1:"+base64.StdEncoding.EncodeToString(key),
+		"TOOLROUTER_JWT_ISSUER="+issuer, "TOOLROUTER_JWT_JWKS_URL="+issuer+"/keys", "TOOLROUTER_JWT_AUDIENCE=toolrouterd")
+	token := func(user, secret string) []string {
+		cc := clientcredentials.Config{ClientID: user, ClientSecret: secret, TokenURL: issuer + "/oauth/token"}
+		tok, err := cc.Token(context.Background())
+		if err != nil {
+			t.Fatalf("%s's token: %v", user, err)
+		}
+		return []string{"Authorization", "Bearer " + tok.AccessToken}
+	}
+	alice, bob := token("alice", "alice-pw"), token("bob", "bob-pw")
+	r := do(t, "POST", rt.URL()+"/route", map[string]any{"plan_id": "p", "tool_call": map[string]any{"name": "files/delete", "arguments": "{}"}}, alice...)
+	res := r.JSON(t)
+	id, _ := res["approval_id"].(string)
+	if r.Status != 202 || res["status"] != "awaiting_approval" || id == "" {
+		t.Fatalf("held call: %d %s", r.Status, r.Body)
+	}
+	if a := do(t, "GET", rt.URL()+"/approvals/"+id, nil, bob...); a.Status != 200 || a.JSON(t)["user"] != "alice" {
+		t.Fatalf("approval: %d %s", a.Status, a.Body)
+	}
+	d := do(t, "POST", rt.URL()+"/approvals/"+id, map[string]any{"decision": "approve"}, bob...)
+	if d.Status != 200 {
+		t.Fatalf("approve: %d %s", d.Status, d.Body)
+	}
+	settled, _ := d.JSON(t)["result"].(map[string]any)
+	out, _ := settled["output"].(map[string]any)
+	if settled["success"] != true || out["sub"] != "alice" {
+		t.Fatalf("the approved call: %v; want it made as alice", settled)
+	}
+	for _, tok := range append([]string{alice[1], bob[1]}, v.tokens()...) {
+		tok = strings.TrimPrefix(tok, "Bearer ")
+		if strings.Contains(rt.Output(), tok) || strings.Contains(string(d.Body), tok) {
+			t.Errorf("a token (%s…) is in the log or the answer", tok[:8])
 		}
 	}
 }

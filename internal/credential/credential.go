@@ -163,6 +163,10 @@ func (d *Decorator) credential(ctx context.Context, t *toolrouter.Tool, backend 
 		return &toolrouter.Credential{Header: auth.HeaderName(), Value: headerValue(auth, secret.Reveal()),
 			Use: toolrouter.CredentialUse{Mode: auth.Mode, Subject: subjectOf(user), Actor: c.LabelName(), TokenID: hashID(secret.Reveal())}}, nil
 	case toolrouter.AuthTokenExchange:
+		if user != nil && user.Later && user.Token.IsZero() {
+			out := toolrouter.Failure(toolrouter.CategoryAuth, "backend %s: auth mode token_exchange needs the caller's JWT, and user %s's token expired (or was not kept: TOOLROUTER_TOKEN_KEYS) before this call ran after its request; call again", backend, user.Subject)
+			return nil, &out
+		}
 		if user == nil || user.Token.IsZero() {
 			out := toolrouter.Failure(toolrouter.CategoryAuth, "backend %s: auth mode token_exchange needs the caller's JWT (a JWT client), and this call has none", backend)
 			return nil, &out

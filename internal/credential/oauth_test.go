@@ -59,3 +59,17 @@ func TestOAuthSendsTheUsersOwnToken(t *testing.T) {
 		t.Fatalf("no user: %+v", out)
 	}
 }
+
+// TestLaterCallWithoutItsTokenSaysWhy: an approved call or resumed run
+// whose caller's JWT expired (or was not kept) fails auth naming the
+// user and why, not as if the caller had no JWT.
+func TestLaterCallWithoutItsTokenSaysWhy(t *testing.T) {
+	b := &backend{}
+	ex := (&credential.Decorator{Exchanger: &credential.Exchanger{}}).Wrap(b)
+	tool := &toolrouter.Tool{Name: "files/read", Auth: &toolrouter.BackendAuth{Mode: toolrouter.AuthTokenExchange, TokenURL: "http://as/token"}}
+	ctx := access.NewUserContext(context.Background(), &access.User{Subject: "alice", Later: true})
+	out := ex.Call(ctx, toolrouter.ExecRequest{Tool: tool})
+	if out.Category != toolrouter.CategoryAuth || !strings.Contains(out.Err, "user alice's token expired") || len(b.got) != 0 {
+		t.Fatalf("out %+v", out)
+	}
+}

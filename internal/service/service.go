@@ -170,13 +170,15 @@ func New(ctx context.Context, o Options) (*Service, error) {
 	// The oauth mode's connections, in the token vault (docs/backend-auth.md
 	// "oauth", "The token vault"): only with TOOLROUTER_TOKEN_KEYS.
 	var connections httpapi.Connections
+	var vlt *vault.Vault
 	if o.Config.TokenKeys != "" {
 		keys, err := vault.ParseKeys(o.Config.TokenKeys)
 		if err != nil {
 			s.Close()
 			return nil, err
 		}
-		conn := &oauthconn.Connector{Vault: &vault.Vault{Keys: keys, Store: st}, PublicURL: o.Config.PublicURL,
+		vlt = &vault.Vault{Keys: keys, Store: st}
+		conn := &oauthconn.Connector{Vault: vlt, PublicURL: o.Config.PublicURL,
 			HTTP: &http.Client{Transport: tel.Transport(http.DefaultTransport), Timeout: 30 * time.Second}}
 		creds.OAuth, connections = conn, conn
 	}
@@ -232,6 +234,11 @@ func New(ctx context.Context, o Options) (*Service, error) {
 		MaxRunBytes:     o.Config.MaxRunBytes,
 		Client:          clientByName,
 		Views:           s.views.Current,
+	}
+	// A held call and a paused run keep the caller's JWT in the vault,
+	// when there is one (docs/backend-auth.md "Who the user is").
+	if vlt != nil {
+		s.approvals.Subjects, s.Runner.Subjects = vlt, vlt
 	}
 	// The one link back: a decided approval of a paused run resumes it
 	// (docs/approvals.md "Approvals"), and runs route through the pipeline

@@ -77,6 +77,10 @@ type Approval struct {
 	// were kept: the settling request's entry point and ToolName then.
 	EntryPoint string `json:"entry_point,omitempty"`
 	CalledAs   string `json:"called_as,omitempty"`
+	// User is the user the held call is made for (its sub; "" when
+	// none): the approved call runs for that user, never the approver
+	// (docs/backend-auth.md "Who the user is").
+	User string `json:"user,omitempty"`
 }
 
 // HeldBudget is an Approval's OutputBudget (0: no maximum).

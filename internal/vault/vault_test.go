@@ -2,13 +2,19 @@ package vault_test
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
 	"crypto/rand"
 	"encoding/base64"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/go-jose/go-jose/v4"
+	"github.com/go-jose/go-jose/v4/jwt"
+
 	"github.com/toolrouterd/toolrouterd/internal/store/memory"
+	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 	"github.com/toolrouterd/toolrouterd/internal/vault"
 )
 
@@ -141,5 +147,56 @@ func TestParseKeysErrorsNeverShowTheKey(t *testing.T) {
 	url := base64.RawURLEncoding.EncodeToString(make([]byte, 32))
 	if _, err := vault.ParseKeys("u:" + url); err != nil {
 		t.Errorf("base64url key: %v", err)
+	}
+}
+
+func signedJWT(t *testing.T, exp time.Time) string {
+	t.Helper()
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sig, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.ES256, Key: k}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := jwt.Signed(sig).Claims(jwt.Claims{Subject: "alice", Expiry: jwt.NewNumericDate(exp)}).Serialize()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok
+}
+
+// TestSubjectTokenKeptUntilItsExp: the caller's JWT of a held call is
+// kept sealed until its exp, then gone; an expired or exp-less token is
+// not kept.
+func TestSubjectTokenKeptUntilItsExp(t *testing.T) {
+	ctx := context.Background()
+	kr, _ := vault.ParseKeys("k:" + newKey(t))
+	st := memory.New()
+	now := time.Now()
+	st.Now = func() time.Time { return now }
+	v := &vault.Vault{Keys: kr, Store: st}
+	jwtA := signedJWT(t, now.Add(time.Minute))
+	if err := v.KeepSubjectToken(ctx, "approval:ap_1", "app/alice", toolrouter.NewSecret(jwtA), now); err != nil {
+		t.Fatal(err)
+	}
+	if got, ok, err := v.SubjectToken(ctx, "approval:ap_1"); err != nil || !ok || got.Reveal() != jwtA {
+		t.Fatalf("SubjectToken = %v %v", ok, err)
+	}
+	if raw, _ := st.GetSecret(ctx, "subject_token", "approval:ap_1"); strings.Contains(raw.Sealed, jwtA[:20]) {
+		t.Fatal("the token is stored in the clear")
+	}
+	now = now.Add(2 * time.Minute)
+	if _, ok, err := v.SubjectToken(ctx, "approval:ap_1"); err != nil || ok {
+		t.Fatalf("after its exp: %v %v", ok, err)
+	}
+	for _, tok := range []string{signedJWT(t, now.Add(-time.Second)), "not-a-jwt"} {
+		if err := v.KeepSubjectToken(ctx, "k2", "o", toolrouter.NewSecret(tok), now); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok, _ := v.SubjectToken(ctx, "k2"); ok {
+			t.Fatalf("kept %q", tok)
+		}
 	}
 }
