@@ -154,12 +154,27 @@ func (c *Connector) Token(ctx context.Context, who Who, backend string, auth *to
 		if !errors.As(err, &re) {
 			return nil, err
 		}
-		// Refused (invalid_grant: revoked or expired): connect again.
+		// Refused. Another replica may have used the refresh token first
+		// and stored the rotated pair: then its access token is used.
+		var now stored
+		if ok, gerr := c.Vault.Get(ctx, kindToken, key, &now); gerr == nil && ok && now.Refresh != s.Refresh && c.fresh(now) {
+			return &Token{Value: toolrouter.NewSecret(now.Access), ID: hashID(now.Access)}, nil
+		}
+		// Else revoked or expired (invalid_grant): connect again.
 		if _, err := c.Vault.Delete(ctx, kindToken, key); err != nil {
 			return nil, err
 		}
 	}
 	return nil, c.begin(ctx, who, backend, auth)
+}
+
+// expiry is when tok expires by this connector's clock (expires_in), or
+// as x/oauth2 computed it.
+func (c *Connector) expiry(tok *oauth2.Token) time.Time {
+	if tok.ExpiresIn > 0 {
+		return c.now().Add(time.Duration(tok.ExpiresIn) * time.Second)
+	}
+	return tok.Expiry
 }
 
 // fresh reports an access token still used: until a tenth of its
@@ -206,7 +221,7 @@ func (c *Connector) refresh(ctx context.Context, key string, who Who, s stored) 
 	if err != nil {
 		return nil, describe("refresh", s.TokenURL, err)
 	}
-	s.Access, s.Expiry, s.Obtained = tok.AccessToken, tok.Expiry, c.now()
+	s.Access, s.Expiry, s.Obtained = tok.AccessToken, c.expiry(tok), c.now()
 	if tok.RefreshToken != "" {
 		s.Refresh = tok.RefreshToken
 	}
@@ -334,7 +349,7 @@ func (c *Connector) Complete(ctx context.Context, state, code string) (string, e
 		return p.Backend, describe("code exchange", p.Conn.TokenURL, err)
 	}
 	s := p.Conn
-	s.Access, s.Refresh, s.Expiry, s.Obtained = tok.AccessToken, tok.RefreshToken, tok.Expiry, c.now()
+	s.Access, s.Refresh, s.Expiry, s.Obtained = tok.AccessToken, tok.RefreshToken, c.expiry(tok), c.now()
 	if err := c.Vault.Put(ctx, kindToken, p.Who.key(p.Backend), p.Who.owner(), p.Backend, s, time.Time{}); err != nil {
 		return p.Backend, err
 	}

@@ -26,14 +26,16 @@ import (
 // test names), PKCE-checked code exchange, rotating refresh tokens,
 // RFC 7009 revocation. The e2e tests use a real one.
 type as struct {
-	t         *testing.T
-	srv       *httptest.Server
-	mu        sync.Mutex
-	codes     map[string][2]string // code -> challenge, user
-	refresh   map[string]string    // live refresh token -> user
-	access    map[string]string    // live access token -> user
-	n         int
-	ttl       int
+	t       *testing.T
+	srv     *httptest.Server
+	mu      sync.Mutex
+	codes   map[string][2]string // code -> challenge, user
+	refresh map[string]string    // live refresh token -> user
+	access  map[string]string    // live access token -> user
+	n       int
+	ttl     int
+	// onRefresh, when set, runs once before a refresh is answered.
+	onRefresh func()
 	resources []string
 	revoked   []string
 }
@@ -68,6 +70,15 @@ func newAS(t *testing.T) *as {
 	})
 	mux.HandleFunc("/token", func(w http.ResponseWriter, r *http.Request) {
 		_ = r.ParseForm()
+		a.mu.Lock()
+		hook := a.onRefresh
+		if r.Form.Get("grant_type") == "refresh_token" {
+			a.onRefresh = nil
+		}
+		a.mu.Unlock()
+		if hook != nil && r.Form.Get("grant_type") == "refresh_token" {
+			hook()
+		}
 		a.mu.Lock()
 		defer a.mu.Unlock()
 		var user string
@@ -135,6 +146,11 @@ func newConnector(t *testing.T, st *memory.Store, now func() time.Time) *oauthco
 		t.Fatal(err)
 	}
 	return &oauthconn.Connector{Vault: &vault.Vault{Keys: keys, Store: st}, PublicURL: "http://tr.example", Now: now}
+}
+
+// replica is another replica of c: the same store and keys.
+func replica(c *oauthconn.Connector) *oauthconn.Connector {
+	return &oauthconn.Connector{Vault: &vault.Vault{Keys: c.Vault.Keys, Store: c.Vault.Store}, PublicURL: c.PublicURL, Now: c.Now}
 }
 
 // signIn opens the connect URL in a "browser" signed in as login, and
@@ -211,6 +227,16 @@ func TestConnectRefreshDisconnect(t *testing.T) {
 		t.Fatalf("stored connection = %+v", raw)
 	}
 
+	// Another replica sees her connection, and Bob's calls there get no
+	// token of hers.
+	other := replica(c)
+	if tok, err := other.Token(ctx, alice, "gh", auth); err != nil || tok.Value.Reveal() != first {
+		t.Fatalf("alice on another replica = %v, %v", tok, err)
+	}
+	if _, err := other.Token(ctx, bob, "gh", auth); !errors.As(err, &nc) {
+		t.Fatalf("bob on another replica: %v, want a connect URL", err)
+	}
+
 	// Expired: refreshed, and the rotated refresh token stored (the old
 	// one no longer works at the server, so a second refresh proves it).
 	for i := range 2 {
@@ -271,6 +297,51 @@ func TestRefusedRefreshAsksToConnectAgain(t *testing.T) {
 		t.Fatalf("refused refresh: %v, want a connect URL", err)
 	} else if strings.Contains(err.Error(), "secret") {
 		t.Fatalf("error carries a token: %v", err)
+	}
+}
+
+// TestRefreshRaceAcrossReplicas: two replicas find the token expired; one
+// refreshes (rotating the refresh token), the other's refresh with the old
+// one is refused, and it uses the pair the first stored instead of
+// dropping the connection.
+func TestRefreshRaceAcrossReplicas(t *testing.T) {
+	ctx := context.Background()
+	a := newAS(t)
+	a.ttl = 60
+	be := newBackend(t, a.srv.URL)
+	clk := time.Now()
+	now := func() time.Time { return clk }
+	st := memory.New()
+	st.Now = now
+	c1 := newConnector(t, st, now)
+	auth := &toolrouter.BackendAuth{Mode: toolrouter.AuthOAuth, Resource: be.URL + "/mcp"}
+	who := oauthconn.Who{Client: "app", User: "alice"}
+	_, err := c1.Token(ctx, who, "gh", auth)
+	var nc *oauthconn.NeedsConnect
+	if !errors.As(err, &nc) {
+		t.Fatal(err)
+	}
+	signIn(t, c1, nc.URL, "alice")
+	clk = clk.Add(2 * time.Minute)
+	// Replica 2 asks to refresh with the pair it read; before the server
+	// answers it, replica 1 refreshes with the same refresh token (and
+	// stores the rotated pair): replica 2's refresh is then refused.
+	c2 := replica(c1)
+	var t1 *oauthconn.Token
+	a.mu.Lock()
+	a.onRefresh = func() {
+		var err error
+		if t1, err = c1.Token(ctx, who, "gh", auth); err != nil {
+			t.Errorf("replica 1: %v", err)
+		}
+	}
+	a.mu.Unlock()
+	t2, err := c2.Token(ctx, who, "gh", auth)
+	if err != nil || t1 == nil || t2.Value.Reveal() != t1.Value.Reveal() {
+		t.Fatalf("replica 2 = %v, %v; want replica 1's refreshed token", t2, err)
+	}
+	if list, _ := c2.Connections(ctx, who); len(list) != 1 {
+		t.Fatal("the connection was dropped")
 	}
 }
 
