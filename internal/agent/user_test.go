@@ -110,3 +110,30 @@ func TestResumedRunKeepsItsCallersUser(t *testing.T) {
 		t.Fatalf("the calls ran for %v; want both for alice with her JWT (the resumed one marked Later)", subs)
 	}
 }
+
+// TestRunRecordsAConnectURL: a run's tool call whose user must first
+// connect the backend (auth mode oauth) is recorded as auth_required
+// with the connect URL, for the caller of /runs to show.
+func TestRunRecordsAConnectURL(t *testing.T) {
+	a := &fakeAdapter{chat: func(n int, req llm.Request) (llm.Response, error) {
+		if n == 0 {
+			return llm.Response{ToolCalls: []llm.ToolCall{call("c1", "gh/issues", map[string]any{})}}, nil
+		}
+		return llm.Response{Content: "connect first"}, nil
+	}}
+	rt := fakeRouter{route: func(_ context.Context, planID string, p map[string]any) (*toolrouter.Result, error) {
+		id, _ := toolrouter.ToolCallID(planID, 0)
+		msg, cat := "backend gh: not connected for this user yet", toolrouter.CategoryAuth
+		return &toolrouter.Result{ToolCallID: id, PlanID: planID, ToolName: "gh/issues", Error: &msg, ErrorCategory: &cat,
+			Status: toolrouter.ResultAuthRequired, ConnectURL: "http://tr/connect/s1"}, nil
+	}}
+	r, _ := newRunner(a, rt)
+	pr, err := r.Start(context.Background(), agent.Request{Prompt: "list my issues"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := r.Execute(context.Background(), pr, nil)
+	if len(run.ToolCalls) != 1 || run.ToolCalls[0].Status != "auth_required" || run.ToolCalls[0].ConnectURL != "http://tr/connect/s1" {
+		t.Fatalf("tool calls %+v", run.ToolCalls)
+	}
+}
