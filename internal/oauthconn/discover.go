@@ -151,6 +151,11 @@ func (c *Connector) discover(ctx context.Context, auth *toolrouter.BackendAuth) 
 		if len(prm.Servers) == 0 {
 			return nil, fmt.Errorf("discovery: no protected resource metadata for %s (RFC 9728): %w", auth.Resource, lastErr)
 		}
+		// RFC 9728 §3.3: metadata for another resource is not used (a
+		// backend must not send its users to another's server).
+		if strings.TrimSuffix(prm.Resource, "/") != strings.TrimSuffix(auth.Resource, "/") {
+			return nil, fmt.Errorf("discovery: the protected resource metadata is for %q, not %s (RFC 9728 §3.3); set resource or resource_metadata", prm.Resource, auth.Resource)
+		}
 		issuer, scopes = prm.Servers[0], prm.Scopes
 	}
 	iu, err := url.Parse(issuer)

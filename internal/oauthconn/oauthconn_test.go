@@ -345,6 +345,18 @@ func TestRefreshRaceAcrossReplicas(t *testing.T) {
 	}
 }
 
+// TestDiscoveryRefusesAnotherResourcesMetadata (RFC 9728 §3.3).
+func TestDiscoveryRefusesAnotherResourcesMetadata(t *testing.T) {
+	a := newAS(t)
+	be := newBackend(t, a.srv.URL) // its metadata names be.URL+"/mcp"
+	c := newConnector(t, memory.New(), nil)
+	_, err := c.Token(context.Background(), oauthconn.Who{User: "u"}, "gh", &toolrouter.BackendAuth{Mode: toolrouter.AuthOAuth,
+		Resource: be.URL + "/other", ResourceMetadata: be.URL + "/meta/prm"})
+	if err == nil || !strings.Contains(err.Error(), "RFC 9728 §3.3") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
 func TestDiscoveryNeedsPKCE(t *testing.T) {
 	mux := http.NewServeMux()
 	srv := httptest.NewServer(mux)
