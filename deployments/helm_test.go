@@ -346,8 +346,8 @@ func checkNetworkPolicy(t *testing.T, c *chart) {
 
 // TestHelmConfigValuesAreSettings: config.* in values.schema.json,
 // values.yaml and ci/full-values.yaml are the same keys, one per setting
-// besides the five the chart sets itself (TOOLROUTER_ADDR, _REGISTRY, _STORE,
-// _API_KEYS, _STATE_KEY: the last three from Secrets); with TestHelmTemplate/full (every setting rendered) a value
+// besides the six the chart sets itself (TOOLROUTER_ADDR, _REGISTRY, _STORE,
+// _API_KEYS, _STATE_KEY, _TOKEN_KEYS: the last four from Secrets); with TestHelmTemplate/full (every setting rendered) a value
 // cannot exist without its variable, nor a variable without its value.
 func TestHelmConfigValuesAreSettings(t *testing.T) {
 	configOf := func(file string) []string {
@@ -378,7 +378,7 @@ func TestHelmConfigValuesAreSettings(t *testing.T) {
 		}
 	}
 	settings := configKeys(t)
-	if want := len(settings) + 2 - 5; len(schema) != want { // + TOOLROUTER_TRACE_CONTENT, _STORE
+	if want := len(settings) + 2 - 6; len(schema) != want { // + TOOLROUTER_TRACE_CONTENT, _STORE
 		t.Errorf("values.schema.json has %d config values, want %d (one per setting)", len(schema), want)
 	}
 }

@@ -400,16 +400,22 @@ clients:
 		if len(secrets) < 8 {
 			t.Fatalf("only %d tokens seen", len(secrets))
 		}
-		places := map[string]string{"log": rt.Output(), "metrics": string(m.Body), "audit": string(a.Body), "answers": strings.Join(bodies, "\n"),
-			"spans": idjagSpanText(col)}
-		for where, text := range places {
-			for _, s := range secrets {
-				if strings.Contains(text, s) || strings.Contains(text, url.QueryEscape(s)) {
-					t.Errorf("a token (%s…) is in the %s", s[:8], where)
-				}
+		noSecretIn(t, secrets, map[string]string{"log": rt.Output(), "metrics": string(m.Body), "audit": string(a.Body), "answers": strings.Join(bodies, "\n"),
+			"spans": idjagSpanText(col)})
+	})
+}
+
+// noSecretIn fails t for each secret found (as is, or query-escaped) in
+// one of the places (name: text).
+func noSecretIn(t *testing.T, secrets []string, places map[string]string) {
+	t.Helper()
+	for where, text := range places {
+		for _, s := range secrets {
+			if strings.Contains(text, s) || strings.Contains(text, url.QueryEscape(s)) {
+				t.Errorf("a secret (%s…) is in the %s", s[:8], where)
 			}
 		}
-	})
+	}
 }
 
 func anyStrings(v any) []string {
@@ -433,10 +439,12 @@ func anyStrings(v any) []string {
 func TestCheckAuthBlocks(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "registry.yaml")
 	src := `tools:
-  - {name: a, endpoint: http://x/a, auth: {mode: oauth}}
+  - {name: a, endpoint: http://x/a, auth: {mode: oauth, token_url: http://as/t}}
   - {name: b, endpoint: http://x/b, auth: {mode: token_exchange, token_url: nope, client_id_env: CID, client_secret_env: CSEC_UNSET, audience: x}}
   - {name: c, endpoint: http://x/c, auth: {mode: per_client, scopes: [s]}}
   - {name: d, endpoint: http://x/d, auth: {mode: id_jag, token_url: http://idp.example/t, client_id_env: CID, client_secret_env: CID, audience: https://as, scopes: []}}
+  - {name: e, endpoint: http://x/e, auth: {mode: oauth, resource_metadata: nope}}
+  - {name: f, endpoint: http://x/f, auth: {mode: oidc}}
 clients:
   - {name: k, key_env: CID, credentials: {a: {token_env: CID}}}
 `
@@ -450,11 +458,13 @@ clients:
 		t.Fatalf("check passed:\n%s", out)
 	}
 	for _, want := range []string{
-		`tool "a": auth.mode: must be static, per_client, token_exchange or id_jag (oauth is not built yet)`,
+		`tool "a": auth.token_url: only for mode token_exchange or id_jag`,
+		`tool "e": auth.resource_metadata: must be an absolute http or https URL with a host`,
+		`tool "f": auth.mode: must be static, per_client, token_exchange, id_jag or oauth`,
 		`tool "b": auth.token_url: must be an absolute http or https URL with a host`,
 		`warning: ` + file + `:3: tool "b": auth.client_secret_env: environment variable CSEC_UNSET is unset or empty`,
-		`tool "c": auth.scopes: only for mode token_exchange`,
-		`client "k": credentials.a: "a" has auth mode static, not per_client`,
+		`tool "c": auth.scopes: only for modes token_exchange, id_jag and oauth`,
+		`client "k": credentials.a: "a" has auth mode oauth, not per_client`,
 		`tool "d": auth.resource: id_jag needs token_url, client_id_env, client_secret_env, audience, resource, backend_token_url, backend_client_id_env and backend_client_secret_env`,
 		`tool "d": auth.token_url: must be https`,
 		`tool "d": auth.scopes: must have at least 1 item(s)`,

@@ -20,7 +20,16 @@
 //     backend's authorization server (-trust-idp ISSUER) it redeems the
 //     IdP's ID-JAGs with the jwt-bearer grant (idjag.go);
 //   - JWTs are signed with RS256; the key set is at /keys, the token
-//     endpoint at /oauth/token (see /.well-known/openid-configuration).
+//     endpoint at /oauth/token (see /.well-known/openid-configuration);
+//   - with -oauth-client id:secret and -redirect-uri, that client signs
+//     users in with the authorization code grant and PKCE S256 (auth
+//     mode oauth): the op package's /authorize sends the browser to this
+//     server's login and consent page (/login/username, a form with the
+//     user's name and secret from -users and an Allow button), then back
+//     with a code; with the offline_access scope the token endpoint
+//     issues refresh tokens, rotated on each use, and /revoke revokes
+//     them (RFC 7009). Its access tokens are JWTs for the audience of the
+//     client id, valid for -access-lifetime.
 //
 // It listens on -addr (default a free loopback port) and prints
 // "testas listening on http://HOST:PORT" when it serves. Test use only:
@@ -33,6 +42,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"html/template"
 	"log/slog"
 	"net"
 	"net/http"
@@ -73,6 +83,9 @@ func run() error {
 	trustIDP := flag.String("trust-idp", "", "as a backend's authorization server: the issuer of the IdP whose ID-JAGs are redeemed (jwt-bearer grant)")
 	resources := flag.String("resources", "", "comma-separated resources a redeemed ID-JAG may name (empty: any)")
 	grantLife := flag.Duration("grant-lifetime", 5*time.Minute, "lifetime of the access tokens issued for ID-JAGs")
+	oauthClient := flag.String("oauth-client", "", "id:secret of an authorization code client (auth mode oauth)")
+	redirectURI := flag.String("redirect-uri", "", "the -oauth-client's redirect URI")
+	accessLife := flag.Duration("access-lifetime", 5*time.Minute, "lifetime of the -oauth-client's access tokens")
 	flag.Parse()
 
 	ln, err := net.Listen("tcp", *addr)
@@ -80,7 +93,17 @@ func run() error {
 		return err
 	}
 	issuer := "http://" + ln.Addr().String()
-	st := &store{Storage: storage.NewStorage(storage.NewUserStore(issuer)), clients: map[string]*confidential{},
+	people := people{}
+	codeClients := map[string]*storage.Client{}
+	var codeClient string
+	if *oauthClient != "" {
+		id, secret, ok := strings.Cut(*oauthClient, ":")
+		if !ok || *redirectURI == "" {
+			return errors.New("-oauth-client: want id:secret, and -redirect-uri")
+		}
+		codeClients[id], codeClient = storage.WebClient(id, secret, *redirectURI), id
+	}
+	st := &store{Storage: storage.NewStorageWithClients(people, codeClients), clients: map[string]*confidential{}, codeClient: codeClient, accessLife: *accessLife,
 		userAud: *userAud, userLife: *userLife, xLife: *xLife, short: *short, shortLife: *shortLife, userClaims: map[string]any{}}
 	for _, kv := range strings.Split(*userClaims, ",") {
 		if k, v, ok := strings.Cut(kv, "="); ok {
@@ -94,6 +117,7 @@ func run() error {
 			return fmt.Errorf("-users: %q is not user:secret", u)
 		}
 		st.clients[id] = &confidential{id: id, secret: secret, user: true}
+		people[id] = &storage.User{ID: id, Username: id, Password: secret, EmailVerified: true}
 	}
 	id, secret, ok := strings.Cut(*client, ":")
 	if !ok {
@@ -105,7 +129,7 @@ func run() error {
 	if _, err := rand.Read(key[:]); err != nil {
 		return err
 	}
-	provider, err := op.NewProvider(&op.Config{CryptoKey: key, GrantTypeRefreshToken: false}, st, op.StaticIssuer(issuer),
+	provider, err := op.NewProvider(&op.Config{CryptoKey: key, GrantTypeRefreshToken: true, CodeMethodS256: true}, st, op.StaticIssuer(issuer),
 		op.WithAllowInsecure(), op.WithLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))))
 	if err != nil {
 		return err
@@ -122,7 +146,13 @@ func run() error {
 		j.keys = rp.NewRemoteKeySet(&http.Client{Timeout: 10 * time.Second}, strings.TrimSuffix(j.trusted, "/")+"/keys")
 	}
 	st.grantLife = j.grantLife
-	srv := &http.Server{Handler: j.handler(provider), ReadHeaderTimeout: 5 * time.Second}
+	mux := http.NewServeMux()
+	mux.Handle("/", j.handler(provider))
+	lp := &loginPage{check: st.CheckUsernamePassword, callback: op.AuthCallbackURL(provider)}
+	interceptor := op.NewIssuerInterceptor(provider.IssuerFromRequest)
+	mux.HandleFunc("GET /login/username", lp.show)
+	mux.HandleFunc("POST /login/username", interceptor.HandlerFunc(lp.submit))
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	go func() {
@@ -152,6 +182,20 @@ type store struct {
 	userClaims map[string]any
 	// grantLife is the lifetime of the access tokens issued for ID-JAGs.
 	grantLife time.Duration
+	// codeClient is the -oauth-client, whose access tokens are JWTs valid
+	// for accessLife.
+	codeClient string
+	accessLife time.Duration
+}
+
+// CreateAccessAndRefreshTokens: the code client's access tokens live
+// accessLife (the JWT's exp is this expiration).
+func (s *store) CreateAccessAndRefreshTokens(ctx context.Context, req op.TokenRequest, current string) (string, string, time.Time, error) {
+	id, refresh, exp, err := s.Storage.CreateAccessAndRefreshTokens(ctx, req, current)
+	if err == nil && s.codeClient != "" && s.accessLife > 0 {
+		exp = time.Now().Add(s.accessLife)
+	}
+	return id, refresh, exp, err
 }
 
 // list is the comma-separated items of s, trimmed, without empty ones.
@@ -177,7 +221,72 @@ func (s *store) GetClientByClientID(ctx context.Context, id string) (op.Client, 
 	if c := s.clients[id]; c != nil {
 		return c, nil
 	}
-	return s.Storage.GetClientByClientID(ctx, id)
+	c, err := s.Storage.GetClientByClientID(ctx, id)
+	if err == nil && id == s.codeClient {
+		return jwtClient{c}, nil
+	}
+	return c, err
+}
+
+// jwtClient is the code client with JWT access tokens, which a backend
+// checks against the key set.
+type jwtClient struct{ op.Client }
+
+func (jwtClient) AccessTokenType() op.AccessTokenType { return op.AccessTokenTypeJWT }
+
+// people are the users who sign in on the login page: the -users.
+type people map[string]*storage.User
+
+func (p people) GetUserByID(id string) *storage.User { return p[id] }
+func (p people) GetUserByUsername(name string) *storage.User {
+	return p[name]
+}
+func (p people) ExampleClientID() string { return "" }
+
+// loginPage is the login and consent page of the code flow: the user's
+// name and secret, and an Allow button.
+type loginPage struct {
+	check    func(username, password, id string) error
+	callback func(context.Context, string) string
+}
+
+var loginHTML = template.Must(template.New("login").Parse(`<!doctype html>
+<html><head><meta charset="utf-8"><title>testas: sign in</title><link rel="icon" href="data:,"></head>
+<body><h1>Sign in to testas</h1>
+<p id="ask">toolrouterd asks to act for you.</p>{{if .Error}}<p id="error">{{.Error}}</p>{{end}}
+<form method="post" action="/login/username">
+<input type="hidden" name="id" value="{{.ID}}">
+<label>User <input id="username" name="username"></label>
+<label>Secret <input id="password" name="password" type="password"></label>
+<label><input id="consent" name="consent" type="checkbox" value="yes"> I allow toolrouterd to call tools as me</label>
+<button id="allow" type="submit">Allow</button>
+</form></body></html>
+`))
+
+func (l *loginPage) show(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	_ = loginHTML.Execute(w, map[string]string{"ID": r.URL.Query().Get("authRequestID")})
+}
+
+func (l *loginPage) submit(w http.ResponseWriter, r *http.Request) {
+	if err := r.ParseForm(); err != nil {
+		http.Error(w, "bad form", http.StatusBadRequest)
+		return
+	}
+	id := r.FormValue("id")
+	fail := func(msg string) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		_ = loginHTML.Execute(w, map[string]string{"ID": id, "Error": msg})
+	}
+	if r.FormValue("consent") != "yes" {
+		fail("consent is required")
+		return
+	}
+	if err := l.check(r.FormValue("username"), r.FormValue("password"), id); err != nil {
+		fail(err.Error())
+		return
+	}
+	http.Redirect(w, r, l.callback(r.Context(), id), http.StatusFound)
 }
 
 func (s *store) AuthorizeClientIDSecret(ctx context.Context, id, secret string) error {

@@ -20,6 +20,10 @@ type User struct {
 	// Token is the caller's validated bearer JWT (the subject_token of a
 	// token exchange); zero for an asserted user.
 	Token toolrouter.Secret
+	// Later reports the user of a call run after its request ended (an
+	// approved call, a resumed run): Token is then the caller's JWT kept
+	// in the token vault, zero when it was not kept or expired.
+	Later bool
 }
 
 type userKey struct{}

@@ -87,6 +87,10 @@ type Observer interface {
 
 // Runner runs tool-calling loops. Its fields are set once at construction.
 type Runner struct {
+	// Subjects keeps the caller's JWT of a paused run until it expires
+	// (the token vault), so the resumed run can still exchange it (auth
+	// mode token_exchange); nil: not kept.
+	Subjects Subjects
 	Router   Router
 	Registry func() Registry
 	// Adapter returns the adapter for a provider of the registry.

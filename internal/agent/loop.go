@@ -432,9 +432,12 @@ func record(rec *toolrouter.ToolCallRecord, res *toolrouter.Result) {
 	}
 	rec.Error, rec.ErrorCategory = res.Error, res.ErrorCategory
 	rec.DurationMS = res.DurationMS
-	rec.ApprovalID, rec.Status = res.ApprovalID, ""
-	if res.Status == toolrouter.ResultAwaitingApproval {
+	rec.ApprovalID, rec.Status, rec.ConnectURL = res.ApprovalID, "", ""
+	switch res.Status {
+	case toolrouter.ResultAwaitingApproval:
 		rec.Status = toolrouter.ResultAwaitingApproval
+	case toolrouter.ResultAuthRequired:
+		rec.Status, rec.ConnectURL = toolrouter.ResultAuthRequired, res.ConnectURL
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/rs/zerolog"
 
@@ -36,7 +37,20 @@ type resumeState struct {
 	// Found are the tools search_tools found that the run offers since
 	// (search_mode: inject): the resumed run offers them too.
 	Found []string `json:"found,omitempty"`
+	// User is the user the run is made for (its sub; "" when none): the
+	// resumed run goes on for that user, never the one whose request
+	// resumes it (an approver's).
+	User string `json:"user,omitempty"`
 }
+
+// Subjects is the token vault, as far as paused runs need it.
+type Subjects interface {
+	KeepSubjectToken(ctx context.Context, key, owner string, token toolrouter.Secret, now time.Time) error
+	SubjectToken(ctx context.Context, key string) (toolrouter.Secret, bool, error)
+}
+
+// subjectKey is where the caller's JWT of a paused run is kept.
+func subjectKey(runID string) string { return "run:" + runID }
 
 // held reports whether a call of the turn waits for an approver.
 func held(records []toolrouter.ToolCallRecord) bool {
@@ -52,6 +66,14 @@ func held(records []toolrouter.ToolCallRecord) bool {
 // ran, and ends the loop here.
 func (x *execution) pause(ctx context.Context, iter int, calls []llm.ToolCall, records []toolrouter.ToolCallRecord) *outcome {
 	st := resumeState{Request: x.p.req, Messages: x.messages, Iteration: iter, Calls: calls, LastCall: x.lastCall, Repeats: x.repeats, Found: x.found}
+	if u := access.UserFromContext(ctx); u != nil && u.Subject != "" {
+		st.User = u.Subject
+		if x.r.Subjects != nil && !u.Token.IsZero() {
+			if err := x.r.Subjects.KeepSubjectToken(ctx, subjectKey(x.run.RunID), toolrouter.ScopedKey(x.run.Client, u.Subject), u.Token, x.r.now()); err != nil {
+				x.log.Warn().Err(err).Msg("keep the caller's token for the resumed run")
+			}
+		}
+	}
 	x.mu.Lock()
 	st.TurnStart = len(x.run.ToolCalls)
 	x.run.ToolCalls = append(x.run.ToolCalls, records...)
@@ -139,10 +161,23 @@ func (r *Runner) Resume(ctx context.Context, runID string) *toolrouter.Run {
 			return nil
 		}
 	}
-	// As its client, and never as the user of the request that resumes it
-	// (an approver's): the caller's token is not kept, so the resumed run
-	// has no user (docs/backend-auth.md).
-	ctx = access.NewUserContext(access.NewContext(ctx, client), nil)
+	// As its client and its user, never the user of the request that
+	// resumes it (an approver's), with the caller's JWT when the vault kept
+	// it and it has not expired (docs/backend-auth.md).
+	var user *access.User
+	if st.User != "" {
+		user = &access.User{Subject: st.User, Later: true}
+		if r.Subjects != nil {
+			tok, ok, err := r.Subjects.SubjectToken(ctx, subjectKey(run.RunID))
+			if err != nil {
+				log.Warn().Err(err).Msg("read the caller's kept token")
+			}
+			if ok {
+				user.Token = tok
+			}
+		}
+	}
+	ctx = access.NewUserContext(access.NewContext(ctx, client), user)
 	p, err := r.prepare(ctx, st.Request)
 	if err != nil {
 		r.abandon(ctx, run, "the run cannot go on: "+toolrouter.ErrorMessage(err))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/toolrouterd/toolrouterd/internal/access"
 	"github.com/toolrouterd/toolrouterd/internal/agent"
@@ -12,11 +13,31 @@ import (
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
 
-// TestResumedRunHasNotTheResumersUser (docs/backend-auth.md): a run
-// paused for an approval and resumed in the approver's request goes on
-// without the approver's user (nor its caller's: the token is not kept),
-// so no backend credential is chosen for the person who decided.
-func TestResumedRunHasNotTheResumersUser(t *testing.T) {
+// subjects is an agent.Subjects keeping tokens in a map.
+type subjects struct {
+	mu   sync.Mutex
+	kept map[string]string
+}
+
+func (s *subjects) KeepSubjectToken(_ context.Context, key, _ string, tok toolrouter.Secret, _ time.Time) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.kept[key] = tok.Reveal()
+	return nil
+}
+
+func (s *subjects) SubjectToken(_ context.Context, key string) (toolrouter.Secret, bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v, ok := s.kept[key]
+	return toolrouter.NewSecret(v), ok, nil
+}
+
+// TestResumedRunKeepsItsCallersUser (docs/backend-auth.md): a run paused
+// for an approval and resumed in the approver's request goes on for its
+// caller's user, with the caller's JWT the vault kept (so a token
+// exchange still works), never the approver's.
+func TestResumedRunKeepsItsCallersUser(t *testing.T) {
 	a := &fakeAdapter{chat: func(n int, req llm.Request) (llm.Response, error) {
 		switch n {
 		case 0:
@@ -52,6 +73,7 @@ func TestResumedRunHasNotTheResumersUser(t *testing.T) {
 	}}
 	r, _ := newRunner(a, rt)
 	r.Runs = st
+	r.Subjects = &subjects{kept: map[string]string{}}
 	alice := access.NewUserContext(context.Background(), &access.User{Subject: "alice", Token: toolrouter.NewSecret("jwt-alice")})
 	pr, err := r.Start(alice, agent.Request{Prompt: "pay"})
 	if err != nil {
@@ -81,10 +103,37 @@ func TestResumedRunHasNotTheResumersUser(t *testing.T) {
 		if u == nil {
 			subs = append(subs, "(none)")
 		} else {
-			subs = append(subs, u.Subject)
+			subs = append(subs, u.Subject+"/"+u.Token.Reveal())
 		}
 	}
-	if len(subs) != 2 || subs[0] != "alice" || subs[1] != "(none)" {
-		t.Fatalf("the calls ran for %v; want alice's first, then the resumed run's for no user", subs)
+	if len(subs) != 2 || subs[0] != "alice/jwt-alice" || subs[1] != "alice/jwt-alice" || !users[1].Later {
+		t.Fatalf("the calls ran for %v; want both for alice with her JWT (the resumed one marked Later)", subs)
+	}
+}
+
+// TestRunRecordsAConnectURL: a run's tool call whose user must first
+// connect the backend (auth mode oauth) is recorded as auth_required
+// with the connect URL, for the caller of /runs to show.
+func TestRunRecordsAConnectURL(t *testing.T) {
+	a := &fakeAdapter{chat: func(n int, req llm.Request) (llm.Response, error) {
+		if n == 0 {
+			return llm.Response{ToolCalls: []llm.ToolCall{call("c1", "gh/issues", map[string]any{})}}, nil
+		}
+		return llm.Response{Content: "connect first"}, nil
+	}}
+	rt := fakeRouter{route: func(_ context.Context, planID string, p map[string]any) (*toolrouter.Result, error) {
+		id, _ := toolrouter.ToolCallID(planID, 0)
+		msg, cat := "backend gh: not connected for this user yet", toolrouter.CategoryAuth
+		return &toolrouter.Result{ToolCallID: id, PlanID: planID, ToolName: "gh/issues", Error: &msg, ErrorCategory: &cat,
+			Status: toolrouter.ResultAuthRequired, ConnectURL: "http://tr/connect/s1"}, nil
+	}}
+	r, _ := newRunner(a, rt)
+	pr, err := r.Start(context.Background(), agent.Request{Prompt: "list my issues"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := r.Execute(context.Background(), pr, nil)
+	if len(run.ToolCalls) != 1 || run.ToolCalls[0].Status != "auth_required" || run.ToolCalls[0].ConnectURL != "http://tr/connect/s1" {
+		t.Fatalf("tool calls %+v", run.ToolCalls)
 	}
 }

@@ -80,12 +80,25 @@ type Keeper struct {
 	// resumes (agent.Runner.ResumeLater).
 	Settled func(ctx context.Context, runID string)
 	Now     func() time.Time
+	// Subjects keeps the caller's JWT of a held call until it expires
+	// (the token vault), so the approved call can still exchange it
+	// (auth mode token_exchange); nil: not kept.
+	Subjects Subjects
 
 	next    toolrouter.Next // the pipeline after the stage: an approved call resumes there
 	holdMu  sync.Mutex      // serializes holding calls while MaxPending is set
 	waiters waiters         // streams waiting for a decision made here
 	final   sync.Map        // ids of approved approvals whose result is final (SettleAbandoned)
 }
+
+// Subjects is the token vault, as far as held calls need it.
+type Subjects interface {
+	KeepSubjectToken(ctx context.Context, key, owner string, token toolrouter.Secret, now time.Time) error
+	SubjectToken(ctx context.Context, key string) (toolrouter.Secret, bool, error)
+}
+
+// subjectKey is where the caller's JWT of a held call is kept.
+func subjectKey(approvalID string) string { return "approval:" + approvalID }
 
 // ID is the id of the approval of a tool call: "ap_" and the call's id
 // digits, so either names the other.
@@ -142,6 +155,16 @@ func (k *Keeper) hold(ctx context.Context, req *toolrouter.CallRequest) toolrout
 		CreatedAt: now.UTC(), ExpiresAt: now.Add(k.ttl()).UTC(),
 		// Kept for its audit record: it is settled in another request.
 		EntryPoint: req.EntryPoint(), CalledAs: req.Call.ToolName,
+	}
+	// The user too, and their JWT in the vault, until it expires: the
+	// approved call runs for them, and a token exchange needs the JWT.
+	if u := access.UserFromContext(ctx); u != nil && u.Subject != "" {
+		a.User = u.Subject
+		if k.Subjects != nil && !u.Token.IsZero() {
+			if err := k.Subjects.KeepSubjectToken(ctx, subjectKey(a.ID), toolrouter.ScopedKey(client, u.Subject), u.Token, now); err != nil {
+				zerolog.Ctx(ctx).Warn().Err(err).Str("tool_call_id", req.ID).Msg("keep the caller's token for the approved call")
+			}
+		}
 	}
 	// The request's budget is kept with the call: the approval is decided
 	// in another request, which has none of it.
@@ -413,6 +436,24 @@ func (k *Keeper) pendingCall(ctx context.Context, a *toolrouter.Approval) (*tool
 	return req, status, nil
 }
 
+// heldUser is the user a held call was made for (nil: none).
+func (k *Keeper) heldUser(ctx context.Context, a *toolrouter.Approval) *access.User {
+	if a.User == "" {
+		return nil
+	}
+	u := &access.User{Subject: a.User, Later: true}
+	if k.Subjects != nil {
+		tok, ok, err := k.Subjects.SubjectToken(ctx, subjectKey(a.ID))
+		if err != nil {
+			zerolog.Ctx(ctx).Warn().Err(err).Str("approval_id", a.ID).Msg("read the caller's kept token")
+		}
+		if ok {
+			u.Token = tok
+		}
+	}
+	return u
+}
+
 func (k *Keeper) settleCall(ctx context.Context, a *toolrouter.Approval) (*toolrouter.Result, error) {
 	req, _, err := k.pendingCall(ctx, a)
 	if err != nil {
@@ -425,10 +466,10 @@ func (k *Keeper) settleCall(ctx context.Context, a *toolrouter.Approval) (*toolr
 			ctx = access.NewContext(ctx, c)
 		}
 	}
-	// Never the approver's user: a backend credential is never chosen
-	// for the person who decided (docs/backend-auth.md); the caller's
-	// token is not kept, so the call has no user.
-	ctx = access.NewUserContext(ctx, nil)
+	// The caller's user, never the approver's: a backend credential is
+	// never chosen for the person who decided (docs/backend-auth.md),
+	// with the caller's JWT when the vault kept it and it has not expired.
+	ctx = access.NewUserContext(ctx, k.heldUser(ctx, a))
 	switch a.Status {
 	case toolrouter.ApprovalDenied:
 		reason := ""

@@ -3,6 +3,7 @@ package approval_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/toolrouterd/toolrouterd/internal/access"
 	"github.com/toolrouterd/toolrouterd/internal/pipeline"
@@ -18,10 +19,37 @@ func (u *userExec) Call(ctx context.Context, _ toolrouter.ExecRequest) toolroute
 	return toolrouter.Outcome{Output: []byte(`{}`), Answered: true}
 }
 
-// TestApprovedCallHasNotTheApproversUser (docs/backend-auth.md): a call
-// held for approval runs, once approved, without the approver's user, so
-// no backend credential is ever chosen for the person who decided.
-func TestApprovedCallHasNotTheApproversUser(t *testing.T) {
+// subjects is an approval.Subjects keeping tokens in a map.
+type subjects map[string]string
+
+func (s subjects) KeepSubjectToken(_ context.Context, key, _ string, tok toolrouter.Secret, _ time.Time) error {
+	s[key] = tok.Reveal()
+	return nil
+}
+
+func (s subjects) SubjectToken(_ context.Context, key string) (toolrouter.Secret, bool, error) {
+	v, ok := s[key]
+	return toolrouter.NewSecret(v), ok, nil
+}
+
+// TestApprovedCallRunsForItsCallersUser (docs/backend-auth.md): a call
+// held for approval runs, once approved, for its caller's user with the
+// JWT the vault kept (so a token exchange still works), never the
+// approver's; without a vault, for the caller's user with no token.
+func TestApprovedCallRunsForItsCallersUser(t *testing.T) {
+	for _, keep := range []bool{true, false} {
+		exec := approveAsBob(t, keep)
+		want := "jwt-alice"
+		if !keep {
+			want = ""
+		}
+		if len(exec.users) != 1 || exec.users[0] == nil || exec.users[0].Subject != "alice" || exec.users[0].Token.Reveal() != want || !exec.users[0].Later {
+			t.Fatalf("vault %v: the approved call ran %d times, for %+v; want once, for alice with token %q", keep, len(exec.users), exec.users, want)
+		}
+	}
+}
+
+func approveAsBob(t *testing.T, keep bool) *userExec {
 	st := memory.New()
 	exec := &userExec{}
 	r := &rig{
@@ -29,6 +57,9 @@ func TestApprovedCallHasNotTheApproversUser(t *testing.T) {
 			return toolMap{"pay": {Name: "pay", Approval: true, InputSchema: map[string]any{"type": "object"}}}
 		},
 		Exec: exec, Seq: st, Results: st, Approvals: st,
+	}
+	if keep {
+		r.Subjects = subjects{}
 	}
 	caller := access.NewUserContext(context.Background(), &access.User{Subject: "alice", Token: toolrouter.NewSecret("jwt-alice")})
 	res, err := r.Route(caller, "p1", map[string]any{"name": "pay", "arguments": map[string]any{}}, nil)
@@ -39,7 +70,8 @@ func TestApprovedCallHasNotTheApproversUser(t *testing.T) {
 	if _, _, err := r.Decide(approver, res.ApprovalID, true, ""); err != nil {
 		t.Fatal(err)
 	}
-	if len(exec.users) != 1 || exec.users[0] != nil {
-		t.Fatalf("the approved call ran %d times, for %+v; want once, for no user", len(exec.users), exec.users)
+	if a, err := st.GetApproval(context.Background(), res.ApprovalID); err != nil || a.User != "alice" {
+		t.Fatalf("approval %+v %v: want user alice", a, err)
 	}
+	return exec
 }

@@ -105,6 +105,21 @@ type Config struct {
 	// AllowUnauthenticated lets toolrouterd listen on a non-loopback
 	// address with no API keys, registry clients or JWT configured.
 	AllowUnauthenticated bool `envconfig:"TOOLROUTER_ALLOW_UNAUTHENTICATED" default:"false"`
+	// TokenKeys are the token vault's keys (docs/backend-auth.md "The
+	// token vault"): comma-separated ID:KEY, KEY 32 bytes in base64; the
+	// first seals, all open. Unset: auth mode oauth is off.
+	TokenKeys string `envconfig:"TOOLROUTER_TOKEN_KEYS"`
+	// PublicURL is toolrouterd's URL as users' browsers reach it, for the
+	// oauth connect URLs and the callback (PublicURL/oauth/callback).
+	PublicURL string `envconfig:"TOOLROUTER_PUBLIC_URL"`
+}
+
+// publicURL reports an absolute http(s) URL with a host and no query,
+// user or fragment: the base of the oauth connect and callback URLs.
+func publicURL(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" && u.User == nil &&
+		u.RawQuery == "" && u.Fragment == "" && s == strings.TrimSpace(s)
 }
 
 // JWT reports whether JWT bearer tokens are on.
@@ -212,6 +227,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("TOOLROUTER_RESULT_RETENTION: %s is below the minimum of 1m", c.ResultRetention)
 	case c.RunRetention < time.Minute:
 		return fmt.Errorf("TOOLROUTER_RUN_RETENTION: %s is below the minimum of 1m", c.RunRetention)
+	case c.PublicURL != "" && !publicURL(c.PublicURL):
+		return fmt.Errorf("TOOLROUTER_PUBLIC_URL: %q is not an http or https URL with a host and no query (e.g. https://toolrouter.example.com)", c.PublicURL)
 	case c.StateKey != "" && len(c.StateKey) < 32:
 		return fmt.Errorf("TOOLROUTER_STATE_KEY: %d characters; want at least 32 (or unset: a key generated into the store)", len(c.StateKey))
 	case c.MCPDiscoveryMaxPages < 1 || c.MCPDiscoveryMaxPages > 100000:

@@ -126,6 +126,8 @@ func TestBadValuesNameTheVariable(t *testing.T) {
 		{"TOOLROUTER_ALLOWED_ORIGINS", "https://app.example/path", "is not an origin"},
 		{"TOOLROUTER_ALLOWED_ORIGINS", "ftp://app.example", "is not an origin"},
 		{"TOOLROUTER_STATE_KEY", "short", "want at least 32"},
+		{"TOOLROUTER_PUBLIC_URL", "toolrouter.example.com", "not an http or https URL"},
+		{"TOOLROUTER_PUBLIC_URL", "https://tr.example/?x=1", "not an http or https URL"},
 		// Whitespace.
 		{"TOOLROUTER_ADDR", " :8080", "whitespace"},
 		{"TOOLROUTER_ADDR", ":8080\n", "whitespace"},

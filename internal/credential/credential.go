@@ -19,6 +19,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"strings"
 	"time"
 
@@ -49,6 +50,15 @@ type Decorator struct {
 	Registry func() Servers
 	// Exchanger exchanges tokens (token_exchange).
 	Exchanger *Exchanger
+	// OAuth holds the users' connections (oauth); nil: mode oauth fails.
+	OAuth OAuth
+}
+
+// OAuth gives the access token a user connected for a backend (mode
+// oauth, internal/oauthconn): its value and id, or an error; one with a
+// ConnectURL method when the user must connect first.
+type OAuth interface {
+	CallToken(ctx context.Context, client, user, backend string, auth *toolrouter.BackendAuth) (toolrouter.Secret, string, error)
 }
 
 // Wrap returns next behind the decorator.
@@ -155,6 +165,10 @@ func (d *Decorator) credential(ctx context.Context, t *toolrouter.Tool, backend 
 		return &toolrouter.Credential{Header: auth.HeaderName(), Value: headerValue(auth, secret.Reveal()),
 			Use: toolrouter.CredentialUse{Mode: auth.Mode, Subject: subjectOf(user), Actor: c.LabelName(), TokenID: hashID(secret.Reveal())}}, nil
 	case toolrouter.AuthTokenExchange, toolrouter.AuthIDJAG:
+		if user != nil && user.Later && user.Token.IsZero() {
+			out := toolrouter.Failure(toolrouter.CategoryAuth, "backend %s: auth mode %s needs the caller's JWT, and user %s's token expired (or was not kept: TOOLROUTER_TOKEN_KEYS) before this call ran after its request; call again", backend, auth.Mode, user.Subject)
+			return nil, &out
+		}
 		if user == nil || user.Token.IsZero() {
 			out := toolrouter.Failure(toolrouter.CategoryAuth, "backend %s: auth mode %s needs the caller's JWT (a JWT client), and this call has none", backend, auth.Mode)
 			return nil, &out
@@ -180,9 +194,38 @@ func (d *Decorator) credential(ctx context.Context, t *toolrouter.Tool, backend 
 		}
 		return &toolrouter.Credential{Header: auth.HeaderName(), Value: headerValue(auth, tok.value.Reveal()),
 			Use: toolrouter.CredentialUse{Mode: auth.Mode, Subject: user.Subject, Actor: actor, TokenID: tok.id}}, nil
+	case toolrouter.AuthOAuth:
+		return d.oauth(ctx, user, backend, auth)
 	}
 	out := toolrouter.Failure(toolrouter.CategoryAuth, "backend %s: unknown auth mode %q", backend, auth.Mode)
 	return nil, &out
+}
+
+// oauth is the user's own token for the backend (mode oauth), or the
+// failure that carries the connect URL when they have none yet.
+func (d *Decorator) oauth(ctx context.Context, user *access.User, backend string, auth *toolrouter.BackendAuth) (*toolrouter.Credential, *toolrouter.Outcome) {
+	if user == nil || user.Subject == "" {
+		out := toolrouter.Failure(toolrouter.CategoryAuth, "backend %s: auth mode oauth needs the user the call is made for (a JWT client, or X-Toolrouter-User from a client with may_assert_user)", backend)
+		return nil, &out
+	}
+	if d.OAuth == nil {
+		out := toolrouter.Failure(toolrouter.CategoryAuth, "backend %s: auth mode oauth needs TOOLROUTER_TOKEN_KEYS (the token vault)", backend)
+		return nil, &out
+	}
+	client := access.FromContext(ctx).LabelName()
+	tok, id, err := d.OAuth.CallToken(ctx, client, user.Subject, backend, auth)
+	if err != nil {
+		out := toolrouter.Failure(toolrouter.CategoryAuth, "%s", err.Error())
+		var connect interface{ ConnectURL() string }
+		if errors.As(err, &connect) {
+			out.ConnectURL = connect.ConnectURL()
+		} else {
+			out.Err = "backend " + backend + ": " + out.Err
+		}
+		return nil, &out
+	}
+	return &toolrouter.Credential{Header: auth.HeaderName(), Value: headerValue(auth, tok.Reveal()),
+		Use: toolrouter.CredentialUse{Mode: auth.Mode, Subject: user.Subject, Actor: client, TokenID: id}}, nil
 }
 
 func subjectOf(u *access.User) string {

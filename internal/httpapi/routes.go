@@ -25,7 +25,8 @@ func routes(d Deps, doc *openapi3.T) (http.Handler, error) {
 	r.Use(requestID(d.Logger, lim), tracing(d.Tracer), accessLog(d.Metrics, lim), writeDeadline(d.WriteTimeout), recoverer, checkOrigin(d.AllowedOrigins, openService(d.Auth)), rejectEmptySegments, middleware.GetHead)
 	r.NotFound(handleNotFound(r))
 	public := map[string]bool{"/": true, "/healthz": true, "/readyz": true, "/metrics": true, "/openapi.yaml": true,
-		"/.well-known/oauth-protected-resource": true, "/.well-known/oauth-protected-resource/mcp": true}
+		"/.well-known/oauth-protected-resource": true, "/.well-known/oauth-protected-resource/mcp": true,
+		"/oauth/callback": true}
 	for _, p := range console.Paths() {
 		public[p] = true
 	}
@@ -40,6 +41,23 @@ func routes(d Deps, doc *openapi3.T) (http.Handler, error) {
 	// RFC 9728 protected resource metadata (404 unless JWT is on).
 	r.Get("/.well-known/oauth-protected-resource", handleResourceMetadata(d.JWTIssuer, ""))
 	r.Get("/.well-known/oauth-protected-resource/mcp", handleResourceMetadata(d.JWTIssuer, "/mcp"))
+	// The oauth connect URLs and callback (docs/backend-auth.md "oauth"):
+	// opened in the user's browser, unauthenticated (the state is the
+	// link: single-use, expiring, bound to its user).
+	r.Get("/connect/{state}", func(w http.ResponseWriter, r *http.Request) {
+		if d.Connections == nil {
+			oauthOff(w, r)
+			return
+		}
+		d.Connections.ServeConnect(w, r, chi.URLParam(r, "state"))
+	})
+	r.Get("/oauth/callback", func(w http.ResponseWriter, r *http.Request) {
+		if d.Connections == nil {
+			oauthOff(w, r)
+			return
+		}
+		d.Connections.ServeCallback(w, r)
+	})
 	// The console (docs/approvals.md "Console"): static files holding no data; the
 	// page calls the API below with the key its user enters.
 	ui := console.Handler(handleNotFound(r))
@@ -59,6 +77,8 @@ func routes(d Deps, doc *openapi3.T) (http.Handler, error) {
 		r.Get("/runs/{id}", handleGetRun(d.Runs))
 		r.Post("/runs/{id}/cancel", handleCancelRun(d.Runs))
 		r.Get("/audit", handleAudit(d.Audit))
+		r.Get("/connections", handleListConnections(d.Connections))
+		r.Delete("/connections/{backend}", handleDeleteConnection(d.Connections))
 		if d.Approvals != nil {
 			r.Get("/results/{tool_call_id}", handleGetResult(d.Approvals))
 			r.Get("/approvals", handleListApprovals(d.Approvals))

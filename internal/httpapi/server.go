@@ -102,6 +102,9 @@ type Deps struct {
 	Now func() time.Time
 	// AllowedOrigins are TOOLROUTER_ALLOWED_ORIGINS (see checkOrigin).
 	AllowedOrigins []string
+	// Connections are the users' oauth connections; nil leaves
+	// /connections, /connect and /oauth/callback unmounted.
+	Connections Connections
 }
 
 // NewServer returns the service's HTTP handler. Every dependency but MCP

@@ -143,6 +143,9 @@ func (h *Handler) call(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Call
 		h.d.Logger.Error().Err(err).Str("plan_id", planID).Str("tool", p.Name).Msg("route MCP tools/call")
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error"}
 	}
+	if err := connectError(req, clientCapabilities(p.Meta), res); err != nil {
+		return nil, err
+	}
 	out := result(res)
 	if out.NeedsInput() {
 		if modern {
@@ -225,6 +228,13 @@ func result(res *toolrouter.Result) *mcp.CallToolResult {
 	}
 	if out.NeedsInput() {
 		return out // the backend's input_required result, for call to relay
+	}
+	if res.Status == toolrouter.ResultAuthRequired && res.Error != nil {
+		// A client without URL elicitation (connect.go): the URL in text.
+		out.IsError = true
+		out.Content = []mcp.Content{&mcp.TextContent{Text: *res.Error + ": " + res.ConnectURL}}
+		out.Meta[MetaStatus] = res.Status
+		return out
 	}
 	if res.Status == toolrouter.ResultAwaitingApproval {
 		// docs/approvals.md "Approvals", /mcp: an error result the model and the

@@ -32,6 +32,9 @@ func (p *parser) auth(ptr string, stdio bool) *toolrouter.BackendAuth {
 	if a.Header != "" && !headerName.MatchString(a.Header) {
 		p.at(ptr+"/header", "invalid header name")
 	}
+	if a.Mode == toolrouter.AuthOAuth {
+		return p.oauth(ptr, a)
+	}
 	if a.Mode != toolrouter.AuthTokenExchange && a.Mode != toolrouter.AuthIDJAG {
 		return a
 	}
@@ -79,6 +82,27 @@ func loopbackHost(h string) bool {
 	}
 	ip := net.ParseIP(h)
 	return ip != nil && ip.IsLoopback()
+}
+
+// oauth reads the rest of an oauth block (docs/backend-auth.md "oauth").
+func (p *parser) oauth(ptr string, a *toolrouter.BackendAuth) *toolrouter.BackendAuth {
+	for _, f := range []struct {
+		key string
+		to  *string
+	}{{"resource_metadata", &a.ResourceMetadata}, {"authorization_server", &a.AuthorizationServer}, {"resource", &a.Resource}} {
+		u := p.str(ptr + "/" + f.key)
+		if u == "" {
+			continue
+		}
+		if literalCredentials(u) {
+			p.at(ptr+"/"+f.key, "has credentials written in the URL")
+		} else if p.httpURL(u, ptr+"/"+f.key) {
+			*f.to = u
+		}
+	}
+	a.ClientID = p.authEnv(ptr + "/client_id_env")
+	a.ClientSecret = toolrouter.NewSecret(p.authEnv(ptr + "/client_secret_env"))
+	return a
 }
 
 // authEnv is the value of the variable named at ptr, a problem naming

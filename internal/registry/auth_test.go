@@ -58,10 +58,36 @@ clients:
 	}
 }
 
+func TestOAuthBlock(t *testing.T) {
+	t.Parallel()
+	src := head + `    auth: {mode: oauth}
+mcp_servers:
+  - name: gh
+    url: http://gh.example/mcp
+    auth: {mode: oauth, client_id_env: CID, client_secret_env: CSEC, scopes: [repo], authorization_server: http://as.example}
+`
+	reg, err := registry.Parse("r.yaml", []byte(src), env("CID", "toolrouterd", "CSEC", "s3cret"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tool, _ := reg.Lookup("t")
+	if tool.Auth == nil || tool.Auth.Mode != toolrouter.AuthOAuth || tool.Auth.Resource != tool.Endpoint || tool.Auth.ClientID != "" {
+		t.Fatalf("tool auth = %+v", tool.Auth)
+	}
+	a := reg.MCPServers()[0].Auth
+	if a.Resource != "http://gh.example/mcp" || a.ClientID != "toolrouterd" || a.ClientSecret.Reveal() != "s3cret" || a.AuthorizationServer != "http://as.example" || a.ScopeKey() != "repo" {
+		t.Fatalf("server auth = %+v", a)
+	}
+}
+
 func TestAuthProblems(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct{ name, src, want string }{
-		{"unknown mode", head + "    auth: {mode: oauth}\n", `auth.mode: must be static, per_client, token_exchange or id_jag (oauth is not built yet)`},
+		{"unknown mode", head + "    auth: {mode: oidc}\n", `auth.mode: must be static, per_client, token_exchange, id_jag or oauth`},
+		{"exchange key on oauth", head + "    auth: {mode: oauth, token_url: http://as/t}\n", `auth.token_url: only for mode token_exchange or id_jag`},
+		{"oauth secret without id", head + "    auth: {mode: oauth, client_secret_env: CID}\n", `client_id_env`},
+		{"oauth metadata not a URL", head + "    auth: {mode: oauth, resource_metadata: x/y}\n", `auth.resource_metadata: must be an absolute http or https URL with a host`},
+		{"oauth key on per_client", head + "    auth: {mode: per_client, authorization_server: http://as}\n", `auth.authorization_server: only for mode oauth`},
 		{"exchange without its keys", head + "    auth: {mode: token_exchange}\n", `token_exchange needs token_url, client_id_env, client_secret_env and audience`},
 		{"exchange key on per_client", head + "    auth: {mode: per_client, audience: x}\n", `auth.audience: only for mode token_exchange`},
 		{"secret unset", head + "    auth: {mode: token_exchange, token_url: http://as/t, client_id_env: CID, client_secret_env: NOPE, audience: a}\n", `auth.client_secret_env: environment variable NOPE is unset or empty`},

@@ -185,6 +185,9 @@ func (p *parser) tool(ptr string) *toolrouter.Tool {
 	if p.exists(ptr + "/endpoint") {
 		t.Endpoint, _ = p.endpoint(ptr + "/endpoint")
 	}
+	if t.Auth != nil && t.Auth.Mode == toolrouter.AuthOAuth && t.Auth.Resource == "" {
+		t.Auth.Resource = t.Endpoint // the protected resource: the backend itself
+	}
 	t.InputSchema, t.ValidateArgs = p.inputSchema(ptr + "/input_schema")
 	t.OutputSchema, t.ValidateOutput = p.outputSchema(ptr + "/output_schema")
 	return t
@@ -535,6 +538,9 @@ func (p *parser) mcpServers() []toolrouter.MCPServer {
 			s.Command, s.Env, s.Dir = p.stdio(ptr)
 		}
 		s.Auth = p.auth(ptr+"/auth", p.exists(ptr+"/command"))
+		if s.Auth != nil && s.Auth.Mode == toolrouter.AuthOAuth && s.Auth.Resource == "" {
+			s.Auth.Resource = s.URL // the protected resource: the backend itself
+		}
 		if !p.has(ptr + "/prefix") {
 			s.Prefix = s.Name + "/"
 		}

@@ -124,6 +124,9 @@ func (f *Finisher) finish(ctx context.Context, req *toolrouter.CallRequest, x *r
 			x.errCat = toolrouter.ClassifyError(x.errMsg)
 		}
 		res.Error, res.ErrorCategory = &x.errMsg, &x.errCat
+		if out.ConnectURL != "" {
+			res.Status, res.ConnectURL = toolrouter.ResultAuthRequired, out.ConnectURL
+		}
 	}
 	if res.IsValidation && res.Success {
 		res.ValidationPassed = validationPassed(out.Output)

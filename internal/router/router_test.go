@@ -139,6 +139,18 @@ func TestRouteResults(t *testing.T) {
 				`{"tool_call_id":"tc_0426a3b5ebe27a4c5365d1e6","status":"error","tool_name":"test/echo","message":"tool timed out after 10s"}]`,
 		},
 		{
+			name:    "user must connect the backend (oauth)",
+			payload: `{"name":"test/echo","arguments":{"msg":"hi"}}`,
+			out:     toolrouter.Outcome{Err: "backend test/echo: not connected", Category: toolrouter.CategoryAuth, ConnectURL: "http://tr/connect/s1"},
+			want:    `{"tool_call_id":"tc_0426a3b5ebe27a4c5365d1e6","provider_call_id":null,"plan_id":"p","sequence":0,"tool_name":"test/echo","provider_format":"openai","arguments":{"msg":"hi"},"success":false,"output":null,"error":"backend test/echo: not connected","error_category":"auth","is_validation":false,"validation_passed":null,"duration_ms":0,"provider_metadata":{},"provider_result":{"content":"backend test/echo: not connected","role":"tool","tool_call_id":"tc_0426a3b5ebe27a4c5365d1e6"},"status":"auth_required","connect_url":"http://tr/connect/s1"}`,
+			wantObs: observed{"test/echo", "auth"},
+			wantUpdates: `[{"tool_call_id":"tc_0426a3b5ebe27a4c5365d1e6","status":"pending","tool_name":"test/echo"},` +
+				`{"tool_call_id":"tc_0426a3b5ebe27a4c5365d1e6","status":"running","tool_name":"test/echo"},` +
+				`{"tool_call_id":"tc_0426a3b5ebe27a4c5365d1e6","status":"running","tool_name":"test/echo","message":"half","progress":1,"total":2},` +
+				`{"tool_call_id":"tc_0426a3b5ebe27a4c5365d1e6","status":"running","tool_name":"test/echo","progress":3},` +
+				`{"tool_call_id":"tc_0426a3b5ebe27a4c5365d1e6","status":"error","tool_name":"test/echo","message":"backend test/echo: not connected"}]`,
+		},
+		{
 			name:    "tool error without category",
 			payload: `{"type":"tool_use","id":"toolu_1","name":"test/echo","input":{}}`,
 			out:     toolrouter.Outcome{Err: "permission denied", Status: 500, Attempts: 1, Answered: true},

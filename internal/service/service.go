@@ -26,6 +26,7 @@ import (
 	"github.com/toolrouterd/toolrouterd/internal/mcpclient"
 	"github.com/toolrouterd/toolrouterd/internal/mcpserver"
 	"github.com/toolrouterd/toolrouterd/internal/metrics"
+	"github.com/toolrouterd/toolrouterd/internal/oauthconn"
 	"github.com/toolrouterd/toolrouterd/internal/pin"
 	"github.com/toolrouterd/toolrouterd/internal/pipeline"
 	"github.com/toolrouterd/toolrouterd/internal/registry"
@@ -35,6 +36,7 @@ import (
 	"github.com/toolrouterd/toolrouterd/internal/store"
 	"github.com/toolrouterd/toolrouterd/internal/telemetry"
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
+	"github.com/toolrouterd/toolrouterd/internal/vault"
 	"github.com/toolrouterd/toolrouterd/internal/vserver"
 )
 
@@ -165,6 +167,21 @@ func New(ctx context.Context, o Options) (*Service, error) {
 	// user's token for each backend, seen by nothing above.
 	creds := &credential.Decorator{Registry: func() credential.Servers { return s.holder.Current() },
 		Exchanger: &credential.Exchanger{HTTP: &http.Client{Transport: tel.Transport(http.DefaultTransport), Timeout: 30 * time.Second}}}
+	// The oauth mode's connections, in the token vault (docs/backend-auth.md
+	// "oauth", "The token vault"): only with TOOLROUTER_TOKEN_KEYS.
+	var connections httpapi.Connections
+	var vlt *vault.Vault
+	if o.Config.TokenKeys != "" {
+		keys, err := vault.ParseKeys(o.Config.TokenKeys)
+		if err != nil {
+			s.Close()
+			return nil, err
+		}
+		vlt = &vault.Vault{Keys: keys, Store: st}
+		conn := &oauthconn.Connector{Vault: vlt, PublicURL: o.Config.PublicURL,
+			HTTP: &http.Client{Transport: tel.Transport(http.DefaultTransport), Timeout: 30 * time.Second}}
+		creds.OAuth, connections = conn, conn
+	}
 	s.views = vserver.NewCatalog(s.holder.Current, func(w string) { o.Logger.Warn().Msg(w) })
 	clientByName := func(name string) *access.Client { return authn.Clients().ByName(name) }
 	// The end of every call: its result finished, recorded and stored.
@@ -218,6 +235,11 @@ func New(ctx context.Context, o Options) (*Service, error) {
 		Client:          clientByName,
 		Views:           s.views.Current,
 	}
+	// A held call and a paused run keep the caller's JWT in the vault,
+	// when there is one (docs/backend-auth.md "Who the user is").
+	if vlt != nil {
+		s.approvals.Subjects, s.Runner.Subjects = vlt, vlt
+	}
 	// The one link back: a decided approval of a paused run resumes it
 	// (docs/approvals.md "Approvals"), and runs route through the pipeline
 	// that holds approvals.
@@ -258,6 +280,7 @@ func New(ctx context.Context, o Options) (*Service, error) {
 		Views:          s.views.Current,
 		VirtualMCP:     s.vmcp.handler,
 		Tracer:         tel,
+		Connections:    connections,
 	})
 	if err != nil {
 		s.Close()

@@ -100,6 +100,7 @@ type Store interface {
 	RunAdmin
 	Pins
 	Marks
+	Secrets
 
 	// Ping reports whether the store is reachable.
 	Ping(ctx context.Context) error
@@ -144,6 +145,25 @@ type Marks interface {
 	// GetMark returns the value of key's mark; false when there is none or
 	// it expired.
 	GetMark(ctx context.Context, key string) (string, bool, error)
+}
+
+// Secrets is the token vault's storage (docs/backend-auth.md "The token
+// vault"): sealed secrets by kind and key, shared by replicas. The store
+// never sees a secret in the clear. An expired secret is absent.
+type Secrets interface {
+	// PutSecret inserts or replaces the secret of s's kind and key
+	// (expired secrets are deleted along the way).
+	PutSecret(ctx context.Context, s *toolrouter.SealedSecret) error
+	// GetSecret returns a secret (ENOTFOUND when unknown or expired).
+	GetSecret(ctx context.Context, kind, key string) (*toolrouter.SealedSecret, error)
+	// TakeSecret deletes a secret and returns it, in one statement, so of
+	// several takers on any replicas one gets it (ENOTFOUND for the
+	// others, and when unknown or expired).
+	TakeSecret(ctx context.Context, kind, key string) (*toolrouter.SealedSecret, error)
+	// ListSecrets returns the live secrets of a kind and owner, by key.
+	ListSecrets(ctx context.Context, kind, owner string) ([]*toolrouter.SealedSecret, error)
+	// DeleteSecret deletes a secret and reports whether there was one.
+	DeleteSecret(ctx context.Context, kind, key string) (bool, error)
 }
 
 // Tenancy is what the store keeps per client (docs/security.md "Clients"): runs by

@@ -32,7 +32,10 @@ func (s ApprovalStatus) Valid() bool {
 // Results of calls that never waited carry no status.
 const (
 	ResultAwaitingApproval = "awaiting_approval"
-	ResultComplete         = "complete"
+	// ResultAuthRequired is the status of a call whose user must connect
+	// its backend first (Result.ConnectURL).
+	ResultAuthRequired = "auth_required"
+	ResultComplete     = "complete"
 )
 
 // Approval is a call held for an approver's decision (api/openapi.yaml,
@@ -74,6 +77,10 @@ type Approval struct {
 	// were kept: the settling request's entry point and ToolName then.
 	EntryPoint string `json:"entry_point,omitempty"`
 	CalledAs   string `json:"called_as,omitempty"`
+	// User is the user the held call is made for (its sub; "" when
+	// none): the approved call runs for that user, never the approver
+	// (docs/backend-auth.md "Who the user is").
+	User string `json:"user,omitempty"`
 }
 
 // HeldBudget is an Approval's OutputBudget (0: no maximum).

@@ -17,6 +17,7 @@ const (
 	// assertion exchanged at the IdP for an ID-JAG, redeemed at the
 	// backend's authorization server (RFC 7523 jwt-bearer).
 	AuthIDJAG = "id_jag"
+	AuthOAuth = "oauth"
 )
 
 // Secret is a credential's value: it prints as "[redacted]" under every
@@ -71,6 +72,14 @@ type BackendAuth struct {
 	BackendTokenURL     string
 	BackendClientID     string
 	BackendClientSecret Secret
+
+	// oauth (authorization code + PKCE per user, internal/oauthconn):
+	// Resource is the backend's URL unless the block names it;
+	// ResourceMetadata and AuthorizationServer skip steps of discovery
+	// (RFC 9728, RFC 8414); ClientID and ClientSecret name a
+	// pre-registered client ("" registers one, RFC 7591).
+	ResourceMetadata    string
+	AuthorizationServer string
 }
 
 // IsStatic reports the default mode: the registry's headers only.

@@ -78,6 +78,10 @@ type Outcome struct {
 	// Credential describes the backend credential the call was made with
 	// (for the audit trail); nil for the registry's static headers.
 	Credential *CredentialUse
+	// ConnectURL, on an auth failure, is where the user connects the
+	// backend (auth mode oauth): the call's result is auth_required.
+	ConnectURL string
+
 	// checked is Output as it was when MarkChecked was called: see
 	// OutputChecked.
 	checked json.RawMessage

@@ -56,6 +56,9 @@ type ToolCallRecord struct {
 	// is "awaiting_approval" until it is decided.
 	ApprovalID string `json:"approval_id,omitempty"`
 	Status     string `json:"status,omitempty"`
+	// ConnectURL is where the run's user connects the tool's backend
+	// when Status is auth_required (auth mode oauth).
+	ConnectURL string `json:"connect_url,omitempty"`
 }
 
 // PendingApproval is a held call a paused run waits for.

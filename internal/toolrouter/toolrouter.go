@@ -188,6 +188,9 @@ type Result struct {
 	// (docs/approvals.md "Approvals"). ApprovalID names the approval.
 	Status     string `json:"status,omitempty"`
 	ApprovalID string `json:"approval_id,omitempty"`
+	// ConnectURL is where the user connects the tool's backend when
+	// Status is auth_required (docs/backend-auth.md "oauth").
+	ConnectURL string `json:"connect_url,omitempty"`
 	// Notes say what the router changed in the tool's answer (invalid
 	// UTF-8 replaced); absent when nothing was.
 	Notes []string `json:"notes,omitempty"`

@@ -50,6 +50,7 @@ type Rig struct {
 	Client              func(name string) *access.Client
 	Views               func() *vserver.Set
 	Settled             func(ctx context.Context, runID string)
+	Subjects            approval.Subjects // nil: no kept tokens
 	Shape               *shape.Shaper
 	Now                 func() time.Time
 
@@ -67,6 +68,9 @@ func (g *Rig) build() {
 		}
 		g.keeper = &approval.Keeper{Store: g.Approvals, Results: results, Finish: fin, Tools: func() approval.Tools { return g.Tools() },
 			TTL: g.ApprovalTTL, MaxPending: g.MaxPendingApprovals, Client: g.Client, Views: g.Views, Settled: g.Settled, Now: g.Now}
+		if g.Subjects != nil {
+			g.keeper.Subjects = g.Subjects
+		}
 		stages := []toolrouter.Stage{pipeline.Resolve(g.Tools), pipeline.Validate}
 		if g.Guardrails != nil {
 			stages = append(stages, g.Guardrails.BeforeStage)

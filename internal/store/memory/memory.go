@@ -35,9 +35,10 @@ type Store struct {
 	keys                 map[string]*memKey
 	runs                 map[string]*memRun
 	approvals            approvals
-	audit                auditLog             // audit.go
-	pins                 map[[2]string]memPin // pins.go
-	marks                map[string]mark      // marks.go
+	audit                auditLog                              // audit.go
+	pins                 map[[2]string]memPin                  // pins.go
+	marks                map[string]mark                       // marks.go
+	secrets              map[[2]string]toolrouter.SealedSecret // secrets.go
 }
 
 // DefaultMaxResults and DefaultMaxAudit are New's MaxResults and MaxAudit:

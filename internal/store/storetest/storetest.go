@@ -68,6 +68,7 @@ func Run(t *testing.T, b Backend) {
 		{"TakeRateIsSharedAndBounded", takeRateIsSharedAndBounded},
 		{"MarksAreSharedAndExpire", marksAreSharedAndExpire},
 		{"RefusedRequestRecordNamesItsTools", refusedRequestRecordNamesItsTools},
+		{"SecretsAreSharedTakenOnceAndExpire", secretsAreSharedTakenOnceAndExpire},
 	}, append(runAdminTests, pinTests...)...) {
 		t.Run(tc.name, func(t *testing.T) {
 			clk := NewClock(time.Now())

@@ -1,0 +1,47 @@
+package mcpserver
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
+)
+
+// connectError is the answer to a call whose user must first connect the
+// tool's backend (auth mode oauth, docs/backend-auth.md): for a client
+// that declared URL-mode elicitation, the URLElicitationRequiredError of
+// MCP 2025-11-25 (-32042, "Elicitation", URL mode) carrying the connect
+// URL; nil for other clients, which get the failed call's result (whose
+// text names the URL).
+func connectError(req *mcp.CallToolRequest, caps json.RawMessage, res *toolrouter.Result) error {
+	if res.ConnectURL == "" || !urlElicitation(req, caps) {
+		return nil
+	}
+	sum := sha256.Sum256([]byte(res.ConnectURL))
+	msg := "Sign in to connect this tool's backend, then call the tool again."
+	if res.Error != nil {
+		msg = *res.Error
+	}
+	return mcp.URLElicitationRequiredError([]*mcp.ElicitParams{{Mode: "url", Message: msg, URL: res.ConnectURL,
+		ElicitationID: hex.EncodeToString(sum[:12])}})
+}
+
+// urlElicitation reports whether the client declared URL-mode
+// elicitation: in its initialize capabilities, or (2026-07-28) in the
+// request's _meta clientCapabilities.
+func urlElicitation(req *mcp.CallToolRequest, caps json.RawMessage) bool {
+	if req.Session != nil {
+		if ip := req.Session.InitializeParams(); ip != nil && ip.Capabilities != nil && ip.Capabilities.Elicitation != nil && ip.Capabilities.Elicitation.URL != nil {
+			return true
+		}
+	}
+	var c struct {
+		Elicitation *struct {
+			URL json.RawMessage `json:"url"`
+		} `json:"elicitation"`
+	}
+	return len(caps) > 0 && json.Unmarshal(caps, &c) == nil && c.Elicitation != nil && c.Elicitation.URL != nil
+}
