@@ -28,6 +28,7 @@ type Store struct {
 	audit     auditLog             // audit.go
 	pins      map[[2]string]memPin // pins.go
 	marks     map[string]mark      // marks.go
+	tasks     map[string]*memTask  // tasks.go
 }
 
 type memKey struct {

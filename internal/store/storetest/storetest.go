@@ -68,7 +68,7 @@ func Run(t *testing.T, b Backend) {
 		{"TakeRateIsSharedAndBounded", takeRateIsSharedAndBounded},
 		{"MarksAreSharedAndExpire", marksAreSharedAndExpire},
 		{"RefusedRequestRecordNamesItsTools", refusedRequestRecordNamesItsTools},
-	}, append(runAdminTests, pinTests...)...) {
+	}, append(append(runAdminTests, pinTests...), taskTests...)...) {
 		t.Run(tc.name, func(t *testing.T) {
 			clk := NewClock(time.Now())
 			tc.f(t, b, b.Database(t, clk.Now), clk)
