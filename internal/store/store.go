@@ -162,16 +162,16 @@ type Tasks interface {
 	// cancellation was requested, and live false when the task is terminal
 	// or unknown (nothing changed).
 	BeatTask(ctx context.Context, id string, beat time.Time, progress *toolrouter.TaskProgress, status toolrouter.TaskStatus, message string) (cancel, live bool, err error)
-	// FinishTask stores t, whose status is terminal, unless the stored task
-	// already is; it reports whether it did.
-	FinishTask(ctx context.Context, t *toolrouter.Task) (bool, error)
+	// SaveTask stores t (a held call's task, input_required; a finished
+	// one) unless the stored task is terminal; it reports whether it did.
+	SaveTask(ctx context.Context, t *toolrouter.Task) (bool, error)
 	// RequestTaskCancel marks a task that is not terminal as to be
 	// cancelled (the replica running it sees it at its next heartbeat); it
 	// reports whether it did.
 	RequestTaskCancel(ctx context.Context, id string, now time.Time) (bool, error)
-	// FailStaleTasks ends as failed, with reason, the tasks not terminal
-	// whose heartbeat is before before (their replica stopped), and
-	// returns how many.
+	// FailStaleTasks ends as failed, with reason, the working tasks whose
+	// heartbeat is before before (their replica stopped), and returns how
+	// many. A task input_required (a held call) runs nowhere: it is kept.
 	FailStaleTasks(ctx context.Context, before, now time.Time, reason string) (int, error)
 	// DeleteTasksBefore deletes at most limit tasks last updated before
 	// before, and returns how many.

@@ -21,6 +21,15 @@ func (s TaskStatus) Terminal() bool {
 	return s == TaskCompleted || s == TaskFailed || s == TaskCancelled
 }
 
+// TaskMode is a tool's registry key task.
+type TaskMode string
+
+const (
+	TaskForbidden TaskMode = "" // the default, also spelt "forbidden"
+	TaskOptional  TaskMode = "optional"
+	TaskRequired  TaskMode = "required"
+)
+
 // TaskProgress is the last progress a task's call reported.
 type TaskProgress struct {
 	Progress float64 `json:"progress"`

@@ -76,8 +76,8 @@ func (m *Store) BeatTask(_ context.Context, id string, beat time.Time, progress 
 	return t.CancelRequested, true, m.storeTask(t, beat)
 }
 
-// FinishTask implements store.Tasks.
-func (m *Store) FinishTask(_ context.Context, t *toolrouter.Task) (bool, error) {
+// SaveTask implements store.Tasks.
+func (m *Store) SaveTask(_ context.Context, t *toolrouter.Task) (bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	cur, mt, err := m.loadTask(t.TaskID)
@@ -108,7 +108,7 @@ func (m *Store) FailStaleTasks(_ context.Context, before, now time.Time, reason 
 	n := 0
 	for id, mt := range m.tasks {
 		t, _, err := m.loadTask(id)
-		if err != nil || t.Status.Terminal() || !mt.beat.Before(before) {
+		if err != nil || t.Status != toolrouter.TaskWorking || !mt.beat.Before(before) {
 			continue
 		}
 		t.Status, t.StatusMessage, t.Error, t.UpdatedAt = toolrouter.TaskFailed, reason, reason, now

@@ -65,16 +65,16 @@ func (p *Store) BeatTask(ctx context.Context, id string, beat time.Time, progres
 	return cancel, true, nil
 }
 
-// FinishTask implements store.Tasks.
-func (p *Store) FinishTask(ctx context.Context, t *toolrouter.Task) (bool, error) {
+// SaveTask implements store.Tasks.
+func (p *Store) SaveTask(ctx context.Context, t *toolrouter.Task) (bool, error) {
 	body, err := json.Marshal(t)
 	if err != nil {
-		return false, fmt.Errorf("postgres finish task: %w", err)
+		return false, fmt.Errorf("postgres save task: %w", err)
 	}
 	tag, err := p.pool.Exec(ctx, `UPDATE tasks SET status = $1, status_message = $2, progress = $3, updated_at = $4, body = $5
 		WHERE task_id = $6 AND `+sqlstore.LiveTask, string(t.Status), t.StatusMessage, sqlstore.ProgressText(t.Progress), t.UpdatedAt, string(body), t.TaskID)
 	if err != nil {
-		return false, fmt.Errorf("postgres finish task: %w", err)
+		return false, fmt.Errorf("postgres save task: %w", err)
 	}
 	return tag.RowsAffected() == 1, nil
 }
@@ -92,7 +92,7 @@ func (p *Store) RequestTaskCancel(ctx context.Context, id string, now time.Time)
 // body keeps the task as created, and GetTask reads the columns over it.
 func (p *Store) FailStaleTasks(ctx context.Context, before, now time.Time, reason string) (int, error) {
 	tag, err := p.pool.Exec(ctx, `UPDATE tasks SET status = 'failed', status_message = $1, updated_at = $2
-		WHERE `+sqlstore.LiveTask+` AND heartbeat_at < $3`, reason, now, before)
+		WHERE status = 'working' AND heartbeat_at < $3`, reason, now, before)
 	if err != nil {
 		return 0, fmt.Errorf("postgres fail stale tasks: %w", err)
 	}

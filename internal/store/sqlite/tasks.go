@@ -69,17 +69,17 @@ func (s *Store) BeatTask(ctx context.Context, id string, beat time.Time, progres
 	return cancel, true, nil
 }
 
-// FinishTask implements store.Tasks.
-func (s *Store) FinishTask(ctx context.Context, t *toolrouter.Task) (bool, error) {
+// SaveTask implements store.Tasks.
+func (s *Store) SaveTask(ctx context.Context, t *toolrouter.Task) (bool, error) {
 	body, err := json.Marshal(t)
 	if err != nil {
-		return false, fmt.Errorf("sqlite finish task: %w", err)
+		return false, fmt.Errorf("sqlite save task: %w", err)
 	}
 	p := sqlstore.ProgressText(t.Progress)
 	res, err := s.db.ExecContext(ctx, `UPDATE tasks SET status = ?, status_message = ?, progress = ?, updated_at = ?, body = ?
 		WHERE task_id = ? AND `+sqlstore.LiveTask, string(t.Status), t.StatusMessage, p, sqliteTimeOf(t.UpdatedAt), string(body), t.TaskID)
 	if err != nil {
-		return false, fmt.Errorf("sqlite finish task: %w", err)
+		return false, fmt.Errorf("sqlite save task: %w", err)
 	}
 	n, err := res.RowsAffected()
 	return n == 1, err
@@ -99,7 +99,7 @@ func (s *Store) RequestTaskCancel(ctx context.Context, id string, now time.Time)
 // body keeps the task as created, and GetTask reads the columns over it.
 func (s *Store) FailStaleTasks(ctx context.Context, before, now time.Time, reason string) (int, error) {
 	res, err := s.db.ExecContext(ctx, `UPDATE tasks SET status = 'failed', status_message = ?, updated_at = ?
-		WHERE `+sqlstore.LiveTask+` AND heartbeat_at < ?`, reason, sqliteTimeOf(now), sqliteTimeOf(before))
+		WHERE status = 'working' AND heartbeat_at < ?`, reason, sqliteTimeOf(now), sqliteTimeOf(before))
 	if err != nil {
 		return 0, fmt.Errorf("sqlite fail stale tasks: %w", err)
 	}

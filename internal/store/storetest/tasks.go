@@ -60,13 +60,13 @@ func tasksAreSharedAndEndOnce(t *testing.T, _ Backend, open func() store.Store, 
 	}
 	done := sampleTask("t1", clk.Now())
 	done.Status, done.StatusMessage, done.UpdatedAt = toolrouter.TaskCancelled, "cancelled by the client", clk.Now().UTC().Truncate(time.Millisecond)
-	if ok, err := ss[0].FinishTask(ctx, done); err != nil || !ok {
-		t.Fatalf("FinishTask = %v, %v", ok, err)
+	if ok, err := ss[0].SaveTask(ctx, done); err != nil || !ok {
+		t.Fatalf("SaveTask = %v, %v", ok, err)
 	}
 	again := *done
 	again.Status = toolrouter.TaskCompleted
-	if ok, err := ss[1].FinishTask(ctx, &again); err != nil || ok {
-		t.Fatalf("FinishTask of a terminal task = %v, %v; want refused", ok, err)
+	if ok, err := ss[1].SaveTask(ctx, &again); err != nil || ok {
+		t.Fatalf("SaveTask of a terminal task = %v, %v; want refused", ok, err)
 	}
 	if ok, _ := ss[1].RequestTaskCancel(ctx, "t1", clk.Now()); ok {
 		t.Fatal("RequestTaskCancel of a terminal task took effect")
@@ -134,8 +134,8 @@ func reopenedStoreKeepsTasks(t *testing.T, b Backend, open func() store.Store, c
 	done := sampleTask("kept", clk.Now())
 	done.Status = toolrouter.TaskCompleted
 	done.Result = &toolrouter.Result{ToolCallID: "tc1", Success: true, Output: []byte(`{"ok":true}`)}
-	if ok, err := s.FinishTask(ctx, done); err != nil || !ok {
-		t.Fatalf("FinishTask = %v, %v", ok, err)
+	if ok, err := s.SaveTask(ctx, done); err != nil || !ok {
+		t.Fatalf("SaveTask = %v, %v", ok, err)
 	}
 	if err := s.Close(); err != nil && !errors.Is(err, context.Canceled) {
 		t.Fatal(err)
