@@ -34,8 +34,12 @@ func (b *beats) BeatTask(ctx context.Context, id string, beat time.Time, p *tool
 	return c, l, err
 }
 
-func alice() context.Context { return access.NewContext(context.Background(), &access.Client{Name: "alice"}) }
-func bob() context.Context   { return access.NewContext(context.Background(), &access.Client{Name: "bob"}) }
+func alice() context.Context {
+	return access.NewContext(context.Background(), &access.Client{Name: "alice"})
+}
+func bob() context.Context {
+	return access.NewContext(context.Background(), &access.Client{Name: "bob"})
+}
 
 func call(tool string) *toolrouter.CallRequest {
 	return &toolrouter.CallRequest{PlanID: "p", Call: toolrouter.Call{ToolName: tool}}
@@ -169,7 +173,9 @@ func TestReplicaLostFailsItsTasks(t *testing.T) {
 // results answers a held call's result.
 type results struct{ res *toolrouter.Result }
 
-func (r *results) Result(context.Context, string, string) (*toolrouter.Result, error) { return r.res, nil }
+func (r *results) Result(context.Context, string, string) (*toolrouter.Result, error) {
+	return r.res, nil
+}
 
 func TestHeldCallIsInputRequiredUntilDecided(t *testing.T) {
 	t.Parallel()
