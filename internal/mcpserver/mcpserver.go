@@ -127,6 +127,10 @@ type Deps struct {
 	// EndedTTL is how long a terminated session is answered 404 (default
 	// 24h); after it, its token is unknown, served like another replica's.
 	EndedTTL time.Duration
+	// Tasks, when set, runs the calls of tools of registry task optional
+	// or required as tasks for clients of the tasks extension, and answers
+	// tasks/get, tasks/update and tasks/cancel (tasks.go).
+	Tasks Tasks
 	// ListTTL is the ttlMs hint of tools/list results under 2026-07-28
 	// (default 5s): how long a client may keep a list before asking again.
 	ListTTL time.Duration
@@ -333,6 +337,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	} else {
 		r = r.Clone(r.Context())
 		r.Header.Del(sessionHeader)
+		if h.serveTaskMethod(w, r, msgs, array) {
+			return
+		}
 	}
 	if r.Method == http.MethodPost && c != nil && h.d.Limiter != nil && !c.Rate.IsZero() && !h.admit(w, r, c, msgs, array, &p.prepaid) {
 		return

@@ -179,7 +179,7 @@ func (p *parser) tools() []*toolrouter.Tool {
 func (p *parser) tool(ptr string) *toolrouter.Tool {
 	t := &toolrouter.Tool{Name: p.str(ptr + "/name"), Description: p.str(ptr + "/description"), Kind: toolrouter.KindTool,
 		Timeout: p.duration(ptr+"/timeout", defaultTimeout), Idempotent: p.flag(ptr + "/idempotent"), Retries: p.num(ptr + "/retries"),
-		Approval: p.str(ptr+"/approval") == "required", Task: taskMode(p.str(ptr + "/task")), Circuit: p.circuit(ptr + "/circuit"), Headers: p.headers(ptr + "/headers"),
+		Approval: p.str(ptr+"/approval") == "required", Task: toolrouter.TaskMode(p.str(ptr + "/task")), Circuit: p.circuit(ptr + "/circuit"), Headers: p.headers(ptr + "/headers"),
 		Budget: p.outputBudget(ptr), Auth: p.auth(ptr+"/auth", false)}
 	if k := p.str(ptr + "/kind"); k != "" {
 		t.Kind = toolrouter.ToolKind(k)
@@ -581,12 +581,4 @@ func (p *parser) stdio(ptr string) (command []string, env map[string]string, dir
 		}
 	}
 	return command, env, p.str(ptr + "/cwd")
-}
-
-// taskMode is a tool's key task ("forbidden" and absent are the zero mode).
-func taskMode(v string) toolrouter.TaskMode {
-	if v == "forbidden" {
-		return toolrouter.TaskForbidden
-	}
-	return toolrouter.TaskMode(v)
 }

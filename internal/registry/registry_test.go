@@ -411,7 +411,7 @@ func TestToolTask(t *testing.T) {
 		"  - name: quick\n    endpoint: http://tools.example/q\n    task: forbidden\n"+
 		"  - name: plain\n    endpoint: http://tools.example/p\n", nil)
 	tl := r.Tools()
-	if tl[0].Task != toolrouter.TaskRequired || tl[1].Task != toolrouter.TaskOptional || tl[2].Task != toolrouter.TaskForbidden || tl[3].Task != toolrouter.TaskForbidden {
+	if tl[0].Task != toolrouter.TaskRequired || tl[1].Task != toolrouter.TaskOptional || tl[2].Task != toolrouter.TaskForbidden || tl[3].Task != toolrouter.TaskUnset {
 		t.Fatalf("task = %q, %q, %q, %q", tl[0].Task, tl[1].Task, tl[2].Task, tl[3].Task)
 	}
 	if _, err := registry.Parse("r.yaml", []byte("tools:\n  - name: x\n    endpoint: http://tools.example/x\n    task: sometimes\n"), nil); err == nil || !strings.Contains(err.Error(), "task") {

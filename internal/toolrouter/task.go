@@ -25,9 +25,17 @@ func (s TaskStatus) Terminal() bool {
 type TaskMode string
 
 const (
-	TaskForbidden TaskMode = "" // the default, also spelt "forbidden"
-	TaskOptional  TaskMode = "optional"
-	TaskRequired  TaskMode = "required"
+	// TaskUnset (the default): a call is a task only when the client of
+	// /route asks (Prefer: respond-async, or its Prefer: wait runs out).
+	TaskUnset TaskMode = ""
+	// TaskForbidden: never a task.
+	TaskForbidden TaskMode = "forbidden"
+	// TaskOptional: as TaskUnset, and an /mcp client that declared the
+	// tasks extension gets a task.
+	TaskOptional TaskMode = "optional"
+	// TaskRequired: always a task; an /mcp client must declare the
+	// extension.
+	TaskRequired TaskMode = "required"
 )
 
 // TaskProgress is the last progress a task's call reported.
