@@ -123,7 +123,7 @@ func (h *Handler) call(ctx context.Context, req *mcp.CallToolRequest) (mcp.Resul
 	}
 	rl := relay(ctx, req)
 	if modern {
-		rl.ClientCapabilities = clientCapabilities(p.Meta)
+		rl.ClientCapabilities = backendCapabilities(clientCapabilities(p.Meta))
 	}
 	if p.RequestState != "" {
 		if rl.RequestState, err = h.unwrapState(ctx, p.RequestState, p.Name, clientName); err != nil {

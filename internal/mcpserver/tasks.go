@@ -55,6 +55,36 @@ func declaresTasks(caps json.RawMessage) bool {
 	return ok
 }
 
+// backendCapabilities are the caller's capabilities as a backend gets
+// them: without the tasks extension. toolrouterd does not relay a
+// backend's tasks (docs/mcp.md "Tasks"): a backend told the caller takes
+// tasks could answer a CreateTaskResult whose task nobody could poll, so
+// it answers the call itself (or, needing a task, refuses it with -32021).
+func backendCapabilities(caps json.RawMessage) json.RawMessage {
+	if !declaresTasks(caps) {
+		return caps
+	}
+	var c map[string]json.RawMessage
+	if json.Unmarshal(caps, &c) != nil {
+		return caps
+	}
+	var ext map[string]json.RawMessage
+	if json.Unmarshal(c["extensions"], &ext) != nil {
+		return caps
+	}
+	delete(ext, TasksExtension)
+	if len(ext) == 0 {
+		delete(c, "extensions")
+	} else {
+		c["extensions"], _ = json.Marshal(ext)
+	}
+	out, err := json.Marshal(c)
+	if err != nil {
+		return caps
+	}
+	return out
+}
+
 // missingTasks is the -32021 error naming the tasks extension.
 func missingTasks(why string) *jsonrpc.Error {
 	data, _ := json.Marshal(map[string]any{"requiredCapabilities": map[string]any{"extensions": map[string]any{TasksExtension: map[string]any{}}}})

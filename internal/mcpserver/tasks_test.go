@@ -119,3 +119,32 @@ func TestMCPTasksOfToolrouterdTools(t *testing.T) {
 		t.Fatalf("tasks/get after tasks/cancel: %s", b)
 	}
 }
+
+// capsRouter records the client capabilities a call would forward.
+type capsRouter struct {
+	mcpserver.Router
+	got chan string
+}
+
+func (c capsRouter) Do(ctx context.Context, req *toolrouter.CallRequest) (*toolrouter.Result, error) {
+	c.got <- string(req.Relay.ClientCapabilities)
+	return c.Router.Do(ctx, req)
+}
+
+// TestMCPTasksExtensionIsNotForwarded: a backend never hears that the
+// caller takes tasks (toolrouterd does not relay backend tasks), while the
+// rest of the caller's capabilities reach it.
+func TestMCPTasksExtensionIsNotForwarded(t *testing.T) {
+	got := make(chan string, 1)
+	e := newEnv(t, func(d *mcpserver.Deps) { d.Router = capsRouter{d.Router, got} })
+	echo := mcpName("test/echo")
+	body, h := modern("tools/call", echo, `{"name":"`+echo+`","arguments":{"msg":"hi"}}`)
+	body = strings.Replace(body, `"io.modelcontextprotocol/clientCapabilities":{}`,
+		`"io.modelcontextprotocol/clientCapabilities":{"elicitation":{"form":{}},"extensions":{"io.modelcontextprotocol/tasks":{},"com.example/x":{}}}`, 1)
+	if status, _, b := post(t, e.url, body, h); status != 200 {
+		t.Fatalf("tools/call: %d %s", status, b)
+	}
+	if caps := <-got; strings.Contains(caps, "io.modelcontextprotocol/tasks") || !strings.Contains(caps, "com.example/x") || !strings.Contains(caps, "elicitation") {
+		t.Fatalf("forwarded capabilities %s", caps)
+	}
+}
