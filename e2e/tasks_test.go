@@ -1,0 +1,180 @@
+package e2e_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/toolrouterd/toolrouterd/internal/task"
+)
+
+// Issue 34 item 1: long calls as tasks, through the binary: started on one
+// replica, polled and cancelled on another sharing its SQLite file, a
+// replica dying under a task, a restart keeping what finished, and
+// another client's task not found on /route and /mcp.
+
+// taskRegistry has the example tool server's slow tool as an optional
+// task, with a timeout far above any wait of the test.
+func taskRegistry(tools string) string {
+	return fmt.Sprintf(`tools:
+  - name: slow
+    description: Sleeps ms milliseconds (at most 60000), then answers.
+    endpoint: http://%s/slow
+    timeout: 5m
+    task: optional
+    input_schema:
+      type: object
+      properties:
+        ms: {type: number}
+`, tools)
+}
+
+// taskRoute starts a call of slow (ms) as a task on url, as the client of
+// key, and returns its task id.
+func taskRoute(t *testing.T, url, key string, ms int) string {
+	t.Helper()
+	r := do(t, "POST", url+"/route", map[string]any{"plan_id": "tasks", "tool_call": map[string]any{"name": "slow", "arguments": fmt.Sprintf(`{"ms":%d}`, ms)}},
+		"Authorization", "Bearer "+key, "Prefer", "respond-async")
+	m := r.JSON(t)
+	id, _ := m["task_id"].(string)
+	if r.Status != http.StatusAccepted || id == "" || r.Header.Get("Location") != "/tasks/"+id || m["status"] != "working" {
+		t.Fatalf("POST /route with Prefer: respond-async: %d %s", r.Status, r.Body)
+	}
+	return id
+}
+
+// taskPoll polls GET /tasks/{id} on url, as a client does (at the task's
+// poll interval, here 20 ms), until done holds of the task.
+func taskPoll(t *testing.T, url, key, id string, done func(map[string]any) bool) map[string]any {
+	t.Helper()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(20 * time.Second)
+	for {
+		r := do(t, "GET", url+"/tasks/"+id, nil, "Authorization", "Bearer "+key)
+		if r.Status != http.StatusOK {
+			t.Fatalf("GET /tasks/%s: %d %s", id, r.Status, r.Body)
+		}
+		if m := r.JSON(t); done(m) {
+			return m
+		}
+		select {
+		case <-tick.C:
+		case <-deadline:
+			t.Fatalf("task %s: still %s", id, r.Body)
+		}
+	}
+}
+
+func taskStatus(want string) func(map[string]any) bool {
+	return func(m map[string]any) bool { return m["status"] == want }
+}
+
+// taskMCP sends one 2026-07-28 request of the tasks extension to url's
+// /mcp as the client of key, naming name in Mcp-Name.
+func taskMCP(t *testing.T, url, key, method, name, params string) (map[string]any, int, string) {
+	t.Helper()
+	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"e2e","version":"1"},` +
+		`"io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}}}`
+	body := `{"jsonrpc":"2.0","id":1,"method":"` + method + `","params":` + strings.TrimSuffix(params, "}") + "," + meta + "}}"
+	raw := mcpPost(t, url, "", body, "Authorization", "Bearer "+key, "Mcp-Protocol-Version", "2026-07-28", "Mcp-Method", method, "Mcp-Name", name)
+	return raw.rpc(t)
+}
+
+func TestTasksAcrossReplicasAndRestarts(t *testing.T) {
+	t.Parallel()
+	start := time.Now()
+	tools := startTools(t)
+	reg := taskRegistry(tools.addr)
+	db := "sqlite://" + filepath.Join(t.TempDir(), "tasks.db")
+	// Heartbeats of 200 ms: a replica that stops is noticed 600 ms later.
+	env := []string{"TOOLROUTER_API_KEYS=alice-key,mallory-key", "TOOLROUTER_TASK_HEARTBEAT=200ms"}
+	reps := startReplicas(t, 2, reg, db, env...)
+	one, two := reps[0], reps[1]
+	const alice, mallory = "alice-key", "mallory-key"
+
+	// A call longer than the client's own timeout: started on one,
+	// followed on two. The HTTP client that started it gives up after
+	// 300 ms, as a proxy cutting a 3-minute call would; the task does not
+	// care.
+	done := taskRoute(t, one.URL(), alice, 1000)
+	impatient := &http.Client{Timeout: 300 * time.Millisecond}
+	req, _ := http.NewRequest("GET", two.URL()+"/tasks/"+done, nil)
+	req.Header.Set("Authorization", "Bearer "+alice)
+	if resp, err := impatient.Do(req); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("a poll within the client's timeout: %v", err)
+	} else {
+		resp.Body.Close()
+	}
+	m := taskPoll(t, two.URL(), alice, done, taskStatus("completed"))
+	res, _ := m["result"].(map[string]any)
+	if res == nil || res["success"] != true || res["tool_name"] != "slow" || m["tool_call_id"] != res["tool_call_id"] {
+		t.Fatalf("completed task: %v", m)
+	}
+
+	// Another client: not found, on /route's /tasks and on /mcp.
+	if r := do(t, "GET", two.URL()+"/tasks/"+done, nil, "Authorization", "Bearer "+mallory); r.Status != http.StatusNotFound || strings.Contains(string(r.Body), "slow") {
+		t.Fatalf("another client's GET: %d %s", r.Status, r.Body)
+	}
+	if r := do(t, "POST", one.URL()+"/tasks/"+done+"/cancel", nil, "Authorization", "Bearer "+mallory); r.Status != http.StatusNotFound {
+		t.Fatalf("another client's cancel: %d %s", r.Status, r.Body)
+	}
+	if _, code, _ := taskMCP(t, two.URL(), mallory, "tasks/get", done, `{"taskId":"`+done+`"}`); code != -32602 {
+		t.Fatalf("another client's tasks/get: code %d, want -32602", code)
+	}
+
+	// Over /mcp: created on one, polled on two to the CallToolResult.
+	r, code, msg := taskMCP(t, one.URL(), alice, "tools/call", "slow", `{"name":"slow","arguments":{"ms":200}}`)
+	mcpID, _ := r["taskId"].(string)
+	if code != 0 || r["resultType"] != "task" || mcpID == "" {
+		t.Fatalf("tools/call as a task: %v %d %s", r, code, msg)
+	}
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		r, code, msg = taskMCP(t, two.URL(), alice, "tasks/get", mcpID, `{"taskId":"`+mcpID+`"}`)
+		if code != 0 {
+			t.Fatalf("tasks/get: %d %s", code, msg)
+		}
+		if r["status"] == "completed" {
+			break
+		}
+		<-tick.C
+	}
+	if cr, _ := r["result"].(map[string]any); cr == nil || cr["isError"] == true || cr["resultType"] != "complete" {
+		t.Fatalf("tasks/get of the completed task: %v", r)
+	}
+
+	// Cancelled from the other replica: one stops the call at its next
+	// heartbeat.
+	long := taskRoute(t, one.URL(), alice, 60000)
+	if r := do(t, "POST", two.URL()+"/tasks/"+long+"/cancel", nil, "Authorization", "Bearer "+alice); r.Status != http.StatusAccepted || r.JSON(t)["cancel_requested"] != true {
+		t.Fatalf("cancel on the other replica: %d %s", r.Status, r.Body)
+	}
+	taskPoll(t, two.URL(), alice, long, taskStatus("cancelled"))
+
+	// The replica running a task dies: the task ends failed, saying why.
+	orphan := taskRoute(t, one.URL(), alice, 60000)
+	taskPoll(t, two.URL(), alice, orphan, func(m map[string]any) bool { return m["status"] == "working" })
+	if err := one.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-one.done
+	m = taskPoll(t, two.URL(), alice, orphan, taskStatus("failed"))
+	if m["error"] != task.ReplicaLost {
+		t.Fatalf("orphaned task: %v", m)
+	}
+
+	// A restarted replica on the same file still has what finished.
+	again := startReplicas(t, 1, reg, db, env...)[0]
+	m = taskPoll(t, again.URL(), alice, done, taskStatus("completed"))
+	if b, _ := json.Marshal(m["result"]); !strings.Contains(string(b), `"success":true`) {
+		t.Fatalf("after the restart: %v", m)
+	}
+	t.Logf("wall %s", time.Since(start).Round(time.Millisecond))
+}
