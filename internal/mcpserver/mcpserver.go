@@ -237,6 +237,12 @@ func New(d Deps) *Handler {
 	d.Logger = d.Logger.With().Str("component", "mcpserver").Logger()
 	slogger := slog.New(quieter{zerolog.NewSlogHandler(d.Logger)})
 	h := &Handler{d: d, lim: lograte.New(nil)}
+	//lint:ignore SA1019 logging is deprecated by 2026-07-28 (SEP-2577) but in force for the revisions up to 2025-11-25 that this server still serves
+	caps := &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}, Logging: &mcp.LoggingCapabilities{}}
+	if d.Tasks != nil {
+		// server/discover names the tasks extension (tasks.go).
+		caps.Extensions = map[string]any{TasksExtension: map[string]any{}}
+	}
 	h.withClient = auth.RequireBearerToken(func(ctx context.Context, _ string, r *http.Request) (*auth.TokenInfo, error) {
 		c := access.FromContext(r.Context())
 		// UserID binds a session to its client in the SDK too.
@@ -247,8 +253,7 @@ func New(d Deps) *Handler {
 		Logger: slogger,
 		// Advertise tools (and list_changed) even while the registry is empty,
 		// and logging: a backend's log messages reach the caller.
-		//lint:ignore SA1019 logging is deprecated by 2026-07-28 (SEP-2577) but in force for the revisions up to 2025-11-25 that this server still serves
-		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}, Logging: &mcp.LoggingCapabilities{}},
+		Capabilities: caps,
 		// A list may change with a registry reload, and what a caller may
 		// see is the caller's: cache it briefly, and privately.
 		SetCacheable: func(_ context.Context, _ mcp.Request, c *mcp.Cacheable) {

@@ -63,6 +63,12 @@ func TestMCPTasksOfToolrouterdTools(t *testing.T) {
 	url, runner := taskEnv(t)
 	echo, slow := mcpName("test/echotask"), mcpName("test/slowtask")
 
+	disc, dh := modern("server/discover", "", "{}")
+	_, _, b := post(t, url, disc, as("alice", dh))
+	if caps, _ := decodeReply(t, b).Result["capabilities"].(map[string]any); caps == nil || !strings.Contains(string(b), `"extensions":{"io.modelcontextprotocol/tasks":{}}`) {
+		t.Fatalf("server/discover does not name the tasks extension: %s", b)
+	}
+
 	body, h := modern("tools/call", echo, `{"name":"`+echo+`","arguments":{"msg":"hi"}}`)
 	status, _, b := post(t, url, withTasks(body), as("alice", h))
 	r := decodeReply(t, b)
