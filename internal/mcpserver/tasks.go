@@ -210,6 +210,7 @@ func (h *Handler) serveTaskMethod(w http.ResponseWriter, r *http.Request, msgs [
 		TaskID string   `json:"taskId"`
 		Meta   mcp.Meta `json:"_meta"`
 	}
+	answerStatus := http.StatusOK
 	answer := func(res any, rpcErr *jsonrpc.Error) {
 		if pw, ok := w.(*problemWriter); ok {
 			pw.done = true
@@ -226,7 +227,7 @@ func (h *Handler) serveTaskMethod(w http.ResponseWriter, r *http.Request, msgs [
 			body["result"] = res
 		}
 		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusOK)
+		w.WriteHeader(answerStatus)
 		_ = json.NewEncoder(w).Encode(body)
 	}
 	if json.Unmarshal(req.Params, &p) != nil || p.TaskID == "" {
@@ -234,7 +235,8 @@ func (h *Handler) serveTaskMethod(w http.ResponseWriter, r *http.Request, msgs [
 		return true
 	}
 	if n := r.Header.Get("Mcp-Name"); n != "" && n != p.TaskID {
-		writeRPCError(w, http.StatusBadRequest, -32020, "Mcp-Name header does not match params.taskId")
+		answerStatus = http.StatusBadRequest // HEADER_MISMATCH, as the SDK answers it for other methods
+		answer(nil, &jsonrpc.Error{Code: -32020, Message: "Mcp-Name header does not match params.taskId"})
 		return true
 	}
 	if !declaresTasks(clientCapabilities(p.Meta)) {

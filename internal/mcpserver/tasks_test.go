@@ -93,6 +93,12 @@ func TestMCPTasksOfToolrouterdTools(t *testing.T) {
 			t.Errorf("%s of another client's task: %s, want -32602 not found", m, b)
 		}
 	}
+	gh["Mcp-Name"] = "another"
+	status, _, b = post(t, url, withTasks(get), as("alice", gh))
+	if r = decodeReply(t, b); status != 400 || r.Error == nil || r.Error.Code != -32020 || !strings.Contains(string(b), `"id":1`) {
+		t.Errorf("tasks/get with Mcp-Name not its taskId: %d %s, want 400, -32020, the request's id", status, b)
+	}
+	gh["Mcp-Name"] = id
 	_, _, b = post(t, url, get, as("alice", gh))
 	if r = decodeReply(t, b); r.Error == nil || r.Error.Code != -32021 {
 		t.Errorf("tasks/get without the extension: %s, want -32021", b)
