@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolrouterd/toolrouterd/internal/poll"
 	"github.com/toolrouterd/toolrouterd/internal/task"
 )
 
@@ -241,4 +242,87 @@ func TestTasksConformance(t *testing.T) {
 		summary = append(summary, fmt.Sprintf("%s %s/%s", r.scenario, m[1], m[2]))
 	}
 	t.Logf("tasks conformance 2026-07-28: %s", strings.Join(summary, ", "))
+}
+
+// TestTasksOfMCPTools: the calls of an MCP server's tool (the go-sdk
+// fixture's slow, which reports progress) run as toolrouterd tasks for an
+// /mcp client of the tasks extension (mcp_servers[].task: optional):
+// created on one replica, its progress and result read on the other, a
+// long one cancelled from the other, and another client's not found.
+func TestTasksOfMCPTools(t *testing.T) {
+	t.Parallel()
+	fix := startFixture(t)
+	reg := fmt.Sprintf(`mcp_servers:
+  - name: fixture
+    url: %s/mcp
+    prefix: ""
+    tools: [slow]
+    timeout: 5m
+    task: optional
+`, fix.URL())
+	db := "sqlite://" + filepath.Join(t.TempDir(), "tasks.db")
+	reps := startReplicas(t, 2, reg, db, "TOOLROUTER_API_KEYS=alice-key,mallory-key", "TOOLROUTER_TASK_HEARTBEAT=200ms")
+	one, two := reps[0], reps[1]
+	const alice, mallory = "alice-key", "mallory-key"
+	for _, rep := range reps {
+		poll.Until(t, 20*time.Second, func() error {
+			if r := do(t, "GET", rep.URL()+"/schemas/unknown", nil, "Authorization", "Bearer "+alice); !strings.Contains(string(r.Body), `"slow"`) {
+				return fmt.Errorf("the fixture's slow is not listed yet: %s", r.Body)
+			}
+			return nil
+		})
+	}
+	get := func(url, key, id string) (map[string]any, int) {
+		r, code, _ := taskMCP(t, url, key, "tasks/get", id, `{"taskId":"`+id+`"}`)
+		return r, code
+	}
+	until := func(url, id string, done func(map[string]any) bool) map[string]any {
+		t.Helper()
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		deadline := time.After(20 * time.Second)
+		for {
+			r, code := get(url, alice, id)
+			if code != 0 {
+				t.Fatalf("tasks/get %s: code %d", id, code)
+			}
+			if done(r) {
+				return r
+			}
+			select {
+			case <-tick.C:
+			case <-deadline:
+				t.Fatalf("task %s: still %v", id, r)
+			}
+		}
+	}
+
+	r, code, msg := taskMCP(t, one.URL(), alice, "tools/call", "slow", `{"name":"slow","arguments":{"ms":300}}`)
+	short, _ := r["taskId"].(string)
+	if code != 0 || r["resultType"] != "task" || short == "" {
+		t.Fatalf("tools/call of the MCP tool as a task: %v %d %s", r, code, msg)
+	}
+	r = until(two.URL(), short, func(m map[string]any) bool { return m["status"] == "completed" })
+	if b, _ := json.Marshal(r["result"]); !strings.Contains(string(b), `"text":"slept 300 ms"`) {
+		t.Fatalf("completed MCP task: %v", r)
+	}
+	if _, code := get(two.URL(), mallory, short); code != -32602 {
+		t.Fatalf("another client's tasks/get: code %d, want -32602", code)
+	}
+
+	r, code, msg = taskMCP(t, one.URL(), alice, "tools/call", "slow", `{"name":"slow","arguments":{"ms":600000}}`)
+	long, _ := r["taskId"].(string)
+	if code != 0 || long == "" {
+		t.Fatalf("tools/call of the long MCP tool: %v %d %s", r, code, msg)
+	}
+	// The backend's first progress, relayed into the task by the replica
+	// running it, read on the other.
+	until(two.URL(), long, func(m map[string]any) bool { return m["status"] == "working" && m["statusMessage"] == "step 0 of 10" })
+	if _, code, msg = taskMCP(t, two.URL(), mallory, "tasks/cancel", long, `{"taskId":"`+long+`"}`); code != -32602 {
+		t.Fatalf("another client's tasks/cancel: %d %s", code, msg)
+	}
+	if r, code, msg = taskMCP(t, two.URL(), alice, "tasks/cancel", long, `{"taskId":"`+long+`"}`); code != 0 || r["resultType"] != "complete" {
+		t.Fatalf("tasks/cancel: %v %d %s", r, code, msg)
+	}
+	until(two.URL(), long, func(m map[string]any) bool { return m["status"] == "cancelled" })
 }

@@ -532,7 +532,8 @@ func (p *parser) mcpServers() []toolrouter.MCPServer {
 		s := toolrouter.MCPServer{Name: p.str(ptr + "/name"), Timeout: p.duration(ptr+"/timeout", defaultTimeout),
 			Circuit: p.circuit(ptr + "/circuit"), Prefix: p.str(ptr + "/prefix"), Tools: p.strs(ptr + "/tools"),
 			Headers: p.headers(ptr + "/headers"), Roots: p.globs(ptr + "/roots"), Unpinned: p.has(ptr+"/pin") && !p.flag(ptr+"/pin"),
-			PinNew: p.str(ptr + "/pin_new"), OnChange: p.str(ptr + "/on_change"), Budget: p.outputBudget(ptr)}
+			PinNew: p.str(ptr + "/pin_new"), OnChange: p.str(ptr + "/on_change"), Budget: p.outputBudget(ptr),
+			Task: toolrouter.TaskMode(p.str(ptr + "/task"))}
 		if line, dup := first[s.Name]; dup && s.Name != "" {
 			p.at(ptr+"/name", fmt.Sprintf("duplicate name (first at line %d)", line))
 		} else if s.Name != "" {
