@@ -87,10 +87,16 @@ func staleTasksFailAndExpire(t *testing.T, _ Backend, open func() store.Store, c
 	ctx := context.Background()
 	s := open()
 	start := clk.Now()
-	for _, id := range []string{"old", "beating"} {
+	for _, id := range []string{"old", "beating", "held"} {
 		if err := s.CreateTask(ctx, sampleTask(id, start), start); err != nil {
 			t.Fatal(err)
 		}
+	}
+	// A held call runs nowhere: it never heartbeats, and is not stale.
+	held := sampleTask("held", start)
+	held.Status, held.ApprovalID = toolrouter.TaskInputRequired, "ap_1"
+	if ok, err := s.SaveTask(ctx, held); err != nil || !ok {
+		t.Fatalf("SaveTask of a held call = %v, %v", ok, err)
 	}
 	clk.Advance(time.Minute)
 	if _, _, err := s.BeatTask(ctx, "beating", clk.Now(), nil, "", ""); err != nil {
@@ -107,13 +113,16 @@ func staleTasksFailAndExpire(t *testing.T, _ Backend, open func() store.Store, c
 	if got, _ := s.GetTask(ctx, "beating"); got.Status != toolrouter.TaskWorking {
 		t.Fatalf("beating task = %+v", got)
 	}
+	if got, _ := s.GetTask(ctx, "held"); got.Status != toolrouter.TaskInputRequired || got.ApprovalID != "ap_1" {
+		t.Fatalf("held task = %+v", got)
+	}
 	clk.Advance(time.Minute)
 	if _, _, err := s.BeatTask(ctx, "beating", clk.Now(), nil, "", ""); err != nil {
 		t.Fatal(err)
 	}
 	n, err = s.DeleteTasksBefore(ctx, clk.Now().Add(-time.Second), 10)
-	if err != nil || n != 1 {
-		t.Fatalf("DeleteTasksBefore = %d, %v; want the failed task only (the other still beats)", n, err)
+	if err != nil || n != 2 {
+		t.Fatalf("DeleteTasksBefore = %d, %v; want the failed and the held task (the other still beats)", n, err)
 	}
 	if _, err := s.GetTask(ctx, "old"); toolrouter.ErrorCode(err) != toolrouter.ENOTFOUND {
 		t.Fatalf("deleted task: %v", err)
