@@ -326,3 +326,36 @@ func TestTasksOfMCPTools(t *testing.T) {
 	}
 	until(two.URL(), long, func(m map[string]any) bool { return m["status"] == "cancelled" })
 }
+
+// TestTasksHeldForApproval: a call held for an approver is a task
+// input_required naming its approval, read on another replica; once an
+// approver decides it, the next poll there finds it completed with the
+// call's result. Another client does not see it.
+func TestTasksHeldForApproval(t *testing.T) {
+	t.Parallel()
+	tools := startTools(t)
+	db := "sqlite://" + filepath.Join(t.TempDir(), "held.db")
+	reps := startReplicas(t, 2, approvalRegistry("http://"+tools.addr), db)
+	one, two := reps[0], reps[1]
+	r := do(t, "POST", one.URL()+"/route", refundCall("held", 12), append(asAgent, "Prefer", "respond-async")...)
+	id, _ := r.JSON(t)["task_id"].(string)
+	if r.Status != http.StatusAccepted || id == "" {
+		t.Fatalf("POST /route of a held tool with respond-async: %d %s", r.Status, r.Body)
+	}
+	key := strings.TrimPrefix(asAgent[1], "Bearer ")
+	held := taskPoll(t, two.URL(), key, id, taskStatus("input_required"))
+	approval, _ := held["approval_id"].(string)
+	if approval == "" || !strings.Contains(fmt.Sprint(held["status_message"]), approval) {
+		t.Fatalf("held task: %v", held)
+	}
+	if r := do(t, "GET", two.URL()+"/tasks/"+id, nil, asOther...); r.Status != http.StatusNotFound {
+		t.Fatalf("another client's GET: %d %s", r.Status, r.Body)
+	}
+	if r := do(t, "POST", two.URL()+"/approvals/"+approval, map[string]any{"decision": "approve"}, asReviewer...); r.Status != http.StatusOK {
+		t.Fatalf("approve: %d %s", r.Status, r.Body)
+	}
+	done := taskPoll(t, two.URL(), key, id, taskStatus("completed"))
+	if res, _ := done["result"].(map[string]any); res == nil || res["success"] != true || res["tool_name"] != "billing/refund" {
+		t.Fatalf("decided task: %v", done)
+	}
+}
