@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/toolrouterd/toolrouterd/internal/poll"
+	"github.com/toolrouterd/toolrouterd/internal/store/pgtest"
 	"github.com/toolrouterd/toolrouterd/internal/task"
 )
 
@@ -89,12 +90,24 @@ func taskMCP(t *testing.T, url, key, method, name, params string) (map[string]an
 	return raw.rpc(t)
 }
 
+// TestTasksAcrossReplicasAndRestarts: on SQLite (processes sharing one
+// file) and on PostgreSQL.
 func TestTasksAcrossReplicasAndRestarts(t *testing.T) {
 	t.Parallel()
+	t.Run("sqlite", func(t *testing.T) {
+		t.Parallel()
+		tasksAcrossReplicas(t, "sqlite://"+filepath.Join(t.TempDir(), "tasks.db"))
+	})
+	t.Run("postgres", func(t *testing.T) {
+		t.Parallel()
+		tasksAcrossReplicas(t, pgtest.Start(t))
+	})
+}
+
+func tasksAcrossReplicas(t *testing.T, db string) {
 	start := time.Now()
 	tools := startTools(t)
 	reg := taskRegistry(tools.addr)
-	db := "sqlite://" + filepath.Join(t.TempDir(), "tasks.db")
 	// Heartbeats of 200 ms: a replica that stops is noticed 600 ms later.
 	env := []string{"TOOLROUTER_API_KEYS=alice-key,mallory-key", "TOOLROUTER_TASK_HEARTBEAT=200ms"}
 	reps := startReplicas(t, 2, reg, db, env...)
@@ -173,7 +186,7 @@ func TestTasksAcrossReplicasAndRestarts(t *testing.T) {
 		t.Fatalf("orphaned task: %v", m)
 	}
 
-	// A restarted replica on the same file still has what finished.
+	// A restarted replica on the same store still has what finished.
 	again := startReplicas(t, 1, reg, db, env...)[0]
 	m = taskPoll(t, again.URL(), alice, done, taskStatus("completed"))
 	if b, _ := json.Marshal(m["result"]); !strings.Contains(string(b), `"success":true`) {
