@@ -187,6 +187,8 @@ type Handler struct {
 
 	lim *lograte.Limiter // rate-limits error lines (a failing rate limiter or store)
 
+	complete *mcp.CallToolResult // resultType "complete", nothing else (withResultType)
+
 	keyMu sync.Mutex
 	key   []byte // the state key once known (mrtr.go)
 }
@@ -243,6 +245,7 @@ func New(d Deps) *Handler {
 		// server/discover names the tasks extension (tasks.go).
 		caps.Extensions = map[string]any{TasksExtension: map[string]any{}}
 	}
+	h.complete = completeResult()
 	h.withClient = auth.RequireBearerToken(func(ctx context.Context, _ string, r *http.Request) (*auth.TokenInfo, error) {
 		c := access.FromContext(r.Context())
 		// UserID binds a session to its client in the SDK too.

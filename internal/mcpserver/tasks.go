@@ -135,7 +135,7 @@ func (h *Handler) startTask(ctx context.Context, cr *toolrouter.CallRequest) (mc
 		h.d.Logger.Error().Err(err).Str("tool", cr.Call.ToolName).Msg("start MCP task")
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error: the task could not be created"}
 	}
-	return &createTaskResult{CallToolResult: &mcp.CallToolResult{}, task: wireTask(t, "task")}, nil
+	return &createTaskResult{CallToolResult: &mcp.CallToolResult{}, task: h.wireTask(t, "task")}, nil
 }
 
 // createTaskResult is a tools/call's CreateTaskResult: the SDK's Result
@@ -150,7 +150,7 @@ func (c *createTaskResult) MarshalJSON() ([]byte, error) { return json.Marshal(c
 
 // wireTask is a task as the extension's Task (DetailedTask for tasks/get:
 // with result, error or inputRequests), under resultType.
-func wireTask(t *toolrouter.Task, resultType string) map[string]any {
+func (h *Handler) wireTask(t *toolrouter.Task, resultType string) map[string]any {
 	m := map[string]any{
 		"resultType":    resultType,
 		"taskId":        t.TaskID,
@@ -181,7 +181,7 @@ func wireTask(t *toolrouter.Task, resultType string) map[string]any {
 		if res == nil {
 			res = &toolrouter.Result{Success: true}
 		}
-		m["result"] = withResultType(result(res), true)
+		m["result"] = withResultType(result(res), true, h.complete)
 	case toolrouter.TaskFailed:
 		m["error"] = map[string]any{"code": jsonrpc.CodeInternalError, "message": t.Error}
 	case toolrouter.TaskInputRequired:
@@ -274,7 +274,7 @@ func (h *Handler) serveTaskMethod(w http.ResponseWriter, r *http.Request, msgs [
 		return true
 	}
 	if req.Method == "tasks/get" {
-		answer(wireTask(t, "complete"), nil)
+		answer(h.wireTask(t, "complete"), nil)
 		return true
 	}
 	answer(map[string]any{"resultType": "complete"}, nil)
