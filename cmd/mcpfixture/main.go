@@ -222,6 +222,35 @@ func addTools(srv *mcp.Server) {
 			}
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "Tool with logging executed successfully"}}}, nil
 		})
+	// A long call for tasks (docs/mcp.md "Tasks"): progress at its start
+	// and after each tenth; a cancelled call ends at once.
+	add("slow", "Sleeps ms milliseconds (at most 10 minutes), reporting progress, then answers.",
+		json.RawMessage(`{"type":"object","properties":{"ms":{"type":"integer","minimum":0,"maximum":600000}}}`),
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			var in struct{ MS int64 }
+			if err := json.Unmarshal(req.Params.Arguments, &in); err != nil || in.MS < 0 || in.MS > 600000 {
+				return nil, fmt.Errorf("ms: want 0..600000")
+			}
+			token := req.Params.GetProgressToken()
+			step := time.Duration(in.MS) * time.Millisecond / 10
+			for i := 0; i <= 10; i++ {
+				if token != nil {
+					_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token,
+						Progress: float64(i * 10), Total: 100, Message: fmt.Sprintf("step %d of 10", i)})
+				}
+				if i == 10 {
+					break
+				}
+				t := time.NewTimer(step)
+				select {
+				case <-t.C:
+				case <-ctx.Done():
+					t.Stop()
+					return nil, fmt.Errorf("cancelled after step %d of 10: %w", i, ctx.Err())
+				}
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("slept %d ms", in.MS)}}}, nil
+		})
 	add("test_tool_with_progress", "Reports progress 0, 50, 100 of 100.", noArgs,
 		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			token := req.Params.GetProgressToken()

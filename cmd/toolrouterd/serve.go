@@ -146,6 +146,9 @@ func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) er
 		if err := svc.Runner.Wait(sctx); err != nil {
 			log.Warn().Msg("background runs still going at the shutdown timeout; other replicas will mark them interrupted")
 		}
+		if err := svc.Tasks.Wait(sctx); err != nil {
+			log.Warn().Msg("tasks still running at the shutdown timeout; other replicas will fail them (their replica stopped)")
+		}
 		return nil
 	})
 	if cfg.DebugAddr != "" {

@@ -52,6 +52,10 @@ type Config struct {
 	// silent for three of its replica's heartbeats is marked interrupted
 	// by any replica (replicas may differ in it).
 	RunHeartbeat time.Duration `envconfig:"TOOLROUTER_RUN_HEARTBEAT" default:"5s"`
+	// TaskHeartbeat is how often the replica running a task (docs/mcp.md
+	// "Tasks") says it is alive and reads whether it was cancelled; a task
+	// silent for three heartbeats failed (its replica stopped).
+	TaskHeartbeat time.Duration `envconfig:"TOOLROUTER_TASK_HEARTBEAT" default:"5s"`
 	// CircuitFailures and CircuitCooldown are the circuit breakers'
 	// defaults (docs/operations.md "Circuit breakers"); 0 disables them.
 	CircuitFailures int           `envconfig:"TOOLROUTER_CIRCUIT_FAILURES" default:"5"`
@@ -209,6 +213,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("TOOLROUTER_IDEMPOTENCY_TTL: %s must be positive", c.IdempotencyTTL)
 	case c.RunHeartbeat < 100*time.Millisecond:
 		return fmt.Errorf("TOOLROUTER_RUN_HEARTBEAT: %s is below the minimum of 100ms", c.RunHeartbeat)
+	case c.TaskHeartbeat < 100*time.Millisecond:
+		return fmt.Errorf("TOOLROUTER_TASK_HEARTBEAT: %s is below the minimum of 100ms", c.TaskHeartbeat)
 	case c.CircuitFailures < 0 || c.CircuitFailures > 1000:
 		return fmt.Errorf("TOOLROUTER_CIRCUIT_FAILURES: %d is outside 0 (off)..1000", c.CircuitFailures)
 	case c.CircuitCooldown < 0 || c.CircuitCooldown > 10*time.Minute:

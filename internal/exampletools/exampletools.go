@@ -12,7 +12,8 @@
 //	POST /validate/fail   {"passed": false, "reason": "..."}
 //	POST /validate        passes when "value" is a non-empty string
 //	POST /fail            500 {"error": "RuntimeError: boom"}
-//	POST /slow            sleeps "ms" milliseconds (default 1000, max 60000), then echoes the body
+//	POST /greet           {"name": string} -> "Hello, name!" (a JSON string)
+//	POST /slow            sleeps "ms" milliseconds (or "seconds"; default 1000 ms, max 60000), then echoes the body
 //	POST /context         the arguments and the toolrouter headers the tool received
 //	POST /big             a JSON string of "bytes" characters (default 64 MiB), streamed
 //	POST /refund          {"to": string, "amount": number} -> {"refunded": amount, "to": to} (moves no money)
@@ -71,6 +72,7 @@ func Handler() http.Handler {
 	mux.HandleFunc("POST /validate", handleValidate)
 	mux.HandleFunc("POST /fail", handleFail)
 	mux.HandleFunc("POST /slow", handleSlow)
+	mux.HandleFunc("POST /greet", handleGreet)
 	mux.HandleFunc("POST /context", handleContext)
 	mux.HandleFunc("POST /big", handleBig)
 	mux.HandleFunc("POST /refund", handleRefund)
@@ -366,6 +368,20 @@ func handleFail(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusInternalServerError, map[string]string{"error": "RuntimeError: boom"})
 }
 
+func handleGreet(w http.ResponseWriter, r *http.Request) {
+	_, args, err := readArgs(w, r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	name, err := stringArg(args, "name")
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, "Hello, "+name+"!")
+}
+
 func handleSlow(w http.ResponseWriter, r *http.Request) {
 	body, args, err := readArgs(w, r)
 	if err != nil {
@@ -376,6 +392,15 @@ func handleSlow(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		writeError(w, err)
 		return
+	}
+	if !present {
+		// seconds, the conformance suite's slow_compute's argument.
+		var s float64
+		if s, present, err = numberArg(args, "seconds"); err != nil {
+			writeError(w, err)
+			return
+		}
+		ms = s * 1000
 	}
 	if !present {
 		ms = DefaultSlowMS

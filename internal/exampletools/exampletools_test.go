@@ -219,6 +219,12 @@ func TestSlow(t *testing.T) {
 		t.Fatalf("Content-Type %q", ct)
 	}
 
+	if g := do(t, http.MethodPost, "/greet", `{"name": "World"}`, nil); g.Code != http.StatusOK || strings.TrimSpace(g.Body.String()) != `"Hello, World!"` {
+		t.Fatalf("/greet = %d %q", g.Code, g.Body.String())
+	}
+	if rec = do(t, http.MethodPost, "/slow", `{"seconds": 0, "label": "x"}`, nil); rec.Code != http.StatusOK {
+		t.Fatalf("/slow seconds=0 = %d %q", rec.Code, rec.Body.String())
+	}
 	rec = do(t, http.MethodPost, "/slow", `{"ms": 0}`, nil)
 	if rec.Code != http.StatusOK || rec.Body.String() != `{"ms": 0}` {
 		t.Fatalf("/slow ms=0 = %d %q", rec.Code, rec.Body.String())

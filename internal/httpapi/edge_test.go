@@ -34,6 +34,7 @@ import (
 	"github.com/toolrouterd/toolrouterd/internal/remote"
 	"github.com/toolrouterd/toolrouterd/internal/router"
 	"github.com/toolrouterd/toolrouterd/internal/store/memory"
+	"github.com/toolrouterd/toolrouterd/internal/task"
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 	"github.com/toolrouterd/toolrouterd/internal/vserver"
 )
@@ -114,6 +115,7 @@ func testRun() *toolrouter.Run {
 
 type server struct {
 	h      http.Handler
+	tasks  *task.Runner
 	router *fakeRouter
 	runs   *fakeRuns
 	log    *syncBuffer
@@ -170,6 +172,7 @@ func newServerWith(t testing.TB, opts func(*router.Options), edit ...func(*httpa
 	rt := router.New(o)
 	runner := &agent.Runner{Router: rt, Registry: func() agent.Registry { return holder.Current() }, Runs: st, Owner: "test"}
 	s := &server{router: &fakeRouter{real: rt}, runs: &fakeRuns{real: runner}, log: &syncBuffer{}}
+	s.tasks = &task.Runner{Store: st, Router: s.router, Results: keeper}
 	views := vserver.Build(registry.Empty())
 	d := httpapi.Deps{
 		Logger:       zerolog.New(s.log),
@@ -179,6 +182,7 @@ func newServerWith(t testing.TB, opts func(*router.Options), edit ...func(*httpa
 		Metrics:      m,
 		Runs:         s.runs,
 		Approvals:    keeper,
+		Tasks:        s.tasks,
 		Keys:         st,
 		Audit:        st,
 		MaxBodyBytes: 1 << 20,

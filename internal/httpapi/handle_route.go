@@ -112,7 +112,7 @@ func callRequest(view toolrouter.View, planID, entry string, payload any, meta m
 	return &toolrouter.CallRequest{PlanID: planID, Call: call, Unreadable: err, Meta: meta, View: view, Entry: entry}
 }
 
-func handleRoute(rt Router, ap Approvals, views func() *vserver.Set) http.HandlerFunc {
+func handleRoute(rt Router, ap Approvals, views func() *vserver.Set, tasks Tasks, tools func() Tools) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		req := routeRequestOf(body(r))
 		if err := invalid(req.Valid(r.Context())); err != nil {
@@ -126,6 +126,9 @@ func handleRoute(rt Router, ap Approvals, views func() *vserver.Set) http.Handle
 		cr := callRequest(callView(views, r), req.PlanID, toolrouter.EntryRoute, req.ToolCall, req.ProviderMetadata)
 		if wantsEventStream(r) {
 			streamRoute(w, r, rt, ap, cr)
+			return
+		}
+		if routeTask(w, r, tasks, tools(), cr) {
 			return
 		}
 		res, err := rt.Do(r.Context(), cr)

@@ -69,7 +69,7 @@ func routes(d Deps, doc *openapi3.T) (http.Handler, error) {
 		r.Use(authenticate(d.Auth, d.JWTIssuer), check.middleware)
 		idem := idempotency(d.Keys, d.KeyTTL, d.KeyLease)
 		view := checkView(d.Views) // ?server=: names resolve within a virtual server
-		r.With(view, idem, rateLimit(d.Limiter, toolrouter.EntryRoute, d.Views, oneCall)).Post("/route", handleRoute(d.Router, d.Approvals, d.Views))
+		r.With(view, idem, rateLimit(d.Limiter, toolrouter.EntryRoute, d.Views, oneCall)).Post("/route", handleRoute(d.Router, d.Approvals, d.Views, d.Tasks, d.Tools))
 		r.With(view, idem, rateLimit(d.Limiter, toolrouter.EntryRouteBatch, d.Views, batchCalls)).Post("/route/batch", handleBatch(d.Router, d.Views))
 		r.With(view).Get("/schemas/{provider}", handleSchemas(d.Tools, d.Views))
 		r.Post("/runs", handleStartRun(d.Runs))
@@ -79,6 +79,10 @@ func routes(d Deps, doc *openapi3.T) (http.Handler, error) {
 		r.Get("/audit", handleAudit(d.Audit))
 		r.Get("/connections", handleListConnections(d.Connections))
 		r.Delete("/connections/{backend}", handleDeleteConnection(d.Connections))
+		if d.Tasks != nil {
+			r.Get("/tasks/{id}", handleGetTask(d.Tasks))
+			r.Post("/tasks/{id}/cancel", handleCancelTask(d.Tasks))
+		}
 		if d.Approvals != nil {
 			r.Get("/results/{tool_call_id}", handleGetResult(d.Approvals))
 			r.Get("/approvals", handleListApprovals(d.Approvals))

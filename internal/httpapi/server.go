@@ -70,10 +70,14 @@ type Deps struct {
 	// Approvals decides held calls and shows results; nil leaves
 	// /approvals and /results unmounted.
 	Approvals Approvals
-	Keys      Keys          // Idempotency-Key storage
-	Audit     AuditLog      // GET /audit
-	KeyTTL    time.Duration // how long an answered key is replayed
-	KeyLease  time.Duration // how long a claimed key outlives its request's last renewal (default keyLease)
+	// Tasks runs calls as tasks (POST /route with Prefer: respond-async or
+	// wait, tools of task: required; GET /tasks/{id}); nil leaves /tasks
+	// unmounted and /route synchronous.
+	Tasks    Tasks
+	Keys     Keys          // Idempotency-Key storage
+	Audit    AuditLog      // GET /audit
+	KeyTTL   time.Duration // how long an answered key is replayed
+	KeyLease time.Duration // how long a claimed key outlives its request's last renewal (default keyLease)
 	// Auth authenticates every request but the operations endpoints; nil
 	// leaves the service open.
 	Auth Authenticator

@@ -90,6 +90,7 @@ func registryTool(cfg toolrouter.MCPServer, d discovered) *toolrouter.Tool {
 		ValidateArgs: d.validate,
 		Definition:   definitionOf(d.tool),
 		Budget:       cfg.Budget,
+		Task:         cfg.Task,
 	}
 	if b, ok := cfg.ToolBudgets[d.tool.Name]; ok {
 		t.Budget = b.Tighter(cfg.Budget)

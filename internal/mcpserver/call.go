@@ -93,8 +93,9 @@ func (h *Handler) dispatch(ctx context.Context, next mcp.MethodHandler, method s
 	return next(ctx, method, req)
 }
 
-// call routes one tools/call.
-func (h *Handler) call(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+// call routes one tools/call: a CallToolResult, or a CreateTaskResult
+// (tasks.go).
+func (h *Handler) call(ctx context.Context, req *mcp.CallToolRequest) (mcp.Result, error) {
 	p := req.Params
 	// The session's token (session.go), the same on every replica.
 	sessionID := ""
@@ -122,7 +123,7 @@ func (h *Handler) call(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Call
 	}
 	rl := relay(ctx, req)
 	if modern {
-		rl.ClientCapabilities = clientCapabilities(p.Meta)
+		rl.ClientCapabilities = backendCapabilities(clientCapabilities(p.Meta))
 	}
 	if p.RequestState != "" {
 		if rl.RequestState, err = h.unwrapState(ctx, p.RequestState, p.Name, clientName); err != nil {
@@ -135,6 +136,11 @@ func (h *Handler) call(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Call
 		}
 	}
 	cr.Relay = rl
+	if task, err := h.asTask(modern, clientCapabilities(p.Meta), p.Name); err != nil {
+		return nil, err
+	} else if task {
+		return h.startTask(ctx, cr)
+	}
 	res, err := h.d.Router.Do(ctx, cr)
 	if err != nil {
 		if toolrouter.ErrorCode(err) == toolrouter.EINVALID {

@@ -127,6 +127,10 @@ type Deps struct {
 	// EndedTTL is how long a terminated session is answered 404 (default
 	// 24h); after it, its token is unknown, served like another replica's.
 	EndedTTL time.Duration
+	// Tasks, when set, runs the calls of tools of registry task optional
+	// or required as tasks for clients of the tasks extension, and answers
+	// tasks/get, tasks/update and tasks/cancel (tasks.go).
+	Tasks Tasks
 	// ListTTL is the ttlMs hint of tools/list results under 2026-07-28
 	// (default 5s): how long a client may keep a list before asking again.
 	ListTTL time.Duration
@@ -235,6 +239,12 @@ func New(d Deps) *Handler {
 	d.Logger = d.Logger.With().Str("component", "mcpserver").Logger()
 	slogger := slog.New(quieter{zerolog.NewSlogHandler(d.Logger)})
 	h := &Handler{d: d, lim: lograte.New(nil)}
+	//lint:ignore SA1019 logging is deprecated by 2026-07-28 (SEP-2577) but in force for the revisions up to 2025-11-25 that this server still serves
+	caps := &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}, Logging: &mcp.LoggingCapabilities{}}
+	if d.Tasks != nil {
+		// server/discover names the tasks extension (tasks.go).
+		caps.Extensions = map[string]any{TasksExtension: map[string]any{}}
+	}
 	h.complete = completeResult()
 	h.withClient = auth.RequireBearerToken(func(ctx context.Context, _ string, r *http.Request) (*auth.TokenInfo, error) {
 		c := access.FromContext(r.Context())
@@ -246,8 +256,7 @@ func New(d Deps) *Handler {
 		Logger: slogger,
 		// Advertise tools (and list_changed) even while the registry is empty,
 		// and logging: a backend's log messages reach the caller.
-		//lint:ignore SA1019 logging is deprecated by 2026-07-28 (SEP-2577) but in force for the revisions up to 2025-11-25 that this server still serves
-		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}, Logging: &mcp.LoggingCapabilities{}},
+		Capabilities: caps,
 		// A list may change with a registry reload, and what a caller may
 		// see is the caller's: cache it briefly, and privately.
 		SetCacheable: func(_ context.Context, _ mcp.Request, c *mcp.Cacheable) {
@@ -336,6 +345,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	} else {
 		r = r.Clone(r.Context())
 		r.Header.Del(sessionHeader)
+		if h.serveTaskMethod(w, r, msgs, array) {
+			return
+		}
 	}
 	if r.Method == http.MethodPost && c != nil && h.d.Limiter != nil && !c.Rate.IsZero() && !h.admit(w, r, c, msgs, array, &p.prepaid) {
 		return

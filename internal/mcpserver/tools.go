@@ -71,7 +71,9 @@ func (h *Handler) addTool(mt *mcp.Tool) (err error) {
 	// Calls never reach this handler (intercept answers them all); it is
 	// there because the SDK wants one.
 	h.srv.AddTool(mt, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		return h.call(ctx, req)
+		res, err := h.call(ctx, req)
+		out, _ := res.(*mcp.CallToolResult)
+		return out, err
 	})
 	return nil
 }

@@ -177,7 +177,7 @@ func (p *parser) tools() []*toolrouter.Tool {
 func (p *parser) tool(ptr string) *toolrouter.Tool {
 	t := &toolrouter.Tool{Name: p.str(ptr + "/name"), Description: p.str(ptr + "/description"), Kind: toolrouter.KindTool,
 		Timeout: p.duration(ptr+"/timeout", defaultTimeout), Idempotent: p.flag(ptr + "/idempotent"), Retries: p.num(ptr + "/retries"),
-		Approval: p.str(ptr+"/approval") == "required", Circuit: p.circuit(ptr + "/circuit"), Headers: p.headers(ptr + "/headers"),
+		Approval: p.str(ptr+"/approval") == "required", Task: toolrouter.TaskMode(p.str(ptr + "/task")), Circuit: p.circuit(ptr + "/circuit"), Headers: p.headers(ptr + "/headers"),
 		Budget: p.outputBudget(ptr), Auth: p.auth(ptr+"/auth", false)}
 	if k := p.str(ptr + "/kind"); k != "" {
 		t.Kind = toolrouter.ToolKind(k)
@@ -530,7 +530,8 @@ func (p *parser) mcpServers() []toolrouter.MCPServer {
 		s := toolrouter.MCPServer{Name: p.str(ptr + "/name"), Timeout: p.duration(ptr+"/timeout", defaultTimeout),
 			Circuit: p.circuit(ptr + "/circuit"), Prefix: p.str(ptr + "/prefix"), Tools: p.strs(ptr + "/tools"),
 			Headers: p.headers(ptr + "/headers"), Roots: p.globs(ptr + "/roots"), Unpinned: p.has(ptr+"/pin") && !p.flag(ptr+"/pin"),
-			PinNew: p.str(ptr + "/pin_new"), OnChange: p.str(ptr + "/on_change"), Budget: p.outputBudget(ptr)}
+			PinNew: p.str(ptr + "/pin_new"), OnChange: p.str(ptr + "/on_change"), Budget: p.outputBudget(ptr),
+			Task: toolrouter.TaskMode(p.str(ptr + "/task"))}
 		p.dup(first, ptr+"/name")
 		if p.exists(ptr + "/url") {
 			s.URL, _ = p.endpoint(ptr + "/url")

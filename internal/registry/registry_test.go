@@ -404,6 +404,25 @@ func TestToolApproval(t *testing.T) {
 	}
 }
 
+func TestToolTask(t *testing.T) {
+	t.Parallel()
+	r := parse(t, "tools:\n  - name: build\n    endpoint: http://tools.example/b\n    task: required\n"+
+		"  - name: report\n    endpoint: http://tools.example/r\n    task: optional\n"+
+		"  - name: quick\n    endpoint: http://tools.example/q\n    task: forbidden\n"+
+		"  - name: plain\n    endpoint: http://tools.example/p\n", nil)
+	tl := r.Tools()
+	if tl[0].Task != toolrouter.TaskRequired || tl[1].Task != toolrouter.TaskOptional || tl[2].Task != toolrouter.TaskForbidden || tl[3].Task != toolrouter.TaskUnset {
+		t.Fatalf("task = %q, %q, %q, %q", tl[0].Task, tl[1].Task, tl[2].Task, tl[3].Task)
+	}
+	m := parse(t, "mcp_servers:\n  - name: ci\n    url: http://mcp.example/mcp\n    task: optional\n", nil)
+	if got := m.MCPServers(); len(got) != 1 || got[0].Task != toolrouter.TaskOptional {
+		t.Fatalf("mcp_servers[].task = %+v", got)
+	}
+	if _, err := registry.Parse("r.yaml", []byte("tools:\n  - name: x\n    endpoint: http://tools.example/x\n    task: sometimes\n"), nil); err == nil || !strings.Contains(err.Error(), "task") {
+		t.Fatalf("task: sometimes was accepted (err %v)", err)
+	}
+}
+
 func TestStdioMCPServer(t *testing.T) {
 	t.Parallel()
 	src := `mcp_servers:

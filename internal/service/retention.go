@@ -36,6 +36,7 @@ func (s *Service) Sweep(ctx context.Context) {
 func (s *Service) SweepOnce(ctx context.Context, now time.Time) (results, runs int) {
 	results = s.sweep(ctx, "route results", now.Add(-s.cfg.ResultRetention), s.Store.DeleteResultsBefore)
 	runs = s.sweep(ctx, "runs", now.Add(-s.cfg.RunRetention), s.Store.DeleteRunsBefore)
+	s.sweep(ctx, "tasks", now.Add(-s.cfg.ResultRetention), s.Store.DeleteTasksBefore)
 	s.sweep(ctx, "approvals", now.Add(-s.cfg.ApprovalRetention), s.Store.PurgeApprovals)
 	return results, runs
 }

@@ -34,6 +34,7 @@ import (
 	"github.com/toolrouterd/toolrouterd/internal/router"
 	"github.com/toolrouterd/toolrouterd/internal/shape"
 	"github.com/toolrouterd/toolrouterd/internal/store"
+	"github.com/toolrouterd/toolrouterd/internal/task"
 	"github.com/toolrouterd/toolrouterd/internal/telemetry"
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 	"github.com/toolrouterd/toolrouterd/internal/vault"
@@ -65,6 +66,8 @@ type Service struct {
 	Handler http.Handler
 	Store   store.Store
 	Runner  *agent.Runner
+	// Tasks runs calls as tasks (docs/mcp.md "Tasks").
+	Tasks *task.Runner
 	// MCP is the /mcp endpoint; Close ends its sessions' open streams.
 	MCP *mcpserver.Handler
 
@@ -244,6 +247,8 @@ func New(ctx context.Context, o Options) (*Service, error) {
 	// (docs/approvals.md "Approvals"), and runs route through the pipeline
 	// that holds approvals.
 	s.approvals.Settled = s.Runner.ResumeLater
+	s.Tasks = &task.Runner{Store: st, Router: s.router, Results: s.approvals, Heartbeat: o.Config.TaskHeartbeat,
+		TTL: o.Config.ResultRetention, Logger: o.Logger.With().Str("component", "task").Logger()}
 	s.vmcp = &viewMCP{views: s.views, handlers: map[string]*mcpserver.Handler{}, base: mcpserver.Deps{
 		Router:       s.router,
 		Logger:       o.Logger,
@@ -255,6 +260,7 @@ func New(ctx context.Context, o Options) (*Service, error) {
 		BatchConcurrency: o.Config.BatchConcurrency,
 		Marks:            st,
 		StateKey:         o.Config.StateKey,
+		Tasks:            s.Tasks,
 	}}
 	s.MCP = mcpserver.New(s.vmcp.deps(""))
 	s.Handler, err = httpapi.NewServer(httpapi.Deps{
@@ -265,6 +271,7 @@ func New(ctx context.Context, o Options) (*Service, error) {
 		Circuits:       circuits,
 		Metrics:        s.metrics,
 		Runs:           s.Runner,
+		Tasks:          s.Tasks,
 		Approvals:      pin.Approvals{Keeper: s.approvals, Pins: s.pins},
 		Keys:           st,
 		Audit:          st,

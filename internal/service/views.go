@@ -28,6 +28,9 @@ type viewMCP struct {
 func (m *viewMCP) deps(name string) mcpserver.Deps {
 	d := m.base
 	d.Router = viewRouter{m.base.Router, m.views, name}
+	if m.base.Tasks != nil {
+		d.Tasks = viewTasks{m.base.Tasks, m.views, name}
+	}
 	if m.base.Limiter != nil {
 		d.Limiter = viewLimiter{m.base.Limiter, m.views, name}
 	}
@@ -99,6 +102,19 @@ type viewRouter struct {
 func (r viewRouter) Do(ctx context.Context, req *toolrouter.CallRequest) (*toolrouter.Result, error) {
 	req.View = viewOf(r.views, access.FromContext(ctx), r.name)
 	return r.next.Do(ctx, req)
+}
+
+// viewTasks starts the tasks of an MCP server's calls within its view, as
+// viewRouter routes them.
+type viewTasks struct {
+	mcpserver.Tasks
+	views *vserver.Catalog
+	name  string
+}
+
+func (t viewTasks) Start(ctx context.Context, req *toolrouter.CallRequest) (*toolrouter.Task, <-chan struct{}, error) {
+	req.View = viewOf(t.views, access.FromContext(ctx), t.name)
+	return t.Tasks.Start(ctx, req)
 }
 
 // viewOf is the view of the MCP server name for client c (see

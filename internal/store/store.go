@@ -101,6 +101,7 @@ type Store interface {
 	Pins
 	Marks
 	Secrets
+	Tasks
 
 	// Ping reports whether the store is reachable.
 	Ping(ctx context.Context) error
@@ -164,6 +165,37 @@ type Secrets interface {
 	ListSecrets(ctx context.Context, kind, owner string) ([]*toolrouter.SealedSecret, error)
 	// DeleteSecret deletes a secret and reports whether there was one.
 	DeleteSecret(ctx context.Context, kind, key string) (bool, error)
+}
+
+// Tasks are the tool calls toolrouterd runs in the background for a client
+// that polls them (docs/mcp.md "Tasks"). A task's status only moves from
+// working or input_required to a terminal status (completed, failed,
+// cancelled), once: a terminal task never changes again.
+type Tasks interface {
+	// CreateTask stores a new task, its heartbeat at beat.
+	CreateTask(ctx context.Context, t *toolrouter.Task, beat time.Time) error
+	// GetTask returns a task (ENOTFOUND when unknown).
+	GetTask(ctx context.Context, id string) (*toolrouter.Task, error)
+	// BeatTask sets a task's heartbeat to beat and, unless progress is nil,
+	// its progress; unless status is "", its status (working or
+	// input_required) and message. It reports whether the task's
+	// cancellation was requested, and live false when the task is terminal
+	// or unknown (nothing changed).
+	BeatTask(ctx context.Context, id string, beat time.Time, progress *toolrouter.TaskProgress, status toolrouter.TaskStatus, message string) (cancel, live bool, err error)
+	// SaveTask stores t (a held call's task, input_required; a finished
+	// one) unless the stored task is terminal; it reports whether it did.
+	SaveTask(ctx context.Context, t *toolrouter.Task) (bool, error)
+	// RequestTaskCancel marks a task that is not terminal as to be
+	// cancelled (the replica running it sees it at its next heartbeat); it
+	// reports whether it did.
+	RequestTaskCancel(ctx context.Context, id string, now time.Time) (bool, error)
+	// FailStaleTasks ends as failed, with reason, the working tasks whose
+	// heartbeat is before before (their replica stopped), and returns how
+	// many. A task input_required (a held call) runs nowhere: it is kept.
+	FailStaleTasks(ctx context.Context, before, now time.Time, reason string) (int, error)
+	// DeleteTasksBefore deletes at most limit tasks last updated before
+	// before, and returns how many.
+	DeleteTasksBefore(ctx context.Context, before time.Time, limit int) (int, error)
 }
 
 // Tenancy is what the store keeps per client (docs/security.md "Clients"): runs by

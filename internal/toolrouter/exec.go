@@ -175,6 +175,10 @@ type MCPServer struct {
 	// budgets").
 	Budget      OutputBudget
 	ToolBudgets map[string]OutputBudget
+	// Task is tools[].task for each of its tools (docs/mcp.md "Tasks"):
+	// toolrouterd runs their calls as tasks; the server itself is called
+	// as usual.
+	Task TaskMode
 }
 
 // Circuit is the circuit breaker setting of a tool or an MCP server

@@ -75,6 +75,9 @@ type Tool struct {
 	// Approval is the registry's approval: required: every call waits for
 	// an approver's decision before it runs (docs/approvals.md "Approvals").
 	Approval bool `json:"approval,omitempty"`
+	// Task is the registry's task: whether calls run as tasks the client
+	// polls (docs/mcp.md "Tasks"); "" is forbidden.
+	Task TaskMode `json:"task,omitempty"`
 	// Title and Hints are what a virtual server exports of the tool (MCP's
 	// title and annotations, docs/mcp.md "Virtual servers and tool search");
 	// empty and nil for registry tools.

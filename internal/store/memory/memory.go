@@ -39,6 +39,7 @@ type Store struct {
 	pins                 map[[2]string]memPin                  // pins.go
 	marks                map[string]mark                       // marks.go
 	secrets              map[[2]string]toolrouter.SealedSecret // secrets.go
+	tasks                map[string]*memTask                   // tasks.go
 }
 
 // DefaultMaxResults and DefaultMaxAudit are New's MaxResults and MaxAudit:

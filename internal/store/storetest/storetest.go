@@ -69,7 +69,7 @@ func Run(t *testing.T, b Backend) {
 		{"MarksAreSharedAndExpire", marksAreSharedAndExpire},
 		{"RefusedRequestRecordNamesItsTools", refusedRequestRecordNamesItsTools},
 		{"SecretsAreSharedTakenOnceAndExpire", secretsAreSharedTakenOnceAndExpire},
-	}, append(runAdminTests, pinTests...)...) {
+	}, append(append(runAdminTests, pinTests...), taskTests...)...) {
 		t.Run(tc.name, func(t *testing.T) {
 			clk := NewClock(time.Now())
 			tc.f(t, b, b.Database(t, clk.Now), clk)

@@ -1,0 +1,82 @@
+package toolrouter
+
+import "time"
+
+// TaskStatus is the state of a task (docs/mcp.md "Tasks"), the statuses of
+// the MCP tasks extension (io.modelcontextprotocol/tasks, revision
+// 2026-07-28): working and input_required may change, the other three are
+// terminal.
+type TaskStatus string
+
+const (
+	TaskWorking       TaskStatus = "working"
+	TaskInputRequired TaskStatus = "input_required"
+	TaskCompleted     TaskStatus = "completed"
+	TaskFailed        TaskStatus = "failed"
+	TaskCancelled     TaskStatus = "cancelled"
+)
+
+// Terminal reports whether s never changes again.
+func (s TaskStatus) Terminal() bool {
+	return s == TaskCompleted || s == TaskFailed || s == TaskCancelled
+}
+
+// TaskMode is a tool's registry key task.
+type TaskMode string
+
+const (
+	// TaskUnset (the default): a call is a task only when the client of
+	// /route asks (Prefer: respond-async, or its Prefer: wait runs out).
+	TaskUnset TaskMode = ""
+	// TaskForbidden: never a task.
+	TaskForbidden TaskMode = "forbidden"
+	// TaskOptional: as TaskUnset, and an /mcp client that declared the
+	// tasks extension gets a task.
+	TaskOptional TaskMode = "optional"
+	// TaskRequired: always a task; an /mcp client must declare the
+	// extension.
+	TaskRequired TaskMode = "required"
+)
+
+// TaskProgress is the last progress a task's call reported.
+type TaskProgress struct {
+	Progress float64 `json:"progress"`
+	Total    float64 `json:"total,omitempty"`
+	Message  string  `json:"message,omitempty"`
+}
+
+// Task is a tool call toolrouterd runs in the background for a client that
+// polls it (GET /tasks/{id}, or tasks/get on /mcp): a call of a tool marked
+// task (registry key task), or a call a client asked to run asynchronously
+// (Prefer: respond-async), or one that outlasted the caller's wait. It is
+// kept in the store, so any replica answers a poll, and a restart keeps it.
+type Task struct {
+	TaskID string     `json:"task_id"`
+	Status TaskStatus `json:"status"`
+	// StatusMessage says why a task is in its status (a failure's reason,
+	// the approval a held call waits for).
+	StatusMessage string `json:"status_message,omitempty"`
+	// Client owns the task: only it (or an admin) polls or cancels it.
+	Client string `json:"-"`
+	// Entry is where the call came in (EntryRoute, EntryMCP).
+	Entry      string `json:"entry,omitempty"`
+	ToolName   string `json:"tool_name,omitempty"`
+	PlanID     string `json:"plan_id,omitempty"`
+	ToolCallID string `json:"tool_call_id,omitempty"`
+	// ApprovalID names the approval a held call waits for (status
+	// input_required).
+	ApprovalID string        `json:"approval_id,omitempty"`
+	Progress   *TaskProgress `json:"progress,omitempty"`
+	// Result is the call's route result, once completed.
+	Result *Result `json:"result,omitempty"`
+	// Error is why a failed task failed.
+	Error           string    `json:"error,omitempty"`
+	CancelRequested bool      `json:"cancel_requested,omitempty"`
+	CreatedAt       time.Time `json:"created_at"`
+	UpdatedAt       time.Time `json:"updated_at"`
+	// TTLMillis is how long after its creation the task is kept (the
+	// result retention); PollIntervalMillis the polling interval asked of
+	// clients.
+	TTLMillis          int64 `json:"ttl_ms"`
+	PollIntervalMillis int64 `json:"poll_interval_ms"`
+}
