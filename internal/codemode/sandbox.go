@@ -77,22 +77,18 @@ func (x *execution) sandbox(names []string) error {
 		return fmt.Errorf("prelude: %w", err)
 	}
 	freeze, _ := goja.AssertFunction(g.Get("Object").ToObject(vm).Get("freeze"))
-
-	tools := vm.NewObject()
-	if err := tools.SetPrototype(nil); err != nil {
+	mk, err := vm.RunString(makeTools)
+	if err != nil {
 		return fmt.Errorf("tools: %w", err)
 	}
-	for _, n := range names {
-		fn := vm.ToValue(x.tool(n, errCtor))
-		if _, err := freeze(goja.Undefined(), fn); err != nil {
-			return fmt.Errorf("freeze tools.%s: %w", n, err)
-		}
-		if err := tools.Set(n, fn); err != nil {
-			return fmt.Errorf("tools.%s: %w", n, err)
-		}
+	mkf, _ := goja.AssertFunction(mk)
+	list := make([]any, len(names))
+	for i, n := range names {
+		list[i] = n
 	}
-	if _, err := freeze(goja.Undefined(), tools); err != nil {
-		return fmt.Errorf("freeze tools: %w", err)
+	tools, err := mkf(goja.Undefined(), vm.ToValue(x.invoke(errCtor)), vm.ToValue(list))
+	if err != nil {
+		return fmt.Errorf("tools: %w", err)
 	}
 	console := vm.NewObject()
 	log := vm.ToValue(x.log)
@@ -138,12 +134,34 @@ func (x *execution) log(fc goja.FunctionCall) goja.Value {
 	return goja.Undefined()
 }
 
-// tool is the async function tools[name]: its argument crosses as JSON
-// text (no object of the program reaches Go, none of Go the program),
-// the call is made, and its output crosses back as JSON.
-func (x *execution) tool(name string, errCtor *goja.Object) func(goja.FunctionCall) goja.Value {
+// makeTools makes the program's tools: a function per name calling
+// invoke (kept in the closure, out of the program's reach), frozen, behind
+// a proxy that answers any other name with a function making that call
+// too: the pipeline refuses a tool out of the caller's scope when it is
+// called (a refusal the program stops on), as for a direct call, rather
+// than the name being only absent. Nothing can be set, defined or
+// deleted on it, nor its prototype changed.
+const makeTools = `(function (invoke, names) {
+  "use strict";
+  const make = (n) => Object.freeze({ [n](args) { return invoke(n, args); } }[n]);
+  const t = Object.create(null);
+  for (const n of names) t[n] = make(n);
+  Object.freeze(t);
+  const no = () => false;
+  return new Proxy(t, {
+    get: (o, k) => (typeof k !== "string" ? undefined : Object.hasOwn(o, k) ? o[k] : make(k)),
+    set: no, defineProperty: no, deleteProperty: no, setPrototypeOf: no,
+  });
+})`
+
+// invoke is the function behind every tools[name]: its argument crosses
+// as JSON text (no object of the program reaches Go, none of Go the
+// program), the call is made, and its output crosses back as JSON.
+func (x *execution) invoke(errCtor *goja.Object) func(goja.FunctionCall) goja.Value {
 	return func(fc goja.FunctionCall) goja.Value {
 		vm := x.vm
+		name := fc.Argument(0).String()
+		fc.Arguments = fc.Arguments[1:]
 		p, resolve, reject := vm.NewPromise()
 		fail := func(msg, id string) goja.Value {
 			e, err := vm.New(errCtor, vm.ToValue(msg))

@@ -132,6 +132,7 @@ func (p *parser) registry() *Registry {
 		reg.byName[t.Name] = t
 	}
 	reg.search = p.str("/discovery") == "search"
+	reg.code = p.str("/discovery") == "code"
 	reg.virtualServers = p.virtualServers(reg)
 	p.clientServers(reg.virtualServers)
 	for _, t := range reg.tools {

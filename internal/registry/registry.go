@@ -35,6 +35,7 @@ type Registry struct {
 	clients         []Client
 	virtualServers  []VirtualServer
 	search          bool // discovery: search, registry-wide
+	code            bool // discovery: code, registry-wide
 	guardrails      []Guardrail
 }
 
