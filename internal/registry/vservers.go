@@ -39,7 +39,7 @@ func (p *parser) virtualServers(reg *Registry) []VirtualServer {
 	first := map[string]int{}
 	for _, ptr := range p.items("/virtual_servers") {
 		vs := VirtualServer{Name: p.str(ptr + "/name"), Line: p.line(ptr), Tools: p.globs(ptr + "/tools"), Search: p.str(ptr+"/discovery") == "search",
-			Code: p.str(ptr+"/discovery") == "code",
+			Code:           p.str(ptr+"/discovery") == "code",
 			MaxOutputBytes: p.num(ptr + "/max_output_bytes"), MaxOutputTokens: p.num(ptr + "/max_output_tokens")}
 		ok := vs.Name != ""
 		if line, dup := first[vs.Name]; dup && ok {
