@@ -21,7 +21,7 @@ import (
 	"github.com/dop251/goja/parser"
 )
 
-// Limits bound one execution (docs/configuration.md "Code mode").
+// Limits bound one execution (docs/code-mode.md "Bounds").
 type Limits struct {
 	// Timeout is the wall time of one execution, tool calls included.
 	Timeout time.Duration
@@ -236,6 +236,11 @@ func (x *execution) result(v goja.Value) {
 		x.res.Value = json.RawMessage("null")
 		return
 	}
+	if str, ok := v.(goja.String); ok && str.Length()+x.logged > x.limits.MaxOutputBytes {
+		// Refused before it is encoded: no copy of a string too long.
+		x.res.Error = &Error{Kind: KindOutput, Message: fmt.Sprintf("the program returned a string of %d characters, over the limit of %d bytes: return less (filter, count, summarise)", str.Length(), x.limits.MaxOutputBytes)}
+		return
+	}
 	s, err := x.stringify(goja.Undefined(), v)
 	if err != nil {
 		x.res.Error = exception(err)
@@ -284,7 +289,12 @@ func (x *execution) watch(start time.Time, done <-chan struct{}) {
 				return
 			}
 			metrics.Read(sample)
-			if used := sample[0].Value.Uint64(); used > base && used-base > x.limits.MaxHeapBytes {
+			// Growth over the lowest heap seen while the program runs: the
+			// heap at its start may hold garbage a collection frees while
+			// the program allocates.
+			used := sample[0].Value.Uint64()
+			base = min(base, used)
+			if used-base > x.limits.MaxHeapBytes {
 				x.interrupt(&Error{Kind: KindMemory, Message: fmt.Sprintf("the program allocated more than its memory limit of %d MiB and was stopped", x.limits.MaxHeapBytes>>20)})
 				return
 			}

@@ -1,6 +1,7 @@
 package codemode
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -64,7 +65,7 @@ func (r *Runner) RunCode(ctx context.Context, req *toolrouter.CallRequest) toolr
 	if err != nil {
 		return toolrouter.Failure(toolrouter.CategoryTimeout, "execute_code: %v", err)
 	}
-	b, err := json.Marshal(res)
+	b, err := Marshal(res)
 	if err != nil {
 		return toolrouter.Failure(toolrouter.CategoryExecution, "execute_code: encode the result: %v", err)
 	}
@@ -246,4 +247,16 @@ func (h *heldCalls) drop(key string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	delete(h.m, key)
+}
+
+// Marshal is json.Marshal without HTML escaping: what a model reads
+// (signatures' Promise<…>, a program's answer) as written.
+func Marshal(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }

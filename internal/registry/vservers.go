@@ -28,11 +28,11 @@ func (r *Registry) VirtualServers() []VirtualServer { return slices.Clone(r.virt
 
 // Search reports the registry-wide discovery: search (plain /mcp,
 // /schemas and /runs list the meta-tools).
-func (r *Registry) Search() bool { return r.search }
+func (r *Registry) Search() bool { return r.discovery == "search" }
 
 // Code reports the registry-wide discovery: code (plain /mcp, /schemas
 // and /runs list search_tools and execute_code, docs/code-mode.md).
-func (r *Registry) Code() bool { return r.code }
+func (r *Registry) Code() bool { return r.discovery == "code" }
 
 func (p *parser) virtualServers(reg *Registry) []VirtualServer {
 	var out []VirtualServer

@@ -474,7 +474,7 @@ func (v *View) search(c *access.Client, args map[string]any) toolrouter.Outcome 
 		}
 		found = append(found, f)
 	}
-	b, err := json.Marshal(map[string]any{"tools": found})
+	b, err := codemode.Marshal(map[string]any{"tools": found})
 	if err != nil {
 		return toolrouter.Failure(toolrouter.CategoryExecution, "search_tools: %v", err)
 	}
@@ -575,3 +575,7 @@ func (v *View) OutputBudget() toolrouter.OutputBudget { return v.budget() }
 
 // ViewName is the virtual server the view is of ("" for the registry-wide one).
 func (v *View) ViewName() string { return v.Name }
+
+// CodeTools are the meta-tools a view in code mode lists (for
+// bench/context to count them as listed).
+func CodeTools() []*toolrouter.Tool { return slices.Clone(codeTools) }
