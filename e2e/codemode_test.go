@@ -93,6 +93,7 @@ return e.msg;`
 func TestCodeModeMCP(t *testing.T) {
 	t.Parallel()
 	rt, _ := startCodeMode(t)
+	base := rssOf(rt.cmd.Process.Pid)
 	var (
 		mu   sync.Mutex
 		peak int64
@@ -163,7 +164,7 @@ func TestCodeModeMCP(t *testing.T) {
 		}
 	}
 	mu.Lock()
-	t.Logf("peak RSS of toolrouterd over the programs: %d MiB", peak>>20)
+	t.Logf("RSS of toolrouterd: %d MiB before the programs, peak %d MiB over them", base>>20, peak>>20)
 	// A race binary (e2e builds them): its shadow memory is several times
 	// the heap; the heap is bounded at 64 MiB of growth per program.
 	if peak > 1<<30 {

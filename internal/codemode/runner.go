@@ -122,8 +122,11 @@ func (in *inner) Call(ctx context.Context, name string, args map[string]any) Rep
 			return Reply{Stop: &Error{Kind: KindRateLimited, Tool: name, Message: v.Message(in.client.LabelName())}}
 		}
 	}
+	// Not the parent's own output budget (a /runs model's share of its
+	// context window): that one is for what the program returns; an
+	// inner call's output is fit to its tool's and the view's budgets.
 	sub := &toolrouter.CallRequest{PlanID: p.PlanID, Call: toolrouter.Call{ToolName: name, Arguments: args, Format: p.Call.Format},
-		View: p.View, OutputBudget: p.OutputBudget, RunID: p.RunID, Entry: p.EntryPoint(), Parent: p.ID}
+		View: p.View, RunID: p.RunID, Entry: p.EntryPoint(), Parent: p.ID}
 	res, err := in.r.router.Do(ctx, sub)
 	if err != nil {
 		return Reply{Stop: &Error{Kind: KindException, Tool: name, Message: fmt.Sprintf("tools.%s could not be called: %v", name, err)}}
