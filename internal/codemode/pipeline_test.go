@@ -9,6 +9,7 @@ import (
 
 	"github.com/toolrouterd/toolrouterd/internal/codemode"
 	"github.com/toolrouterd/toolrouterd/internal/pipeline/pipelinetest"
+	"github.com/toolrouterd/toolrouterd/internal/store/memory"
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 	"github.com/toolrouterd/toolrouterd/internal/vserver"
 )
@@ -72,5 +73,49 @@ func TestExecuteCodeThroughThePipeline(t *testing.T) {
 	}
 	if tr.parent[res.ToolCallID] != "" {
 		t.Errorf("the execution's span has a parent")
+	}
+}
+
+// TestHeldInnerCallSettledWithParent: a call a program made that waited
+// for approval is audited, once approved and run, with the execution as
+// its parent, as if it had run at once; and the program run again gets
+// its result.
+func TestHeldInnerCallSettledWithParent(t *testing.T) {
+	rig, _, aud := pipelinetest.Guarded(t, toolrouter.Outcome{Output: json.RawMessage(`{"paid":true}`), Answered: true},
+		"  - {name: test/pay, endpoint: \"http://127.0.0.1:9/pay\", approval: required}\nvirtual_servers:\n  - {name: coder, tools: [\"test/*\"], discovery: code}\n")
+	st := memory.New()
+	rig.Seq, rig.Results, rig.Approvals = st, st, st
+	aud.Save = true
+	run := &codemode.Runner{Engine: codemode.NewEngine(codemode.DefaultLimits(), 1), Results: rig}
+	rig.Code = run
+	view, err := vserver.Build(rig.Tools().(vserver.Registry)).For(nil, "coder")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := pipelinetest.InView(context.Background(), view)
+	prog := map[string]any{"name": "execute_code", "arguments": map[string]any{"code": `return await tools["test/pay"]({});`}}
+	res, err := rig.Route(ctx, "plan", prog, nil)
+	if err != nil || res.Success || !strings.Contains(*res.Error, `"kind":"awaiting_approval"`) {
+		t.Fatalf("held: %+v %v", res, err)
+	}
+	var held struct {
+		Error struct {
+			ToolCallID string `json:"tool_call_id"`
+			ApprovalID string `json:"approval_id"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal([]byte(*res.Error), &held); err != nil {
+		t.Fatal(err)
+	}
+	if _, fin, err := rig.Decide(context.Background(), held.Error.ApprovalID, true, ""); err != nil || !fin.Success {
+		t.Fatalf("approve: %+v %v", fin, err)
+	}
+	last := aud.Recs[len(aud.Recs)-1]
+	if last.ToolCallID != held.Error.ToolCallID || last.ParentCallID != res.ToolCallID || last.Tool != "test/pay" {
+		t.Fatalf("settled call's record %+v, want parent %s", last, res.ToolCallID)
+	}
+	again, err := rig.Route(ctx, "plan", prog, nil)
+	if err != nil || !again.Success || !strings.Contains(string(again.Output), `"result":{"paid":true}`) {
+		t.Fatalf("rerun: %+v %s %v", again, again.Output, err)
 	}
 }

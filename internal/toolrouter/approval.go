@@ -74,6 +74,9 @@ type Approval struct {
 	// were kept: the settling request's entry point and ToolName then.
 	EntryPoint string `json:"entry_point,omitempty"`
 	CalledAs   string `json:"called_as,omitempty"`
+	// Parent is the execute_code call whose program made the held call
+	// (CallRequest.Parent): the settled call's audit record names it.
+	Parent string `json:"parent_tool_call_id,omitempty"`
 }
 
 // HeldBudget is an Approval's OutputBudget (0: no maximum).
