@@ -151,14 +151,17 @@ func (e *Engine) Run(ctx context.Context, code string, names []string, call Call
 	if err != nil {
 		return &Result{Calls: []CallLog{}, Error: syntaxError(err)}, nil
 	}
+	// The time limit counts the wait for a slot too: a program never
+	// waits longer than it may run.
+	ctx, cancel := context.WithTimeout(ctx, e.limits.Timeout)
+	defer cancel()
 	select {
 	case e.slots <- struct{}{}:
 		defer func() { <-e.slots }()
 	case <-ctx.Done():
-		return nil, fmt.Errorf("wait for a code mode slot: %w", ctx.Err())
+		return &Result{Calls: []CallLog{}, Error: &Error{Kind: KindTimeout,
+			Message: fmt.Sprintf("no program slot was free within the time limit of %s (TOOLROUTER_CODE_CONCURRENCY programs run at once); retry later", e.limits.Timeout)}}, nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, e.limits.Timeout)
-	defer cancel()
 	x := &execution{limits: e.limits, call: call, ctx: ctx, res: &Result{Calls: []CallLog{}}}
 	return x.run(prg, names), nil
 }

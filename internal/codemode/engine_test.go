@@ -211,3 +211,44 @@ func memoryBounded(t *testing.T, garbage int) {
 		t.Fatalf("heap grew %d MiB for a limit of %d MiB", (p-base)>>20, l.MaxHeapBytes>>20)
 	}
 }
+
+// blockingCaller holds every call until release is closed, telling
+// started when one begins.
+type blockingCaller struct {
+	started chan struct{}
+	release chan struct{}
+}
+
+func (b *blockingCaller) Call(ctx context.Context, name string, args map[string]any) Reply {
+	b.started <- struct{}{}
+	select {
+	case <-b.release:
+	case <-ctx.Done():
+	}
+	return Reply{Output: json.RawMessage("1")}
+}
+
+// TestSlotWaitBounded: with every slot taken, a program waits no longer
+// than its time limit, and says why.
+func TestSlotWaitBounded(t *testing.T) {
+	l := testLimits()
+	e := NewEngine(l, 1)
+	b := &blockingCaller{started: make(chan struct{}, 1), release: make(chan struct{})}
+	first := make(chan *Result)
+	go func() {
+		res, _ := e.Run(context.Background(), "return await tools.slow({});", []string{"slow"}, b)
+		first <- res
+	}()
+	<-b.started // the one slot is taken
+	l2 := l
+	l2.Timeout = 50 * time.Millisecond
+	e2 := &Engine{limits: l2, slots: e.slots}
+	res, err := e2.Run(context.Background(), "return 1;", nil, &fakeCaller{})
+	if err != nil || res.Error == nil || res.Error.Kind != KindTimeout || !strings.Contains(res.Error.Message, "slot") {
+		t.Fatalf("second program: %+v %v", res, err)
+	}
+	close(b.release)
+	if r := <-first; r.Error != nil || string(r.Value) != "1" {
+		t.Fatalf("first program: %+v", r)
+	}
+}
