@@ -115,6 +115,16 @@ func TestErrorsTheModelCanRead(t *testing.T) {
 	}
 }
 
+// TestToolsIsNoThenable: awaiting tools, encoding it or printing it calls
+// no tool.
+func TestToolsIsNoThenable(t *testing.T) {
+	f := issues()
+	res := run(t, testLimits(), "const x = await tools; console.log(tools); return [typeof tools.then, JSON.stringify(tools), x === tools];", f)
+	if res.Error != nil || string(res.Value) != `["undefined","{}",true]` || len(f.calls) != 0 {
+		t.Fatalf("got %s %+v, calls %v", res.Value, res.Error, f.calls)
+	}
+}
+
 func TestToolFailureIsCatchable(t *testing.T) {
 	res := run(t, testLimits(), `try { await tools.fails({}); } catch (e) { return e.message + " " + e.tool + " " + e.toolCallId; }`, issues())
 	if res.Error != nil || string(res.Value) != `"tools.fails failed: backend said no fails tc_9"` {

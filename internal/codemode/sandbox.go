@@ -148,8 +148,11 @@ const makeTools = `(function (invoke, names) {
   for (const n of names) t[n] = make(n);
   Object.freeze(t);
   const no = () => false;
+  // Names the runtime itself looks up (await, JSON.stringify, String())
+  // are not taken for tools unless a tool has them.
+  const runtime = new Set(["then", "toJSON", "constructor", "valueOf", "toString", "toLocaleString", "__proto__"]);
   return new Proxy(t, {
-    get: (o, k) => (typeof k !== "string" ? undefined : Object.hasOwn(o, k) ? o[k] : make(k)),
+    get: (o, k) => (typeof k !== "string" ? undefined : Object.hasOwn(o, k) ? o[k] : runtime.has(k) ? undefined : make(k)),
     set: no, defineProperty: no, deleteProperty: no, setPrototypeOf: no,
   });
 })`
