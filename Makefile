@@ -112,7 +112,10 @@ bench-load: build
 # definitions listed in full against tool search (meta-tools + one
 # answer), in OpenAI (o200k_base) and Anthropic tokens, and the search's
 # recall@5 on 116 labelled tasks (bench/context;
-# docs/output-budgets.md "What full lists and tool search cost").
+# docs/output-budgets.md "What full lists and tool search cost"); then 23
+# multi-step tasks played in full, search and code discovery: the tokens
+# through the model and the calls made (docs/output-budgets.md
+# "Multi-step tasks: full, search and code").
 bench-context:
 	GO=$(GO) bash bench/context/run.sh
 

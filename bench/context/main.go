@@ -20,6 +20,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/toolrouterd/toolrouterd/internal/codemode"
 	"github.com/toolrouterd/toolrouterd/internal/shape"
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 	"github.com/toolrouterd/toolrouterd/internal/vserver"
@@ -182,7 +183,164 @@ func run(dir, tokDir string) error {
 	}
 	fmt.Printf("\nsearch recall@5: %.2f (%d/%d), recall@1: %.2f (%d/%d)\n",
 		float64(hit5)/float64(len(tasks.Tasks)), hit5, len(tasks.Tasks), float64(hit1)/float64(len(tasks.Tasks)), hit1, len(tasks.Tasks))
+	return multiStep(cat.Tools, tokDir)
+}
+
+// multiStep plays the multi-step tasks (multistep.go) in the three
+// discovery modes for catalogues of several sizes, and prints the tokens
+// that pass through the model and the calls made.
+func multiStep(all []*tool, tokDir string) error {
+	tasks := multiTasks()
+	byName := map[string]*tool{}
+	for _, t := range all {
+		byName[t.Name] = t
+	}
+	var need []*tool
+	for _, t := range tasks {
+		for _, s := range t.Steps {
+			tl, ok := byName[s.Tool]
+			if !ok {
+				return fmt.Errorf("multi-step task %q: no tool %s in the catalogue", t.Name, s.Tool)
+			}
+			if !slices.Contains(need, tl) {
+				need = append(need, tl)
+			}
+		}
+	}
+	// 0: each task offered only its own tools (2-5): the smallest
+	// catalogue a task can have.
+	sizes := []int{0, len(need), 50, 100, len(all)}
+	sh := shape.New()
+	oaCache := map[string]int{}
+	oa := func(s string) int {
+		if n, ok := oaCache[s]; ok {
+			return n
+		}
+		n, _ := sh.Tokens(s)
+		oaCache[s] = n
+		return n
+	}
+	// Two passes: the first collects the texts for the Anthropic
+	// tokenizer (one node process), the second counts with it.
+	var texts []string
+	seen := map[string]bool{}
+	collect := func(s string) int {
+		if !seen[s] {
+			seen[s] = true
+			texts = append(texts, s)
+		}
+		return 0
+	}
+	play := func(count countFn) ([][3]modeFigures, error) {
+		var out [][3]modeFigures
+		for _, n := range sizes {
+			rng := rand.New(rand.NewPCG(35, uint64(n)))
+			sub := slices.Clone(need)
+			for _, i := range rng.Perm(len(all)) {
+				if len(sub) >= n {
+					break
+				}
+				if !slices.Contains(sub, all[i]) {
+					sub = append(sub, all[i])
+				}
+			}
+			s := toolSearch(sub)
+			find := func(q string, code bool) string { return foundAnswer(s.Search(q, 3), code) }
+			var f [3]modeFigures
+			full, meta, codeMeta := count(openAITools(sub)), count(openAIMeta()), count(openAITools(codeMetaTools()))
+			r := rand.New(rand.NewPCG(35, 1))
+			for _, t := range tasks {
+				if n == 0 {
+					var own []*tool
+					for _, st := range t.Steps {
+						if !slices.Contains(own, byName[st.Tool]) {
+							own = append(own, byName[st.Tool])
+						}
+					}
+					full = count(openAITools(own))
+					s := toolSearch(own)
+					find = func(q string, code bool) string { return foundAnswer(s.Search(q, 3), code) }
+				}
+				if err := playTask(t, r, full, meta, codeMeta, find, count, &f); err != nil {
+					return nil, err
+				}
+			}
+			out = append(out, f)
+		}
+		return out, nil
+	}
+	figOA, err := play(oa)
+	if err != nil {
+		return err
+	}
+	if _, err := play(collect); err != nil {
+		return err
+	}
+	counts, err := anthropicCounts(tokDir, texts)
+	if err != nil {
+		return err
+	}
+	anMap := map[string]int{}
+	for i, t := range texts {
+		anMap[t] = counts[i]
+	}
+	figAN, err := play(func(s string) int { return anMap[s] })
+	if err != nil {
+		return err
+	}
+	steps := 0
+	for _, t := range tasks {
+		steps += len(t.Steps)
+	}
+	fmt.Printf("\nmulti-step tasks: %d, each 2-5 chained calls (%d calls in all) with outputs sized as the servers' (bench/context/multistep.go);\n", len(tasks), steps)
+	fmt.Printf("scripted turns: full = a turn per call + the answer; search = a search per distinct tool + a call_tool per call + the answer;\n")
+	fmt.Printf("code = the same searches (signatures) + one execute_code (the program run in internal/codemode) + the answer.\n")
+	fmt.Printf("tokens through the model = definitions offered on every turn + results read (each once) + what the model wrote (calls, programs);\n")
+	fmt.Printf("billed input = the same turns if every turn resends the whole conversation. Sums over all tasks.\n\n")
+	fmt.Printf("%-9s %-6s %6s %8s %9s %10s %10s %8s %12s %12s %12s\n", "catalogue", "mode", "turns", "model", "backend", "defs", "results", "written", "through", "through", "billed in")
+	fmt.Printf("%-9s %-6s %6s %8s %9s %10s %10s %8s %12s %12s %12s\n", "", "", "", "calls", "calls", "o200k", "o200k", "o200k", "o200k", "Anthropic", "o200k")
+	for i, n := range sizes {
+		for j, mode := range []string{"full", "search", "code"} {
+			f, a := figOA[i][j], figAN[i][j]
+			size := fmt.Sprintf("%4d", n)
+			if n == 0 {
+				size = "own"
+			}
+			fmt.Printf("%-4s      %-6s %6d %8d %9d %10d %10d %8d %12d %12d %12d\n", size, mode, f.turns, f.modelCalls, f.backendCalls, f.defs, f.results, f.written, f.through(), a.through(), f.billed)
+		}
+	}
+	fmt.Printf("(catalogue \"own\": each task offered only the 2-5 tools it uses; %d: the tools of all the tasks; larger: those plus random others)\n", len(need))
 	return nil
+}
+
+// foundAnswer is search_tools' answer as the model reads it: with each
+// tool's signature, and its input schema in search mode only.
+func foundAnswer(found []*tool, code bool) string {
+	type entry struct {
+		Name        string         `json:"name"`
+		Description string         `json:"description"`
+		Signature   string         `json:"signature"`
+		InputSchema map[string]any `json:"input_schema,omitempty"`
+	}
+	out := []entry{}
+	for _, t := range found {
+		e := entry{Name: t.Name, Description: t.Description, Signature: codemode.Signature(t.Name, t.InputSchema, nil)}
+		if !code {
+			e.InputSchema = schema(t)
+		}
+		out = append(out, e)
+	}
+	return mustJSON(map[string]any{"tools": out})
+}
+
+// codeMetaTools are search_tools and execute_code as discovery: code
+// lists them (internal/vserver's definitions).
+func codeMetaTools() []*tool {
+	var out []*tool
+	for _, t := range vserver.CodeTools() {
+		out = append(out, &tool{Name: t.Name, Description: t.Description, InputSchema: t.InputSchema})
+	}
+	return out
 }
 
 // searchAnswer is search_tools' answer as the model reads it.

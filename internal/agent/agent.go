@@ -308,6 +308,9 @@ func (r *Runner) prepareView(p *plan, client *access.Client) error {
 		}
 		p.inject = req.SearchMode == "inject" || req.SearchMode == "" && p.provider.SearchMode == "inject"
 	}
+	if v.Code && req.Tools != nil {
+		return toolrouter.Invalid("tools", "tools: a server in code mode offers search_tools and execute_code; name no tools")
+	}
 	if req.Tools == nil {
 		p.offer(v.Tools(client))
 		return nil

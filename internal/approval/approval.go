@@ -154,7 +154,7 @@ func (k *Keeper) hold(ctx context.Context, req *toolrouter.CallRequest) toolrout
 		Client: client, RunID: req.RunID,
 		CreatedAt: now.UTC(), ExpiresAt: now.Add(k.ttl()).UTC(),
 		// Kept for its audit record: it is settled in another request.
-		EntryPoint: req.EntryPoint(), CalledAs: req.Call.ToolName,
+		EntryPoint: req.EntryPoint(), CalledAs: req.Call.ToolName, Parent: req.Parent,
 	}
 	// The user too, and their JWT in the vault, until it expires: the
 	// approved call runs for them, and a token exchange needs the JWT.
@@ -425,7 +425,7 @@ func (k *Keeper) pendingCall(ctx context.Context, a *toolrouter.Approval) (*tool
 	res.Status = toolrouter.ResultComplete
 	res.Error, res.ErrorCategory, res.Output, res.ProviderResult, res.JSON = nil, nil, nil, nil, nil
 	// Where the call came in, not the decision.
-	req := &toolrouter.CallRequest{PlanID: a.PlanID, ID: a.ToolCallID, Result: res, Entry: a.EntryPoint, RunID: a.RunID,
+	req := &toolrouter.CallRequest{PlanID: a.PlanID, ID: a.ToolCallID, Result: res, Entry: a.EntryPoint, RunID: a.RunID, Parent: a.Parent,
 		Call: toolrouter.Call{ToolName: res.ToolName, Format: res.ProviderFormat, HasProviderCallID: res.ProviderCallID != nil}}
 	if a.CalledAs != "" {
 		req.Call.ToolName = a.CalledAs // as the caller named it: its audit record, its provider result

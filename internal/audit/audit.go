@@ -92,6 +92,9 @@ func (t *Trail) RecordWith(ctx context.Context, save toolrouter.AuditSaver, recs
 		if r.Sequence != nil {
 			e = e.Int64("sequence", *r.Sequence)
 		}
+		if r.ParentCallID != "" { // a call a code mode program made
+			e = e.Str("parent_tool_call_id", r.ParentCallID)
+		}
 		e.Str("tool_call_id", r.ToolCallID).Str("tool_name", r.ToolName).Str("tool", r.Tool).
 			Str("arguments_sha256", r.ArgsSHA256).Str("outcome", r.Outcome).Str("error_category", r.ErrorCategory).
 			Float64("duration_ms", r.DurationMS).Str("replica", r.Replica).Msg("tool call")

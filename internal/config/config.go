@@ -102,6 +102,17 @@ type Config struct {
 	// definition reviews and its pins (docs/trusting-tools.md "Definition churn").
 	PinMaxPending   int `envconfig:"TOOLROUTER_PIN_MAX_PENDING" default:"100"`
 	PinMaxPerServer int `envconfig:"TOOLROUTER_PIN_MAX_PER_SERVER" default:"2000"`
+	// Code* bound one execute_code program of discovery: code
+	// (docs/code-mode.md "Bounds"): its wall time, its own computing time
+	// (tool calls excluded), its tool calls, the growth of the heap while
+	// it runs, the bytes it returns, and the programs run at once per
+	// replica.
+	CodeTimeout        time.Duration `envconfig:"TOOLROUTER_CODE_TIMEOUT" default:"30s"`
+	CodeCPU            time.Duration `envconfig:"TOOLROUTER_CODE_CPU" default:"5s"`
+	CodeMaxCalls       int           `envconfig:"TOOLROUTER_CODE_MAX_CALLS" default:"50"`
+	CodeMaxHeapBytes   int64         `envconfig:"TOOLROUTER_CODE_MAX_HEAP_BYTES" default:"67108864"`
+	CodeMaxOutputBytes int           `envconfig:"TOOLROUTER_CODE_MAX_OUTPUT_BYTES" default:"262144"`
+	CodeConcurrency    int           `envconfig:"TOOLROUTER_CODE_CONCURRENCY" default:"4"`
 	// DebugAddr, when set, serves Go's profiler (net/http/pprof) on its
 	// own listener, never on TOOLROUTER_ADDR (docs/configuration.md
 	// "Configuration", TOOLROUTER_DEBUG_ADDR).
@@ -215,6 +226,18 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("TOOLROUTER_RUN_HEARTBEAT: %s is below the minimum of 100ms", c.RunHeartbeat)
 	case c.TaskHeartbeat < 100*time.Millisecond:
 		return fmt.Errorf("TOOLROUTER_TASK_HEARTBEAT: %s is below the minimum of 100ms", c.TaskHeartbeat)
+	case c.CodeTimeout < 100*time.Millisecond || c.CodeTimeout > 10*time.Minute:
+		return fmt.Errorf("TOOLROUTER_CODE_TIMEOUT: %s is outside 100ms..10m", c.CodeTimeout)
+	case c.CodeCPU < 10*time.Millisecond || c.CodeCPU > 10*time.Minute:
+		return fmt.Errorf("TOOLROUTER_CODE_CPU: %s is outside 10ms..10m", c.CodeCPU)
+	case c.CodeMaxCalls < 1 || c.CodeMaxCalls > 10000:
+		return fmt.Errorf("TOOLROUTER_CODE_MAX_CALLS: %d is outside 1..10000", c.CodeMaxCalls)
+	case c.CodeMaxHeapBytes < 1<<20 || c.CodeMaxHeapBytes > 4<<30:
+		return fmt.Errorf("TOOLROUTER_CODE_MAX_HEAP_BYTES: %d is outside %d..%d", c.CodeMaxHeapBytes, 1<<20, int64(4<<30))
+	case c.CodeMaxOutputBytes < 1024 || c.CodeMaxOutputBytes > 64<<20:
+		return fmt.Errorf("TOOLROUTER_CODE_MAX_OUTPUT_BYTES: %d is outside 1024..%d", c.CodeMaxOutputBytes, 64<<20)
+	case c.CodeConcurrency < 1 || c.CodeConcurrency > 1024:
+		return fmt.Errorf("TOOLROUTER_CODE_CONCURRENCY: %d is outside 1..1024", c.CodeConcurrency)
 	case c.CircuitFailures < 0 || c.CircuitFailures > 1000:
 		return fmt.Errorf("TOOLROUTER_CIRCUIT_FAILURES: %d is outside 0 (off)..1000", c.CircuitFailures)
 	case c.CircuitCooldown < 0 || c.CircuitCooldown > 10*time.Minute:

@@ -69,7 +69,10 @@ func Resolve(tools func() Tools) toolrouter.Stage {
 			if local != nil {
 				return *local
 			}
-			if !ok || !access.FromContext(ctx).Allows(tool.Name) {
+			// execute_code (Tool.Code) is the meta-tool of a view in code
+			// mode, in reach of whoever may use the view: each call its
+			// program makes is resolved, and its scope checked, here.
+			if !ok || !tool.Code && !access.FromContext(ctx).Allows(tool.Name) {
 				if ok {
 					req.Denied = tool.Name
 				}

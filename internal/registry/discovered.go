@@ -31,7 +31,7 @@ func (r *Registry) WithTools(extra []*toolrouter.Tool) (*Registry, error) {
 		mcpServers:      r.mcpServers,
 		clients:         r.clients,
 		virtualServers:  r.virtualServers,
-		search:          r.search,
+		discovery:       r.discovery,
 		guardrails:      r.guardrails,
 	}
 	maps.Copy(out.byName, r.byName)

@@ -131,7 +131,7 @@ func (p *parser) registry() *Registry {
 	for _, t := range reg.tools {
 		reg.byName[t.Name] = t
 	}
-	reg.search = p.str("/discovery") == "search"
+	reg.discovery = p.str("/discovery")
 	reg.virtualServers = p.virtualServers(reg)
 	p.clientServers(reg.virtualServers)
 	for _, t := range reg.tools {

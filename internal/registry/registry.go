@@ -34,7 +34,7 @@ type Registry struct {
 	mcpServers      []toolrouter.MCPServer
 	clients         []Client
 	virtualServers  []VirtualServer
-	search          bool // discovery: search, registry-wide
+	discovery       string // discovery, registry-wide: "", full, search or code
 	guardrails      []Guardrail
 }
 

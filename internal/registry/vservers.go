@@ -28,13 +28,18 @@ func (r *Registry) VirtualServers() []VirtualServer { return slices.Clone(r.virt
 
 // Search reports the registry-wide discovery: search (plain /mcp,
 // /schemas and /runs list the meta-tools).
-func (r *Registry) Search() bool { return r.search }
+func (r *Registry) Search() bool { return r.discovery == "search" }
+
+// Code reports the registry-wide discovery: code (plain /mcp, /schemas
+// and /runs list search_tools and execute_code, docs/code-mode.md).
+func (r *Registry) Code() bool { return r.discovery == "code" }
 
 func (p *parser) virtualServers(reg *Registry) []VirtualServer {
 	var out []VirtualServer
 	first := map[string]int{}
 	for _, ptr := range p.items("/virtual_servers") {
 		vs := VirtualServer{Name: p.str(ptr + "/name"), Line: p.line(ptr), Tools: p.globs(ptr + "/tools"), Search: p.str(ptr+"/discovery") == "search",
+			Code:           p.str(ptr+"/discovery") == "code",
 			MaxOutputBytes: p.num(ptr + "/max_output_bytes"), MaxOutputTokens: p.num(ptr + "/max_output_tokens")}
 		ok := !p.dup(first, ptr+"/name") && vs.Name != ""
 		vs.Overrides = p.overrides(ptr, vs, reg)
@@ -128,6 +133,9 @@ func (p *parser) exportedNames(vs VirtualServer, reg *Registry, ptr string) {
 		seen[name] = t.Name
 		if vs.Search && (name == SearchToolsName || name == CallToolName) {
 			p.atLine(line, np, fmt.Sprintf("exported name %q is a meta-tool's in discovery: search", name))
+		}
+		if vs.Code && (name == SearchToolsName || name == toolrouter.ExecuteCodeName) {
+			p.atLine(line, np, fmt.Sprintf("exported name %q is a meta-tool's in discovery: code", name))
 		}
 	}
 }

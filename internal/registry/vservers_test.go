@@ -87,7 +87,7 @@ func TestVirtualServerProblems(t *testing.T) {
 			`overrides.gh/list_issues.name: exported name "same" is also that of tool "gh/create_issue"`},
 		{"meta-tool name in search mode", vs("    discovery: search\n    overrides:\n      gh/create_issue: {name: call_tool}\n"),
 			`exported name "call_tool" is a meta-tool's in discovery: search`},
-		{"bad discovery", vs("    discovery: smart\n"), `virtual server "s": discovery: must be full or search, got "smart"`},
+		{"bad discovery", vs("    discovery: smart\n"), `virtual server "s": discovery: must be full, search or code, got "smart"`},
 		{"bad budget", vs("    max_output_bytes: 0\n"), `virtual server "s": max_output_bytes: must be at least 256`},
 		{"bad annotation", vs("    overrides:\n      gh/create_issue: {annotations: {readOnlyHint: maybe}}\n"), `annotations.readOnlyHint: must be true or false`},
 		{"annotations not a mapping", vs("    overrides:\n      gh/create_issue: {annotations: yes}\n"), `overrides.gh/create_issue.annotations: must be a mapping`},
@@ -97,7 +97,7 @@ func TestVirtualServerProblems(t *testing.T) {
 		{"duplicate server", vs("  - name: s\n    tools: [\"*\"]\n"), `virtual server "s": name: duplicate name`},
 		{"unknown server on a client", vs("clients:\n  - {name: bot, key_sha256: \"" + strings.Repeat("a", 64) + "\", virtual_servers: [s, nope]}\n"),
 			`client "bot": virtual_servers[1]: no virtual server named "nope" (defined: s)`},
-		{"bad top-level discovery", vsHead + "discovery: yes\n", `discovery: must be full or search, got "yes"`},
+		{"bad top-level discovery", vsHead + "discovery: yes\n", `discovery: must be full, search or code, got "yes"`},
 		{"bad provider search_mode", "providers:\n  - {name: p, kind: openai, model: m, search_mode: always}\n", `providers[0].search_mode: must be call or inject, got "always"`},
 	}
 	for _, tc := range tests {

@@ -205,6 +205,7 @@ func auditRecord(req *toolrouter.CallRequest, res *toolrouter.Result, cred *tool
 	}
 	a.Guardrails = req.Guards
 	a.Credential = cred
+	a.ParentCallID = req.Parent
 	return a
 }
 

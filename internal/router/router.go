@@ -21,6 +21,12 @@ type Executor interface {
 	Call(ctx context.Context, req toolrouter.ExecRequest) toolrouter.Outcome
 }
 
+// CodeRunner runs the program of an execute_code call (codemode.Runner):
+// its inner calls come back through the router, each its own call.
+type CodeRunner interface {
+	RunCode(ctx context.Context, req *toolrouter.CallRequest) toolrouter.Outcome
+}
+
 // Sequencer hands out per-plan sequences.
 type Sequencer interface {
 	NextSequence(ctx context.Context, planID string) (int64, error)
@@ -36,6 +42,9 @@ type Tracer interface {
 type Options struct {
 	Exec Executor // HTTP tools
 	MCP  Executor // tools of MCP servers (Tool.MCPServer set); nil: MCP is not enabled
+	// Code runs execute_code's programs (Tool.Code, discovery: code);
+	// nil: code mode is not enabled.
+	Code CodeRunner
 	Seq  Sequencer
 	// Finish completes, records and stores each result.
 	Finish *Finisher
@@ -185,6 +194,12 @@ func (r *Router) exec(ctx context.Context, req *toolrouter.CallRequest) toolrout
 	}
 	if req.Emit != nil {
 		req.Emit(toolrouter.Update{ToolCallID: req.ID, Status: toolrouter.StatusRunning, ToolName: req.Tool.Name})
+	}
+	if req.Tool.Code {
+		if r.o.Code == nil {
+			return toolrouter.Failure(toolrouter.CategoryResource, "execute_code unavailable: code mode is not enabled")
+		}
+		return r.o.Code.RunCode(ctx, req)
 	}
 	if req.Tool.MCPServer == "" {
 		return r.o.Exec.Call(ctx, req.Exec())

@@ -18,6 +18,7 @@ import (
 	"github.com/toolrouterd/toolrouterd/internal/approval"
 	"github.com/toolrouterd/toolrouterd/internal/audit"
 	"github.com/toolrouterd/toolrouterd/internal/circuit"
+	"github.com/toolrouterd/toolrouterd/internal/codemode"
 	"github.com/toolrouterd/toolrouterd/internal/config"
 	"github.com/toolrouterd/toolrouterd/internal/credential"
 	"github.com/toolrouterd/toolrouterd/internal/guardrail"
@@ -208,7 +209,14 @@ func New(ctx context.Context, o Options) (*Service, error) {
 		s.guards.AfterStage,               // after-hooks: deny, or replace the output
 		pipeline.CheckOutput,              // the output against the tool's output schema
 	}
+	// discovery: code (docs/code-mode.md): execute_code's programs, each
+	// of their calls back through this router.
+	limits := codemode.DefaultLimits()
+	limits.Timeout, limits.CPU, limits.MaxCalls = o.Config.CodeTimeout, o.Config.CodeCPU, o.Config.CodeMaxCalls
+	limits.MaxHeapBytes, limits.MaxOutputBytes = uint64(o.Config.CodeMaxHeapBytes), o.Config.CodeMaxOutputBytes
+	code := &codemode.Runner{Engine: codemode.NewEngine(limits, o.Config.CodeConcurrency), Results: s.approvals}
 	s.router = router.New(router.Options{
+		Code:             code,
 		Exec:             circuits.Wrap(creds.Wrap(s.exec)),
 		MCP:              pin.Guard{Executor: circuits.Wrap(creds.Wrap(s.mcp))},
 		Seq:              st,
@@ -220,6 +228,8 @@ func New(ctx context.Context, o Options) (*Service, error) {
 	})
 	// A refused request's record names the tools its calls reach.
 	limiter := audit.Limiter{Taker: s.newLimiter(st), Trail: trail, Canonical: s.canonical}
+	code.Limiter = limiter
+	code.Bind(s.router)
 	s.Runner = &agent.Runner{
 		Router:    s.router,
 		Registry:  func() agent.Registry { return s.holder.Current() },

@@ -81,6 +81,9 @@ type Approval struct {
 	// none): the approved call runs for that user, never the approver
 	// (docs/backend-auth.md "Who the user is").
 	User string `json:"user,omitempty"`
+	// Parent is the execute_code call whose program made the held call
+	// (CallRequest.Parent): the settled call's audit record names it.
+	Parent string `json:"parent_tool_call_id,omitempty"`
 }
 
 // HeldBudget is an Approval's OutputBudget (0: no maximum).

@@ -45,6 +45,9 @@ type CallRequest struct {
 	RunID string
 	// Entry is the entry point the call came in by (EntryRoute when "").
 	Entry string
+	// Parent is the tc_ id of the execute_code call whose program made
+	// this call (docs/code-mode.md); "" for a call a client made.
+	Parent string
 	// Emit, when set, receives the call's progress (pending, running,
 	// awaiting_approval, then complete or error).
 	Emit func(Update)

@@ -68,6 +68,10 @@ type AuditRecord struct {
 	// the mode and the token's id, never the token; absent for static
 	// headers.
 	Credential *CredentialUse `json:"credential,omitempty"`
+	// ParentCallID is the tool_call_id of the execute_code call whose
+	// program made this call (docs/code-mode.md); absent for a call a
+	// client made.
+	ParentCallID string `json:"parent_tool_call_id,omitempty"`
 	// Calls and Tools, on a rate_limited record only: one record stands
 	// for a whole refused request, the number of calls it held and the
 	// distinct canonical names of the tools they reach (a name that

@@ -94,6 +94,9 @@ type Tool struct {
 	// Budget is the tool's output budget (docs/output-budgets.md "Output budgets"): an
 	// output over it is shaped, not failed. Zero: none.
 	Budget OutputBudget `json:"-"`
+	// Code marks execute_code, the tool of discovery: code: the router
+	// runs its program (docs/code-mode.md) instead of calling a backend.
+	Code bool `json:"-"`
 
 	// ValidateArgs checks decoded arguments against InputSchema; nil means
 	// anything goes. The returned error's text names the offending field.

@@ -5,6 +5,9 @@ package toolrouter
 const (
 	SearchToolsName = "search_tools"
 	CallToolName    = "call_tool"
+	// ExecuteCodeName is the meta-tool of discovery: code, next to
+	// search_tools (docs/code-mode.md).
+	ExecuteCodeName = "execute_code"
 )
 
 // VirtualServer is a curated view over the registry as the registry file
@@ -18,6 +21,10 @@ type VirtualServer struct {
 	// Search is discovery: search: the view lists search_tools and
 	// call_tool instead of its tools.
 	Search bool
+	// Code is discovery: code: the view lists search_tools and
+	// execute_code, which runs a program calling its tools
+	// (docs/code-mode.md).
+	Code bool
 	// MaxOutputBytes and MaxOutputTokens are the output budgets of the
 	// view's calls; 0 is none. The registry parses and validates them;
 	// the output budgets apply them (issue 23 part 4).

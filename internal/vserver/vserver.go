@@ -18,6 +18,7 @@ import (
 	"sync/atomic"
 
 	"github.com/toolrouterd/toolrouterd/internal/access"
+	"github.com/toolrouterd/toolrouterd/internal/codemode"
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
 
@@ -40,6 +41,9 @@ type Entry struct {
 type View struct {
 	Name   string // "" for the registry-wide and the empty view
 	Search bool
+	// Code is discovery: code (docs/code-mode.md): the view lists
+	// search_tools and execute_code.
+	Code bool
 	// MaxOutputBytes and MaxOutputTokens are the server's output budgets
 	// (0: none), for the output budgets to apply.
 	MaxOutputBytes, MaxOutputTokens int
@@ -58,6 +62,7 @@ type Registry interface {
 	Lookup(name string) (*toolrouter.Tool, bool)
 	VirtualServers() []toolrouter.VirtualServer
 	Search() bool
+	Code() bool
 }
 
 // Set is the views of one registry.
@@ -83,8 +88,8 @@ func Build(reg Registry) *Set {
 	for _, vs := range reg.VirtualServers() {
 		s.views[vs.Name] = s.build(vs)
 	}
-	if reg.Search() {
-		all := &View{Search: true, byName: map[string]*Entry{}}
+	if reg.Search() || reg.Code() {
+		all := &View{Search: reg.Search(), Code: reg.Code(), byName: map[string]*Entry{}}
 		for _, t := range append(reg.Tools(), reg.Quarantined()...) {
 			all.add(&Entry{Exported: t, Real: t}, t.Quarantine == "") // quarantined: found by name only, as below
 		}
@@ -95,7 +100,7 @@ func Build(reg Registry) *Set {
 }
 
 func (s *Set) build(vs toolrouter.VirtualServer) *View {
-	v := &View{Name: vs.Name, Search: vs.Search, MaxOutputBytes: vs.MaxOutputBytes, MaxOutputTokens: vs.MaxOutputTokens, byName: map[string]*Entry{}}
+	v := &View{Name: vs.Name, Search: vs.Search, Code: vs.Code, MaxOutputBytes: vs.MaxOutputBytes, MaxOutputTokens: vs.MaxOutputTokens, byName: map[string]*Entry{}}
 	overrides := map[string]toolrouter.Override{}
 	for _, ov := range vs.Overrides {
 		overrides[ov.Tool] = ov
@@ -122,7 +127,8 @@ func (s *Set) build(vs toolrouter.VirtualServer) *View {
 			}
 		}
 		e := entry(t, ov, v.budget())
-		if v.Search && (e.Exported.Name == toolrouter.SearchToolsName || e.Exported.Name == toolrouter.CallToolName) {
+		if v.Search && (e.Exported.Name == toolrouter.SearchToolsName || e.Exported.Name == toolrouter.CallToolName) ||
+			v.Code && (e.Exported.Name == toolrouter.SearchToolsName || e.Exported.Name == toolrouter.ExecuteCodeName) {
 			if listed {
 				s.warn(vs.Name, "tool %q left out: its exported name is a meta-tool's", t.Name)
 			}
@@ -292,6 +298,9 @@ func (v *View) Tools(c *access.Client) []*toolrouter.Tool {
 	if v.Search {
 		return metaTools
 	}
+	if v.Code {
+		return codeTools
+	}
 	var out []*toolrouter.Tool
 	for _, e := range v.entries {
 		if c.Allows(e.Real.Name) {
@@ -306,6 +315,9 @@ func (v *View) All() []*toolrouter.Tool {
 	if v.Search {
 		return metaTools
 	}
+	if v.Code {
+		return codeTools
+	}
 	out := make([]*toolrouter.Tool, len(v.entries))
 	for i, e := range v.entries {
 		out[i] = e.Exported
@@ -317,6 +329,9 @@ func (v *View) All() []*toolrouter.Tool {
 func (v *View) Visible(c *access.Client, name string) bool {
 	if v.Search {
 		return name == toolrouter.SearchToolsName || name == toolrouter.CallToolName
+	}
+	if v.Code {
+		return name == toolrouter.SearchToolsName || name == toolrouter.ExecuteCodeName
 	}
 	e, ok := v.byName[name]
 	return ok && c.Allows(e.Real.Name)
@@ -371,6 +386,15 @@ func (v *View) Resolve(c *access.Client, call *toolrouter.Call) (tool *toolroute
 			call.ToolName, call.Arguments = name, args
 		}
 	}
+	if v.Code {
+		switch call.ToolName {
+		case toolrouter.SearchToolsName:
+			out := v.search(c, call.Arguments)
+			return nil, &out, true
+		case toolrouter.ExecuteCodeName:
+			return v.executeCode(), nil, true
+		}
+	}
 	e, ok := v.byName[call.ToolName]
 	if !ok {
 		return nil, nil, false
@@ -413,9 +437,13 @@ func unwrap(in map[string]any) (string, map[string]any, error) {
 
 // Found is one tool search_tools answers with.
 type Found struct {
-	Name        string         `json:"name"`
-	Description string         `json:"description"`
-	InputSchema map[string]any `json:"input_schema"`
+	Name        string `json:"name"`
+	Description string `json:"description"`
+	// Signature is the tool's TypeScript-style signature as a program
+	// calls it (docs/code-mode.md); InputSchema its schema, in search
+	// mode only (in code mode the signature says it in fewer tokens).
+	Signature   string         `json:"signature"`
+	InputSchema map[string]any `json:"input_schema,omitempty"`
 }
 
 const (
@@ -439,9 +467,14 @@ func (v *View) search(c *access.Client, args map[string]any) toolrouter.Outcome 
 	}
 	found := []Found{}
 	for _, e := range v.index.search(q, limit, func(e *Entry) bool { return c.Allows(e.Real.Name) }) {
-		found = append(found, Found{Name: e.Exported.Name, Description: e.Exported.Description, InputSchema: schemaOf(e.Exported)})
+		f := Found{Name: e.Exported.Name, Description: e.Exported.Description,
+			Signature: codemode.Signature(e.Exported.Name, e.Exported.InputSchema, e.Exported.OutputSchema)}
+		if !v.Code {
+			f.InputSchema = schemaOf(e.Exported)
+		}
+		found = append(found, f)
 	}
-	b, err := json.Marshal(map[string]any{"tools": found})
+	b, err := codemode.Marshal(map[string]any{"tools": found})
 	if err != nil {
 		return toolrouter.Failure(toolrouter.CategoryExecution, "search_tools: %v", err)
 	}
@@ -477,6 +510,38 @@ var metaTools = []*toolrouter.Tool{
 	},
 }
 
+// codeTools are the meta-tools of code mode (docs/code-mode.md).
+var codeTools = []*toolrouter.Tool{
+	{
+		Name: toolrouter.SearchToolsName, Kind: toolrouter.KindTool, Hints: &toolrouter.Hints{ReadOnly: &yes, OpenWorld: &no},
+		Description: "Search the tools available to you by what you want to do. Returns the best matching tools' names, descriptions and TypeScript signatures, to call from execute_code.",
+		InputSchema: metaTools[0].InputSchema,
+	},
+	executeCode,
+}
+
+// executeCode is execute_code as a view lists it.
+var executeCode = &toolrouter.Tool{
+	Name: toolrouter.ExecuteCodeName, Kind: toolrouter.KindTool,
+	Description: "Run a short JavaScript program that calls the tools search_tools found and returns one answer. " +
+		"The program is the body of an async function: it sees `tools`, with an async function per tool " +
+		"(`const r = await tools.name({...})`, signatures as search_tools gives them), and `console.log`; " +
+		"nothing else (no network, files, timers, require or import). `return` the answer: only it and the " +
+		"logs come back, so filter and summarise the tools' outputs in the program. A failed tool call throws " +
+		"(catch it); a call that waits for approval stops the program (run it again once approved).",
+	InputSchema: map[string]any{"type": "object", "required": []any{"code"}, "properties": map[string]any{
+		"code": map[string]any{"type": "string", "description": "The program: JavaScript, the body of an async function"},
+	}},
+}
+
+// executeCode is the tool an execute_code call of the view resolves to:
+// run by the router's code runner, with the view's output budget.
+func (v *View) executeCode() *toolrouter.Tool {
+	t := *executeCode
+	t.Code, t.Budget = true, v.budget()
+	return &t
+}
+
 // budget is the view's own output budget (none for a nil view).
 func (v *View) budget() toolrouter.OutputBudget {
 	if v == nil {
@@ -507,3 +572,10 @@ func (v *View) Callable(ctx context.Context) []string {
 // OutputBudget is the view's own output budget (toolrouter.View): it
 // tightens its tools' own (docs/output-budgets.md "Output budgets").
 func (v *View) OutputBudget() toolrouter.OutputBudget { return v.budget() }
+
+// ViewName is the virtual server the view is of ("" for the registry-wide one).
+func (v *View) ViewName() string { return v.Name }
+
+// CodeTools are the meta-tools a view in code mode lists (for
+// bench/context to count them as listed).
+func CodeTools() []*toolrouter.Tool { return slices.Clone(codeTools) }

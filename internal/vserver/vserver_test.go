@@ -42,6 +42,11 @@ virtual_servers:
   - name: finder
     tools: ["*"]
     discovery: search
+  - name: coder
+    tools: ["gh/*"]
+    discovery: code
+    overrides:
+      gh/create_issue: {name: file_bug, defaults: {repo: acme/app}, hidden: [labels]}
 clients:
   - {name: bound, key_sha256: "` + "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa" + `", virtual_servers: [support]}
   - {name: gh-only, key_sha256: "` + "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb" + `", tools: ["gh/*"]}
@@ -225,5 +230,73 @@ func TestHiddenArgumentsIgnoreTheCaseOfTheirName(t *testing.T) {
 	want := map[string]any{"title": "t", "repo": "acme/app", "ℓabels": "kept"}
 	if !reflect.DeepEqual(call.Arguments, want) {
 		t.Fatalf("the tool gets %v, want %v", call.Arguments, want)
+	}
+}
+
+// TestCodeMode: a view in code mode lists search_tools and execute_code,
+// whose search answers give each tool's signature (not its schema), and
+// resolves execute_code to the code tool with the view's budget, and the
+// names its program calls to their tools.
+func TestCodeMode(t *testing.T) {
+	set, _ := setup(t)
+	v, err := set.For(nil, "coder")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := names(v.Tools(nil)); !reflect.DeepEqual(got, []string{"search_tools", "execute_code"}) {
+		t.Fatalf("tools %v", got)
+	}
+	if !v.Visible(nil, "execute_code") || v.Visible(nil, "call_tool") || v.Visible(nil, "file_bug") {
+		t.Fatal("visible names of code mode")
+	}
+	call := toolrouter.Call{ToolName: "search_tools", Arguments: map[string]any{"query": "file a bug issue"}}
+	_, local, ok := v.Resolve(nil, &call)
+	if !ok || local == nil || !local.Success() {
+		t.Fatalf("search_tools: %v %+v", ok, local)
+	}
+	var found struct{ Tools []vserver.Found }
+	if err := json.Unmarshal(local.Output, &found); err != nil {
+		t.Fatal(err)
+	}
+	if len(found.Tools) == 0 || found.Tools[0].Name != "file_bug" || found.Tools[0].InputSchema != nil ||
+		found.Tools[0].Signature != "tools.file_bug(args: { title: string }): Promise<unknown>" {
+		t.Fatalf("found %+v", found.Tools)
+	}
+	call = toolrouter.Call{ToolName: "execute_code", Arguments: map[string]any{"code": "return 1"}}
+	tool, local, ok := v.Resolve(nil, &call)
+	if !ok || local != nil || tool == nil || !tool.Code || tool.Name != "execute_code" {
+		t.Fatalf("execute_code resolved to %+v %+v", tool, local)
+	}
+	call = toolrouter.Call{ToolName: "file_bug", Arguments: map[string]any{"title": "x"}}
+	if tool, _, ok := v.Resolve(nil, &call); !ok || tool.Name != "gh/create_issue" || call.Arguments["repo"] != "acme/app" {
+		t.Fatalf("a program's call resolved to %+v %v", tool, call.Arguments)
+	}
+	// Search mode gives signatures too, with the schemas.
+	f, _ := set.For(nil, "finder")
+	call = toolrouter.Call{ToolName: "search_tools", Arguments: map[string]any{"query": "weather forecast"}}
+	_, local, _ = f.Resolve(nil, &call)
+	if !strings.Contains(string(local.Output), `"signature":"tools[\"weather/forecast\"](args?: {}): Promise<unknown>"`) || !strings.Contains(string(local.Output), `"input_schema"`) {
+		t.Fatalf("search mode answer %s", local.Output)
+	}
+}
+
+// TestRegistryWideCodeMode: a top-level discovery: code makes plain
+// /mcp, /schemas and /runs a code view over every tool the client may
+// use.
+func TestRegistryWideCodeMode(t *testing.T) {
+	reg, err := registry.Parse("r.yaml", []byte("discovery: code\n"+src), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := vserver.Build(reg).For(nil, "")
+	if err != nil || v == nil || !v.Code || v.Search {
+		t.Fatalf("registry-wide view %+v, %v", v, err)
+	}
+	if got := names(v.Tools(nil)); !reflect.DeepEqual(got, []string{"search_tools", "execute_code"}) {
+		t.Fatalf("tools %v", got)
+	}
+	call := toolrouter.Call{ToolName: "gh/list_issues"}
+	if tool, _, ok := v.Resolve(nil, &call); !ok || tool.Name != "gh/list_issues" {
+		t.Fatalf("a program's call of a registry tool: %+v", tool)
 	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/toolrouterd/toolrouterd/internal/access"
 	"github.com/toolrouterd/toolrouterd/internal/approval"
+	"github.com/toolrouterd/toolrouterd/internal/codemode"
 	"github.com/toolrouterd/toolrouterd/internal/format"
 	"github.com/toolrouterd/toolrouterd/internal/guardrail"
 	"github.com/toolrouterd/toolrouterd/internal/lograte"
@@ -53,6 +54,9 @@ type Rig struct {
 	Subjects            approval.Subjects // nil: no kept tokens
 	Shape               *shape.Shaper
 	Now                 func() time.Time
+	// Code runs execute_code (discovery: code); bound to the rig's
+	// router when it is built. Nil: code mode is not enabled.
+	Code *codemode.Runner
 
 	once   sync.Once
 	rt     *router.Router
@@ -86,8 +90,15 @@ func (g *Rig) build() {
 			stages = append(stages, g.Guardrails.RedactStage, g.Guardrails.AfterStage)
 		}
 		stages = append(stages, pipeline.CheckOutput)
-		g.rt = router.New(router.Options{Exec: g.Exec, MCP: g.MCP, Seq: g.Seq, Finish: fin, Tracer: g.Tracer, Stages: stages,
-			BatchConcurrency: g.BatchConcurrency, MaxBatchOutput: g.MaxBatchOutput})
+		opts := router.Options{Exec: g.Exec, MCP: g.MCP, Seq: g.Seq, Finish: fin, Tracer: g.Tracer, Stages: stages,
+			BatchConcurrency: g.BatchConcurrency, MaxBatchOutput: g.MaxBatchOutput}
+		if g.Code != nil {
+			opts.Code = g.Code
+		}
+		g.rt = router.New(opts)
+		if g.Code != nil {
+			g.Code.Bind(g.rt)
+		}
 	})
 }
 

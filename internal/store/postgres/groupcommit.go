@@ -33,14 +33,14 @@ const saveResultsSQL = `INSERT INTO route_results (tool_call_id, plan_id, body, 
 // insertAuditsSQL inserts the audit records of a commit in queue order
 // (their ids, which order the trail, follow it).
 const insertAuditsSQL = `INSERT INTO audit (at, client, entry_point, plan_id, sequence, tool_call_id,
-		tool_name, tool, args_sha256, outcome, error_category, duration_ms, replica, guardrails, calls, tools, credential)
+		tool_name, tool, args_sha256, outcome, error_category, duration_ms, replica, guardrails, calls, tools, credential, parent_tool_call_id)
 	SELECT at, client, entry_point, plan_id, sequence, tool_call_id,
-		tool_name, tool, args_sha256, outcome, error_category, duration_ms, replica, guardrails, calls, tools, credential
+		tool_name, tool, args_sha256, outcome, error_category, duration_ms, replica, guardrails, calls, tools, credential, parent_tool_call_id
 	FROM unnest($1::timestamptz[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::text[],
 		$7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::float8[], $13::text[], $14::text[],
-		$15::integer[], $16::text[], $17::text[])
+		$15::integer[], $16::text[], $17::text[], $18::text[])
 		WITH ORDINALITY AS v(at, client, entry_point, plan_id, sequence, tool_call_id,
-		tool_name, tool, args_sha256, outcome, error_category, duration_ms, replica, guardrails, calls, tools, credential, ord)
+		tool_name, tool, args_sha256, outcome, error_category, duration_ms, replica, guardrails, calls, tools, credential, parent_tool_call_id, ord)
 	ORDER BY ord`
 
 // resultRow is a result queued for the group commit: the one Arg of a
@@ -116,7 +116,7 @@ func (p *Store) commit(ctx context.Context, ws []writebehind.Write) error {
 	if len(audits.at) > 0 {
 		a := &audits
 		b.Queue(insertAuditsSQL, a.at, a.client, a.entryPoint, a.planID, a.seq, a.toolCallID,
-			a.toolName, a.tool, a.argsSHA256, a.outcome, a.errorCategory, a.durationMS, a.replica, a.guardrails, a.calls, a.tools, a.credential)
+			a.toolName, a.tool, a.argsSHA256, a.outcome, a.errorCategory, a.durationMS, a.replica, a.guardrails, a.calls, a.tools, a.credential, a.parent)
 	}
 	for _, w := range others {
 		b.Queue(w.SQL, w.Args...)
@@ -159,7 +159,7 @@ type audits struct {
 	at                                                             []time.Time
 	client, entryPoint, planID, toolCallID, toolName, tool         []string
 	argsSHA256, outcome, errorCategory, replica, guardrails, tools []string
-	credential                                                     []string
+	credential, parent                                             []string
 	seq                                                            []pgtype.Int8
 	durationMS                                                     []float64
 	calls                                                          []int32
@@ -168,7 +168,7 @@ type audits struct {
 func (c *audits) grow(n int) {
 	c.at = make([]time.Time, 0, n)
 	for _, col := range []*[]string{&c.client, &c.entryPoint, &c.planID, &c.toolCallID, &c.toolName, &c.tool,
-		&c.argsSHA256, &c.outcome, &c.errorCategory, &c.replica, &c.guardrails, &c.tools, &c.credential} {
+		&c.argsSHA256, &c.outcome, &c.errorCategory, &c.replica, &c.guardrails, &c.tools, &c.credential, &c.parent} {
 		*col = make([]string, 0, n)
 	}
 	c.seq = make([]pgtype.Int8, 0, n)
@@ -196,4 +196,5 @@ func (c *audits) add(a auditRow) {
 	tools, _ := r.Tools.Value()
 	c.tools = append(c.tools, tools.(string))
 	c.credential = append(c.credential, sqlstore.AuditCredential(r))
+	c.parent = append(c.parent, r.ParentCallID)
 }

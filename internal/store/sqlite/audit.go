@@ -38,7 +38,7 @@ func (s *Store) AppendAudit(ctx context.Context, recs []toolrouter.AuditRecord) 
 // journal (a copy of every page the statement changes) for it; the group
 // commit rolls back its whole transaction on any error anyway.
 var insertAuditSQL = `INSERT OR FAIL INTO audit (` + sqlstore.AuditColumns[len("id, "):] + `)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
 // auditWrites are the statements that insert recs.
 func auditWrites(recs []toolrouter.AuditRecord) []writebehind.Write {
@@ -57,7 +57,7 @@ func appendAuditWrites(ws []writebehind.Write, recs []toolrouter.AuditRecord) []
 }
 
 // auditArgs is the number of values of insertAuditSQL.
-const auditArgs = 16
+const auditArgs = 18
 
 // ListAudit implements store.Tenancy; it sees the records this store
 // queued (it flushes them first).

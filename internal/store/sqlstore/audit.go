@@ -12,7 +12,7 @@ import (
 
 // AuditColumns are the audit table's columns in AuditRecord order (id
 // first), for INSERT and SELECT.
-const AuditColumns = "id, at, client, entry_point, plan_id, sequence, tool_call_id, tool_name, tool, args_sha256, outcome, error_category, duration_ms, replica, guardrails, calls, tools, credential"
+const AuditColumns = "id, at, client, entry_point, plan_id, sequence, tool_call_id, tool_name, tool, args_sha256, outcome, error_category, duration_ms, replica, guardrails, calls, tools, credential, parent_tool_call_id"
 
 // AuditSelect is the query of the records f selects, newest first by
 // their time (the call's start), then id: ph writes the i-th placeholder
@@ -66,7 +66,7 @@ func AuditSelect(f toolrouter.AuditFilter, ph func(int) string, at func(time.Tim
 // (scanned into at by the caller's type) and sequence.
 func AuditDest(r *toolrouter.AuditRecord, at, seq any) []any {
 	return []any{&r.ID, at, &r.Client, &r.EntryPoint, &r.PlanID, seq, &r.ToolCallID, &r.ToolName,
-		&r.Tool, &r.ArgsSHA256, &r.Outcome, &r.ErrorCategory, &r.DurationMS, &r.Replica, jsonColumn[[]toolrouter.GuardrailDecision]{&r.Guardrails, "guardrails"}, &r.Calls, &r.Tools, jsonColumn[*toolrouter.CredentialUse]{&r.Credential, "credential"}}
+		&r.Tool, &r.ArgsSHA256, &r.Outcome, &r.ErrorCategory, &r.DurationMS, &r.Replica, jsonColumn[[]toolrouter.GuardrailDecision]{&r.Guardrails, "guardrails"}, &r.Calls, &r.Tools, jsonColumn[*toolrouter.CredentialUse]{&r.Credential, "credential"}, &r.ParentCallID}
 }
 
 // jsonColumn scans a JSON text column ("" for none, NULL left as is)
@@ -116,7 +116,7 @@ func AuditGuardrails(r *toolrouter.AuditRecord) string {
 // AppendAuditValues appends to dst a record's column values but id, at
 // and sequence, in AuditColumns order after sequence.
 func AppendAuditValues(dst []any, r *toolrouter.AuditRecord) []any {
-	return append(dst, r.ToolCallID, r.ToolName, r.Tool, r.ArgsSHA256, r.Outcome, r.ErrorCategory, r.DurationMS, r.Replica, AuditGuardrails(r), r.Calls, r.Tools, AuditCredential(r))
+	return append(dst, r.ToolCallID, r.ToolName, r.Tool, r.ArgsSHA256, r.Outcome, r.ErrorCategory, r.DurationMS, r.Replica, AuditGuardrails(r), r.Calls, r.Tools, AuditCredential(r), r.ParentCallID)
 }
 
 // AuditSequence is a record's sequence column value (nil: NULL), read now:

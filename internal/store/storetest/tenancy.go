@@ -135,6 +135,7 @@ func auditAppendListPurge(t *testing.T, b Backend, open func() store.Store, clk 
 	// (docs/backend-auth.md); a record without one has none (nil).
 	recs[4].Credential = &toolrouter.CredentialUse{Mode: "token_exchange", Subject: "alice", Actor: "toolrouterd", TokenID: "jti-1"}
 	recs[7].Credential = &toolrouter.CredentialUse{Mode: "per_client", Actor: "support", TokenID: "sha256:0123456789abcdef"}
+	recs[5].ParentCallID = "tc_parent" // a call a code mode program made (migration 0105)
 	if err := ss[0].AppendAudit(ctx, recs[:5]); err != nil {
 		t.Fatal(err)
 	}
