@@ -57,18 +57,10 @@ func (h *Handler) dispatch(ctx context.Context, next mcp.MethodHandler, method s
 	c := client(req)
 	switch method {
 	case "tools/list":
-		h.Sync()
+		return h.listTools(ctx, next, method, req, c)
+	case "initialize", "server/discover":
 		res, err := next(ctx, method, req)
-		if lr, ok := res.(*mcp.ListToolsResult); ok && c != nil {
-			// The client sees only its tools.
-			kept := lr.Tools[:0:0]
-			for _, t := range lr.Tools {
-				if name, _ := t.Meta[MetaToolName].(string); h.visible(c, name) {
-					kept = append(kept, t)
-				}
-			}
-			lr.Tools = kept
-		}
+		h.instruct(res)
 		return res, err
 	case "tools/call":
 		if r, ok := req.(*mcp.CallToolRequest); ok {

@@ -44,6 +44,12 @@ func (m *viewMCP) deps(name string) mcpserver.Deps {
 		}
 		return toolList(nil)
 	}
+	d.Instructions = func() string {
+		if v := m.views.Current().View(name); v != nil && name != "" {
+			return v.Instructions
+		}
+		return ""
+	}
 	d.Visible = func(c *access.Client, tool string) bool {
 		v, err := m.views.Current().For(c, name)
 		switch {
