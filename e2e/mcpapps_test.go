@@ -7,11 +7,16 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
 
 // appsManyTools is a go-sdk MCP server with n tools t000… that answer
@@ -150,5 +155,183 @@ clients:
 	if err := json.Unmarshal([]byte(body), &reply); err != nil || status != http.StatusTooManyRequests || reply.Error.Code != -32023 ||
 		reply.Error.Data.RetryAfterMs < 1000 || h.Get("Retry-After") == "" || fmt.Sprint(reply.Error.Data.RetryAfterMs/1000) != h.Get("Retry-After") {
 		t.Errorf("call over 1/h: %d %v %s", status, h, body)
+	}
+}
+
+// appsHost is what e2e/testdata/apps-client.mjs printed.
+type appsHost struct {
+	Error string `json:"error"`
+	Tools []struct {
+		Name string         `json:"name"`
+		Meta map[string]any `json:"_meta"`
+	} `json:"tools"`
+	Results []struct {
+		Content []struct {
+			Text string `json:"text"`
+		} `json:"content"`
+		IsError bool   `json:"isError"`
+		Error   string `json:"error"`
+	} `json:"results"`
+	Reads map[string]struct {
+		Contents []struct {
+			URI      string `json:"uri"`
+			MIMEType string `json:"mimeType"`
+			Text     string `json:"text"`
+		} `json:"contents"`
+		Error string `json:"error"`
+	} `json:"reads"`
+}
+
+// appsRunHost runs the TypeScript SDK client of apps-client.mjs.
+func appsRunHost(t *testing.T, url, key string, calls ...map[string]any) appsHost {
+	t.Helper()
+	sdk := filepath.Join(filepath.Dir(filepath.Dir(everythingBin(t))), "@modelcontextprotocol", "sdk")
+	raw, _ := json.Marshal(calls)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "node", "testdata/apps-client.mjs", url, key, string(raw))
+	cmd.Env = append(os.Environ(), "MCP_SDK_DIR="+sdk)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("apps host: %v\n%s\n%s", err, out, stderr.String())
+	}
+	var res appsHost
+	if err := json.Unmarshal(out, &res); err != nil || res.Error != "" {
+		t.Fatalf("apps host output: %v %s\n%s", err, res.Error, out)
+	}
+	return res
+}
+
+// appsCopy copies the installed MCP Apps example server
+// (@modelcontextprotocol/server-basic-vanillajs, scripts/install-mcp-apps.sh)
+// into a directory of its own, where the test may change its UI.
+func appsCopy(t *testing.T) string {
+	t.Helper()
+	bin := npmServerBin(t, "MCP_APPS_DIR", "mcp-apps", "mcp-server-basic-vanillajs")
+	src := filepath.Join(filepath.Dir(filepath.Dir(bin)), "@modelcontextprotocol", "server-basic-vanillajs", "dist")
+	dst := t.TempDir()
+	for _, f := range []string{"index.js", "server.js", "mcp-app.html"} {
+		b, err := os.ReadFile(filepath.Join(src, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dst, f), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dst
+}
+
+// TestAppsReferenceServer (issue 34 item 2): two copies of the published
+// MCP Apps example server (npm @modelcontextprotocol/server-basic-vanillajs,
+// stdio) behind the binary, read by the TypeScript SDK client as a host
+// would: each get-time lists its UI under its own gateway ui:// name (both
+// keys, as the server sends both), a resources/read of that name reaches
+// the right server and answers the app's HTML under that name, and the
+// tool is called. Then one server's UI changes: the tool is quarantined
+// (a definition review in /approvals, no longer listed) and its UI is no
+// longer served, while the other server's is.
+func TestAppsReferenceServer(t *testing.T) {
+	t.Parallel()
+	a, b := appsCopy(t), appsCopy(t)
+	// A go-sdk server with a tool for its app only (visibility ["app"]).
+	srv := mcp.NewServer(&mcp.Implementation{Name: "apponly", Version: "v1"}, nil)
+	mcp.AddTool(srv, &mcp.Tool{Name: "refresh_dashboard", Description: "Refresh the time dashboard",
+		Meta: mcp.Meta{"ui": map[string]any{"visibility": []string{"app"}}}}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "refreshed"}}}, nil, nil
+	})
+	appOnly := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	t.Cleanup(appOnly.Close)
+	reg := fmt.Sprintf(`mcp_servers:
+  - {name: apps, command: [node, %s/index.js, --stdio], prefix: "apps/"}
+  - {name: apps2, command: [node, %s/index.js, --stdio], prefix: "apps2/"}
+  - {name: dash, url: %s, prefix: "dash/"}
+virtual_servers:
+  - {name: find, tools: ["*"], discovery: search}
+clients:
+  - {name: host, key_env: HOST_KEY, tools: ["*"]}
+  - {name: reviewer, key_env: REVIEWER_KEY, tools: ["*"], approver: true}
+`, a, b, appOnly.URL)
+	rt, path := startRouter(t, reg, "HOST_KEY=host-key", "REVIEWER_KEY=reviewer-key")
+	getTime := toolrouter.ExportName(toolrouter.FormatMCP, "apps/get-time")
+	refresh := toolrouter.ExportName(toolrouter.FormatMCP, "dash/refresh_dashboard")
+	var host appsHost
+	waitFor(t, "three tools listed", func() bool {
+		host = appsRunHost(t, rt.URL()+"/mcp", "host-key")
+		return len(host.Tools) == 3
+	})
+	// The app-only tool: listed on /mcp with its visibility for the host,
+	// and callable there; never offered to a model.
+	host = appsRunHost(t, rt.URL()+"/mcp", "host-key", map[string]any{"name": getTime}, map[string]any{"name": refresh})
+	if len(host.Results) != 2 || host.Results[1].IsError || len(host.Results[1].Content) == 0 || host.Results[1].Content[0].Text != "refreshed" {
+		t.Errorf("the app calls %s: %+v", refresh, host.Results)
+	}
+	schemas := string(do(t, "GET", rt.URL()+"/schemas/openai", nil, "Authorization", "Bearer host-key").Body)
+	if !strings.Contains(schemas, "apps/get-time") || strings.Contains(schemas, "refresh_dashboard") {
+		t.Errorf("/schemas/openai offers the app-only tool, or not get-time: %s", schemas)
+	}
+	found := do(t, "POST", rt.URL()+"/route?server=find", map[string]any{"plan_id": "p", "tool_call": map[string]any{"name": "search_tools",
+		"arguments": map[string]any{"query": "refresh the time dashboard", "limit": 50}}}, "Authorization", "Bearer host-key")
+	if !strings.Contains(string(found.Body), "get-time") || strings.Contains(string(found.Body), "refresh_dashboard") {
+		t.Errorf("search_tools finds the app-only tool, or not get-time: %s", found.Body)
+	}
+	uris := map[string]string{}
+	for _, tl := range host.Tools {
+		if tl.Meta["toolrouter/tool_name"] == "dash/refresh_dashboard" {
+			if ui, _ := tl.Meta["ui"].(map[string]any); fmt.Sprint(ui["visibility"]) != "[app]" {
+				t.Errorf("%s's _meta on /mcp: %v", tl.Name, tl.Meta)
+			}
+			continue
+		}
+		ui, _ := tl.Meta["ui"].(map[string]any)
+		uri, _ := ui["resourceUri"].(string)
+		if tl.Meta["ui/resourceUri"] != uri {
+			t.Errorf("%s: legacy key %v, ui.resourceUri %q", tl.Name, tl.Meta["ui/resourceUri"], uri)
+		}
+		uris[fmt.Sprint(tl.Meta["toolrouter/tool_name"])] = uri
+	}
+	if uris["apps/get-time"] != "ui://apps/get-time/mcp-app.html" || uris["apps2/get-time"] != "ui://apps2/get-time/mcp-app.html" {
+		t.Fatalf("gateway ui:// names: %v", uris)
+	}
+	for _, uri := range uris {
+		r := host.Reads[uri]
+		if r.Error != "" || len(r.Contents) != 1 || r.Contents[0].URI != uri || r.Contents[0].MIMEType != "text/html;profile=mcp-app" ||
+			!strings.Contains(r.Contents[0].Text, "<html") {
+			t.Errorf("read %s: %+v", uri, r)
+		}
+	}
+	if len(host.Results) != 2 || host.Results[0].IsError || host.Results[0].Error != "" || len(host.Results[0].Content) == 0 ||
+		!strings.HasPrefix(host.Results[0].Content[0].Text, "20") {
+		t.Errorf("get-time: %+v", host.Results)
+	}
+
+	// apps changes its UI; a reload lists the servers again.
+	html := filepath.Join(a, "mcp-app.html")
+	old, _ := os.ReadFile(html)
+	if err := os.WriteFile(html, append(old, []byte("<script>steal()</script>")...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rt.reload(t, path, reg+"\n")
+	var review map[string]any
+	waitFor(t, "a definition review of apps/get-time", func() bool {
+		for _, x := range do(t, "GET", rt.URL()+"/approvals?status=pending", nil, "Authorization", "Bearer reviewer-key").JSON(t)["approvals"].([]any) {
+			if x := x.(map[string]any); x["kind"] == "definition" && x["tool_name"] == "apps/get-time" {
+				review = x
+			}
+		}
+		return review != nil
+	})
+	def := review["definition"].(map[string]any)
+	if diff, _ := def["diff"].(string); !strings.Contains(diff, "toolrouter/ui_resource_sha256") || def["old_sha256"] == def["new_sha256"] {
+		t.Errorf("the review's definition: %v", def)
+	}
+	host = appsRunHost(t, rt.URL()+"/mcp", "host-key")
+	if len(host.Tools) != 2 || host.Tools[0].Meta["toolrouter/tool_name"] != "apps2/get-time" {
+		t.Errorf("listed after the change: %+v", host.Tools)
+	}
+	if r := host.Reads["ui://apps2/get-time/mcp-app.html"]; r.Error != "" || len(r.Contents) != 1 {
+		t.Errorf("apps2's UI after apps changed: %+v", r)
 	}
 }

@@ -90,6 +90,7 @@ func registryTool(cfg toolrouter.MCPServer, d discovered) *toolrouter.Tool {
 		ValidateArgs: d.validate,
 		Definition:   definitionOf(d.tool),
 		Budget:       cfg.Budget,
+		UI:           appUI(d.tool.Meta),
 	}
 	if b, ok := cfg.ToolBudgets[d.tool.Name]; ok {
 		t.Budget = b.Tighter(cfg.Budget)
@@ -131,11 +132,14 @@ type definition struct {
 	InputSchema  any                  `json:"inputSchema,omitempty"`
 	OutputSchema any                  `json:"outputSchema,omitempty"`
 	Annotations  *mcp.ToolAnnotations `json:"annotations,omitempty"`
+	// Meta is the MCP Apps part of _meta (the UI resource, its digest and
+	// the tool's visibility: apps.go); absent for tools without a UI.
+	Meta mcp.Meta `json:"_meta,omitempty"`
 }
 
 func definitionOf(t *mcp.Tool) definition {
 	return definition{Name: t.Name, Title: t.Title, Description: t.Description,
-		InputSchema: t.InputSchema, OutputSchema: t.OutputSchema, Annotations: t.Annotations}
+		InputSchema: t.InputSchema, OutputSchema: t.OutputSchema, Annotations: t.Annotations, Meta: uiMeta(t.Meta)}
 }
 
 // Redefine returns tool t, a tool of an MCP server, as it would be had

@@ -149,7 +149,7 @@ func (s *server) list(ctx context.Context, cs *mcp.ClientSession) ([]discovered,
 			out = append(out, newDiscovered(t))
 		}
 		if res.NextCursor == "" {
-			return out, nil
+			return readUIs(ctx, cs, out), nil
 		}
 		if res.NextCursor == params.Cursor {
 			return nil, fmt.Errorf("tools/list: the server repeats cursor %q", res.NextCursor)

@@ -58,6 +58,8 @@ func (h *Handler) dispatch(ctx context.Context, next mcp.MethodHandler, method s
 	switch method {
 	case "tools/list":
 		return h.listTools(ctx, next, method, req, c)
+	case "resources/read":
+		return h.readResource(ctx, next, req, c)
 	case "initialize", "server/discover":
 		res, err := next(ctx, method, req)
 		h.instruct(res)

@@ -139,6 +139,9 @@ type Deps struct {
 	// initialize and server/discover (a virtual server's `instructions`);
 	// read on each request, so a reload changes it.
 	Instructions func() string
+	// Resources, when set, reads the ui:// resources of MCP Apps tools
+	// (apps.go).
+	Resources Resources
 }
 
 // DefaultPlanID is the default plan-id policy: the _meta's

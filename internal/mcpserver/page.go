@@ -96,14 +96,35 @@ func (h *Handler) listTools(ctx context.Context, next mcp.MethodHandler, method 
 
 // instruct sets the server's instructions (Deps.Instructions) on an
 // initialize or server/discover result.
+// It also declares the resources capability while a tool has an MCP
+// Apps UI (its ui:// resource is read through resources/read, apps.go),
+// so a server without one declares what it always did.
 func (h *Handler) instruct(res mcp.Result) {
-	if h.d.Instructions == nil {
-		return
+	var text string
+	if h.d.Instructions != nil {
+		text = h.d.Instructions()
 	}
+	var caps *mcp.ServerCapabilities
 	switch r := res.(type) {
 	case *mcp.InitializeResult:
-		r.Instructions = h.d.Instructions()
+		r.Instructions, caps = text, r.Capabilities
 	case *mcp.DiscoverResult:
-		r.Instructions = h.d.Instructions()
+		r.Instructions, caps = text, r.Capabilities
 	}
+	if caps != nil && caps.Resources == nil && h.hasUI() {
+		caps.Resources = &mcp.ResourceCapabilities{}
+	}
+}
+
+// hasUI reports whether a tool in force has an MCP Apps UI.
+func (h *Handler) hasUI() bool {
+	if h.d.Resources == nil {
+		return false
+	}
+	for _, t := range h.d.Tools().Tools() {
+		if t.UI != nil && t.UI.ResourceURI != "" {
+			return true
+		}
+	}
+	return false
 }

@@ -87,6 +87,7 @@ func definition(t *toolrouter.Tool) *mcp.Tool {
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: t.ReadOnly, IdempotentHint: t.Idempotent},
 		Meta:        mcp.Meta{MetaToolName: t.Name},
 	}
+	uiMeta(t, mt.Meta)
 	if name != t.Name {
 		mt.Title = t.Name
 	}

@@ -233,6 +233,7 @@ func New(ctx context.Context, o Options) (*Service, error) {
 		BatchConcurrency: o.Config.BatchConcurrency,
 		Marks:            st,
 		StateKey:         o.Config.StateKey,
+		Resources:        s.mcp,
 	}}
 	s.MCP = mcpserver.New(s.vmcp.deps(""))
 	s.Handler, err = httpapi.NewServer(httpapi.Deps{
