@@ -29,6 +29,8 @@ type discovered struct {
 	// tool has no output schema or it does not compile (then the schema
 	// is not advertised either, see registryTool).
 	validateOut func(map[string]any) error
+	// skill is set when the item is a skill (skills.go).
+	skill *toolrouter.Skill
 }
 
 // newDiscovered decodes a tool's schemas and compiles its input schema
@@ -92,6 +94,9 @@ func registryTool(cfg toolrouter.MCPServer, d discovered) *toolrouter.Tool {
 		Budget:       cfg.Budget,
 		UI:           appUI(d.tool.Meta),
 	}
+	if d.skill != nil {
+		return skillTool(t, d)
+	}
 	if b, ok := cfg.ToolBudgets[d.tool.Name]; ok {
 		t.Budget = b.Tighter(cfg.Budget)
 	}
@@ -146,6 +151,9 @@ func definitionOf(t *mcp.Tool) definition {
 // its server listed def (a Definition, as JSON) instead: what serves a
 // pinned definition while the server lists another.
 func Redefine(t *toolrouter.Tool, def json.RawMessage) (*toolrouter.Tool, error) {
+	if t.Kind == toolrouter.KindSkill {
+		return redefineSkill(t, def)
+	}
 	var mt mcp.Tool
 	if err := json.Unmarshal(def, &mt); err != nil {
 		return nil, fmt.Errorf("tool %s: pinned definition: %w", t.Name, err)

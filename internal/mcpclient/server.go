@@ -122,6 +122,8 @@ func newServer(m *Manager, cfg toolrouter.MCPServer) *server {
 		// "Elicitation through the gateway (multi round-trip requests)").
 		MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
 	})
+	// Skills (skills.go) are listed with this custom method.
+	_ = mcp.AddSendingCustomMethod[*SkillsListParams, *SkillsListResult](s.client, "skills/list")
 	if m.Trace != nil {
 		s.client.AddSendingMiddleware(m.Trace)
 	}

@@ -149,7 +149,20 @@ func (s *server) list(ctx context.Context, cs *mcp.ClientSession) ([]discovered,
 			out = append(out, newDiscovered(t))
 		}
 		if res.NextCursor == "" {
-			return readUIs(ctx, cs, out), nil
+			out = readUIs(ctx, cs, out)
+			if declaresSkills(cs) {
+				skills, err := s.listSkills(ctx, cs, lim.Pages)
+				if err != nil {
+					return nil, err
+				}
+				for _, d := range skills {
+					if !seen[d.tool.Name] {
+						seen[d.tool.Name] = true
+						out = append(out, d)
+					}
+				}
+			}
+			return out, nil
 		}
 		if res.NextCursor == params.Cursor {
 			return nil, fmt.Errorf("tools/list: the server repeats cursor %q", res.NextCursor)

@@ -59,7 +59,16 @@ func (h *Handler) dispatch(ctx context.Context, next mcp.MethodHandler, method s
 	case "tools/list":
 		return h.listTools(ctx, next, method, req, c)
 	case "resources/read":
+		if r, ok := req.(*mcp.ReadResourceRequest); ok && r.Params != nil && strings.HasPrefix(r.Params.URI, toolrouter.SkillScheme) {
+			if _, _, ok := toolrouter.ParseGatewaySkillURI(r.Params.URI); ok {
+				return h.readSkillFile(ctx, r.Params.URI, c)
+			}
+		}
 		return h.readResource(ctx, next, req, c)
+	case "skills/list":
+		return h.listSkills(req, c)
+	case "skills/get":
+		return h.getSkill(req, c)
 	case "initialize", "server/discover":
 		res, err := next(ctx, method, req)
 		h.instruct(res)

@@ -270,6 +270,7 @@ func New(d Deps) *Handler {
 			c.CacheScope = "private"
 		},
 	})
+	h.addSkillMethods()
 	h.srv.AddReceivingMiddleware(h.intercept)
 	if d.Tracing != nil { // added last: the outermost, so its span covers the call
 		h.srv.AddReceivingMiddleware(d.Tracing)

@@ -9,6 +9,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolrouterd/toolrouterd/internal/access"
+	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
 
 // A federated list (tools/list, skills/list) is one list across every
@@ -111,20 +112,30 @@ func (h *Handler) instruct(res mcp.Result) {
 	case *mcp.DiscoverResult:
 		r.Instructions, caps = text, r.Capabilities
 	}
-	if caps != nil && caps.Resources == nil && h.hasUI() {
+	if caps == nil {
+		return
+	}
+	ui, skills := h.hasUI()
+	if (ui || skills) && caps.Resources == nil {
 		caps.Resources = &mcp.ResourceCapabilities{}
+	}
+	if skills {
+		if caps.Extensions == nil {
+			caps.Extensions = map[string]any{}
+		}
+		caps.Extensions[skillsExtension] = map[string]any{}
 	}
 }
 
-// hasUI reports whether a tool in force has an MCP Apps UI.
-func (h *Handler) hasUI() bool {
+// hasUI reports whether a tool in force has an MCP Apps UI, and whether
+// a skill is in force.
+func (h *Handler) hasUI() (ui, skills bool) {
 	if h.d.Resources == nil {
-		return false
+		return false, false
 	}
 	for _, t := range h.d.Tools().Tools() {
-		if t.UI != nil && t.UI.ResourceURI != "" {
-			return true
-		}
+		ui = ui || t.UI != nil && t.UI.ResourceURI != ""
+		skills = skills || t.Kind == toolrouter.KindSkill
 	}
-	return false
+	return ui, skills
 }

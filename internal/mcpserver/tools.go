@@ -27,6 +27,9 @@ func (h *Handler) Sync() {
 	want := make([]*mcp.Tool, 0, len(tools))
 	defs := make(map[string]string, len(tools))
 	for _, t := range tools {
+		if t.Kind == toolrouter.KindSkill {
+			continue // a skill is listed by skills/list (skills.go)
+		}
 		mt := definition(t)
 		if _, dup := defs[mt.Name]; dup {
 			continue // the registry rejects colliding names; be safe anyway

@@ -29,6 +29,9 @@ type AppUI struct {
 // /schemas, /runs and search never offer it; /mcp lists it, with its
 // visibility, for the host to apply.
 func (t *Tool) ModelVisible() bool {
+	if t.Kind == KindSkill {
+		return false // a skill is read, not called (skills.go)
+	}
 	return t.UI == nil || t.UI.Visibility == nil || slices.Contains(t.UI.Visibility, "model")
 }
 

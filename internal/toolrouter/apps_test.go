@@ -42,3 +42,21 @@ func TestModelVisible(t *testing.T) {
 		}
 	}
 }
+
+// TestGatewaySkillURI: the server's name is the skill path's first
+// segment, so the last is still the skill's name.
+func TestGatewaySkillURI(t *testing.T) {
+	u := toolrouter.GatewaySkillURI("sk", "skill://acme/refunds/SKILL.md")
+	if u != "skill://sk/acme/refunds/SKILL.md" {
+		t.Fatalf("%q", u)
+	}
+	if s, b, ok := toolrouter.ParseGatewaySkillURI(u); !ok || s != "sk" || b != "skill://acme/refunds/SKILL.md" {
+		t.Errorf("parse: %q %q %v", s, b, ok)
+	}
+	if _, _, ok := toolrouter.ParseGatewaySkillURI("ui://sk/x"); ok {
+		t.Error("a ui:// URI parsed as a skill")
+	}
+	if (&toolrouter.Tool{Kind: toolrouter.KindSkill}).ModelVisible() {
+		t.Error("a skill is offered to models")
+	}
+}

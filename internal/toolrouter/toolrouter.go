@@ -86,6 +86,8 @@ type Tool struct {
 	Definition any `json:"-"`
 	// UI is an MCP tool's MCP Apps user interface (apps.go); nil: none.
 	UI *AppUI `json:"-"`
+	// Skill is set on a skill of an MCP server (Kind KindSkill, skills.go).
+	Skill *Skill `json:"-"`
 	// Quarantine, when set, says why the tool is quarantined: its
 	// definition changed and awaits review. Such a tool is found by name
 	// but not listed, and its calls are refused as permission.
