@@ -453,8 +453,9 @@ clients:
   - {name: host, key_env: HOST_KEY, tools: ["*"]}
   - {name: narrow, key_env: NARROW_KEY, tools: ["other/*"]}
   - {name: reviewer, key_env: REVIEWER_KEY, tools: ["*"], approver: true}
+  - {name: ops, key_env: OPS_KEY, admin: true}
 `, url)
-	rt, path := startRouter(t, reg, "HOST_KEY=host-key", "NARROW_KEY=narrow-key", "REVIEWER_KEY=reviewer-key")
+	rt, path := startRouter(t, reg, "HOST_KEY=host-key", "NARROW_KEY=narrow-key", "REVIEWER_KEY=reviewer-key", "OPS_KEY=ops-key")
 	cs := appsSkillsClient(t, rt.URL()+"/mcp", "host-key")
 	if _, ok := cs.InitializeResult().Capabilities.Extensions["io.modelcontextprotocol/skills"]; !ok {
 		t.Fatalf("initialize declares no skills extension: %+v", cs.InitializeResult().Capabilities)
@@ -478,6 +479,15 @@ clients:
 		}
 	}
 	rt.waitOutput(t, "the skill load logged", contains(`"message":"skill loaded"`))
+	waitFor(t, "the skill load audited", func() bool {
+		recs, _ := do(t, "GET", rt.URL()+"/audit?outcome=skill_loaded", nil, "Authorization", "Bearer ops-key").JSON(t)["records"].([]any)
+		for _, r := range recs {
+			if r := r.(map[string]any); r["client"] == "host" && r["tool"] == "sk/skills/git-workflow" && r["tool_name"] == skillURI && r["arguments_sha256"] != "" {
+				return true
+			}
+		}
+		return false
+	})
 	for name, tl := range appsListAll(t, cs) {
 		if strings.Contains(name, "skills") {
 			t.Errorf("tools/list lists the skill: %v", tl)
@@ -529,4 +539,35 @@ func appsListAll(t *testing.T, cs *mcp.ClientSession) map[string]*mcp.Tool {
 		out[tl.Name] = tl
 	}
 	return out
+}
+
+// TestAppsSkillsConformance: the official conformance suite's SEP-2640
+// server scenarios (its version in e2e/mcpconformance_test.go) against
+// /mcp fronting the go-sdk skills fixture, on both revisions (--force:
+// the suite runs extension scenarios only when asked).
+// sep-2640-skills-directory is not run: toolrouterd does not declare
+// directoryRead.
+func TestAppsSkillsConformance(t *testing.T) {
+	t.Parallel()
+	dir := conformanceDir(t)
+	url, _ := appsSkillsServer(t)
+	rt, _ := startRouter(t, fmt.Sprintf("mcp_servers:\n  - {name: sk, url: %s, prefix: \"sk/\"}\n", url))
+	for _, version := range []string{"2025-11-25", "2026-07-28"} {
+		scenarios := []string{"sep-2640-skills-enumeration"}
+		if version == "2026-07-28" {
+			scenarios = append(scenarios, "sep-2640-skills-manifest") // the SKILL.md resource: once is enough
+		}
+		for _, scenario := range scenarios {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			out, err := exec.CommandContext(ctx, "bash", "../scripts/run-mcp-conformance.sh", dir, "server",
+				"--url", rt.URL()+"/mcp", "--scenario", scenario, "--spec-version", version, "--force").CombinedOutput()
+			cancel()
+			m := passedLine.FindSubmatch(out)
+			if err != nil || m == nil || string(m[3]) != "0" || string(m[1]) != string(m[2]) {
+				t.Errorf("%s %s failed (%v):\n%s", version, scenario, err, out)
+				continue
+			}
+			t.Logf("%s %s: %s/%s", version, scenario, m[1], m[2])
+		}
+	}
 }

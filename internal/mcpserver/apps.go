@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"context"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -89,5 +90,27 @@ func (h *Handler) readResource(ctx context.Context, next mcp.MethodHandler, req 
 			ct.URI = uri
 		}
 	}
-	return res, nil
+	return h.readResult(req, res), nil
+}
+
+// readResult is a relayed resources/read result as toolrouterd answers it:
+// the backend's contents (and _meta), with the result fields of the
+// caller's revision (2026-07-28: resultType "complete", and ttlMs and
+// cacheScope "private", since what a client may read is its own).
+type readResult struct {
+	mcp.ResultBase
+	ResultType string                  `json:"resultType,omitempty"`
+	TTLMs      *int                    `json:"ttlMs,omitempty"`
+	CacheScope string                  `json:"cacheScope,omitempty"`
+	Contents   []*mcp.ResourceContents `json:"contents"`
+}
+
+func (h *Handler) readResult(req mcp.Request, res *mcp.ReadResourceResult) mcp.Result {
+	out := &readResult{Contents: res.Contents}
+	out.Meta = res.Meta
+	if ss, _ := req.GetSession().(*mcp.ServerSession); modernSession(ss) {
+		ttl := int(h.d.ListTTL / time.Millisecond)
+		out.ResultType, out.TTLMs, out.CacheScope = "complete", &ttl, "private"
+	}
+	return out
 }

@@ -51,7 +51,7 @@ func TestAppsResources(t *testing.T) {
 	handle := h.intercept(func(context.Context, string, mcp.Request) (mcp.Result, error) {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "the SDK's: no such resource"}
 	})
-	read := func(c *access.Client, uri string) (*mcp.ReadResourceResult, error) {
+	read := func(c *access.Client, uri string) (*readResult, error) {
 		req := &mcp.ReadResourceRequest{Params: &mcp.ReadResourceParams{URI: uri}}
 		if c != nil {
 			req.Extra = &mcp.RequestExtra{TokenInfo: &auth.TokenInfo{Extra: map[string]any{clientExtra: c}}}
@@ -60,7 +60,7 @@ func TestAppsResources(t *testing.T) {
 		if err != nil {
 			return nil, err
 		}
-		return r.(*mcp.ReadResourceResult), nil
+		return r.(*readResult), nil
 	}
 	if r, err := read(nil, "ui://a/view"); err != nil || r.Contents[0].Text != "A" || r.Contents[0].URI != "ui://a/view" {
 		t.Fatalf("read ui://a/view: %v %+v", err, r)

@@ -61,7 +61,7 @@ func (h *Handler) dispatch(ctx context.Context, next mcp.MethodHandler, method s
 	case "resources/read":
 		if r, ok := req.(*mcp.ReadResourceRequest); ok && r.Params != nil && strings.HasPrefix(r.Params.URI, toolrouter.SkillScheme) {
 			if _, _, ok := toolrouter.ParseGatewaySkillURI(r.Params.URI); ok {
-				return h.readSkillFile(ctx, r.Params.URI, c)
+				return h.readSkillFile(ctx, req, r.Params.URI, c)
 			}
 		}
 		return h.readResource(ctx, next, req, c)

@@ -140,8 +140,15 @@ type Deps struct {
 	// read on each request, so a reload changes it.
 	Instructions func() string
 	// Resources, when set, reads the ui:// resources of MCP Apps tools
-	// (apps.go).
+	// (apps.go) and the files of skills (skills.go).
 	Resources Resources
+	// Audit, when set, records every skill load (skills.go).
+	Audit Auditor
+}
+
+// Auditor records audit records (audit.Trail).
+type Auditor interface {
+	Record(ctx context.Context, recs ...toolrouter.AuditRecord)
 }
 
 // DefaultPlanID is the default plan-id policy: the _meta's

@@ -145,9 +145,9 @@ func (h *Handler) getSkill(req mcp.Request, c *access.Client) (mcp.Result, error
 // readSkillFile answers resources/read of a skill file under the
 // gateway's name: a file of a skill the client sees, read on its server,
 // served only when its bytes match the digest in force (a "dynamic"
-// skill's files are served as they are). It logs every load of a
-// SKILL.md.
-func (h *Handler) readSkillFile(ctx context.Context, uri string, c *access.Client) (mcp.Result, error) {
+// skill's files are served as they are). Every load of a SKILL.md is
+// logged and audited (outcome skill_loaded).
+func (h *Handler) readSkillFile(ctx context.Context, req mcp.Request, uri string, c *access.Client) (mcp.Result, error) {
 	server, backend, _ := toolrouter.ParseGatewaySkillURI(uri)
 	notFound := &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "resource not found: " + uri}
 	var skill *toolrouter.Tool
@@ -188,8 +188,14 @@ func (h *Handler) readSkillFile(ctx context.Context, uri string, c *access.Clien
 			name = c.Name
 		}
 		h.d.Logger.Info().Str("skill", skill.Name).Str("mcp_server", server).Str("uri", uri).Str("client", name).Msg("skill loaded")
+		if h.d.Audit != nil {
+			// tool_name the URI read, tool the skill, arguments_sha256 the
+			// SKILL.md's digest (none for a "dynamic" skill).
+			h.d.Audit.Record(ctx, toolrouter.AuditRecord{Client: name, EntryPoint: toolrouter.EntryMCP, ToolName: uri, Tool: skill.Name,
+				ArgsSHA256: strings.TrimPrefix(want, "sha256:"), Outcome: toolrouter.AuditSkillLoaded})
+		}
 	}
-	return res, nil
+	return h.readResult(req, res), nil
 }
 
 // rawDigest is the extension's digest of a file: "sha256:" and the hex

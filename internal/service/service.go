@@ -234,6 +234,7 @@ func New(ctx context.Context, o Options) (*Service, error) {
 		Marks:            st,
 		StateKey:         o.Config.StateKey,
 		Resources:        s.mcp,
+		Audit:            trail,
 	}}
 	s.MCP = mcpserver.New(s.vmcp.deps(""))
 	s.Handler, err = httpapi.NewServer(httpapi.Deps{
