@@ -571,3 +571,44 @@ func TestAppsSkillsConformance(t *testing.T) {
 		}
 	}
 }
+
+// TestAppsLocalSkills: a skill directory in the registry (`skills:`) is
+// served by the binary itself over /mcp as skill://toolrouterd/{name}/…,
+// listed and read like a server's; `toolrouterd check` names the field and
+// the file of a bad one.
+func TestAppsLocalSkills(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for rel, content := range map[string]string{
+		"triage/SKILL.md":       "---\nname: triage\ndescription: Triage incoming bugs\n---\nSee notes/guide.md.\n",
+		"triage/notes/guide.md": "Label by component.\n",
+		"bad/SKILL.md":          "---\nname: bad\n---\nNo description.\n",
+	} {
+		p := filepath.Join(dir, rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rt, _ := startRouter(t, fmt.Sprintf("skills:\n  - dir: %s/triage\nclients:\n  - {name: host, key_env: HOST_KEY, tools: [\"*\"]}\n", dir), "HOST_KEY=host-key")
+	cs := appsSkillsClient(t, rt.URL()+"/mcp", "host-key")
+	skills := appsListSkills(t, cs)
+	if len(skills) != 1 || skills[0]["uri"] != "skill://toolrouterd/triage/SKILL.md" ||
+		!strings.Contains(fmt.Sprint(skills[0]["resources"]), "skill://toolrouterd/triage/notes/guide.md") {
+		t.Fatalf("skills/list: %v", skills)
+	}
+	res, err := cs.ReadResource(context.Background(), &mcp.ReadResourceParams{URI: "skill://toolrouterd/triage/notes/guide.md"})
+	if err != nil || len(res.Contents) != 1 || res.Contents[0].Text != "Label by component.\n" {
+		t.Fatalf("read guide.md: %v %+v", err, res)
+	}
+	reg := filepath.Join(dir, "r.yaml")
+	if err := os.WriteFile(reg, []byte("skills:\n  - dir: ./bad\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(binDir+"/toolrouterd", "check", reg).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "skills[0].dir") || !strings.Contains(string(out), filepath.Join(dir, "bad", "SKILL.md")) {
+		t.Errorf("check of a skill without a description: %v\n%s", err, out)
+	}
+}

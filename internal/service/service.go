@@ -233,7 +233,7 @@ func New(ctx context.Context, o Options) (*Service, error) {
 		BatchConcurrency: o.Config.BatchConcurrency,
 		Marks:            st,
 		StateKey:         o.Config.StateKey,
-		Resources:        s.mcp,
+		Resources:        skillFiles{reg: s.holder.Current, next: s.mcp},
 		Audit:            trail,
 	}}
 	s.MCP = mcpserver.New(s.vmcp.deps(""))

@@ -23,6 +23,9 @@ type Skill struct {
 	// Files are the entry's resources: each file's URI on the server and
 	// its digest ("sha256:" and 64 hex digits); nil for a "dynamic" skill.
 	Files map[string]string
+	// Paths are the files on disk of a skill toolrouterd serves itself,
+	// by URI (registry `skills:`); nil for a server's.
+	Paths map[string]string
 }
 
 // SkillScheme is the scheme of skill resources.
