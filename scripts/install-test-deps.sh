@@ -4,7 +4,9 @@
 #   - gcc and the C library headers: the race detector (go test -race) needs cgo;
 #   - Node.js and npm, then the pinned MCP reference server
 #     (scripts/install-mcp-everything.sh) that e2e/mcp_test.go starts, and
-#     the stdio one (scripts/install-mcp-memory.sh) of e2e/mcpstdio_test.go;
+#     the stdio one (scripts/install-mcp-memory.sh) of e2e/mcpstdio_test.go,
+#     and the MCP Apps example server (scripts/install-mcp-apps.sh) of
+#     e2e/mcpapps_test.go;
 #   - the PostgreSQL server binaries (scripts/install-postgres.sh) that
 #     internal/store/pgtest starts a throwaway server from;
 #   - Chromium (/usr/bin/chromium), the headless browser e2e/console_test.go
@@ -43,4 +45,5 @@ fi
 bash install-postgres.sh
 bash install-mcp-everything.sh
 bash install-mcp-memory.sh
+bash install-mcp-apps.sh
 bash install-helm.sh

@@ -289,6 +289,9 @@ func (r *Runner) prepare(ctx context.Context, req Request) (*plan, error) {
 
 func (p *plan) offer(tools []*toolrouter.Tool) {
 	for _, t := range tools {
+		if !t.ModelVisible() {
+			continue // an MCP Apps tool for its app only (docs/mcp.md "MCP Apps")
+		}
 		p.tools = append(p.tools, llm.Tool{
 			Name:        toolrouter.ExportName(toolrouter.FormatOpenAI, t.Name),
 			Description: t.Description,

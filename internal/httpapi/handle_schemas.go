@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -66,6 +67,9 @@ func handleSchemas(tools func() Tools, views func() *vserver.Set) http.HandlerFu
 				}
 			}
 		}
+		// An MCP Apps tool for its app only is never offered to a model
+		// (docs/mcp.md "MCP Apps").
+		list = slices.DeleteFunc(list, func(t *toolrouter.Tool) bool { return !t.ModelVisible() })
 		encode(w, r, http.StatusOK, map[string]any{"provider": string(f), "tools": exportList{f: f, tools: list, maxDesc: maxDesc}})
 	}
 }

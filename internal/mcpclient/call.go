@@ -47,6 +47,7 @@ func (s *server) call(ctx context.Context, req toolrouter.ExecRequest) toolroute
 			continue
 		}
 		out.Attempts = c.attempts
+		out.MCPResult = gatewayUIResult(s.name, out.MCPResult)
 		return out
 	}
 }

@@ -29,6 +29,8 @@ type discovered struct {
 	// tool has no output schema or it does not compile (then the schema
 	// is not advertised either, see registryTool).
 	validateOut func(map[string]any) error
+	// skill is set when the item is a skill (skills.go).
+	skill *toolrouter.Skill
 }
 
 // newDiscovered decodes a tool's schemas and compiles its input schema
@@ -91,6 +93,10 @@ func registryTool(cfg toolrouter.MCPServer, d discovered) *toolrouter.Tool {
 		Definition:   definitionOf(d.tool),
 		Budget:       cfg.Budget,
 		Task:         cfg.Task,
+		UI:           appUI(d.tool.Meta),
+	}
+	if d.skill != nil {
+		return skillTool(t, d)
 	}
 	if b, ok := cfg.ToolBudgets[d.tool.Name]; ok {
 		t.Budget = b.Tighter(cfg.Budget)
@@ -132,17 +138,23 @@ type definition struct {
 	InputSchema  any                  `json:"inputSchema,omitempty"`
 	OutputSchema any                  `json:"outputSchema,omitempty"`
 	Annotations  *mcp.ToolAnnotations `json:"annotations,omitempty"`
+	// Meta is the MCP Apps part of _meta (the UI resource, its digest and
+	// the tool's visibility: apps.go); absent for tools without a UI.
+	Meta mcp.Meta `json:"_meta,omitempty"`
 }
 
 func definitionOf(t *mcp.Tool) definition {
 	return definition{Name: t.Name, Title: t.Title, Description: t.Description,
-		InputSchema: t.InputSchema, OutputSchema: t.OutputSchema, Annotations: t.Annotations}
+		InputSchema: t.InputSchema, OutputSchema: t.OutputSchema, Annotations: t.Annotations, Meta: uiMeta(t.Meta)}
 }
 
 // Redefine returns tool t, a tool of an MCP server, as it would be had
 // its server listed def (a Definition, as JSON) instead: what serves a
 // pinned definition while the server lists another.
 func Redefine(t *toolrouter.Tool, def json.RawMessage) (*toolrouter.Tool, error) {
+	if t.Kind == toolrouter.KindSkill {
+		return redefineSkill(t, def)
+	}
 	var mt mcp.Tool
 	if err := json.Unmarshal(def, &mt); err != nil {
 		return nil, fmt.Errorf("tool %s: pinned definition: %w", t.Name, err)

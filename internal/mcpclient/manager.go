@@ -292,6 +292,9 @@ func (m *Manager) Call(ctx context.Context, req toolrouter.ExecRequest) toolrout
 	if t == nil || t.MCPServer == "" {
 		return toolrouter.Failure(toolrouter.CategoryExecution, "not a tool of an MCP server")
 	}
+	if t.Kind == toolrouter.KindSkill {
+		return toolrouter.Failure(toolrouter.CategoryNotFound, "%s is a skill: read it over /mcp (skills/get, resources/read), it is not called", t.Name)
+	}
 	s := m.server(t.MCPServer)
 	if s == nil {
 		return toolrouter.Failure(toolrouter.CategoryNotFound, "MCP server %q is not configured", t.MCPServer)

@@ -102,10 +102,19 @@ func newServer(m *Manager, cfg toolrouter.MCPServer) *server {
 	if len(cfg.Roots) > 0 {
 		caps.RootsV2 = &mcp.RootCapabilities{}
 	}
+	// MCP Apps: toolrouterd relays UI resources (apps.go), so servers
+	// that offer their UI only to hosts declaring it offer it here.
+	caps.AddExtension(appsExtension, map[string]any{"mimeTypes": []string{appsMIME}})
 	s.client = mcp.NewClient(&mcp.Implementation{Name: "toolrouterd", Version: "1"}, &mcp.ClientOptions{
 		Capabilities: caps,
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
 			s.m.log.Debug().Str("mcp_server", s.name).Msg("MCP server tool list changed")
+			s.poke()
+		},
+		// A changed resource list may be a changed UI: the tools are
+		// listed again, and their UI resources read (apps.go).
+		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) {
+			s.m.log.Debug().Str("mcp_server", s.name).Msg("MCP server resource list changed")
 			s.poke()
 		},
 		// Progress notifications are forwarded by the transport (see
@@ -116,6 +125,8 @@ func newServer(m *Manager, cfg toolrouter.MCPServer) *server {
 		// "Elicitation through the gateway (multi round-trip requests)").
 		MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
 	})
+	// Skills (skills.go) are listed with this custom method.
+	_ = mcp.AddSendingCustomMethod[*SkillsListParams, *SkillsListResult](s.client, "skills/list")
 	if m.Trace != nil {
 		s.client.AddSendingMiddleware(m.Trace)
 	}

@@ -149,6 +149,19 @@ func (s *server) list(ctx context.Context, cs *mcp.ClientSession) ([]discovered,
 			out = append(out, newDiscovered(t))
 		}
 		if res.NextCursor == "" {
+			out = readUIs(ctx, cs, out)
+			if declaresSkills(cs) {
+				skills, err := s.listSkills(ctx, cs, lim.Pages)
+				if err != nil {
+					return nil, err
+				}
+				for _, d := range skills {
+					if !seen[d.tool.Name] {
+						seen[d.tool.Name] = true
+						out = append(out, d)
+					}
+				}
+			}
 			return out, nil
 		}
 		if res.NextCursor == params.Cursor {

@@ -57,18 +57,21 @@ func (h *Handler) dispatch(ctx context.Context, next mcp.MethodHandler, method s
 	c := client(req)
 	switch method {
 	case "tools/list":
-		h.Sync()
-		res, err := next(ctx, method, req)
-		if lr, ok := res.(*mcp.ListToolsResult); ok && c != nil {
-			// The client sees only its tools.
-			kept := lr.Tools[:0:0]
-			for _, t := range lr.Tools {
-				if name, _ := t.Meta[MetaToolName].(string); h.visible(c, name) {
-					kept = append(kept, t)
-				}
+		return h.listTools(ctx, next, method, req, c)
+	case "resources/read":
+		if r, ok := req.(*mcp.ReadResourceRequest); ok && r.Params != nil && strings.HasPrefix(r.Params.URI, toolrouter.SkillScheme) {
+			if _, _, ok := toolrouter.ParseGatewaySkillURI(r.Params.URI); ok {
+				return h.readSkillFile(ctx, req, r.Params.URI, c)
 			}
-			lr.Tools = kept
 		}
+		return h.readResource(ctx, next, req, c)
+	case "skills/list":
+		return h.listSkills(req, c)
+	case "skills/get":
+		return h.getSkill(req, c)
+	case "initialize", "server/discover":
+		res, err := next(ctx, method, req)
+		h.instruct(res)
 		return res, err
 	case "tools/call":
 		if r, ok := req.(*mcp.CallToolRequest); ok {

@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"testing"
@@ -69,8 +70,15 @@ func TestInterceptCountsCallsAdmitMissed(t *testing.T) {
 	}
 	_, err := handle(context.Background(), "tools/call", req())
 	var je *jsonrpc.Error
-	if !errors.As(err, &je) || je.Code != codeRateLimited || routed != 1 {
-		t.Errorf("second call over 1/h: %v, routed %d", err, routed)
+	if !errors.As(err, &je) || je.Code != -32023 || routed != 1 {
+		t.Fatalf("second call over 1/h: %v, routed %d", err, routed)
+	}
+	// SEP-3304: data.retryAfterMs, whole seconds (the window is an hour).
+	var data struct {
+		RetryAfterMs int64 `json:"retryAfterMs"`
+	}
+	if json.Unmarshal(je.Data, &data) != nil || data.RetryAfterMs < 1000 || data.RetryAfterMs > 3600*1000 || data.RetryAfterMs%1000 != 0 {
+		t.Errorf("second call's data: %s", je.Data)
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net/http"
 	"runtime/debug"
 	"sync"
@@ -134,6 +135,24 @@ type Deps struct {
 	// ListTTL is the ttlMs hint of tools/list results under 2026-07-28
 	// (default 5s): how long a client may keep a list before asking again.
 	ListTTL time.Duration
+	// PageSize is the most items a page of tools/list holds (default
+	// 1000); the list pages with one cursor across every backend
+	// (page.go).
+	PageSize int
+	// Instructions, when set, is the server's instructions, returned at
+	// initialize and server/discover (a virtual server's `instructions`);
+	// read on each request, so a reload changes it.
+	Instructions func() string
+	// Resources, when set, reads the ui:// resources of MCP Apps tools
+	// (apps.go) and the files of skills (skills.go).
+	Resources Resources
+	// Audit, when set, records every skill load (skills.go).
+	Audit Auditor
+}
+
+// Auditor records audit records (audit.Trail).
+type Auditor interface {
+	Record(ctx context.Context, recs ...toolrouter.AuditRecord)
 }
 
 // DefaultPlanID is the default plan-id policy: the _meta's
@@ -236,6 +255,9 @@ func New(d Deps) *Handler {
 	if d.ListTTL <= 0 {
 		d.ListTTL = 5 * time.Second
 	}
+	if d.PageSize <= 0 {
+		d.PageSize = mcp.DefaultPageSize
+	}
 	d.Logger = d.Logger.With().Str("component", "mcpserver").Logger()
 	slogger := slog.New(quieter{zerolog.NewSlogHandler(d.Logger)})
 	h := &Handler{d: d, lim: lograte.New(nil)}
@@ -254,6 +276,9 @@ func New(d Deps) *Handler {
 	}, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})
 	h.srv = mcp.NewServer(&mcp.Implementation{Name: "toolrouterd", Version: d.Version}, &mcp.ServerOptions{
 		Logger: slogger,
+		// tools/list is paged by intercept (page.go) after the client's
+		// scope is applied; the SDK hands it the whole list.
+		PageSize: math.MaxInt32,
 		// Advertise tools (and list_changed) even while the registry is empty,
 		// and logging: a backend's log messages reach the caller.
 		Capabilities: caps,
@@ -264,6 +289,7 @@ func New(d Deps) *Handler {
 			c.CacheScope = "private"
 		},
 	})
+	h.addSkillMethods()
 	h.srv.AddReceivingMiddleware(h.intercept)
 	if d.Tracing != nil { // added last: the outermost, so its span covers the call
 		h.srv.AddReceivingMiddleware(d.Tracing)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"sync/atomic"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -36,14 +37,15 @@ func (h *Handler) admit(w http.ResponseWriter, r *http.Request, c *access.Client
 		prepaid.Add(int64(len(calls)))
 		return true
 	}
-	msg := "rate limiter unavailable; retry later"
+	var jerr *jsonrpc.Error
 	status := http.StatusServiceUnavailable
 	if err == nil {
-		msg, status = v.Message(c.Name), http.StatusTooManyRequests
+		jerr, status = rateLimited(v, c.Name, len(calls)), http.StatusTooManyRequests
 		v.SetHeaders(w.Header())
 	} else {
 		h.lim.Event(&h.d.Logger, zerolog.ErrorLevel, "rate limiter").Err(err).Msg("rate limiter")
 		w.Header().Set("Retry-After", "1")
+		jerr = limiterDown(len(calls))
 	}
 	var id any
 	if !array {
@@ -52,8 +54,32 @@ func (h *Handler) admit(w http.ResponseWriter, r *http.Request, c *access.Client
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(map[string]any{"jsonrpc": "2.0", "id": id,
-		"error": map[string]any{"code": codeRateLimited, "message": msg, "data": map[string]any{"calls": len(calls)}}})
+		"error": map[string]any{"code": jerr.Code, "message": jerr.Message, "data": jerr.Data}})
 	return false
+}
+
+// rateLimited is the JSON-RPC error of calls refused by a client's rate
+// limit, as SEP-3304 ("Standardizing Rate-Limiting Errors", PR #3304,
+// draft of 2026-08-25) writes it: code -32023 (RateLimited) and
+// data.retryAfterMs, consistent with the Retry-After field sent with it
+// (the whole seconds until the window resets, at least one). limit and
+// remaining are left out (the SEP allows it): the RateLimit fields carry
+// the quota already. data.calls is toolrouterd's: how many calls the
+// refusal held.
+func rateLimited(v access.Verdict, client string, calls int) *jsonrpc.Error {
+	secs := max(int64((v.Reset+time.Second-1)/time.Second), 1)
+	data, _ := json.Marshal(map[string]any{"retryAfterMs": secs * 1000, "calls": calls})
+	return &jsonrpc.Error{Code: codeRateLimited, Message: v.Message(client), Data: data}
+}
+
+// limiterDown is the JSON-RPC error of calls that could not be counted (the
+// limiter's store failed): a transient server fault, not the client's
+// rate. The spec's published codes have none for it (the error registry
+// draft's Unavailable, -32024, is a placeholder until accepted), so it is
+// InternalError (-32603) with retryAfterMs, answered 503 with Retry-After.
+func limiterDown(calls int) *jsonrpc.Error {
+	data, _ := json.Marshal(map[string]any{"retryAfterMs": 1000, "calls": calls})
+	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "rate limiter unavailable; retry later", Data: data}
 }
 
 // callNames is the tool names of tools/call requests, as sent (the
@@ -89,13 +115,15 @@ func (h *Handler) takeCall(ctx context.Context, c *access.Client, req mcp.Reques
 	switch {
 	case err != nil:
 		h.lim.Event(&h.d.Logger, zerolog.ErrorLevel, "rate limiter").Err(err).Msg("rate limiter")
-		return &jsonrpc.Error{Code: codeRateLimited, Message: "rate limiter unavailable; retry later"}
+		return limiterDown(1)
 	case !v.Allowed:
-		return &jsonrpc.Error{Code: codeRateLimited, Message: v.Message(c.Name)}
+		return rateLimited(v, c.Name, 1)
 	}
 	return nil
 }
 
 // codeRateLimited is the JSON-RPC error code of a tools/call refused by
-// the client's rate limit (in the implementation-defined server range).
-const codeRateLimited = -32029
+// the client's rate limit: RateLimited of SEP-3304, in the range the
+// specification reserves for itself (-32020 to -32099, 2026-07-28 "Error
+// Codes").
+const codeRateLimited = -32023

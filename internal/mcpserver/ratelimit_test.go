@@ -88,7 +88,7 @@ func TestMCPServerRateLimitDecodesLikeTheSDK(t *testing.T) {
 	} {
 		status, h, got := post(body)
 		if status != http.StatusTooManyRequests || h.Get("Retry-After") == "" || h.Get("RateLimit") == "" ||
-			!strings.Contains(got, "-32029") || !strings.Contains(got, `rate limit of client \"billing\" exceeded`) {
+			!strings.Contains(got, `"code":-32023`) || !strings.Contains(got, `"retryAfterMs":`) || !strings.Contains(got, `rate limit of client \"billing\" exceeded`) {
 			t.Errorf("%s over the limit: %d %v %s", name, status, h, got)
 		}
 	}

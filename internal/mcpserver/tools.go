@@ -27,6 +27,9 @@ func (h *Handler) Sync() {
 	want := make([]*mcp.Tool, 0, len(tools))
 	defs := make(map[string]string, len(tools))
 	for _, t := range tools {
+		if t.Kind == toolrouter.KindSkill {
+			continue // a skill is listed by skills/list (skills.go)
+		}
 		mt := definition(t)
 		if _, dup := defs[mt.Name]; dup {
 			continue // the registry rejects colliding names; be safe anyway
@@ -89,6 +92,7 @@ func definition(t *toolrouter.Tool) *mcp.Tool {
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: t.ReadOnly, IdempotentHint: t.Idempotent},
 		Meta:        mcp.Meta{MetaToolName: t.Name},
 	}
+	uiMeta(t, mt.Meta)
 	if name != t.Name {
 		mt.Title = t.Name
 	}

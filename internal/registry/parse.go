@@ -121,7 +121,7 @@ func lastTok(ptr string) string { return unescapePtr(ptr[strings.LastIndexByte(p
 
 func (p *parser) registry() *Registry {
 	reg := Empty()
-	reg.tools = p.tools()
+	reg.tools = append(p.tools(), p.localSkills()...)
 	reg.providers, reg.apiKeyEnvLines = p.providers()
 	reg.defaultProvider = p.defaultProvider(reg.providers)
 	reg.mcpServers = p.mcpServers()

@@ -271,6 +271,8 @@ func New(ctx context.Context, o Options) (*Service, error) {
 		Marks:            st,
 		StateKey:         o.Config.StateKey,
 		Tasks:            s.Tasks,
+		Resources:        skillFiles{reg: s.holder.Current, next: s.mcp},
+		Audit:            trail,
 	}}
 	s.MCP = mcpserver.New(s.vmcp.deps(""))
 	s.Handler, err = httpapi.NewServer(httpapi.Deps{

@@ -2,11 +2,18 @@ package service
 
 import (
 	"context"
+	"fmt"
 	"net/http"
+	"os"
+	"strings"
 	"sync"
+	"unicode/utf8"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolrouterd/toolrouterd/internal/access"
 	"github.com/toolrouterd/toolrouterd/internal/mcpserver"
+	"github.com/toolrouterd/toolrouterd/internal/registry"
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 	"github.com/toolrouterd/toolrouterd/internal/vserver"
 )
@@ -46,6 +53,12 @@ func (m *viewMCP) deps(name string) mcpserver.Deps {
 			return toolList(v.All())
 		}
 		return toolList(nil)
+	}
+	d.Instructions = func() string {
+		if v := m.views.Current().View(name); v != nil && name != "" {
+			return v.Instructions
+		}
+		return ""
 	}
 	d.Visible = func(c *access.Client, tool string) bool {
 		v, err := m.views.Current().For(c, name)
@@ -142,4 +155,35 @@ type viewLimiter struct {
 func (l viewLimiter) Take(ctx context.Context, c *access.Client, calls toolrouter.Calls) (access.Verdict, error) {
 	calls.View = viewOf(l.views, c, l.name)
 	return l.next.Take(ctx, c, calls)
+}
+
+// skillFiles reads the resources /mcp relays: the files of the skills
+// toolrouterd serves itself (registry `skills:`) from disk, everything
+// else on its MCP server.
+type skillFiles struct {
+	reg  func() *registry.Registry
+	next mcpserver.Resources
+}
+
+func (f skillFiles) ReadResource(ctx context.Context, server, uri string) (*mcp.ReadResourceResult, string, error) {
+	if server != registry.LocalSkillServer {
+		return f.next.ReadResource(ctx, server, uri)
+	}
+	path, ok := f.reg().SkillFile(uri)
+	if !ok {
+		return nil, "", fmt.Errorf("no skill file %s", uri)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, "", fmt.Errorf("read skill file %s: %w", uri, err)
+	}
+	mime := "text/markdown"
+	if !strings.HasSuffix(path, ".md") {
+		mime = "text/plain"
+	}
+	c := &mcp.ResourceContents{URI: uri, MIMEType: mime, Text: string(b)}
+	if !utf8.Valid(b) {
+		c = &mcp.ResourceContents{URI: uri, MIMEType: "application/octet-stream", Blob: b}
+	}
+	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{c}}, "", nil
 }

@@ -23,6 +23,9 @@ const (
 	AuditFailure     = "failure"
 	AuditDenied      = "denied"
 	AuditRateLimited = "rate_limited"
+	// AuditSkillLoaded is a read of a skill's SKILL.md through /mcp (a
+	// skill load, docs/mcp.md "Skills").
+	AuditSkillLoaded = "skill_loaded"
 )
 
 // Entry points of a tool call, as audit records name them.

@@ -87,6 +87,10 @@ type Tool struct {
 	// (name, description, inputSchema, outputSchema, annotations), what
 	// its pin digests (docs/trusting-tools.md "Pinned definitions").
 	Definition any `json:"-"`
+	// UI is an MCP tool's MCP Apps user interface (apps.go); nil: none.
+	UI *AppUI `json:"-"`
+	// Skill is set on a skill of an MCP server (Kind KindSkill, skills.go).
+	Skill *Skill `json:"-"`
 	// Quarantine, when set, says why the tool is quarantined: its
 	// definition changed and awaits review. Such a tool is found by name
 	// but not listed, and its calls are refused as permission.

@@ -29,7 +29,10 @@ type VirtualServer struct {
 	// view's calls; 0 is none. The registry parses and validates them;
 	// the output budgets apply them (issue 23 part 4).
 	MaxOutputBytes, MaxOutputTokens int
-	Line                            int
+	// Instructions are returned at initialize (and server/discover) on
+	// /mcp/{name}: how to use the view's tools.
+	Instructions string
+	Line         int
 }
 
 // Override is how a virtual server exports one tool: "" and nil keep the

@@ -37,6 +37,9 @@ func newIndex(entries []*Entry) *index {
 	ix := &index{df: map[string]int{}}
 	total := 0
 	for _, e := range entries {
+		if !e.Real.ModelVisible() {
+			continue // an MCP Apps tool for its app only: search never finds it (docs/mcp.md "MCP Apps")
+		}
 		d := doc{e: e, tf: map[string]int{}}
 		add := func(text string, weight int) {
 			for _, t := range tokens(text) {

@@ -47,6 +47,8 @@ type View struct {
 	// MaxOutputBytes and MaxOutputTokens are the server's output budgets
 	// (0: none), for the output budgets to apply.
 	MaxOutputBytes, MaxOutputTokens int
+	// Instructions are the server's instructions (returned at initialize).
+	Instructions string
 
 	entries []*Entry
 	byName  map[string]*Entry // exported names and their aliases
@@ -100,7 +102,7 @@ func Build(reg Registry) *Set {
 }
 
 func (s *Set) build(vs toolrouter.VirtualServer) *View {
-	v := &View{Name: vs.Name, Search: vs.Search, Code: vs.Code, MaxOutputBytes: vs.MaxOutputBytes, MaxOutputTokens: vs.MaxOutputTokens, byName: map[string]*Entry{}}
+	v := &View{Name: vs.Name, Search: vs.Search, Code: vs.Code, MaxOutputBytes: vs.MaxOutputBytes, MaxOutputTokens: vs.MaxOutputTokens, Instructions: vs.Instructions, byName: map[string]*Entry{}}
 	overrides := map[string]toolrouter.Override{}
 	for _, ov := range vs.Overrides {
 		overrides[ov.Tool] = ov
