@@ -222,12 +222,15 @@ guardrails:
 		fails(t, res, "not_found", "not found")
 	})
 	t.Run("rate limit", func(t *testing.T) {
-		var last int
-		for i := 0; i < 4; i++ {
+		// Windows are aligned to the clock: seven calls made within a
+		// minute cross at most one window's end, so one window holds four
+		// of them, and the fourth of those is refused.
+		last := 0
+		for i := 0; i < 7 && last != 429; i++ {
 			last, _ = route(t, "", "hx/mutable", map[string]any{"msg": "hi"}, asNarrow)
 		}
 		if last != 429 {
-			t.Errorf("fourth call of 3/m: %d", last)
+			t.Errorf("seven calls of 3/m: none refused (last %d)", last)
 		}
 	})
 	t.Run("provider alias", func(t *testing.T) {
@@ -413,10 +416,14 @@ guardrails:
 		}
 	})
 	t.Run("mcp rate limit", func(t *testing.T) {
-		r := do(t, "POST", rt.URL()+"/mcp", map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": map[string]any{
-			"name": toolrouter.ExportName(toolrouter.FormatMCP, "hx/mutable"), "arguments": map[string]any{"msg": "x"},
-			"_meta": map[string]any{"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientInfo": map[string]any{"name": "e2e", "version": "1"}, "io.modelcontextprotocol/clientCapabilities": map[string]any{}}}},
-			append([]string{"Accept", "application/json, text/event-stream", "MCP-Protocol-Version", "2026-07-28", "Mcp-Method", "tools/call", "Mcp-Name", toolrouter.ExportName(toolrouter.FormatMCP, "hx/mutable")}, asNarrow...)...)
+		// As above: the window may have ended since, so up to seven calls.
+		var r response
+		for i := 0; i < 7 && r.Status != 429; i++ {
+			r = do(t, "POST", rt.URL()+"/mcp", map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": map[string]any{
+				"name": toolrouter.ExportName(toolrouter.FormatMCP, "hx/mutable"), "arguments": map[string]any{"msg": "x"},
+				"_meta": map[string]any{"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientInfo": map[string]any{"name": "e2e", "version": "1"}, "io.modelcontextprotocol/clientCapabilities": map[string]any{}}}},
+				append([]string{"Accept", "application/json, text/event-stream", "MCP-Protocol-Version", "2026-07-28", "Mcp-Method", "tools/call", "Mcp-Name", toolrouter.ExportName(toolrouter.FormatMCP, "hx/mutable")}, asNarrow...)...)
+		}
 		if r.Status != 429 {
 			t.Errorf("/mcp call over the rate: %d %s", r.Status, r.Body)
 		}
