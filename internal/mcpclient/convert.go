@@ -90,9 +90,13 @@ func registryTool(cfg toolrouter.MCPServer, d discovered) *toolrouter.Tool {
 		ValidateArgs: d.validate,
 		Definition:   definitionOf(d.tool),
 		Budget:       cfg.Budget,
+		Price:        cfg.Price,
 	}
 	if b, ok := cfg.ToolBudgets[d.tool.Name]; ok {
 		t.Budget = b.Tighter(cfg.Budget)
+	}
+	if pr, ok := cfg.ToolPrices[d.tool.Name]; ok {
+		t.Price = pr // one tool's own price wins over its server's (docs/costs.md)
 	}
 	if d.validateOut != nil {
 		validate := d.validateOut

@@ -35,7 +35,7 @@ func (p *parser) virtualServers(reg *Registry) []VirtualServer {
 	first := map[string]int{}
 	for _, ptr := range p.items("/virtual_servers") {
 		vs := VirtualServer{Name: p.str(ptr + "/name"), Line: p.line(ptr), Tools: p.globs(ptr + "/tools"), Search: p.str(ptr+"/discovery") == "search",
-			MaxOutputBytes: p.num(ptr + "/max_output_bytes"), MaxOutputTokens: p.num(ptr + "/max_output_tokens")}
+			MaxOutputBytes: p.num(ptr + "/max_output_bytes"), MaxOutputTokens: p.num(ptr + "/max_output_tokens"), SpendLimit: p.spendLimit(ptr + "/spend_limit")}
 		ok := vs.Name != ""
 		if line, dup := first[vs.Name]; dup && ok {
 			p.at(ptr+"/name", fmt.Sprintf("duplicate name (first at line %d)", line))

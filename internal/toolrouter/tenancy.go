@@ -68,6 +68,9 @@ type AuditRecord struct {
 	// the mode and the token's id, never the token; absent for static
 	// headers.
 	Credential *CredentialUse `json:"credential,omitempty"`
+	// Cost is what the call cost, or that it was unpriced
+	// (docs/costs.md); absent for a call that did not run.
+	Cost *Cost `json:"cost,omitempty"`
 	// Calls and Tools, on a rate_limited record only: one record stands
 	// for a whole refused request, the number of calls it held and the
 	// distinct canonical names of the tools they reach (a name that

@@ -91,6 +91,9 @@ type Tool struct {
 	// Budget is the tool's output budget (docs/output-budgets.md "Output budgets"): an
 	// output over it is shaped, not failed. Zero: none.
 	Budget OutputBudget `json:"-"`
+	// Price is what one call costs (docs/costs.md); the zero Price:
+	// unpriced. A tool of an MCP server has its server's, or its own.
+	Price Price `json:"-"`
 
 	// ValidateArgs checks decoded arguments against InputSchema; nil means
 	// anything goes. The returned error's text names the offending field.
@@ -163,6 +166,9 @@ const (
 	CategoryParse      ErrorCategory = "parse"
 	CategoryExecution  ErrorCategory = "execution"
 	CategoryUnknown    ErrorCategory = "unknown"
+	// CategoryBudget is a call refused by a spend limit before it ran
+	// (docs/costs.md "Spend limits").
+	CategoryBudget ErrorCategory = "budget"
 )
 
 // Result is the outcome of routing one tool call (the API's RouteResult).
@@ -196,6 +202,12 @@ type Result struct {
 	// output, for GET /results/{tool_call_id}.
 	Truncated  bool            `json:"truncated,omitempty"`
 	FullOutput json.RawMessage `json:"full_output,omitempty"`
+	// Cost is what the call cost (docs/costs.md), or that it is unpriced;
+	// absent for a call that did not run.
+	Cost *Cost `json:"cost,omitempty"`
+	// RetryAfter, on a call refused by a spend limit, is when the limit's
+	// period ends (the Retry-After of /route's 429). Not part of the answer.
+	RetryAfter time.Time `json:"-"`
 	// MCPResult is the CallToolResult an MCP backend answered, exactly as
 	// it sent it (every content block, structuredContent, isError, _meta),
 	// for the /mcp endpoint to pass on; nil for HTTP tools and calls that

@@ -22,7 +22,10 @@ type VirtualServer struct {
 	// view's calls; 0 is none. The registry parses and validates them;
 	// the output budgets apply them (issue 23 part 4).
 	MaxOutputBytes, MaxOutputTokens int
-	Line                            int
+	// SpendLimit bounds what the calls through the view may spend
+	// (docs/costs.md "Spend limits").
+	SpendLimit SpendLimit
+	Line       int
 }
 
 // Override is how a virtual server exports one tool: "" and nil keep the

@@ -28,6 +28,7 @@ type Store struct {
 	audit     auditLog             // audit.go
 	pins      map[[2]string]memPin // pins.go
 	marks     map[string]mark      // marks.go
+	spend     spendLedger          // spend.go
 }
 
 type memKey struct {
