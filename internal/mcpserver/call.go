@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -143,6 +145,9 @@ func (h *Handler) call(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Call
 		h.d.Logger.Error().Err(err).Str("plan_id", planID).Str("tool", p.Name).Msg("route MCP tools/call")
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error"}
 	}
+	if res.ErrorCategory != nil && *res.ErrorCategory == toolrouter.CategoryBudget {
+		return nil, budgetError(res)
+	}
 	out := result(res)
 	if out.NeedsInput() {
 		if modern {
@@ -223,6 +228,9 @@ func result(res *toolrouter.Result) *mcp.CallToolResult {
 	if res.Truncated { // shaped to its budget (docs/output-budgets.md "Output budgets")
 		out.Meta[MetaTruncated] = true
 	}
+	if res.Cost != nil { // what the call cost (docs/costs.md)
+		out.Meta[MetaCost] = res.Cost
+	}
 	if out.NeedsInput() {
 		return out // the backend's input_required result, for call to relay
 	}
@@ -287,4 +295,31 @@ func callArguments(name string, args any) (map[string]any, error) {
 		return map[string]any{}, err
 	}
 	return m, nil
+}
+
+// codeBudget is the JSON-RPC error code of a tools/call refused by a spend
+// limit (docs/costs.md "Spend limits"), in the implementation-defined
+// server range next to the rate limit's.
+const codeBudget = -32023
+
+// budgetError is the JSON-RPC error of a call a spend limit refused: its
+// data says the category, when the limit resets and the seconds until
+// then (as Retry-After would).
+func budgetError(res *toolrouter.Result) error {
+	data := map[string]any{"category": string(toolrouter.CategoryBudget), "tool_call_id": res.ToolCallID}
+	if !res.RetryAfter.IsZero() {
+		data["resets_at"] = res.RetryAfter.UTC().Format(time.RFC3339)
+		data["retry_after"] = retryAfterSeconds(res.RetryAfter)
+	}
+	b, _ := json.Marshal(data)
+	msg := "spend limit reached"
+	if res.Error != nil {
+		msg = *res.Error
+	}
+	return &jsonrpc.Error{Code: codeBudget, Message: msg, Data: b}
+}
+
+// retryAfterSeconds is the whole seconds until t, at least 1.
+func retryAfterSeconds(t time.Time) int64 {
+	return max(1, int64(math.Ceil(time.Until(t).Seconds())))
 }

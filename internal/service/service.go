@@ -19,6 +19,7 @@ import (
 	"github.com/toolrouterd/toolrouterd/internal/audit"
 	"github.com/toolrouterd/toolrouterd/internal/circuit"
 	"github.com/toolrouterd/toolrouterd/internal/config"
+	"github.com/toolrouterd/toolrouterd/internal/cost"
 	"github.com/toolrouterd/toolrouterd/internal/credential"
 	"github.com/toolrouterd/toolrouterd/internal/guardrail"
 	"github.com/toolrouterd/toolrouterd/internal/httpapi"
@@ -79,6 +80,7 @@ type Service struct {
 	approvals *approval.Keeper
 	guards    *guardrail.Guards
 	pins      *pin.Keeper
+	meter     *cost.Meter
 	authn     *access.Authenticator
 	// requireAuth: a registry reload must keep requests authenticated
 	// (RequireAuth).
@@ -177,11 +179,13 @@ func New(ctx context.Context, o Options) (*Service, error) {
 	// validate, guard before, approval, (exec), output schema, guard after,
 	// redact, shape, batch budget.
 	shaper := shape.New()
+	s.meter = cost.New(st, func() cost.Limits { return s.holder.Current() }, s.metrics.Registerer())
 	stages := []toolrouter.Stage{
 		pipeline.Resolve(s.pipelineTools), // the tool the call names, in its view (and the view's budget)
 		pipeline.Validate,                 // its arguments against the tool's input schema; a run's actor context added
 		s.guards.BeforeStage,              // before-hooks: deny, or rewrite the arguments
 		s.approvals.Stage,                 // held for an approver; an approved call resumes below
+		s.meter.Stage,                     // spend limits before the call, what it cost after (docs/costs.md)
 		pipeline.BatchBudget,              // the output held to the bytes its batch shares
 		shaper.Stage,                      // the output fit to its budget (the whole one stored)
 		s.guards.RedactStage,              // secrets redacted: last of what changes an output (issue 32 item 13)
@@ -246,6 +250,7 @@ func New(ctx context.Context, o Options) (*Service, error) {
 		Approvals:      pin.Approvals{Keeper: s.approvals, Pins: s.pins},
 		Keys:           st,
 		Audit:          st,
+		Usage:          st,
 		KeyTTL:         o.Config.IdempotencyTTL,
 		Auth:           authn,
 		JWTIssuer:      o.Config.JWTIssuer,

@@ -216,6 +216,9 @@ func (c SpendCounter) Key() string {
 type SpendCheck struct {
 	Counter SpendCounter
 	Limit   Micros
+	// Amount is what the reservation adds to this counter: its amount in
+	// the counter's currency, 0 in another (or when unknown).
+	Amount Micros
 }
 
 // SpendEntry is one charged call or model turn in the spend ledger
@@ -261,9 +264,9 @@ type UsageRow struct {
 // UsageCursor is the After of the page following row.
 func (r UsageRow) Cursor() string { return r.Key + "\x1f" + r.Currency }
 
-// Refuses reports whether the check refuses a reservation of amount on
-// its counter, which has spent spent: it would pass the limit, or amount
+// Refuses reports whether the check refuses its reservation on its
+// counter, which has spent spent: it would pass the limit, or its Amount
 // is 0 (a cost known only after the call) and the limit is reached.
-func (c SpendCheck) Refuses(spent, amount Micros) bool {
-	return spent+amount > c.Limit || amount == 0 && spent >= c.Limit
+func (c SpendCheck) Refuses(spent Micros) bool {
+	return spent+c.Amount > c.Limit || c.Amount == 0 && spent >= c.Limit
 }

@@ -286,6 +286,15 @@ func (c *Catalog) Current() *Set {
 	return s
 }
 
+// ViewName is the virtual server's name ("" for the registry-wide view):
+// whose spend limit its calls count against (docs/costs.md).
+func (v *View) ViewName() string {
+	if v == nil {
+		return ""
+	}
+	return v.Name
+}
+
 // Tools is the tools the view lists to c: the meta-tools in search mode,
 // else the exported tools c may use.
 func (v *View) Tools(c *access.Client) []*toolrouter.Tool {

@@ -31,7 +31,7 @@ func (m *Store) ReserveSpend(_ context.Context, e toolrouter.SpendEntry, checks 
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for i, c := range checks {
-		if c.Refuses(m.spent(c.Counter), e.Amount) {
+		if c.Refuses(m.spent(c.Counter)) {
 			return i, nil
 		}
 	}

@@ -41,7 +41,7 @@ func (p *Store) ReserveSpend(ctx context.Context, e toolrouter.SpendEntry, check
 			if err := tx.QueryRow(ctx, q, args...).Scan(&spent); err != nil {
 				return err
 			}
-			if c.Refuses(toolrouter.Micros(spent), e.Amount) {
+			if c.Refuses(toolrouter.Micros(spent)) {
 				refused = i
 				return nil
 			}

@@ -22,7 +22,7 @@ func (s *Store) ReserveSpend(ctx context.Context, e toolrouter.SpendEntry, check
 		if err := s.db.QueryRowContext(ctx, q, args...).Scan(&spent); err != nil {
 			return 0, fmt.Errorf("sqlite reserve spend: %w", err)
 		}
-		if c.Refuses(toolrouter.Micros(spent), e.Amount) {
+		if c.Refuses(toolrouter.Micros(spent)) {
 			return i, nil
 		}
 	}
