@@ -37,6 +37,9 @@ type Meter struct {
 	Ledger Ledger
 	Limits func() Limits
 	Now    func() time.Time // nil: time.Now
+	// Models is the default model price table (nil: only the registry's
+	// prices).
+	Models *ModelTable
 
 	cost     *prometheus.CounterVec
 	unpriced *prometheus.CounterVec
@@ -266,4 +269,10 @@ func amount(n json.Number) (toolrouter.Micros, bool) {
 		return 0, false
 	}
 	return toolrouter.Micros(math.Round(f * toolrouter.MicrosPerUnit)), true
+}
+
+// ModelPrice is what model's tokens cost on provider p: its registry
+// prices, else the default table's (docs/costs.md "Model prices").
+func (m *Meter) ModelPrice(p toolrouter.Provider, model string) toolrouter.ModelPrice {
+	return m.Models.Lookup(p, model)
 }

@@ -104,6 +104,10 @@ func New(ctx context.Context, o Options) (*Service, error) {
 	if o.Getenv == nil {
 		return nil, errors.New("service: Options.Getenv is nil")
 	}
+	models, err := cost.DefaultModels() // embedded: fails only in a broken build
+	if err != nil {
+		return nil, err
+	}
 	st, err := store.OpenStarting(ctx, o.Config.Store, func(attempt int, err error) {
 		o.Logger.Warn().Int("attempt", attempt).Str("error", err.Error()).Msg("store unreachable; retrying with backoff (not ready)")
 	})
@@ -180,6 +184,7 @@ func New(ctx context.Context, o Options) (*Service, error) {
 	// redact, shape, batch budget.
 	shaper := shape.New()
 	s.meter = cost.New(st, func() cost.Limits { return s.holder.Current() }, s.metrics.Registerer())
+	s.meter.Models = models
 	stages := []toolrouter.Stage{
 		pipeline.Resolve(s.pipelineTools), // the tool the call names, in its view (and the view's budget)
 		pipeline.Validate,                 // its arguments against the tool's input schema; a run's actor context added
@@ -221,6 +226,7 @@ func New(ctx context.Context, o Options) (*Service, error) {
 		MaxRunBytes:     o.Config.MaxRunBytes,
 		Client:          clientByName,
 		Views:           s.views.Current,
+		Meter:           s.meter,
 	}
 	// The one link back: a decided approval of a paused run resumes it
 	// (docs/approvals.md "Approvals"), and runs route through the pipeline
