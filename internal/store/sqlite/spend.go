@@ -11,25 +11,31 @@ import (
 
 func sqlitePH(int) string { return "?" }
 
-// ReserveSpend implements store.Spend. A SQLite store has one process
-// writing it: spendMu makes the sums and the insert one step.
+// ReserveSpend implements store.Spend in one immediate transaction: the
+// write lock, taken first, makes the sums and the insert one step for
+// every process on the file.
 func (s *Store) ReserveSpend(ctx context.Context, e toolrouter.SpendEntry, checks []toolrouter.SpendCheck) (int, error) {
-	s.spendMu.Lock()
-	defer s.spendMu.Unlock()
-	for i, c := range checks {
-		q, args := sqlstore.SpentSQL(c.Counter, sqlitePH)
-		var spent int64
-		if err := s.db.QueryRowContext(ctx, q, args...).Scan(&spent); err != nil {
-			return 0, fmt.Errorf("sqlite reserve spend: %w", err)
+	refused := -1
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		refused = -1
+		for i, c := range checks {
+			q, args := sqlstore.SpentSQL(c.Counter, sqlitePH)
+			var spent int64
+			if err := tx.QueryRowContext(ctx, q, args...).Scan(&spent); err != nil {
+				return err
+			}
+			if c.Refuses(toolrouter.Micros(spent)) {
+				refused = i
+				return nil
+			}
 		}
-		if c.Refuses(toolrouter.Micros(spent)) {
-			return i, nil
-		}
-	}
-	if _, err := s.db.ExecContext(ctx, sqlstore.SpendInsert(sqlitePH), sqlstore.SpendValues(e)...); err != nil {
+		_, err := tx.ExecContext(ctx, sqlstore.SpendInsert(sqlitePH), sqlstore.SpendValues(e)...)
+		return err
+	})
+	if err != nil {
 		return 0, fmt.Errorf("sqlite reserve spend: %w", err)
 	}
-	return -1, nil
+	return refused, nil
 }
 
 // SettleSpend implements store.Spend.

@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"sync"
 	"time"
 
 	_ "modernc.org/sqlite" // pure-Go SQLite driver (no cgo), registered as "sqlite"
@@ -56,8 +55,6 @@ type Store struct {
 	// Now is the clock of key expiry and of the end of interrupted runs;
 	// a test may set it before the store is used.
 	Now func() time.Time
-	// spendMu makes a spend reservation's sums and insert one step.
-	spendMu sync.Mutex
 }
 
 // stmtKey is a statement of the group commit: a write's SQL, its VALUES
