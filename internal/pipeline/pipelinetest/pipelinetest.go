@@ -51,7 +51,10 @@ type Rig struct {
 	Views               func() *vserver.Set
 	Settled             func(ctx context.Context, runID string)
 	Shape               *shape.Shaper
-	Now                 func() time.Time
+	// Cost is the cost stage (cost.Meter.Stage), after approval as
+	// service.New lists it; nil: none.
+	Cost toolrouter.Stage
+	Now  func() time.Time
 
 	once   sync.Once
 	rt     *router.Router
@@ -73,6 +76,9 @@ func (g *Rig) build() {
 		}
 		if g.Approvals != nil {
 			stages = append(stages, g.keeper.Stage)
+		}
+		if g.Cost != nil {
+			stages = append(stages, g.Cost)
 		}
 		stages = append(stages, pipeline.BatchBudget)
 		if g.Shape != nil {
