@@ -180,7 +180,7 @@ func New(ctx context.Context, o Options) (*Service, error) {
 	// The pipeline of a call (docs/architecture.md "The pipeline of a
 	// call"), outermost first: the work of each stage before the call runs
 	// top-down, its work on the outcome bottom-up, so a call goes resolve,
-	// validate, guard before, approval, (exec), output schema, guard after,
+	// validate, guard before, approval, cost, (exec), output schema, guard after,
 	// redact, shape, batch budget.
 	shaper := shape.New()
 	s.meter = cost.New(st, func() cost.Limits { return s.holder.Current() }, s.metrics.Registerer())
