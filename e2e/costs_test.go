@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/chromedp/chromedp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolrouterd/toolrouterd/internal/store/pgtest"
@@ -398,4 +400,76 @@ clients:
 		t.Errorf("spent %d micro-USD: the limit was never near (a 0.002 call is refused only past %d)", spent, limit-2000)
 	}
 	t.Logf("spent %d micro-USD against a limit of %d (bound %d)", spent, limit, limit+runsInFlight*turn)
+}
+
+// TestConsoleUsage (issue 36): an admin signs in to the console in a
+// headless Chromium and opens Usage: today's bar of the chart shows the
+// day's spend, the tables by client and by tool list what each spent and
+// the unpriced calls; a screenshot is taken (written to
+// $E2E_SCREENSHOT_DIR/usage.png too when that is set, to look at).
+func TestConsoleUsage(t *testing.T) {
+	t.Parallel()
+	tools := costTools(t)
+	reg := fmt.Sprintf(`tools:
+  - {name: search/web, endpoint: %[1]s/priced, cost: {per_call: 0.25}}
+  - {name: data/lookup, endpoint: %[1]s/priced, cost: {per_call: 1.5}}
+  - {name: free, endpoint: %[1]s/free}
+clients:
+  - {name: research-agent, key_env: R_KEY, tools: ["*"]}
+  - {name: billing-bot, key_env: B_KEY, tools: ["*"]}
+  - {name: admin, key_env: ADMIN_KEY, admin: true, tools: ["*"]}
+`, tools.URL)
+	rt, _ := startRouter(t, reg, "R_KEY=r-key", "B_KEY=b-key", "ADMIN_KEY=admin-key")
+	call := func(name string) map[string]any {
+		return map[string]any{"id": "call_1", "type": "function", "function": map[string]any{"name": name, "arguments": "{}"}}
+	}
+	for key, calls := range map[string][]string{
+		"r-key": {"search/web", "search/web", "search/web", "data/lookup", "free"},
+		"b-key": {"data/lookup", "data/lookup", "search/web", "free", "free"},
+	} {
+		for _, name := range calls {
+			if r := do(t, "POST", rt.URL()+"/route", map[string]any{"plan_id": "console-usage", "tool_call": call(name)}, "Authorization", "Bearer "+key); r.Status != 200 {
+				t.Fatalf("%s: %d %s", name, r.Status, r.Body)
+			}
+		}
+	}
+	// research-agent 0.75 + 1.5 = 2.25, billing-bot 3 + 0.25 = 3.25: 5.5 USD
+	// today, and 3 unpriced calls.
+	ctx := browser(t)
+	in(t, ctx, "sign in as the admin and open Usage",
+		chromedp.Navigate(rt.URL()+"/ui#usage"),
+		chromedp.WaitVisible(chromedp.ID("key")),
+		chromedp.SendKeys(chromedp.ID("key"), "admin-key"),
+		chromedp.Click(chromedp.CSS("#signin-form button")),
+		chromedp.WaitVisible(chromedp.CSS(`#usage-chart rect.bar[height]:not([height="0"])`)),
+		chromedp.WaitVisible(chromedp.CSS(`table[data-usage="tool"]`)))
+	if got := text(t, ctx, "#usage-total"); !strings.Contains(got, "Spent 5.50 USD") || !strings.Contains(got, "3 unpriced calls") {
+		t.Errorf("total: %q", got)
+	}
+	chart := text(t, ctx, "#usage-chart")
+	if !strings.Contains(chart, "5.50") || !strings.Contains(chart, "Spend per day (USD, UTC)") {
+		t.Errorf("the chart's labels: %q", chart)
+	}
+	clients := text(t, ctx, `table[data-usage="client"]`)
+	for _, want := range []string{"billing-bot", "3.25 USD", "research-agent", "2.25 USD"} {
+		if !strings.Contains(clients, want) {
+			t.Errorf("the client table lacks %q:\n%s", want, clients)
+		}
+	}
+	tools2 := text(t, ctx, `table[data-usage="tool"]`)
+	for _, want := range []string{"data/lookup", "4.50 USD", "search/web", "1.00 USD", "free"} {
+		if !strings.Contains(tools2, want) {
+			t.Errorf("the tool table lacks %q:\n%s", want, tools2)
+		}
+	}
+	screenshot(t, ctx, "usage.png", false)
+	if dir := os.Getenv("E2E_SCREENSHOT_DIR"); dir != "" {
+		png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "usage.png"), png, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 }

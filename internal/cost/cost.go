@@ -173,7 +173,10 @@ func (m *Meter) Stage(next toolrouter.Next) toolrouter.Next {
 		if req.Tool == nil {
 			return next(ctx, req)
 		}
-		e := toolrouter.SpendEntry{ID: req.ID, At: m.now(), Client: access.FromContext(ctx).LabelName(), Tool: req.Tool.Name,
+		client := access.FromContext(ctx).LabelName()
+		// A tc_ id is unique within its client's plans (as results are
+		// kept): the ledger keys the entry by both.
+		e := toolrouter.SpendEntry{ID: toolrouter.ScopedKey(client, req.ID), At: m.now(), Client: client, Tool: req.Tool.Name,
 			RunID: req.RunID, Currency: req.Tool.Price.Currency, Amount: req.Tool.Price.PerCall, Unpriced: !req.Tool.Price.Priced()}
 		if v, ok := req.View.(viewNamer); ok {
 			e.VirtualServer = v.ViewName()

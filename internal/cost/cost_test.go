@@ -239,3 +239,25 @@ func TestModelPrices(t *testing.T) {
 		t.Errorf("rounded turn cost %v, want 0.000004", c)
 	}
 }
+
+// TestTwoClientsSameCallID: the first call of two clients' plans of one
+// name has one tc_ id (ids are per client); the ledger keeps both.
+func TestTwoClientsSameCallID(t *testing.T) {
+	exec := &byTool{out: map[string]toolrouter.Outcome{"priced": answered(`{}`)}}
+	rig, st, _, _ := setup(t, exec, nil, tool("priced", usd(2000)))
+	var ids []string
+	for _, c := range []string{"alice", "bob"} {
+		res, err := rig.Route(asClient(c), "plan-1", call("priced"), nil)
+		if err != nil || !res.Success {
+			t.Fatal(err, res)
+		}
+		ids = append(ids, res.ToolCallID)
+	}
+	rows, err := st.Usage(context.Background(), toolrouter.UsageFilter{GroupBy: "client", From: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC), To: time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 2 || rows[0].Amount != 2000 || rows[1].Amount != 2000 {
+		t.Errorf("ids %v; usage by client %+v, want alice and bob 0.002 each", ids, rows)
+	}
+}

@@ -86,10 +86,10 @@ func withCosts(ctx context.Context, u Usage, recs []toolrouter.AuditRecord) erro
 	if u == nil {
 		return nil
 	}
-	var ids []string
+	var ids []string // the ledger keys a call's entry by client and tc_ id
 	for _, r := range recs {
 		if r.ToolCallID != "" && r.Cost == nil {
-			ids = append(ids, r.ToolCallID)
+			ids = append(ids, toolrouter.ScopedKey(r.Client, r.ToolCallID))
 		}
 	}
 	if len(ids) == 0 {
@@ -100,7 +100,7 @@ func withCosts(ctx context.Context, u Usage, recs []toolrouter.AuditRecord) erro
 		return err
 	}
 	for i := range recs {
-		if c, ok := costs[recs[i].ToolCallID]; ok && recs[i].Cost == nil {
+		if c, ok := costs[toolrouter.ScopedKey(recs[i].Client, recs[i].ToolCallID)]; ok && recs[i].Cost == nil {
 			c := c
 			recs[i].Cost = &c
 		}

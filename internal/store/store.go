@@ -205,6 +205,7 @@ type Spend interface {
 	DropSpend(ctx context.Context, id string) error
 	// Usage returns the groups f selects, by key then currency.
 	Usage(ctx context.Context, f toolrouter.UsageFilter) ([]toolrouter.UsageRow, error)
-	// Costs returns the costs of the ledger entries of ids that exist.
+	// Costs returns the costs of the ledger entries of ids that exist (a
+	// call's id: toolrouter.ScopedKey(client, tool_call_id)).
 	Costs(ctx context.Context, ids []string) (map[string]toolrouter.Cost, error)
 }
