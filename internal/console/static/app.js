@@ -271,13 +271,23 @@ async function usageRows(groupBy, from, to) {
   return rows;
 }
 
-// usageTable is one grouping's rows: key, spend, calls, unpriced calls.
-function usageTable(rows, what) {
-  if (!rows.length) return el("p", { class: "empty" }, "Nothing spent.");
+// usageTable is one grouping's rows, one line per key: what it spent (in
+// each currency), its calls and its unpriced calls.
+function usageTable(all, what) {
+  if (!all.length) return el("p", { class: "empty" }, "Nothing spent.");
+  const byKey = new Map();
+  for (const r of all) {
+    const g = byKey.get(r.key) || { key: r.key, spent: [], calls: 0, unpriced_calls: 0 };
+    if (r.currency) g.spent.push(money(r.amount, r.currency));
+    g.calls += r.calls;
+    g.unpriced_calls += r.unpriced_calls;
+    byKey.set(r.key, g);
+  }
+  const rows = [...byKey.values()].map((g) => ({ ...g, currency: g.spent.length > 0, amount: g.spent.join(" + ") }));
   return el("table", { class: "runs usage", "data-usage": what },
     el("thead", null, el("tr", null, el("th", null, what), el("th", { class: "num" }, "spent"), el("th", { class: "num" }, "calls"), el("th", { class: "num" }, "unpriced"))),
     el("tbody", null, rows.map((r) => el("tr", null, el("td", { class: "tool" }, r.key || "—"),
-      el("td", { class: "num" }, r.currency ? money(r.amount, r.currency) : "—"), el("td", { class: "num" }, String(r.calls)),
+      el("td", { class: "num" }, r.currency ? r.amount : "—"), el("td", { class: "num" }, String(r.calls)),
       el("td", { class: "num" }, String(r.unpriced_calls))))));
 }
 
