@@ -23,6 +23,10 @@ type Usage interface {
 // of limit groups with a cursor to the next.
 func handleUsage(u Usage, now func() time.Time) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
+		if u == nil {
+			writeError(w, r, toolrouter.Errorf(toolrouter.EUNAVAILABLE, "this server keeps no spend ledger"))
+			return
+		}
 		q := r.URL.Query()
 		t := now().UTC()
 		f := toolrouter.UsageFilter{GroupBy: "client", From: toolrouter.PeriodStart(toolrouter.PeriodMonth, t), To: t, Limit: 100}

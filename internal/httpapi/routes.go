@@ -60,9 +60,7 @@ func routes(d Deps, doc *openapi3.T) (http.Handler, error) {
 		r.Get("/runs/{id}", handleGetRun(d.Runs))
 		r.Post("/runs/{id}/cancel", handleCancelRun(d.Runs))
 		r.Get("/audit", handleAudit(d.Audit, d.Usage))
-		if d.Usage != nil {
-			r.Get("/usage", handleUsage(d.Usage, time.Now))
-		}
+		r.Get("/usage", handleUsage(d.Usage, time.Now))
 		if d.Approvals != nil {
 			r.Get("/results/{tool_call_id}", handleGetResult(d.Approvals))
 			r.Get("/approvals", handleListApprovals(d.Approvals))
