@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -470,6 +471,44 @@ clients:
 		}
 		if err := os.WriteFile(filepath.Join(dir, "usage.png"), png, 0o644); err != nil {
 			t.Fatal(err)
+		}
+	}
+}
+
+// TestCheckCostFields: toolrouter check names the field of each bad price
+// and spend limit (issue 36).
+func TestCheckCostFields(t *testing.T) {
+	t.Parallel()
+	file := filepath.Join(t.TempDir(), "registry.yaml")
+	src := `tools:
+  - {name: a, endpoint: http://x/a, cost: {per_call: 0.0000001}}
+  - {name: b, endpoint: http://x/b, cost: {per_call: 1, currency: dollars}}
+mcp_servers:
+  - {name: m, url: http://x/mcp, tool_costs: {t: {currency: USD}}}
+providers:
+  - {name: p, kind: openai, model: gpt-4o, prices: {input: -1, output: 10}}
+clients:
+  - {name: k, jwt_subject: k, spend_limit: {per_day: 20, per_month: 10}}
+virtual_servers:
+  - {name: v, tools: ["*"], spend_limit: {per_week: 5}}
+`
+	if err := os.WriteFile(file, []byte(src), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(filepath.Join(binDir, "toolrouterd"), "check", file).CombinedOutput()
+	if err == nil {
+		t.Fatalf("check passed:\n%s", out)
+	}
+	for _, want := range []string{
+		`tool "a": cost.per_call: must be an amount of at most 6 decimals`,
+		`tool "b": cost.currency: must be an ISO 4217 currency code such as USD, got "dollars"`,
+		`mcp_servers[0].tool_costs.t.per_call: required`,
+		`providers[0].prices.input: must be an amount between 0 and 1000000000000`,
+		`client "k": spend_limit.per_day: must not be more than per_month (10)`,
+		`spend_limit.per_week: unknown key`,
+	} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("check output lacks %q:\n%s", want, out)
 		}
 	}
 }

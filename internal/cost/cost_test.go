@@ -261,3 +261,37 @@ func TestTwoClientsSameCallID(t *testing.T) {
 		t.Errorf("ids %v; usage by client %+v, want alice and bob 0.002 each", ids, rows)
 	}
 }
+
+type serverLimit struct{}
+
+func (serverLimit) ClientSpendLimit(string) toolrouter.SpendLimit { return toolrouter.SpendLimit{} }
+func (serverLimit) VirtualServerSpendLimit(name string) toolrouter.SpendLimit {
+	if name != "research" {
+		return toolrouter.SpendLimit{}
+	}
+	return toolrouter.SpendLimit{PerMonth: 3000, HasMonth: true, Currency: "USD"}
+}
+
+// TestVirtualServerLimit: a virtual server's monthly limit counts the calls
+// through it, of every client, and its refusal resets at the month's end.
+func TestVirtualServerLimit(t *testing.T) {
+	m := cost.New(memory.New(), func() cost.Limits { return serverLimit{} }, nil)
+	at := time.Date(2026, 12, 7, 18, 30, 0, 0, time.UTC)
+	entry := func(id, client, server string) toolrouter.SpendEntry {
+		return toolrouter.SpendEntry{ID: id, At: at, Client: client, VirtualServer: server, Tool: "search", Currency: "USD", Amount: 2000}
+	}
+	if r, err := m.Reserve(context.Background(), entry("1", "alice", "research")); r != nil || err != nil {
+		t.Fatalf("first: %v %v", r, err)
+	}
+	if r, err := m.Reserve(context.Background(), entry("2", "alice", "")); r != nil || err != nil {
+		t.Fatalf("outside the server: %v %v", r, err)
+	}
+	r, err := m.Reserve(context.Background(), entry("3", "bob", "research"))
+	if err != nil || r == nil || r.Scope != toolrouter.ScopeVirtualServer || r.Period != toolrouter.PeriodMonth ||
+		!r.Until.Equal(time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC)) {
+		t.Fatalf("another client through the server: %+v %v, want refused until January", r, err)
+	}
+	if !strings.Contains(r.Error(), `virtual server "research" may spend 0.003 USD per month`) {
+		t.Errorf("message %q", r.Error())
+	}
+}
