@@ -218,6 +218,13 @@ func TestModelPrices(t *testing.T) {
 		{"gemini", "gemini-2.5-flash-lite", 100000, true},
 		{"ollama", "qwen2.5:7b", 0, false},
 		{"openai", "my-finetune", 0, false},
+		{"openai", "o3-mini", 0, false},
+		{"openai", "o3-pro-2025-06-10", 0, false},
+		{"openai", "o3-2025-04-16", 2000000, true},
+		{"openai", "gpt-4o-audio-preview", 0, false},
+		{"anthropic", "claude-opus-4-5-20251101", 5000000, true},
+		{"anthropic", "claude-opus-4-6", 0, false},
+		{"anthropic", "claude-sonnet-4-20250514", 3000000, true},
 	} {
 		p := table.Lookup(toolrouter.Provider{Kind: tc.kind}, tc.model)
 		if p.Priced() != tc.priced || p.Input != tc.input {

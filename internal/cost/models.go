@@ -62,7 +62,8 @@ var kindVendor = map[string]string{"openai": "openai", "openai-responses": "open
 
 // Lookup is the price of model on a provider of kind: the registry's
 // prices when set, else the table's entry of the longest prefix of the
-// model id; the zero ModelPrice when none (unpriced).
+// model id that names it or one of its snapshots; the zero ModelPrice when
+// none (unpriced).
 func (t *ModelTable) Lookup(p toolrouter.Provider, model string) toolrouter.ModelPrice {
 	if p.Prices.Priced() {
 		return p.Prices
@@ -82,7 +83,7 @@ func (t *ModelTable) Lookup(p toolrouter.Provider, model string) toolrouter.Mode
 	}
 	best := -1
 	for i, e := range t.entries {
-		if e.provider == vendor && strings.HasPrefix(id, e.prefix) && (best < 0 || len(e.prefix) > len(t.entries[best].prefix)) {
+		if e.provider == vendor && snapshotOf(id, e.prefix) && (best < 0 || len(e.prefix) > len(t.entries[best].prefix)) {
 			best = i
 		}
 	}
@@ -90,4 +91,25 @@ func (t *ModelTable) Lookup(p toolrouter.Provider, model string) toolrouter.Mode
 		return toolrouter.ModelPrice{}
 	}
 	return t.entries[best].price
+}
+
+// snapshotOf reports whether id is the model prefix names or a dated
+// snapshot of it (gpt-4o-2024-08-06, claude-sonnet-4-20250514), not
+// another model whose name starts the same (o3-mini is not o3,
+// claude-sonnet-4-5 is not claude-sonnet-4).
+func snapshotOf(id, prefix string) bool {
+	rest, ok := strings.CutPrefix(id, prefix)
+	if !ok || rest == "" {
+		return ok
+	}
+	// A snapshot's suffix is a date: -2024-08-06, -20250514 (-5 is a new
+	// minor version, claude-opus-4-5, with prices of its own).
+	digits := 0
+	for _, r := range rest[1:] {
+		if r < '0' || r > '9' {
+			break
+		}
+		digits++
+	}
+	return rest[0] == '-' && digits >= 4
 }
