@@ -12,7 +12,7 @@ LLM_ADDR ?=
 STORE   ?= sqlite://toolrouter.db
 REGISTRY ?= examples/registry.yaml
 
-.PHONY: all build run test test-unit deps vet lint cross bench bench-go bench-load bench-store bench-mcp bench-compare bench-context fmt clean
+.PHONY: all build run test test-unit deps vet lint cross bench bench-go bench-load bench-store bench-mcp bench-compare bench-mcp-table bench-context fmt clean
 
 all: build
 
@@ -125,6 +125,12 @@ bench-mcp: build
 # server CPU per call; then a 60 s soak (RSS and goroutines).
 bench-compare: build
 	bash bench/compare.sh
+
+# The MCP tools/call overhead table (docs/benchmarks.md): an MCP client
+# direct against through toolrouterd's /mcp on each store, at 100, 500 and
+# 1,000 calls/s; pinned, interleaved rounds, p50/p99/p99.9 added, CPU per call.
+bench-mcp-table: build
+	bash bench/mcp-table.sh
 
 # Routes per second per store: PostgreSQL (3 replicas), SQLite, memory.
 bench-store:

@@ -86,32 +86,7 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-# Pinning: servers on SERVER_CPU, load generators on LOAD_CPU.
-CORES=$(nproc 2>/dev/null || echo 1)
-SRV=() LOAD=()
-if command -v taskset >/dev/null && ((CORES >= 2)); then
-	SRV=(taskset -c "$SERVER_CPU")
-	LOAD=(taskset -c "$LOAD_CPU")
-	PINNING="servers on CPU $SERVER_CPU, load generators on CPU $LOAD_CPU (taskset)"
-else
-	PINNING="NOT pinned (taskset missing or fewer than 2 cores): figures are less comparable"
-fi
-TICK=$(getconf CLK_TCK)
-
-# cpu_ticks PID...: utime+stime of the processes (every thread), in ticks.
-cpu_ticks() {
-	local sum=0 pid stat
-	for pid in "$@"; do
-		stat=$(cat "/proc/$pid/stat" 2>/dev/null) || continue
-		stat=${stat##*) } # after the command name, which may hold spaces
-		read -r -a f <<<"$stat"
-		sum=$((sum + f[11] + f[12])) # fields 14 and 15 of stat(5)
-	done
-	echo "$sum"
-}
-
-# tree PID: PID and its children (nginx's master and worker).
-tree() { echo "$1" $(pgrep -P "$1" 2>/dev/null || true); }
+pin_servers
 
 ensure_nginx
 
@@ -168,43 +143,7 @@ if [[ -n $NGINX ]]; then
 	[[ -n $NGINX ]] && NGINX_PID=${PIDS[-1]}
 fi
 
-# A throwaway PostgreSQL (shipped settings, fsync on) when it is installed,
-# run by an unprivileged user as the server requires.
-PG_URL=""
-PG_BIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1 || true)
-if [[ -n $PG_BIN && -x $PG_BIN/initdb ]]; then
-	free_port PG_PORT
-	mkdir -p "$TMP/pg/sock"
-	PG_USER=$(id -un)
-	as_pg=()
-	if [[ $(id -u) == 0 ]]; then
-		PG_USER=nobody
-		id postgres >/dev/null 2>&1 && PG_USER=postgres
-		chown -R "$PG_USER" "$TMP/pg"
-		as_pg=(su "$PG_USER" -s /bin/sh -c)
-	fi
-	pg() { if ((${#as_pg[@]})); then "${as_pg[@]}" "$*"; else sh -c "$*"; fi; }
-	if pg "$PG_BIN/initdb -D $TMP/pg/data --username=postgres --auth=trust --encoding=UTF8 --locale=C" >"$TMP/pg/initdb.log" 2>&1; then
-		pg "exec ${SRV[*]} $PG_BIN/postgres -D $TMP/pg/data -p $PG_PORT -k $TMP/pg/sock -c listen_addresses=127.0.0.1 -c max_connections=200" >"$TMP/pg/postgres.log" 2>&1 &
-		for i in $(seq 1 100); do
-			PG_PID=$(head -1 "$TMP/pg/data/postmaster.pid" 2>/dev/null || true)
-			if [[ -n $PG_PID ]] && pg "$PG_BIN/pg_isready -q -h 127.0.0.1 -p $PG_PORT"; then
-				PG_URL="postgres://postgres@127.0.0.1:$PG_PORT/postgres?sslmode=disable"
-				break
-			fi
-			sleep 0.1
-		done
-		if [[ -z $PG_URL ]]; then
-			log "SKIPPING router-postgres: PostgreSQL did not start; its log:"
-			cat "$TMP/pg/postgres.log" >&2
-		fi
-	else
-		log "SKIPPING PostgreSQL: initdb failed:"
-		cat "$TMP/pg/initdb.log" >&2
-	fi
-else
-	log "SKIPPING router-postgres: no PostgreSQL server (bash scripts/install-postgres.sh installs it)"
-fi
+start_postgres
 
 cat >"$TMP/registry.yaml" <<EOF
 tools:
@@ -324,9 +263,6 @@ run() {
 	awk -v o="$out" -v d=$((after - before)) -v tick="$TICK" -v n="$(field "$out" requests)" 'BEGIN {
 		sub(/}$/, "", o); printf "%s,\"cpu_us_per_call\":%.1f}\n", o, (n > 0 ? d / tick * 1e6 / n : 0) }'
 }
-
-# stats V...: median, min and max.
-stats() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2; printf "%s %s %s\n", m, v[1], v[NR] }'; }
 
 log "machine: $CORES CPU cores; $PINNING"
 log "runs: ${#TARGETS[@]} targets x $ROUNDS interleaved rounds, full speed ($CONCURRENCY workers), $DURATION each after a $WARMUP warmup"

@@ -85,6 +85,84 @@ ratio() {
 	awk -v a="$1" -v b="$2" 'BEGIN { if (b + 0 == 0) print "-"; else printf "%.2f", a / b }'
 }
 
+# pin_servers: SRV and LOAD, the commands that pin a server to
+# SERVER_CPU and a load generator to LOAD_CPU (taskset; empty when it is
+# missing or there are fewer than 2 cores), PINNING saying which, CORES, and
+# TICK (clock ticks per second, for cpu_ticks).
+pin_servers() {
+	CORES=$(nproc 2>/dev/null || echo 1)
+	SRV=() LOAD=()
+	if command -v taskset >/dev/null && ((CORES >= 2)); then
+		SRV=(taskset -c "$SERVER_CPU")
+		LOAD=(taskset -c "$LOAD_CPU")
+		PINNING="servers on CPU $SERVER_CPU, load generators on CPU $LOAD_CPU (taskset)"
+	else
+		PINNING="NOT pinned (taskset missing or fewer than 2 cores): figures are less comparable"
+	fi
+	TICK=$(getconf CLK_TCK)
+}
+
+# cpu_ticks PID...: utime+stime of the processes (every thread), in ticks.
+cpu_ticks() {
+	local sum=0 pid stat
+	for pid in "$@"; do
+		stat=$(cat "/proc/$pid/stat" 2>/dev/null) || continue
+		stat=${stat##*) } # after the command name, which may hold spaces
+		read -r -a f <<<"$stat"
+		sum=$((sum + f[11] + f[12])) # fields 14 and 15 of stat(5)
+	done
+	echo "$sum"
+}
+
+# tree PID: PID and its children (nginx's master and worker).
+tree() { echo "$1" $(pgrep -P "$1" 2>/dev/null || true); }
+
+# stats V...: median, min and max.
+stats() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2; printf "%s %s %s\n", m, v[1], v[NR] }'; }
+
+# start_postgres: a throwaway PostgreSQL (shipped settings, fsync on)
+# under $TMP/pg when it is installed, pinned with the servers (SRV), run by
+# an unprivileged user as the server requires: PG_URL its URL and PG_PID
+# its postmaster (the backends are its children), or PG_URL empty when it
+# could not start (said on stderr).
+start_postgres() {
+	PG_URL=""
+	PG_BIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1 || true)
+	if [[ -n $PG_BIN && -x $PG_BIN/initdb ]]; then
+		free_port PG_PORT
+		mkdir -p "$TMP/pg/sock"
+		PG_USER=$(id -un)
+		as_pg=()
+		if [[ $(id -u) == 0 ]]; then
+			PG_USER=nobody
+			id postgres >/dev/null 2>&1 && PG_USER=postgres
+			chown -R "$PG_USER" "$TMP/pg"
+			as_pg=(su "$PG_USER" -s /bin/sh -c)
+		fi
+		pg() { if ((${#as_pg[@]})); then "${as_pg[@]}" "$*"; else sh -c "$*"; fi; }
+		if pg "$PG_BIN/initdb -D $TMP/pg/data --username=postgres --auth=trust --encoding=UTF8 --locale=C" >"$TMP/pg/initdb.log" 2>&1; then
+			pg "exec ${SRV[*]} $PG_BIN/postgres -D $TMP/pg/data -p $PG_PORT -k $TMP/pg/sock -c listen_addresses=127.0.0.1 -c max_connections=200" >"$TMP/pg/postgres.log" 2>&1 &
+			for i in $(seq 1 100); do
+				PG_PID=$(head -1 "$TMP/pg/data/postmaster.pid" 2>/dev/null || true)
+				if [[ -n $PG_PID ]] && pg "$PG_BIN/pg_isready -q -h 127.0.0.1 -p $PG_PORT"; then
+					PG_URL="postgres://postgres@127.0.0.1:$PG_PORT/postgres?sslmode=disable"
+					break
+				fi
+				sleep 0.1
+			done
+			if [[ -z $PG_URL ]]; then
+				log "SKIPPING PostgreSQL: PostgreSQL did not start; its log:"
+				cat "$TMP/pg/postgres.log" >&2
+			fi
+		else
+			log "SKIPPING PostgreSQL: initdb failed:"
+			cat "$TMP/pg/initdb.log" >&2
+		fi
+	else
+		log "SKIPPING PostgreSQL: no PostgreSQL server (bash scripts/install-postgres.sh installs it)"
+	fi
+}
+
 # nginx: use the one on PATH, else install it from Debian packages.
 
 NGINX=""

@@ -178,6 +178,7 @@ func blackhole(t *testing.T) string {
 // backends, through the binary, against zitadel/oidc's OP as the
 // authorization server (cmd/testas).
 func TestBackendCredentials(t *testing.T) {
+	t.Parallel()
 	as := startTestAS(t, "-audiences", "http://files,http://gh,http://short", "-short-audience", "http://short",
 		"-short-lifetime", "2s", "-user-claims", "app=portal", "-client", "toolrouterd:tr-secret-Zq81")
 	issuer := as.URL()

@@ -22,6 +22,7 @@ var registryKeys = []string{"tools", "providers", "default_provider", "mcp_serve
 // block that is a fragment of a larger registry is listed with the
 // problems it has on its own, and must have exactly those.
 func TestDocsRegistryBlocksCheck(t *testing.T) {
+	t.Parallel()
 	fragments := map[string][]string{
 		// Overrides of an MCP server's tools, which the block does not define.
 		"docs/mcp.md virtual_servers:": {`virtual server "support": overrides.gh/create_issue: names no tool of the registry (nor of an MCP server, by its prefix)`},

@@ -673,6 +673,7 @@ func envInt(name string, def int) int {
 
 // TestEdgeFuzz sends generated hostile requests to every endpoint.
 func TestEdgeFuzz(t *testing.T) {
+	t.Parallel()
 	tools := startTools(t)
 	fake := startFakeLLM(t, "openai")
 	rt, _ := startRouter(t, edgeRegistry(t, tools.addr, fake), "EDGE_LLM_KEY=sk-edge", "TOOLROUTER_MAX_BODY_BYTES=1048576")

@@ -6,14 +6,16 @@
 // processes listen on 127.0.0.1:0, its store is memory:// or a database of
 // its own (pgtest), its files are in t.TempDir(), it sets no variable of
 // this process, and it asserts no duration. Up to -parallel of them run at
-// once (GOMAXPROCS by default: 2 on a two-core machine, where each runs
-// race-built processes). Serial on purpose, and to stay so: tests that
+// once: 4 unless -parallel is given (not GOMAXPROCS, the testing package's
+// default: these tests mostly wait on other processes and sockets, so on a
+// two-core machine two at a time left a core idle — e2e used about 0.8 of
+// the 2 cores). Serial on purpose, and to stay so: tests that
 // assert timing or rates (200 ms run heartbeats, log lines per second, a
 // concurrency peak reached within a window, shutdown deadlines, expiry
 // and circuit cool-downs), that measure memory or cost (abuse_*) or hammer
 // the router from many goroutines, that take an address with freeAddr
-// (free a moment ago: a parallel test could take it), that drive Chromium
-// or the MCP conformance suite, or that kill, restart or signal processes
+// (free a moment ago: a parallel test could take it), that drive Chromium,
+// or that kill, restart or signal processes
 // (crash, process, edge_shutdown, mcpserver, mcpstdio, store_lost,
 // replicas, runs).
 package e2e_test
@@ -23,6 +25,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -56,6 +59,13 @@ func TestMain(m *testing.M) {
 }
 
 func runMain(m *testing.M) int {
+	flag.Parse()
+	if !flagGiven("test.parallel") {
+		if err := flag.Set("test.parallel", "4"); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+	}
 	dir, err := os.MkdirTemp("", "toolrouterd-e2e-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -97,6 +107,13 @@ func runMain(m *testing.M) int {
 		return 1
 	}
 	return pgtest.Main(m)
+}
+
+// flagGiven says whether the command line set the flag name.
+func flagGiven(name string) bool {
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == name })
+	return given
 }
 
 // freeAddr returns a loopback address that was free a moment ago, for a

@@ -126,27 +126,29 @@ var passedLine = regexp.MustCompile(`Passed: (\d+)/(\d+), (\d+) failed`)
 
 // TestMCPConformance runs every tool scenario of the suite for 2025-11-25
 // and 2026-07-28 against toolrouterd fronting the fixture; any failed check
-// fails the test.
+// fails the test. The scenarios are clients of their own sessions (or, on
+// 2026-07-28, of none), so they run in parallel against one gateway, like
+// the clients of a deployment, and the test with the other parallel ones.
 func TestMCPConformance(t *testing.T) {
+	t.Parallel()
 	dir := conformanceDir(t)
 	router := startGateway(t)
 	for _, version := range []string{"2025-11-25", "2026-07-28"} {
-		var summary []string
 		for _, scenario := range conformanceScenarios[version] {
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-			cmd := exec.CommandContext(ctx, "bash", "../scripts/run-mcp-conformance.sh", dir, "server",
-				"--url", router.URL()+"/mcp", "--scenario", scenario, "--spec-version", version)
-			out, err := cmd.CombinedOutput()
-			cancel()
-			m := passedLine.FindSubmatch(out)
-			if err != nil || m == nil || string(m[3]) != "0" || string(m[1]) != string(m[2]) {
-				t.Errorf("%s %s failed (%v):\n%s", version, scenario, err, out)
-				summary = append(summary, scenario+" FAILED")
-				continue
-			}
-			summary = append(summary, fmt.Sprintf("%s %s/%s", scenario, m[1], m[2]))
+			t.Run(version+"/"+scenario, func(t *testing.T) {
+				t.Parallel()
+				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+				defer cancel()
+				cmd := exec.CommandContext(ctx, "bash", "../scripts/run-mcp-conformance.sh", dir, "server",
+					"--url", router.URL()+"/mcp", "--scenario", scenario, "--spec-version", version)
+				out, err := cmd.CombinedOutput()
+				m := passedLine.FindSubmatch(out)
+				if err != nil || m == nil || string(m[3]) != "0" || string(m[1]) != string(m[2]) {
+					t.Fatalf("%s %s failed (%v):\n%s", version, scenario, err, out)
+				}
+				t.Logf("%s/%s checks passed", m[1], m[2])
+			})
 		}
-		t.Logf("conformance %s: %s", version, strings.Join(summary, ", "))
 	}
 }
 

@@ -210,6 +210,7 @@ const stderrLinesPerSecond = 50
 // process that exited (it lives); the server is restarted and answers the
 // next call (issue 21, item 15).
 func TestStdioReplyOverLineLimitThroughTheBinary(t *testing.T) {
+	t.Parallel()
 	reg := fmt.Sprintf("mcp_servers:\n  - name: fx\n    command: [%q, -stdio]\n    timeout: 2m\n", fixtureBin(t))
 	rt, _ := startRouter(t, reg, "TOOLROUTER_LOG_LEVEL=info")
 	route := func(tool string, args map[string]any) map[string]any {

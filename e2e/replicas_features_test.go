@@ -516,6 +516,7 @@ func TestReplicaFeatures(t *testing.T) {
 // record each time). Approved on B, the new definition is served on A,
 // and on B once its instance lists it too.
 func TestReplicaPinChangeSeenByOneReplica(t *testing.T) {
+	t.Parallel()
 	db := pgtest.Start(t)
 	fixA, fixB := startFixture(t), startFixture(t)
 	fake := startFakeLLM(t, "openai")

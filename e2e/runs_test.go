@@ -162,6 +162,7 @@ func decodeRun(t *testing.T, r response) runResult {
 // gemini, bedrock), speaking its exact wire format and refusing what the
 // real API refuses: multi-turn loops, parallel calls, errors fed back.
 func TestRunsAgainstEachProvider(t *testing.T) {
+	t.Parallel()
 	for _, provider := range llmtest.Providers {
 		provider := string(provider)
 		t.Run(provider, func(t *testing.T) {

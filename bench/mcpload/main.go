@@ -24,6 +24,7 @@ import (
 	"net/url"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -34,6 +35,7 @@ type config struct {
 	name        string
 	url         string
 	tool        string
+	toolPrefix  string
 	args        map[string]any
 	rate        float64
 	duration    time.Duration
@@ -70,6 +72,7 @@ func main() {
 	flag.StringVar(&c.url, "url", "", "MCP endpoint (streamable HTTP), loopback only; required")
 	flag.StringVar(&c.name, "name", "", "name printed in the result (default: the URL)")
 	flag.StringVar(&c.tool, "tool", "echo", "tool to call")
+	flag.StringVar(&c.toolPrefix, "tool-prefix", "", "call the first listed tool whose name starts with this instead of -tool (toolrouterd's /mcp names a backend's tool bench_echo_<hash>)")
 	flag.StringVar(&args, "args", `{"msg":"hi"}`, "the tool's arguments, a JSON object")
 	flag.Float64Var(&c.rate, "rate", 0, "calls per second, open loop; 0 = full speed, closed loop")
 	flag.DurationVar(&c.duration, "duration", 10*time.Second, "measured duration")
@@ -229,6 +232,20 @@ func (r *runner) phase(d time.Duration, record bool) (*stats, time.Duration) {
 	return all, elapsed
 }
 
+// findTool is the name of the first tool the server lists whose name
+// starts with prefix.
+func findTool(ctx context.Context, cs *mcp.ClientSession, prefix string) (string, error) {
+	for t, err := range cs.Tools(ctx, nil) {
+		if err != nil {
+			return "", fmt.Errorf("tools/list: %w", err)
+		}
+		if strings.HasPrefix(t.Name, prefix) {
+			return t.Name, nil
+		}
+	}
+	return "", fmt.Errorf("no tool named %s*", prefix)
+}
+
 func run(c config) (result, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -244,6 +261,11 @@ func run(c config) (result, error) {
 		return result{}, fmt.Errorf("connect: %w", err)
 	}
 	defer cs.Close()
+	if c.toolPrefix != "" {
+		if c.tool, err = findTool(ctx, cs, c.toolPrefix); err != nil {
+			return result{}, err
+		}
+	}
 	r := &runner{cfg: c, cs: cs}
 	if c.warmup > 0 {
 		r.phase(c.warmup, false)

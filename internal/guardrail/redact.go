@@ -256,9 +256,22 @@ func entropy(s string) float64 {
 // they are, everything else is copied as it was, so the memory it takes is
 // the output's size plus that of its longest string, a few times.
 func (r *redactor) json(raw json.RawMessage, found map[string]int) json.RawMessage {
-	if len(raw) == 0 || !json.Valid(raw) {
-		return raw
+	out, _ := r.jsonChecked(raw, found, false)
+	return out
+}
+
+// jsonChecked is json for raw that checked says is known to be valid JSON
+// (toolrouter.Outcome.OutputChecked: not scanned again to know); ok reports
+// that raw was valid, so that what it returns is too.
+func (r *redactor) jsonChecked(raw json.RawMessage, found map[string]int, checked bool) (_ json.RawMessage, ok bool) {
+	if len(raw) == 0 || !checked && !json.Valid(raw) {
+		return raw, false
 	}
+	return r.walk(raw, found), true
+}
+
+// walk is json's work on raw, which is valid JSON.
+func (r *redactor) walk(raw json.RawMessage, found map[string]int) json.RawMessage {
 	var out []byte // nil until something is replaced
 	copied := 0    // raw[:copied] is in out
 	// Whether the next string is an object member's name, by depth.
@@ -366,7 +379,13 @@ func total(found map[string]int) int {
 // decision counts the secrets and names their kinds.
 func (h *hook) redactOutcome(out toolrouter.Outcome) (toolrouter.Outcome, toolrouter.GuardrailDecision) {
 	found := map[string]int{}
-	out.Output = h.redact.json(out.Output, found)
+	var valid bool
+	out.Output, valid = h.redact.jsonChecked(out.Output, found, out.OutputChecked())
+	if valid {
+		// Valid JSON redacted is valid JSON: the next hook, or step, need
+		// not scan it again.
+		out.MarkChecked()
+	}
 	out.Err = h.redact.text(out.Err, found)
 	// The MCP result holds the output again (structuredContent, text),
 	// and may hold more that /mcp passes on (a text block beside a

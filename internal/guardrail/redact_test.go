@@ -83,3 +83,65 @@ func TestRedactOutcomeMCPResultOnly(t *testing.T) {
 		t.Errorf("a secret in the output and the MCP result counted %d times", d.Redacted)
 	}
 }
+
+// TestRedactOutcomeHandsTheCheckAlong (issue 37: an output scanned once):
+// an output the backend checked is redacted without a scan to check it
+// again, and what redaction makes of valid JSON is marked checked for the
+// next hook or step; an output nobody checked is checked here, and one
+// that is not JSON is left as it was, unmarked.
+func TestRedactOutcomeHandsTheCheckAlong(t *testing.T) {
+	h := &hook{redact: newRedactor(nil)}
+	const key = "ghp_R2d2C3poR2d2C3poR2d2C3poR2d2C3poab12"
+	for _, c := range []struct {
+		name, output   string
+		marked         bool
+		wantChecked    bool
+		wantRedactions int
+	}{
+		{"checked, with a secret", `{"t":"token ` + key + `"}`, true, true, 1},
+		{"checked, clean", `{"t":"fine"}`, true, true, 0},
+		{"not checked, valid", `{"t":"token ` + key + `"}`, false, true, 1},
+		{"not checked, not JSON", `{"t":"token ` + key, false, false, 0},
+	} {
+		out := toolrouter.Outcome{Output: json.RawMessage(c.output)}
+		if c.marked {
+			out.MarkChecked()
+		}
+		got, d := h.redactOutcome(out)
+		if got.OutputChecked() != c.wantChecked || d.Redacted != c.wantRedactions {
+			t.Errorf("%s: checked %v, %d redacted; want %v, %d (output %s)", c.name, got.OutputChecked(), d.Redacted, c.wantChecked, c.wantRedactions, got.Output)
+		}
+	}
+	// Trusted, not scanned: a marked output is walked as JSON as it is
+	// (this one, which no backend would mark, shows that no check ran).
+	bad := toolrouter.Outcome{Output: json.RawMessage(`{"t":"` + key + `"`)}
+	bad.MarkChecked()
+	if _, ok := h.redact.jsonChecked(bad.Output, map[string]int{}, bad.OutputChecked()); !ok {
+		t.Error("a checked output was checked again")
+	}
+}
+
+// BenchmarkRedactOutcome is one redact hook on a 100 kB JSON output, as the
+// backend handed it along (checked) and as nobody had (scanned first to
+// check it is JSON): what handing the check along saves (issue 37).
+func BenchmarkRedactOutcome(b *testing.B) {
+	h := &hook{redact: newRedactor(nil)}
+	rows := make([]map[string]any, 0, 1000)
+	for i := range 1000 {
+		rows = append(rows, map[string]any{"id": i, "name": "row name " + strings.Repeat("x", 40), "ok": i%2 == 0})
+	}
+	raw, _ := json.Marshal(rows)
+	for _, checked := range []bool{true, false} {
+		b.Run(map[bool]string{true: "checked", false: "unchecked"}[checked], func(b *testing.B) {
+			out := toolrouter.Outcome{Output: raw}
+			if checked {
+				out.MarkChecked()
+			}
+			b.SetBytes(int64(len(raw)))
+			b.ReportAllocs()
+			for b.Loop() {
+				h.redactOutcome(out)
+			}
+		})
+	}
+}

@@ -53,6 +53,29 @@ func (q *routeRequest) Valid(context.Context) map[string]string {
 	return nil
 }
 
+// routeRequestOf is the body the request checker decoded and validated
+// against RouteRequest (whose additionalProperties: false and types make
+// these assertions exact), taken as it is: the body is parsed once per
+// request (issue 37), not a second time into the typed struct.
+func routeRequestOf(obj map[string]any) routeRequest {
+	var q routeRequest
+	q.PlanID, _ = obj["plan_id"].(string)
+	q.ToolCall, _ = obj["tool_call"].(map[string]any)
+	q.ProviderMetadata, _ = obj["provider_metadata"].(map[string]any)
+	return q
+}
+
+// batchRequestOf is routeRequestOf for BatchRequest: a message present
+// as JSON null is no message, as the typed decoding had it.
+func batchRequestOf(obj map[string]any) batchRequest {
+	var q batchRequest
+	q.PlanID, _ = obj["plan_id"].(string)
+	q.ToolCalls, _ = obj["tool_calls"].([]any)
+	q.Message = obj["message"]
+	q.ProviderMetadata, _ = obj["provider_metadata"].(map[string]any)
+	return q
+}
+
 // batchRequest is the body of POST /route/batch (api/openapi.yaml,
 // BatchRequest): tool_calls, or a whole assistant turn as message, each
 // kept as decoded.
@@ -94,11 +117,7 @@ func callRequest(view toolrouter.View, planID, entry string, payload any, meta m
 
 func handleRoute(rt Router, ap Approvals, views func() *vserver.Set) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		var req routeRequest
-		if err := decodeBody(r, &req); err != nil {
-			writeError(w, r, err)
-			return
-		}
+		req := routeRequestOf(body(r))
 		if err := invalid(req.Valid(r.Context())); err != nil {
 			writeError(w, r, err)
 			return
@@ -194,12 +213,8 @@ func streamRoute(w http.ResponseWriter, r *http.Request, rt Router, ap Approvals
 
 func handleBatch(rt Router, views func() *vserver.Set) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		var req batchRequest
-		err := decodeBody(r, &req)
-		if err == nil {
-			err = invalid(req.Valid(r.Context()))
-		}
-		if err != nil {
+		req := batchRequestOf(body(r))
+		if err := invalid(req.Valid(r.Context())); err != nil {
 			writeError(w, r, err)
 			return
 		}
@@ -208,6 +223,7 @@ func handleBatch(rt Router, views func() *vserver.Set) http.HandlerFunc {
 		if req.Message != nil {
 			// The whole turn is checked before any call is routed, so a
 			// turn refused burns no sequence.
+			var err error
 			if turn, err = format.SplitTurn(req.Message); err != nil {
 				writeError(w, r, err)
 				return

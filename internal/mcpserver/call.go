@@ -163,7 +163,7 @@ func (h *Handler) call(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Call
 		failed.MCPResult = nil
 		out = result(&failed)
 	}
-	return withResultType(out, modern), nil
+	return withResultType(out, modern, h.complete), nil
 }
 
 // stateError is the JSON-RPC error of a requestState that could not be

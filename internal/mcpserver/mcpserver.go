@@ -187,6 +187,8 @@ type Handler struct {
 
 	lim *lograte.Limiter // rate-limits error lines (a failing rate limiter or store)
 
+	complete *mcp.CallToolResult // resultType "complete", nothing else (withResultType)
+
 	keyMu sync.Mutex
 	key   []byte // the state key once known (mrtr.go)
 }
@@ -237,6 +239,7 @@ func New(d Deps) *Handler {
 	d.Logger = d.Logger.With().Str("component", "mcpserver").Logger()
 	slogger := slog.New(quieter{zerolog.NewSlogHandler(d.Logger)})
 	h := &Handler{d: d, lim: lograte.New(nil)}
+	h.complete = completeResult()
 	h.withClient = auth.RequireBearerToken(func(ctx context.Context, _ string, r *http.Request) (*auth.TokenInfo, error) {
 		c := access.FromContext(r.Context())
 		// UserID binds a session to its client in the SDK too.

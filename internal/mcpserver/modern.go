@@ -1,8 +1,10 @@
 package mcpserver
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/http"
+	"reflect"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -66,9 +68,50 @@ func modernSession(ss *mcp.ServerSession) bool {
 // withResultType gives res the resultType "complete" that 2026-07-28
 // requires of every result, or none for older protocol versions (a
 // backend's result may carry either). The SDK sets the field only for
-// results of its own tool handlers, and keeps it unexported: it is set
-// through the result's JSON.
-func withResultType(res *mcp.CallToolResult, modern bool) *mcp.CallToolResult {
+// results of its own tool handlers, and keeps it unexported: complete is
+// a result whose resultType was set through its JSON, once (New), and the
+// answer is a copy of it (or of an empty result, for older versions)
+// carrying res's exported fields. Going through the JSON on each call (a
+// marshal, an unmarshal to a map, a marshal and the SDK's unmarshal, which
+// allocates a 32 KiB buffer per value it decodes) cost an /mcp tools/call
+// more allocated bytes than toolrouterd's own work on it (issue 37); it is
+// kept for an SDK whose results cannot be so made (complete nil).
+func withResultType(res *mcp.CallToolResult, modern bool, complete *mcp.CallToolResult) *mcp.CallToolResult {
+	if complete == nil {
+		return withResultTypeJSON(res, modern)
+	}
+	out := &mcp.CallToolResult{}
+	if modern {
+		*out = *complete
+	}
+	src, dst := reflect.ValueOf(res).Elem(), reflect.ValueOf(out).Elem()
+	for i := range dst.NumField() {
+		if dst.Type().Field(i).IsExported() {
+			dst.Field(i).Set(src.Field(i))
+		}
+	}
+	if out.Content == nil {
+		out.Content = []mcp.Content{} // content is required: [], as its JSON had it
+	}
+	return out
+}
+
+// completeResult is a result with the resultType "complete" and nothing
+// else, for withResultType; nil if this SDK does not make one from its
+// JSON (its encoding must then say "complete").
+func completeResult() *mcp.CallToolResult {
+	out := &mcp.CallToolResult{}
+	if json.Unmarshal([]byte(`{"content":[],"resultType":"complete"}`), out) != nil {
+		return nil
+	}
+	if raw, err := json.Marshal(out); err != nil || !bytes.Contains(raw, []byte(`"resultType":"complete"`)) {
+		return nil
+	}
+	return out
+}
+
+// withResultTypeJSON is withResultType through res's JSON.
+func withResultTypeJSON(res *mcp.CallToolResult, modern bool) *mcp.CallToolResult {
 	raw, err := json.Marshal(res)
 	if err != nil {
 		return res

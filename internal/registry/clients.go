@@ -59,13 +59,7 @@ func (p *parser) clients() []Client {
 			Tools: p.globs(ptr + "/tools"), Approval: p.globs(ptr + "/approval"), VirtualServers: p.strs(ptr + "/virtual_servers"),
 			Models: p.globs(ptr + "/models"), Credentials: p.credentials(ptr + "/credentials"), MayAssertUser: p.flag(ptr + "/may_assert_user"),
 			ToolsLine: p.lines[ptr+"/tools"], ServersLine: p.lines[ptr+"/virtual_servers"], SpendLimit: p.spendLimit(ptr + "/spend_limit")}
-		switch line, dup := names[c.Name]; {
-		case c.Name == "":
-		case dup:
-			p.at(ptr+"/name", fmt.Sprintf("duplicate name (first at line %d)", line))
-		default:
-			names[c.Name] = p.line(ptr + "/name")
-		}
+		p.dup(names, ptr+"/name")
 		c.KeySHA256 = p.clientKey(ptr)
 		if c.KeySHA256 != nil {
 			field := "/key_env"
@@ -78,13 +72,8 @@ func (p *parser) clients() []Client {
 				keys[string(c.KeySHA256)] = c.Name
 			}
 		}
-		if s := p.str(ptr + "/jwt_subject"); s != "" {
-			if line, dup := subjects[s]; dup {
-				p.at(ptr+"/jwt_subject", fmt.Sprintf("duplicate jwt_subject (first at line %d)", line))
-			} else {
-				subjects[s] = p.line(ptr + "/jwt_subject")
-				c.JWTSubject = s
-			}
+		if !p.dup(subjects, ptr+"/jwt_subject") {
+			c.JWTSubject = p.str(ptr + "/jwt_subject")
 		}
 		if s := p.str(ptr + "/rate_limit"); s != "" {
 			r, err := ParseRate(s)

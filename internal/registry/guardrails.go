@@ -1,7 +1,6 @@
 package registry
 
 import (
-	"fmt"
 	"maps"
 	"regexp"
 	"slices"
@@ -48,11 +47,7 @@ func (p *parser) guardrails() []Guardrail {
 	for _, ptr := range p.items("/guardrails") {
 		g := Guardrail{Name: p.str(ptr + "/name"), Tools: []string{"*"}, Clients: []string{"*"}, Timeout: p.duration(ptr+"/timeout", defaultHookTimeout),
 			OnError: OnErrorDeny, Mode: ModeEnforce, Phase: PhaseBefore, Headers: p.headers(ptr + "/headers")}
-		if line, dup := names[g.Name]; dup {
-			p.at(ptr+"/name", fmt.Sprintf("duplicate name (first at line %d)", line))
-		} else if g.Name != "" {
-			names[g.Name] = p.line(ptr + "/name")
-		}
+		p.dup(names, ptr+"/name")
 		if p.exists(ptr + "/endpoint") {
 			g.Endpoint, _ = p.endpoint(ptr + "/endpoint")
 		} else if p.has(ptr + "/builtin") {
@@ -83,13 +78,10 @@ func (p *parser) guardrails() []Guardrail {
 // secretPatterns checks the patterns of a redacting guardrail.
 func (p *parser) secretPatterns(ptr string) []SecretPattern {
 	var out []SecretPattern
-	seen := map[string]bool{}
+	seen := map[string]int{}
 	for _, pp := range p.items(ptr) {
 		sp := SecretPattern{Name: p.str(pp + "/name"), Regex: p.str(pp + "/regex")}
-		if seen[sp.Name] && sp.Name != "" {
-			p.at(pp+"/name", "duplicate name")
-		}
-		seen[sp.Name] = true
+		p.dup(seen, pp+"/name")
 		if p.exists(pp + "/regex") {
 			switch re, err := regexp.Compile(sp.Regex); {
 			case err != nil:

@@ -160,11 +160,9 @@ func (p *parser) tools() []*toolrouter.Tool {
 			continue
 		}
 		pt := parsedTool{t, p.line(ptr + "/name"), ptr}
-		if line, dup := first[t.Name]; dup {
-			p.at(ptr+"/name", fmt.Sprintf("duplicate name (first at line %d)", line))
+		if p.dup(first, ptr+"/name") {
 			continue
 		}
-		first[t.Name] = pt.nameLine
 		parsed = append(parsed, pt)
 	}
 	p.aliasCollisions(parsed)
@@ -486,10 +484,7 @@ func (p *parser) providers() ([]toolrouter.Provider, map[string]int) {
 		} else if pr.BaseURL != "" && !p.httpURL(pr.BaseURL, ptr+"/base_url") {
 			pr.BaseURL = ""
 		}
-		if line, dup := first[pr.Name]; dup {
-			p.at(ptr+"/name", fmt.Sprintf("duplicate name (first at line %d)", line))
-		} else if pr.Name != "" {
-			first[pr.Name] = p.line(ptr + "/name")
+		if !p.dup(first, ptr+"/name") && pr.Name != "" {
 			out = append(out, pr)
 			if pr.APIKeyEnv != "" {
 				keyLines[pr.Name] = p.line(ptr + "/api_key_env")
@@ -534,11 +529,7 @@ func (p *parser) mcpServers() []toolrouter.MCPServer {
 			Headers: p.headers(ptr + "/headers"), Roots: p.globs(ptr + "/roots"), Unpinned: p.has(ptr+"/pin") && !p.flag(ptr+"/pin"),
 			PinNew: p.str(ptr + "/pin_new"), OnChange: p.str(ptr + "/on_change"), Budget: p.outputBudget(ptr),
 			Price: p.price(ptr + "/cost"), ToolPrices: p.toolPrices(ptr + "/tool_costs")}
-		if line, dup := first[s.Name]; dup && s.Name != "" {
-			p.at(ptr+"/name", fmt.Sprintf("duplicate name (first at line %d)", line))
-		} else if s.Name != "" {
-			first[s.Name] = p.line(ptr + "/name")
-		}
+		p.dup(first, ptr+"/name")
 		if p.exists(ptr + "/url") {
 			s.URL, _ = p.endpoint(ptr + "/url")
 		} else if p.exists(ptr + "/command") {

@@ -36,13 +36,7 @@ func (p *parser) virtualServers(reg *Registry) []VirtualServer {
 	for _, ptr := range p.items("/virtual_servers") {
 		vs := VirtualServer{Name: p.str(ptr + "/name"), Line: p.line(ptr), Tools: p.globs(ptr + "/tools"), Search: p.str(ptr+"/discovery") == "search",
 			MaxOutputBytes: p.num(ptr + "/max_output_bytes"), MaxOutputTokens: p.num(ptr + "/max_output_tokens"), SpendLimit: p.spendLimit(ptr + "/spend_limit")}
-		ok := vs.Name != ""
-		if line, dup := first[vs.Name]; dup && ok {
-			p.at(ptr+"/name", fmt.Sprintf("duplicate name (first at line %d)", line))
-			ok = false
-		} else if ok {
-			first[vs.Name] = p.line(ptr + "/name")
-		}
+		ok := !p.dup(first, ptr+"/name") && vs.Name != ""
 		vs.Overrides = p.overrides(ptr, vs, reg)
 		p.exportedNames(vs, reg, ptr)
 		if ok {

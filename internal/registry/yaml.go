@@ -61,6 +61,23 @@ func newParser(file string, getenv func(string) string, schema *registrySchema) 
 // at reports a problem of the value at ptr, on its line.
 func (p *parser) at(ptr, why string) { p.atLine(p.line(ptr), ptr, why) }
 
+// dup says whether the value at ptr is one seen before in seen (value →
+// the line it was first at), and reports it as a duplicate naming that
+// line; a new value is recorded. An empty value is never a duplicate
+// (its absence is reported elsewhere).
+func (p *parser) dup(seen map[string]int, ptr string) bool {
+	v := p.str(ptr)
+	if v == "" {
+		return false
+	}
+	if line, ok := seen[v]; ok {
+		p.at(ptr, fmt.Sprintf("duplicate %s (first at line %d)", ptr[strings.LastIndexByte(ptr, '/')+1:], line))
+		return true
+	}
+	seen[v] = p.line(ptr)
+	return false
+}
+
 // atKey reports a problem of the key of ptr, on the key's line.
 func (p *parser) atKey(ptr, why string) {
 	line, ok := p.keyLines[ptr]

@@ -241,10 +241,14 @@ func (c *Client) attempt(ctx, callCtx context.Context, timeout time.Duration, re
 		out = toolrouter.Failure(toolrouter.CategoryParse, "tool returned a non-JSON reply (Content-Type %s): %s", truncate(ct, nonJSONPrefix), truncate(string(data), nonJSONPrefix))
 	case len(bytes.TrimSpace(data)) == 0:
 		out.Output = json.RawMessage("null")
+		out.MarkChecked()
 	case !json.Valid(data):
 		out = toolrouter.Failure(toolrouter.CategoryParse, "tool returned a non-JSON reply: %s", truncate(string(data), nonJSONPrefix))
 	default:
+		// Still one JSON value with its invalid UTF-8 replaced (json.Valid
+		// admits such bytes only inside strings): checked, once.
 		out.Output, out.InvalidUTF8 = validUTF8(data)
+		out.MarkChecked()
 		out.Budgeted = budget != nil
 	}
 	if taken > 0 && !out.Budgeted {

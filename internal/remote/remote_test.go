@@ -967,3 +967,17 @@ func TestCallEndpointsSharedAndDistinct(t *testing.T) {
 		t.Errorf("requests %q, want %q", paths, want)
 	}
 }
+
+// TestCallMarksItsOutputChecked: the output the client checked is JSON is
+// handed along marked (issue 37), so that redaction and shaping do not scan
+// it again to know; a reply with invalid UTF-8 replaced is still checked.
+func TestCallMarksItsOutputChecked(t *testing.T) {
+	for _, reply := range []string{`{"a":[1,2]}`, "{\"a\":\"\xff\"}", ""} {
+		srv := serve(t, func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, reply) })
+		out := newClient(t, remote.Options{}).Call(context.Background(), toolrouter.ExecRequest{Tool: newTool(srv.URL)})
+		assertSuccess(t, out)
+		if !out.OutputChecked() {
+			t.Errorf("reply %q: output %q not marked checked", reply, out.Output)
+		}
+	}
+}

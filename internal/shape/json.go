@@ -33,8 +33,12 @@ func (n *node) total() int { return len(n.kids) + n.more }
 // fit in max), the rest only counted. It reads raw in place (no decoder,
 // nothing allocated for what it only counts): the memory a shaping takes is
 // so bounded by its budget (times the depth), not by the output's size.
-func parse(raw []byte, max int) (*node, error) {
-	if !json.Valid(raw) {
+func parse(raw []byte, max int) (*node, error) { return parseChecked(raw, max, false) }
+
+// parseChecked is parse for raw that checked says is known to be valid
+// JSON: it is not scanned a first time to know.
+func parseChecked(raw []byte, max int, checked bool) (*node, error) {
+	if len(raw) == 0 || !checked && !json.Valid(raw) {
 		return nil, fmt.Errorf("not one JSON value")
 	}
 	p := &parser{raw: raw, left: max, kids: max/2 + 1}

@@ -77,6 +77,13 @@ func CheckKeep(path string) error {
 // output stays (for the text marker). It returns the output unchanged and
 // false when it fits.
 func (s *Shaper) Output(raw json.RawMessage, b toolrouter.OutputBudget, where string) (json.RawMessage, bool) {
+	return s.output(raw, b, where, false)
+}
+
+// output is Output for raw that checked says is known to be valid JSON
+// (toolrouter.Outcome.OutputChecked): it is parsed without a scan to
+// check it first.
+func (s *Shaper) output(raw json.RawMessage, b toolrouter.OutputBudget, where string, checked bool) (json.RawMessage, bool) {
 	if b.IsZero() {
 		return raw, false
 	}
@@ -92,7 +99,7 @@ func (s *Shaper) Output(raw json.RawMessage, b toolrouter.OutputBudget, where st
 			limit = max(16*b.Tokens, MinBytes)
 		}
 	}
-	f := &fitter{raw: raw, keep: b.Keep, where: where}
+	f := &fitter{raw: raw, keep: b.Keep, where: where, checked: checked}
 	out, cut := raw, false
 	if len(raw) > limit {
 		out, cut = f.fit(limit), true
@@ -133,9 +140,10 @@ func (s *Shaper) Output(raw json.RawMessage, b toolrouter.OutputBudget, where st
 // fitter shapes one output into successively smaller limits, decoding or
 // parsing it once, at the first (largest) limit.
 type fitter struct {
-	raw   json.RawMessage
-	keep  []string
-	where string
+	raw     json.RawMessage
+	keep    []string
+	where   string
+	checked bool // raw is known to be valid JSON
 
 	parsed bool
 	str    *string // a string output, decoded
@@ -156,7 +164,7 @@ func (f *fitter) fit(limit int) json.RawMessage {
 				f.tree = project(trimmed, f.keep)
 			}
 			if f.tree == nil {
-				f.tree, _ = parse(trimmed, limit)
+				f.tree, _ = parseChecked(trimmed, limit, f.checked)
 			}
 		}
 	}

@@ -26,12 +26,13 @@ func (s *Shaper) Stage(next toolrouter.Next) toolrouter.Next {
 			return out
 		}
 		where := "GET /results/" + req.ID
-		shaped, cut := s.Output(out.Output, b, where)
+		shaped, cut := s.output(out.Output, b, where, out.OutputChecked())
 		if !cut {
 			return out
 		}
 		out.Note = fmt.Sprintf("output: %d bytes shaped to %d (%s); the whole output: %s", len(out.Output), len(shaped), describe(b), where)
 		out.FullOutput, out.Output = out.Output, shaped
+		out.MarkChecked() // a shaped output is valid JSON by construction
 		if out.MCPResult != nil {
 			out.MCPResult = s.MCPResult(out.MCPResult, max(len(shaped), MinBytes), b.Keep, where)
 		}

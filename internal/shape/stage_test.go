@@ -101,3 +101,22 @@ func echoCall(t *testing.T, tool, args string) any {
 	}
 	return v
 }
+
+// TestShapedOutputIsMarkedChecked: a shaped output is valid JSON by
+// construction and handed along marked (issue 37), whether the output it
+// was shaped from was marked or not.
+func TestShapedOutputIsMarkedChecked(t *testing.T) {
+	raw, _ := json.Marshal(map[string]string{"text": strings.Repeat("0123456789", 1000)})
+	for _, marked := range []bool{true, false} {
+		in := toolrouter.Outcome{Output: raw, Answered: true}
+		if marked {
+			in.MarkChecked()
+		}
+		stage := shape.New().Stage(func(context.Context, *toolrouter.CallRequest) toolrouter.Outcome { return in })
+		req := &toolrouter.CallRequest{Tool: &toolrouter.Tool{Name: "big", Budget: toolrouter.OutputBudget{Bytes: 500}}}
+		out := stage(context.Background(), req)
+		if len(out.Output) > 500 || !json.Valid(out.Output) || !out.OutputChecked() {
+			t.Errorf("marked %v: shaped to %d bytes, valid %v, checked %v", marked, len(out.Output), json.Valid(out.Output), out.OutputChecked())
+		}
+	}
+}

@@ -78,6 +78,22 @@ type Outcome struct {
 	// Credential describes the backend credential the call was made with
 	// (for the audit trail); nil for the registry's static headers.
 	Credential *CredentialUse
+	// checked is Output as it was when MarkChecked was called: see
+	// OutputChecked.
+	checked json.RawMessage
+}
+
+// MarkChecked records that o.Output is one valid JSON value, as the
+// caller checked (or made it), so that the later steps of the pipeline
+// (redaction, shaping) need not scan it again to know (issue 37: an output
+// is scanned once, and what a step learnt is handed along). The mark holds
+// for these very bytes: an Output set anew afterwards is not marked.
+func (o *Outcome) MarkChecked() { o.checked = o.Output }
+
+// OutputChecked reports whether o.Output is the one MarkChecked marked:
+// the same bytes (same array, same length), not a copy or a new value.
+func (o Outcome) OutputChecked() bool {
+	return len(o.Output) > 0 && len(o.checked) == len(o.Output) && &o.checked[0] == &o.Output[0]
 }
 
 // Success reports whether the call succeeded.

@@ -3,6 +3,7 @@ package toolrouter_test
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 
 	"regexp"
 	"strings"
@@ -102,5 +103,31 @@ func TestAliases(t *testing.T) {
 	}
 	if got := toolrouter.ExportName(toolrouter.FormatLangChain, "test/echo"); got != "test/echo" {
 		t.Errorf("langchain accepts any name: %q", got)
+	}
+}
+
+// TestOutcomeMarkChecked: the mark holds for the very bytes marked, in
+// copies of the Outcome, and for nothing set afterwards.
+func TestOutcomeMarkChecked(t *testing.T) {
+	var o toolrouter.Outcome
+	if o.OutputChecked() {
+		t.Error("an empty outcome is checked")
+	}
+	o.Output = json.RawMessage(`{"a":1}`)
+	if o.OutputChecked() {
+		t.Error("an output nobody marked is checked")
+	}
+	o.MarkChecked()
+	c := o
+	if !o.OutputChecked() || !c.OutputChecked() {
+		t.Error("a marked output (or its outcome's copy) is not checked")
+	}
+	c.Output = append(json.RawMessage(nil), o.Output...)
+	if c.OutputChecked() {
+		t.Error("a copy of the bytes set anew is checked")
+	}
+	o.Output = o.Output[:3]
+	if o.OutputChecked() {
+		t.Error("a shorter output set anew is checked")
 	}
 }

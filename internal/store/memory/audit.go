@@ -47,6 +47,12 @@ func (m *Store) appendAudit(recs []toolrouter.AuditRecord) {
 		}
 		m.audit.recs = append(m.audit.recs, r)
 	}
+	// Past MaxAudit the oldest records go, an eighth of them at a time
+	// (so that the copy is amortised), as the retention sweep deletes
+	// those past TOOLROUTER_AUDIT_RETENTION.
+	if most := max(m.MaxAudit, 1); len(m.audit.recs) > most+most/8 {
+		m.audit.recs = append(make([]toolrouter.AuditRecord, 0, most+most/8+1), m.audit.recs[len(m.audit.recs)-most:]...)
+	}
 }
 
 // ListAudit implements store.Tenancy.

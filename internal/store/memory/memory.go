@@ -18,17 +18,47 @@ type Store struct {
 	mu sync.Mutex
 	// Now is the clock of key expiry and of the end of interrupted runs;
 	// a test may set it before the store is used.
-	Now       func() time.Time
-	next      map[string]int64
-	results   map[string][]byte
-	saved     map[string]time.Time // when each result was stored (retention)
-	keys      map[string]*memKey
-	runs      map[string]*memRun
-	approvals approvals
-	audit     auditLog             // audit.go
-	pins      map[[2]string]memPin // pins.go
-	marks     map[string]mark      // marks.go
-	spend     spendLedger          // spend.go
+	Now func() time.Time
+	// MaxResults and MaxAudit bound what the store keeps: past them the
+	// oldest results (audit records) are deleted, as the retention sweep
+	// deletes those past TOOLROUTER_RESULT_RETENTION
+	// (TOOLROUTER_AUDIT_RETENTION), so that memory stays flat however
+	// many calls are routed (issue 37). New sets DefaultMaxResults and
+	// DefaultMaxAudit; a test may lower them before the store is used.
+	MaxResults, MaxAudit int
+	next                 map[string]int64
+	results              map[string][]byte
+	saved                map[string]savedAt // when each result was stored (retention)
+	order                []savedKey         // results' keys, oldest first (MaxResults)
+	orderHead            int                // order[:orderHead] are gone
+	stored               uint64             // results stored so far (savedAt.n)
+	keys                 map[string]*memKey
+	runs                 map[string]*memRun
+	approvals            approvals
+	audit                auditLog             // audit.go
+	pins                 map[[2]string]memPin // pins.go
+	marks                map[string]mark      // marks.go
+	spend                spendLedger          // spend.go
+}
+
+// DefaultMaxResults and DefaultMaxAudit are New's MaxResults and MaxAudit:
+// about 64 MB of results and audit records of small calls.
+const (
+	DefaultMaxResults = 1 << 16
+	DefaultMaxAudit   = 1 << 16
+)
+
+// savedAt is when a result was stored, and its number in the order of
+// storing (n tells a key stored again after it was deleted from its older
+// entry in order).
+type savedAt struct {
+	at time.Time
+	n  uint64
+}
+
+type savedKey struct {
+	key string
+	n   uint64
 }
 
 type memKey struct {
@@ -51,12 +81,14 @@ type memRun struct {
 // New returns an empty in-memory store.
 func New() *Store {
 	return &Store{
-		Now:     time.Now,
-		next:    make(map[string]int64),
-		results: make(map[string][]byte),
-		saved:   make(map[string]time.Time),
-		keys:    make(map[string]*memKey),
-		runs:    make(map[string]*memRun),
+		Now:        time.Now,
+		MaxResults: DefaultMaxResults,
+		MaxAudit:   DefaultMaxAudit,
+		next:       make(map[string]int64),
+		results:    make(map[string][]byte),
+		saved:      make(map[string]savedAt),
+		keys:       make(map[string]*memKey),
+		runs:       make(map[string]*memRun),
 	}
 }
 
@@ -88,9 +120,52 @@ func (m *Store) SaveResult(_ context.Context, res *toolrouter.Result, audit ...t
 	defer m.mu.Unlock()
 	key := toolrouter.ScopedKey(res.Client, res.ToolCallID)
 	m.results[key] = b
-	m.saved[key] = m.Now()
+	if old, ok := m.saved[key]; ok {
+		// Stored again (a held call's decision): its place in the order stays.
+		m.saved[key] = savedAt{at: m.Now(), n: old.n}
+	} else {
+		m.stored++
+		m.saved[key] = savedAt{at: m.Now(), n: m.stored}
+		m.order = append(m.order, savedKey{key, m.stored})
+		for len(m.results) > max(m.MaxResults, 1) {
+			m.deleteOldest()
+		}
+	}
 	m.appendAudit(audit)
 	return nil
+}
+
+// deleteOldest deletes the oldest result still stored; m.mu is held.
+func (m *Store) deleteOldest() {
+	for m.orderHead < len(m.order) {
+		k := m.order[m.orderHead]
+		m.order[m.orderHead] = savedKey{}
+		m.orderHead++
+		if s, ok := m.saved[k.key]; ok && s.n == k.n {
+			delete(m.saved, k.key)
+			delete(m.results, k.key)
+			break
+		}
+	}
+	m.compactOrder()
+}
+
+// compactOrder drops the keys of deleted results from the front of order
+// and, once half of it is gone, moves the rest to a new slice, so that
+// order is at most about twice the results stored; m.mu is held.
+func (m *Store) compactOrder() {
+	for m.orderHead < len(m.order) {
+		k := m.order[m.orderHead]
+		if s, ok := m.saved[k.key]; ok && s.n == k.n {
+			break
+		}
+		m.order[m.orderHead] = savedKey{}
+		m.orderHead++
+	}
+	if m.orderHead > 64 && m.orderHead*2 >= len(m.order) {
+		m.order = append(make([]savedKey, 0, 2*(len(m.order)-m.orderHead)), m.order[m.orderHead:]...)
+		m.orderHead = 0
+	}
 }
 
 // GetResult implements store.Store.

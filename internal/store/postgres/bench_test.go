@@ -2,8 +2,13 @@ package postgres
 
 import (
 	"context"
-
+	"strings"
 	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 
 	"github.com/toolrouterd/toolrouterd/internal/store/pgtest"
 
@@ -29,4 +34,83 @@ func BenchmarkSaveResult(b *testing.B) {
 		return s.commit(ctx, ws)
 	}, pgWriteQueue, pgWriteBatch)
 	storebench.BenchSaveResult(b, s, func() int { return commits })
+}
+
+// BenchmarkWALPerRoute is what a route costs PostgreSQL's log at a fixed
+// rate: b.N routes (a sequence, then the result and its audit record
+// written behind), one every millisecond (1,000 routes/s, each alone, as
+// under the fixed-rate bench), then the server's count of commits
+// (pg_stat_database xact_commit) and of WAL writes and syncs (pg_stat_wal,
+// each a flush of the log to the kernel; syncs are 0 under pgtest's
+// fsync=off) per route, the store's connections committing synchronously
+// as PostgreSQL's default has it. The store is closed first, so that its backends
+// report their counts as they exit. Run with -benchtime=2000x.
+func BenchmarkWALPerRoute(b *testing.B) {
+	ctx := context.Background()
+	url := pgtest.Start(b)
+	// pgtest's server commits asynchronously; the store's connections
+	// commit as in production (each commit waits for its WAL flush).
+	sep := "?"
+	if strings.Contains(url, "?") {
+		sep = "&"
+	}
+	s, err := Open(ctx, url+sep+"synchronous_commit=on")
+	if err != nil {
+		b.Fatal(err)
+	}
+	closed := false
+	stats := func() (commits, writes, syncs int64) {
+		conn, err := pgx.Connect(ctx, url)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer conn.Close(ctx)
+		// The store's backends report their counts as they exit: wait
+		// for them to be gone (a closed pool's are, soon after).
+		for {
+			var n int
+			if err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE application_name = 'toolrouterd'`).Scan(&n); err != nil {
+				b.Fatal(err)
+			}
+			if n == 0 || !closed {
+				break
+			}
+			time.Sleep(10 * time.Millisecond) // polling the server, not synchronising goroutines
+		}
+		if err := conn.QueryRow(ctx, `SELECT (SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()),
+			wal_write, wal_sync FROM pg_stat_wal`).Scan(&commits, &writes, &syncs); err != nil {
+			b.Fatal(err)
+		}
+		return commits, writes, syncs
+	}
+	// Migrations and connections first, then the counts before.
+	if _, err := s.NextSequence(ctx, "warm"); err != nil {
+		b.Fatal(err)
+	}
+	c0, w0, s0 := stats()
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	b.ResetTimer()
+	for i := range b.N {
+		<-tick.C
+		seq, err := s.NextSequence(ctx, "bench")
+		if err != nil {
+			b.Fatal(err)
+		}
+		id, _ := toolrouter.ToolCallID("bench", seq)
+		res, rec := storebench.Route(id, int64(i))
+		if err := s.SaveResult(ctx, res, rec); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		b.Fatal(err)
+	}
+	b.StopTimer()
+	closed = true
+	c1, w1, s1 := stats()
+	// The stats connection's own commits (one per stats() call) are left out.
+	b.ReportMetric(float64(c1-c0-1)/float64(b.N), "commits/route")
+	b.ReportMetric(float64(w1-w0)/float64(b.N), "wal-writes/route")
+	b.ReportMetric(float64(s1-s0)/float64(b.N), "wal-syncs/route")
 }

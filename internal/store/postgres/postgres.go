@@ -62,6 +62,14 @@ const (
 	pgWriteQueue    = 4096
 	pgWriteBatch    = 512
 	pgCommitTimeout = 30 * time.Second
+	// pgWriteLinger is how long a group commit nobody waits for waits for
+	// more writes (writebehind.Writer.Linger), as on SQLite: at a moderate
+	// rate each route's result was a commit, a WAL flush, of its own
+	// (BenchmarkWALPerRoute: 1.78 commits per route at 1,000 routes/s,
+	// 1.1 with it). Nothing waits for it: a route answers before its
+	// commit, a keyed answer's commit is waited for (never delayed), and
+	// a read of this replica's store flushes the queue first.
+	pgWriteLinger = 10 * time.Millisecond
 )
 
 // Open connects to the database of a postgres:// or postgresql://
@@ -102,6 +110,7 @@ func open(ctx context.Context, url string, lazy bool) (*Store, error) {
 	// The group commit: results and key answers queued together go in one
 	// transaction, one round trip (docs/operations.md "Storage and durability").
 	p.w = writebehind.New(p.commit, pgWriteQueue, pgWriteBatch)
+	p.w.Linger = pgWriteLinger
 	p.seq = newSequencer(p.allocateGroup)
 	return p, nil
 }

