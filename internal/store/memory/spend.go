@@ -4,17 +4,80 @@ import (
 	"context"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
 
-// spendLedger is the spend ledger: entries by id.
-type spendLedger map[string]toolrouter.SpendEntry
+// spendLedger is the spend ledger: entries by id, and the ids in the
+// order they came, oldest first (order[:head] are gone). Past MaxAudit
+// entries the oldest are folded into rollups, one per client, virtual
+// server, tool, model, hour, currency and pricing, which are never folded:
+// memory stays bounded (as the audit trail's, issue 37) and every sum
+// stays exact for windows of whole hours (GET /usage's from and to) and
+// the limits' days and months; only the cost of a folded call by its id is
+// forgotten.
+type spendLedger struct {
+	entries map[string]*memSpend
+	order   []string
+	head    int
+}
+
+// memSpend is a ledger entry standing for n calls or turns (a rollup's n
+// is how many it folded).
+type memSpend struct {
+	e toolrouter.SpendEntry
+	n int64
+}
+
+// put stores e under its id; m.mu is held.
+func (m *Store) put(e toolrouter.SpendEntry) {
+	l := &m.spend
+	if l.entries == nil {
+		l.entries = map[string]*memSpend{}
+	}
+	if old, ok := l.entries[e.ID]; ok {
+		old.e = e
+		return
+	}
+	l.entries[e.ID] = &memSpend{e: e, n: 1}
+	l.order = append(l.order, e.ID)
+	for most := max(m.MaxAudit, 1); len(l.order)-l.head > most; l.head++ {
+		id := l.order[l.head]
+		old, ok := l.entries[id]
+		if !ok {
+			continue // dropped
+		}
+		delete(l.entries, id)
+		o := old.e
+		key := "\x00rollup\x1f" + o.Client + "\x1f" + o.VirtualServer + "\x1f" + o.Tool + "\x1f" + o.Model + "\x1f" + o.At.UTC().Format("2006-01-02T15") + "\x1f" + o.Currency
+		if o.Unpriced {
+			key += "\x1funpriced"
+		}
+		r, ok := l.entries[key]
+		if !ok {
+			hour := o.At.UTC().Truncate(time.Hour)
+			r = &memSpend{e: toolrouter.SpendEntry{ID: key, At: hour, Client: o.Client, VirtualServer: o.VirtualServer, Tool: o.Tool,
+				Model: o.Model, Currency: o.Currency, Unpriced: o.Unpriced}}
+			l.entries[key] = r
+		}
+		r.n += old.n
+		r.e.Amount += o.Amount
+		r.e.Usage.InputTokens += o.Usage.InputTokens
+		r.e.Usage.OutputTokens += o.Usage.OutputTokens
+		r.e.Usage.CachedInputTokens += o.Usage.CachedInputTokens
+	}
+	if l.head > len(l.order)/2 {
+		l.order = append([]string(nil), l.order[l.head:]...)
+		l.head = 0
+	}
+}
 
 // spent is what c's counter has spent; m.mu is held.
 func (m *Store) spent(c toolrouter.SpendCounter) toolrouter.Micros {
 	var sum toolrouter.Micros
-	for _, e := range m.spend {
+	for _, x := range m.spend.entries {
+		e := x.e
 		name := e.Client
 		if c.Scope == toolrouter.ScopeVirtualServer {
 			name = e.VirtualServer
@@ -35,10 +98,7 @@ func (m *Store) ReserveSpend(_ context.Context, e toolrouter.SpendEntry, checks 
 			return i, nil
 		}
 	}
-	if m.spend == nil {
-		m.spend = spendLedger{}
-	}
-	m.spend[e.ID] = e
+	m.put(e)
 	return -1, nil
 }
 
@@ -46,10 +106,7 @@ func (m *Store) ReserveSpend(_ context.Context, e toolrouter.SpendEntry, checks 
 func (m *Store) SettleSpend(_ context.Context, e toolrouter.SpendEntry) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.spend == nil {
-		m.spend = spendLedger{}
-	}
-	m.spend[e.ID] = e
+	m.put(e)
 	return nil
 }
 
@@ -57,7 +114,7 @@ func (m *Store) SettleSpend(_ context.Context, e toolrouter.SpendEntry) error {
 func (m *Store) DropSpend(_ context.Context, id string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	delete(m.spend, id)
+	delete(m.spend.entries, id)
 	return nil
 }
 
@@ -66,7 +123,8 @@ func (m *Store) Usage(_ context.Context, f toolrouter.UsageFilter) ([]toolrouter
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	groups := map[[2]string]*toolrouter.UsageRow{}
-	for _, e := range m.spend {
+	for _, x := range m.spend.entries {
+		e := x.e
 		at := e.At.UTC()
 		if !f.From.IsZero() && at.Before(f.From) || !f.To.IsZero() && !at.Before(f.To) || f.Client != "" && e.Client != f.Client {
 			continue
@@ -94,9 +152,9 @@ func (m *Store) Usage(_ context.Context, f toolrouter.UsageFilter) ([]toolrouter
 			groups[k] = r
 		}
 		r.Amount += e.Amount
-		r.Calls++
+		r.Calls += x.n
 		if e.Unpriced {
-			r.UnpricedCalls++
+			r.UnpricedCalls += x.n
 		}
 		r.InputTokens += e.Usage.InputTokens
 		r.OutputTokens += e.Usage.OutputTokens
@@ -126,8 +184,8 @@ func (m *Store) Costs(_ context.Context, ids []string) (map[string]toolrouter.Co
 	defer m.mu.Unlock()
 	out := map[string]toolrouter.Cost{}
 	for _, id := range ids {
-		if e, ok := m.spend[id]; ok {
-			out[id] = CostOfEntry(e)
+		if x, ok := m.spend.entries[id]; ok {
+			out[id] = CostOfEntry(x.e)
 		}
 	}
 	return out, nil
