@@ -205,6 +205,9 @@ type Spend interface {
 	DropSpend(ctx context.Context, id string) error
 	// Usage returns the groups f selects, by key then currency.
 	Usage(ctx context.Context, f toolrouter.UsageFilter) ([]toolrouter.UsageRow, error)
+	// PurgeSpend deletes at most limit ledger entries of calls and turns
+	// that started before before, and returns how many.
+	PurgeSpend(ctx context.Context, before time.Time, limit int) (int, error)
 	// Costs returns the costs of the ledger entries of ids that exist (a
 	// call's id: toolrouter.ScopedKey(client, tool_call_id)).
 	Costs(ctx context.Context, ids []string) (map[string]toolrouter.Cost, error)

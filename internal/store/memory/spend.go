@@ -200,3 +200,20 @@ func CostOfEntry(e toolrouter.SpendEntry) toolrouter.Cost {
 	}
 	return c
 }
+
+// PurgeSpend implements store.Spend.
+func (m *Store) PurgeSpend(_ context.Context, before time.Time, limit int) (int, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := 0
+	for id, x := range m.spend.entries {
+		if n == limit {
+			break
+		}
+		if x.e.At.Before(before) {
+			delete(m.spend.entries, id)
+			n++
+		}
+	}
+	return n, nil
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -115,4 +116,13 @@ func (p *Store) Costs(ctx context.Context, ids []string) (map[string]toolrouter.
 		out[id] = sqlstore.CostOf(cur, amount, unpriced, model, in, outT, cached)
 	}
 	return out, rows.Err()
+}
+
+// PurgeSpend implements store.Spend.
+func (p *Store) PurgeSpend(ctx context.Context, before time.Time, limit int) (int, error) {
+	tag, err := p.pool.Exec(ctx, `DELETE FROM spend WHERE id IN (SELECT id FROM spend WHERE at_us < $1 LIMIT $2)`, before.UTC().UnixMicro(), limit)
+	if err != nil {
+		return 0, fmt.Errorf("postgres purge spend: %w", err)
+	}
+	return int(tag.RowsAffected()), nil
 }

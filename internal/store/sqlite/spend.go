@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"time"
 
 	"github.com/toolrouterd/toolrouterd/internal/store/sqlstore"
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
@@ -95,4 +96,9 @@ func (s *Store) Costs(ctx context.Context, ids []string) (map[string]toolrouter.
 		out[id] = sqlstore.CostOf(cur, amount.Int64, unpriced.Int64, model, in.Int64, outT.Int64, cached.Int64)
 	}
 	return out, rows.Err()
+}
+
+// PurgeSpend implements store.Spend.
+func (s *Store) PurgeSpend(ctx context.Context, before time.Time, limit int) (int, error) {
+	return s.execCount(ctx, "purge spend", `DELETE FROM spend WHERE id IN (SELECT id FROM spend WHERE at_us < ? LIMIT ?)`, before.UTC().UnixMicro(), limit)
 }

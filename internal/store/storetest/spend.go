@@ -154,6 +154,17 @@ func spendSettleDropAndUsage(t *testing.T, _ Backend, open func() store.Store, _
 		costs["run/turn/1"].Usage == nil || costs["run/turn/1"].Usage.CachedInputTokens != 10 {
 		t.Errorf("costs %+v", costs)
 	}
+	// Purged: what started before day2, one entry.
+	if n, err := ss[0].PurgeSpend(ctx, day2, 10); err != nil || n != 1 {
+		t.Errorf("purge: %d %v, want 1", n, err)
+	}
+	costs, err = ss[1].Costs(ctx, []string{"tc_1", "tc_2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(costs) != 1 || costs["tc_2"].Amount != 1 {
+		t.Errorf("costs after the purge %+v, want tc_2's only", costs)
+	}
 }
 
 func equalRows[T comparable](a, b []T) bool {
