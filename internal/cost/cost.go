@@ -88,9 +88,14 @@ func (r *Refusal) Error() string {
 }
 
 // Reserve puts e in the ledger unless a spend limit of its client or
-// virtual server refuses it (then the Refusal, and nothing is kept).
+// virtual server refuses it (then the Refusal, and nothing is kept). With
+// no limit to check nothing is written: Settle writes the entry once the
+// call ran (one write a call, not two).
 func (m *Meter) Reserve(ctx context.Context, e toolrouter.SpendEntry) (*Refusal, error) {
 	checks := m.checks(e)
+	if len(checks) == 0 {
+		return nil, nil
+	}
 	i, err := m.Ledger.ReserveSpend(ctx, e, checks)
 	if err != nil {
 		return nil, fmt.Errorf("reserve spend: %w", err)
@@ -181,6 +186,7 @@ func (m *Meter) Stage(next toolrouter.Next) toolrouter.Next {
 		if v, ok := req.View.(viewNamer); ok {
 			e.VirtualServer = v.ViewName()
 		}
+		limited := len(m.checks(e)) > 0 // else Reserve writes nothing, and there is nothing to drop
 		refused, err := m.Reserve(ctx, e)
 		if err != nil {
 			zerolog.Ctx(ctx).Error().Err(err).Msg("spend ledger")
@@ -192,7 +198,9 @@ func (m *Meter) Stage(next toolrouter.Next) toolrouter.Next {
 		}
 		out := next(ctx, req)
 		if out.Held || out.Attempts == 0 && !out.Answered {
-			m.Drop(ctx, e.ID) // held (its resumption reserves again) or never sent
+			if limited {
+				m.Drop(ctx, e.ID) // held (its resumption reserves again) or never sent
+			}
 			return out
 		}
 		c := CallCost(req.Tool.Price, out)
