@@ -128,6 +128,9 @@ type Runner struct {
 	// Views are the virtual servers of the registry in force (docs/mcp.md
 	// "Virtual servers and tool search"); nil: none.
 	Views func() *vserver.Set
+	// Meter prices model turns and holds them to the spend limits
+	// (docs/costs.md); nil: not metered.
+	Meter Meter
 
 	bg  sync.WaitGroup // background runs
 	mu  sync.Mutex     // guards act
@@ -466,6 +469,7 @@ func addUsage(run *toolrouter.Run, u *llm.Usage) {
 	}
 	run.Usage.InputTokens += u.InputTokens
 	run.Usage.OutputTokens += u.OutputTokens
+	run.Usage.CachedInputTokens += u.CachedInputTokens
 	run.Usage.TotalTokens = run.Usage.InputTokens + run.Usage.OutputTokens
 }
 

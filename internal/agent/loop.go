@@ -169,6 +169,9 @@ func (x *execution) turn(ctx context.Context, iter int) *outcome {
 		if ctx.Err() != nil {
 			return cancelled(ctx)
 		}
+		if end, ok := budgetOutcome(err); ok {
+			return end
+		}
 		var pe *llm.ProviderError
 		if !errors.As(err, &pe) {
 			x.log.Warn().Err(err).Msg("model call failed")
@@ -191,8 +194,14 @@ func (x *execution) turn(ctx context.Context, iter int) *outcome {
 	if held(records) {
 		return x.pause(ctx, iter, resp.ToolCalls, records)
 	}
+	budgetRefused := x.addToolCosts(iter, records)
 	x.answer(resp.ToolCalls, records)
 	x.save(ctx)
+	if budgetRefused {
+		// A spend limit refused a call of the turn: the run ends here,
+		// every call answered (docs/costs.md "Spend limits").
+		return &outcome{status: toolrouter.RunTerminated, reason: toolrouter.ReasonBudgetExhausted, err: "a spend limit refused a tool call of the run"}
+	}
 	return x.checkRepeats(ctx, resp.ToolCalls)
 }
 
@@ -221,7 +230,16 @@ func (x *execution) ask(ctx context.Context, iter int) (llm.Response, error) {
 	if msg, over := x.r.overTurns(ctx); over {
 		return llm.Response{}, errors.New(msg)
 	}
+	spend, metered, err := x.reserveTurn(ctx, iter)
+	if err != nil {
+		return llm.Response{}, err
+	}
 	resp, err := x.p.adapter.Chat(ctx, llm.Request{Model: x.p.model, Messages: x.messages, Tools: x.p.tools, ToolChoice: x.p.req.ToolChoice})
+	if metered && err != nil {
+		x.r.Meter.Drop(ctx, spend.ID)
+	} else if metered {
+		x.settleTurn(ctx, iter, spend, resp.Usage)
+	}
 	x.mu.Lock()
 	x.run.Iterations = iter
 	if err == nil {
@@ -433,6 +451,7 @@ func record(rec *toolrouter.ToolCallRecord, res *toolrouter.Result) {
 	rec.Error, rec.ErrorCategory = res.Error, res.ErrorCategory
 	rec.DurationMS = res.DurationMS
 	rec.ApprovalID, rec.Status, rec.ConnectURL = res.ApprovalID, "", ""
+	rec.Cost = res.Cost
 	switch res.Status {
 	case toolrouter.ResultAwaitingApproval:
 		rec.Status = toolrouter.ResultAwaitingApproval

@@ -18,7 +18,7 @@ type AuditLog interface {
 // handleAudit answers GET /audit (api/openapi.yaml, operation listAudit):
 // admin clients (and anyone on an open service) only, records newest first, a page of limit with a cursor
 // to the next (docs/security.md "Audit trail").
-func handleAudit(log AuditLog) http.HandlerFunc {
+func handleAudit(log AuditLog, usage Usage) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if c := access.FromContext(r.Context()); c != nil && !c.Admin {
 			writeProblem(w, r, http.StatusForbidden, "", "GET /audit is for admin clients (admin: true in the registry's clients)")
@@ -62,6 +62,10 @@ func handleAudit(log AuditLog) http.HandlerFunc {
 		}
 		for i := range recs {
 			recs[i].FinishedAt = recs[i].Finished()
+		}
+		if err := withCosts(r.Context(), usage, recs); err != nil {
+			writeError(w, r, toolrouter.StoreError(err))
+			return
 		}
 		var next *string
 		if len(recs) == f.Limit {

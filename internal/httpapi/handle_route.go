@@ -4,10 +4,13 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"math"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/toolrouterd/toolrouterd/internal/format"
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
@@ -137,6 +140,12 @@ func handleRoute(rt Router, ap Approvals, views func() *vserver.Set, tasks Tasks
 			return
 		}
 		status := http.StatusOK
+		if budgetRefused(res) {
+			// docs/costs.md "Spend limits": refused before it ran; retry
+			// once the limit's period ends.
+			w.Header().Set("Retry-After", strconv.FormatInt(max(1, int64(math.Ceil(time.Until(res.RetryAfter).Seconds()))), 10))
+			status = http.StatusTooManyRequests
+		}
 		if res.Status == toolrouter.ResultAwaitingApproval {
 			// docs/approvals.md "Approvals": accepted, not done; the approval and
 			// the result to poll are named.
@@ -259,4 +268,9 @@ func handleBatch(rt Router, views func() *vserver.Set) http.HandlerFunc {
 		}
 		encode(w, r, http.StatusOK, resp)
 	}
+}
+
+// budgetRefused reports a result refused by a spend limit.
+func budgetRefused(res *toolrouter.Result) bool {
+	return res.ErrorCategory != nil && *res.ErrorCategory == toolrouter.CategoryBudget && !res.RetryAfter.IsZero()
 }

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"net/http"
+	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/go-chi/chi/v5"
@@ -76,13 +77,14 @@ func routes(d Deps, doc *openapi3.T) (http.Handler, error) {
 		r.Get("/runs", handleListRuns(d.Runs))
 		r.Get("/runs/{id}", handleGetRun(d.Runs))
 		r.Post("/runs/{id}/cancel", handleCancelRun(d.Runs))
-		r.Get("/audit", handleAudit(d.Audit))
+		r.Get("/audit", handleAudit(d.Audit, d.Usage))
 		r.Get("/connections", handleListConnections(d.Connections))
 		r.Delete("/connections/{backend}", handleDeleteConnection(d.Connections))
 		if d.Tasks != nil {
 			r.Get("/tasks/{id}", handleGetTask(d.Tasks))
 			r.Post("/tasks/{id}/cancel", handleCancelTask(d.Tasks))
 		}
+		r.Get("/usage", handleUsage(d.Usage, time.Now))
 		if d.Approvals != nil {
 			r.Get("/results/{tool_call_id}", handleGetResult(d.Approvals))
 			r.Get("/approvals", handleListApprovals(d.Approvals))

@@ -76,6 +76,7 @@ type Deps struct {
 	Tasks    Tasks
 	Keys     Keys          // Idempotency-Key storage
 	Audit    AuditLog      // GET /audit
+	Usage    Usage         // GET /usage and the costs of GET /audit; nil: /usage is 503
 	KeyTTL   time.Duration // how long an answered key is replayed
 	KeyLease time.Duration // how long a claimed key outlives its request's last renewal (default keyLease)
 	// Auth authenticates every request but the operations endpoints; nil

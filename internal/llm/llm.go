@@ -63,9 +63,12 @@ type Tool struct {
 }
 
 // Usage is the token usage of one model call.
+// InputTokens counts every input token, CachedInputTokens those of them
+// read from the provider's prompt cache (priced apart, docs/costs.md).
 type Usage struct {
-	InputTokens  int64 `json:"input_tokens"`
-	OutputTokens int64 `json:"output_tokens"`
+	InputTokens       int64 `json:"input_tokens"`
+	OutputTokens      int64 `json:"output_tokens"`
+	CachedInputTokens int64 `json:"cached_input_tokens,omitempty"`
 }
 
 // Response is a parsed model turn (Adapter.ParseResponse).

@@ -94,12 +94,16 @@ func registryTool(cfg toolrouter.MCPServer, d discovered) *toolrouter.Tool {
 		Budget:       cfg.Budget,
 		Task:         cfg.Task,
 		UI:           appUI(d.tool.Meta),
+		Price:        cfg.Price,
 	}
 	if d.skill != nil {
 		return skillTool(t, d)
 	}
 	if b, ok := cfg.ToolBudgets[d.tool.Name]; ok {
 		t.Budget = b.Tighter(cfg.Budget)
+	}
+	if pr, ok := cfg.ToolPrices[d.tool.Name]; ok {
+		t.Price = pr // one tool's own price wins over its server's (docs/costs.md)
 	}
 	if d.validateOut != nil {
 		validate := d.validateOut
@@ -160,10 +164,10 @@ func Redefine(t *toolrouter.Tool, def json.RawMessage) (*toolrouter.Tool, error)
 		return nil, fmt.Errorf("tool %s: pinned definition: %w", t.Name, err)
 	}
 	// What the registry sets on the tool, not its server, stays: its
-	// timeout, circuit and output budget (issue 32 item 12: a keep_old
+	// timeout, circuit, output budget and price (issue 32 item 12: a keep_old
 	// tool served its whole output over a 1,024-byte budget).
 	cfg := toolrouter.MCPServer{Name: t.MCPServer, Prefix: strings.TrimSuffix(t.Name, t.MCPTool), Timeout: t.Timeout,
-		Circuit: t.Circuit, Budget: t.Budget}
+		Circuit: t.Circuit, Budget: t.Budget, Price: t.Price}
 	return registryTool(cfg, newDiscovered(&mt)), nil
 }
 

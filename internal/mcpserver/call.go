@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -155,6 +157,9 @@ func (h *Handler) call(ctx context.Context, req *mcp.CallToolRequest) (mcp.Resul
 	if err := connectError(req, clientCapabilities(p.Meta), res); err != nil {
 		return nil, err
 	}
+	if res.ErrorCategory != nil && *res.ErrorCategory == toolrouter.CategoryBudget {
+		return nil, budgetError(res)
+	}
 	out := result(res)
 	if out.NeedsInput() {
 		if modern {
@@ -235,6 +240,9 @@ func result(res *toolrouter.Result) *mcp.CallToolResult {
 	if res.Truncated { // shaped to its budget (docs/output-budgets.md "Output budgets")
 		out.Meta[MetaTruncated] = true
 	}
+	if res.Cost != nil { // what the call cost (docs/costs.md)
+		out.Meta[MetaCost] = res.Cost
+	}
 	if out.NeedsInput() {
 		return out // the backend's input_required result, for call to relay
 	}
@@ -306,4 +314,31 @@ func callArguments(name string, args any) (map[string]any, error) {
 		return map[string]any{}, err
 	}
 	return m, nil
+}
+
+// codeBudget is the JSON-RPC error code of a tools/call refused by a spend
+// limit (docs/costs.md "Spend limits"), in the implementation-defined
+// server range next to the rate limit's.
+const codeBudget = -32023
+
+// budgetError is the JSON-RPC error of a call a spend limit refused: its
+// data says the category, when the limit resets and the seconds until
+// then (as Retry-After would).
+func budgetError(res *toolrouter.Result) error {
+	data := map[string]any{"category": string(toolrouter.CategoryBudget), "tool_call_id": res.ToolCallID}
+	if !res.RetryAfter.IsZero() {
+		data["resets_at"] = res.RetryAfter.UTC().Format(time.RFC3339)
+		data["retry_after"] = retryAfterSeconds(res.RetryAfter)
+	}
+	b, _ := json.Marshal(data)
+	msg := "spend limit reached"
+	if res.Error != nil {
+		msg = *res.Error
+	}
+	return &jsonrpc.Error{Code: codeBudget, Message: msg, Data: b}
+}
+
+// retryAfterSeconds is the whole seconds until t, at least 1.
+func retryAfterSeconds(t time.Time) int64 {
+	return max(1, int64(math.Ceil(time.Until(t).Seconds())))
 }

@@ -47,6 +47,10 @@ const (
 	// MetaTruncated is true on a result whose output was shaped to its
 	// output budget; the whole output is at GET /results/{tool_call_id}.
 	MetaTruncated = "toolrouter/truncated"
+	// MetaCost is what the call cost, or that it is unpriced
+	// (docs/costs.md); a backend may report its own cost under the same
+	// key in its result's _meta, and that wins over the registry's price.
+	MetaCost = "toolrouter/cost"
 	// MetaSequence is the result's sequence within its plan.
 	MetaSequence = "toolrouter/sequence"
 	// MetaToolName is the canonical name of the tool that was called (in a

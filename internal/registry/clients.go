@@ -58,7 +58,7 @@ func (p *parser) clients() []Client {
 		c := Client{Name: p.str(ptr + "/name"), Line: p.line(ptr), Admin: p.flag(ptr + "/admin"), Approver: p.flag(ptr + "/approver"),
 			Tools: p.globs(ptr + "/tools"), Approval: p.globs(ptr + "/approval"), VirtualServers: p.strs(ptr + "/virtual_servers"),
 			Models: p.globs(ptr + "/models"), Credentials: p.credentials(ptr + "/credentials"), MayAssertUser: p.flag(ptr + "/may_assert_user"),
-			ToolsLine: p.lines[ptr+"/tools"], ServersLine: p.lines[ptr+"/virtual_servers"]}
+			ToolsLine: p.lines[ptr+"/tools"], ServersLine: p.lines[ptr+"/virtual_servers"], SpendLimit: p.spendLimit(ptr + "/spend_limit")}
 		p.dup(names, ptr+"/name")
 		c.KeySHA256 = p.clientKey(ptr)
 		if c.KeySHA256 != nil {

@@ -178,7 +178,7 @@ func (p *parser) tool(ptr string) *toolrouter.Tool {
 	t := &toolrouter.Tool{Name: p.str(ptr + "/name"), Description: p.str(ptr + "/description"), Kind: toolrouter.KindTool,
 		Timeout: p.duration(ptr+"/timeout", defaultTimeout), Idempotent: p.flag(ptr + "/idempotent"), Retries: p.num(ptr + "/retries"),
 		Approval: p.str(ptr+"/approval") == "required", Task: toolrouter.TaskMode(p.str(ptr + "/task")), Circuit: p.circuit(ptr + "/circuit"), Headers: p.headers(ptr + "/headers"),
-		Budget: p.outputBudget(ptr), Auth: p.auth(ptr+"/auth", false)}
+		Budget: p.outputBudget(ptr), Auth: p.auth(ptr+"/auth", false), Price: p.price(ptr + "/cost")}
 	if k := p.str(ptr + "/kind"); k != "" {
 		t.Kind = toolrouter.ToolKind(k)
 	}
@@ -481,7 +481,7 @@ func (p *parser) providers() ([]toolrouter.Provider, map[string]int) {
 	for _, ptr := range p.items("/providers") {
 		pr := toolrouter.Provider{Name: p.str(ptr + "/name"), Kind: p.str(ptr + "/kind"), Model: p.str(ptr + "/model"),
 			APIKeyEnv: p.str(ptr + "/api_key_env"), Region: p.str(ptr + "/region"), SearchMode: p.str(ptr + "/search_mode"),
-			ContextWindow: p.num(ptr + "/context_window"), BaseURL: p.str(ptr + "/base_url")}
+			ContextWindow: p.num(ptr + "/context_window"), BaseURL: p.str(ptr + "/base_url"), Prices: p.modelPrices(ptr + "/prices")}
 		if !p.has(ptr + "/base_url") {
 			pr.BaseURL = defaultBaseURL[pr.Kind]
 		} else if pr.BaseURL != "" && !p.httpURL(pr.BaseURL, ptr+"/base_url") {
@@ -531,7 +531,8 @@ func (p *parser) mcpServers() []toolrouter.MCPServer {
 			Circuit: p.circuit(ptr + "/circuit"), Prefix: p.str(ptr + "/prefix"), Tools: p.strs(ptr + "/tools"),
 			Headers: p.headers(ptr + "/headers"), Roots: p.globs(ptr + "/roots"), Unpinned: p.has(ptr+"/pin") && !p.flag(ptr+"/pin"),
 			PinNew: p.str(ptr + "/pin_new"), OnChange: p.str(ptr + "/on_change"), Budget: p.outputBudget(ptr),
-			Task: toolrouter.TaskMode(p.str(ptr + "/task"))}
+			Task:  toolrouter.TaskMode(p.str(ptr + "/task")),
+			Price: p.price(ptr + "/cost"), ToolPrices: p.toolPrices(ptr + "/tool_costs")}
 		p.dup(first, ptr+"/name")
 		if p.exists(ptr + "/url") {
 			s.URL, _ = p.endpoint(ptr + "/url")

@@ -41,7 +41,7 @@ func (p *parser) virtualServers(reg *Registry) []VirtualServer {
 		vs := VirtualServer{Name: p.str(ptr + "/name"), Line: p.line(ptr), Tools: p.globs(ptr + "/tools"), Search: p.str(ptr+"/discovery") == "search",
 			Code:           p.str(ptr+"/discovery") == "code",
 			MaxOutputBytes: p.num(ptr + "/max_output_bytes"), MaxOutputTokens: p.num(ptr + "/max_output_tokens"),
-			Instructions: p.str(ptr + "/instructions")}
+			Instructions: p.str(ptr + "/instructions"), SpendLimit: p.spendLimit(ptr + "/spend_limit")}
 		ok := !p.dup(first, ptr+"/name") && vs.Name != ""
 		vs.Overrides = p.overrides(ptr, vs, reg)
 		p.exportedNames(vs, reg, ptr)

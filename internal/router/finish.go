@@ -113,6 +113,7 @@ func (f *Finisher) finish(ctx context.Context, req *toolrouter.CallRequest, x *r
 	}
 	res.Notes = append(res.Notes, req.Notes...)
 	res.MCPResult = out.MCPResult
+	res.Cost, res.RetryAfter = req.Cost, req.RetryAfter
 	if out.FullOutput != nil {
 		res.Truncated = true
 		res.Notes = append(res.Notes, out.Note)
@@ -206,6 +207,7 @@ func auditRecord(req *toolrouter.CallRequest, res *toolrouter.Result, cred *tool
 	a.Guardrails = req.Guards
 	a.Credential = cred
 	a.ParentCallID = req.Parent
+	a.Cost = req.Cost
 	return a
 }
 

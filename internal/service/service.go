@@ -20,6 +20,7 @@ import (
 	"github.com/toolrouterd/toolrouterd/internal/circuit"
 	"github.com/toolrouterd/toolrouterd/internal/codemode"
 	"github.com/toolrouterd/toolrouterd/internal/config"
+	"github.com/toolrouterd/toolrouterd/internal/cost"
 	"github.com/toolrouterd/toolrouterd/internal/credential"
 	"github.com/toolrouterd/toolrouterd/internal/guardrail"
 	"github.com/toolrouterd/toolrouterd/internal/httpapi"
@@ -85,6 +86,7 @@ type Service struct {
 	approvals *approval.Keeper
 	guards    *guardrail.Guards
 	pins      *pin.Keeper
+	meter     *cost.Meter
 	authn     *access.Authenticator
 	// requireAuth: a registry reload must keep requests authenticated
 	// (RequireAuth).
@@ -107,6 +109,10 @@ func (s *Service) Unauthenticated() bool { return s.authn.Open() }
 func New(ctx context.Context, o Options) (*Service, error) {
 	if o.Getenv == nil {
 		return nil, errors.New("service: Options.Getenv is nil")
+	}
+	models, err := cost.DefaultModels() // embedded: fails only in a broken build
+	if err != nil {
+		return nil, err
 	}
 	st, err := store.OpenStarting(ctx, o.Config.Store, func(attempt int, err error) {
 		o.Logger.Warn().Int("attempt", attempt).Str("error", err.Error()).Msg("store unreachable; retrying with backoff (not ready)")
@@ -195,14 +201,17 @@ func New(ctx context.Context, o Options) (*Service, error) {
 	// The pipeline of a call (docs/architecture.md "The pipeline of a
 	// call"), outermost first: the work of each stage before the call runs
 	// top-down, its work on the outcome bottom-up, so a call goes resolve,
-	// validate, guard before, approval, (exec), output schema, guard after,
+	// validate, guard before, approval, cost, (exec), output schema, guard after,
 	// redact, shape, batch budget.
 	shaper := shape.New()
+	s.meter = cost.New(st, func() cost.Limits { return s.holder.Current() }, s.metrics.Registerer())
+	s.meter.Models = models
 	stages := []toolrouter.Stage{
 		pipeline.Resolve(s.pipelineTools), // the tool the call names, in its view (and the view's budget)
 		pipeline.Validate,                 // its arguments against the tool's input schema; a run's actor context added
 		s.guards.BeforeStage,              // before-hooks: deny, or rewrite the arguments
 		s.approvals.Stage,                 // held for an approver; an approved call resumes below
+		s.meter.Stage,                     // spend limits before the call, what it cost after (docs/costs.md)
 		pipeline.BatchBudget,              // the output held to the bytes its batch shares
 		shaper.Stage,                      // the output fit to its budget (the whole one stored)
 		s.guards.RedactStage,              // secrets redacted: last of what changes an output (issue 32 item 13)
@@ -247,6 +256,7 @@ func New(ctx context.Context, o Options) (*Service, error) {
 		MaxRunBytes:     o.Config.MaxRunBytes,
 		Client:          clientByName,
 		Views:           s.views.Current,
+		Meter:           s.meter,
 	}
 	// A held call and a paused run keep the caller's JWT in the vault,
 	// when there is one (docs/backend-auth.md "Who the user is").
@@ -287,6 +297,7 @@ func New(ctx context.Context, o Options) (*Service, error) {
 		Approvals:      pin.Approvals{Keeper: s.approvals, Pins: s.pins},
 		Keys:           st,
 		Audit:          st,
+		Usage:          st,
 		KeyTTL:         o.Config.IdempotencyTTL,
 		Auth:           authn,
 		JWTIssuer:      o.Config.JWTIssuer,

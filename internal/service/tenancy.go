@@ -8,6 +8,7 @@ import (
 	"github.com/toolrouterd/toolrouterd/internal/agent"
 	"github.com/toolrouterd/toolrouterd/internal/audit"
 	"github.com/toolrouterd/toolrouterd/internal/store"
+	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
 
 // newLimiter is the rate limiter of the clients (docs/security.md "Clients"): with
@@ -70,6 +71,22 @@ func (s *Service) sweepAudit(ctx context.Context, now time.Time) {
 	}
 	if total > 0 {
 		s.log.Debug().Int("records", total).Msg("purged audit records past retention")
+	}
+	// The spend ledger goes with the audit trail, but never the current
+	// month's: the monthly spend limits read it (docs/costs.md).
+	before := now.Add(-s.cfg.AuditRetention)
+	if month := toolrouter.PeriodStart(toolrouter.PeriodMonth, now); month.Before(before) {
+		before = month
+	}
+	for range 100 {
+		n, err := s.Store.PurgeSpend(ctx, before, 1000)
+		if err != nil {
+			s.log.Warn().Err(err).Msg("purge spend ledger")
+			break
+		}
+		if n < 1000 {
+			break
+		}
 	}
 	// The longest window is an hour: a day back is long past.
 	if _, err := s.Store.PurgeRates(ctx, now.Add(-24*time.Hour)); err != nil {

@@ -102,6 +102,7 @@ type Store interface {
 	Marks
 	Secrets
 	Tasks
+	Spend
 
 	// Ping reports whether the store is reachable.
 	Ping(ctx context.Context) error
@@ -238,4 +239,28 @@ type Pins interface {
 	// DeletePin deletes the pin of p's server and tool if its version is
 	// still p.Version, and reports whether it did.
 	DeletePin(ctx context.Context, p *toolrouter.Pin) (bool, error)
+}
+
+// Spend is the spend ledger (docs/costs.md): what each call and model
+// turn cost, shared by replicas, which spend limits and GET /usage read.
+type Spend interface {
+	// ReserveSpend inserts e (a new id) into the ledger unless, for one of
+	// checks, what its counter has spent plus e.Amount would pass its
+	// limit (or e.Amount is 0 and the limit is reached); then it inserts
+	// nothing and returns that check's index, else -1. The checks and the
+	// insert are one atomic step across replicas.
+	ReserveSpend(ctx context.Context, e toolrouter.SpendEntry, checks []toolrouter.SpendCheck) (int, error)
+	// SettleSpend inserts e or replaces the entry of its id: what the call
+	// or turn cost once it ran.
+	SettleSpend(ctx context.Context, e toolrouter.SpendEntry) error
+	// DropSpend deletes the entry id: a reserved call that did not run.
+	DropSpend(ctx context.Context, id string) error
+	// Usage returns the groups f selects, by key then currency.
+	Usage(ctx context.Context, f toolrouter.UsageFilter) ([]toolrouter.UsageRow, error)
+	// PurgeSpend deletes at most limit ledger entries of calls and turns
+	// that started before before, and returns how many.
+	PurgeSpend(ctx context.Context, before time.Time, limit int) (int, error)
+	// Costs returns the costs of the ledger entries of ids that exist (a
+	// call's id: toolrouter.ScopedKey(client, tool_call_id)).
+	Costs(ctx context.Context, ids []string) (map[string]toolrouter.Cost, error)
 }

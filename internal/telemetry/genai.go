@@ -81,6 +81,9 @@ func (t *Telemetry) Run(ctx context.Context, run *toolrouter.Run) (context.Conte
 		if run.Usage != nil {
 			span.SetAttributes(attribute.Int64("gen_ai.usage.input_tokens", run.Usage.InputTokens), attribute.Int64("gen_ai.usage.output_tokens", run.Usage.OutputTokens))
 		}
+		for _, c := range run.Cost { // what the run cost (docs/costs.md), per currency
+			span.SetAttributes(attribute.String("toolrouterd.run.cost."+c.Currency, c.Amount.String()))
+		}
 		if run.Status == toolrouter.RunFailed || run.Status == toolrouter.RunInterrupted {
 			msg := ""
 			if run.Error != nil {
@@ -142,6 +145,11 @@ func (a *adapter) Chat(ctx context.Context, req llm.Request) (llm.Response, erro
 	}
 	if resp.Usage != nil {
 		span.SetAttributes(attribute.Int64("gen_ai.usage.input_tokens", resp.Usage.InputTokens), attribute.Int64("gen_ai.usage.output_tokens", resp.Usage.OutputTokens))
+		if resp.Usage.CachedInputTokens > 0 {
+			// GenAI semantic conventions (experimental): the input tokens
+			// served from the provider's cache, part of input_tokens.
+			span.SetAttributes(attribute.Int64("gen_ai.usage.cache_read.input_tokens", resp.Usage.CachedInputTokens))
+		}
 	}
 	if resp.StopReason != "" {
 		span.SetAttributes(attribute.StringSlice("gen_ai.response.finish_reasons", []string{resp.StopReason}))

@@ -45,6 +45,9 @@ type ClientSpec struct {
 	// MayAssertUser lets a key client name the user it calls for in the
 	// X-Toolrouter-User header (docs/backend-auth.md).
 	MayAssertUser bool
+	// SpendLimit bounds what the client may spend a day and a month
+	// (docs/costs.md "Spend limits"); zero: no limit.
+	SpendLimit SpendLimit
 	// Line is where the client is in the registry file; ToolsLine where
 	// its tools are (for the registry's warnings about them), ServersLine
 	// its virtual_servers.

@@ -133,6 +133,9 @@ type Provider struct {
 	// /runs budgets tool outputs against it (docs/output-budgets.md
 	// "Budgets against the model's context window in /runs").
 	ContextWindow int
+	// Prices are what the model's tokens cost (registry prices); the zero
+	// ModelPrice: the default table's (docs/costs.md "Model prices").
+	Prices ModelPrice
 }
 
 // MCPServer is an MCP server of the registry's mcp_servers block whose
@@ -179,6 +182,10 @@ type MCPServer struct {
 	// toolrouterd runs their calls as tasks; the server itself is called
 	// as usual.
 	Task TaskMode
+	// Price is what a call of each of its tools costs, ToolPrices those
+	// of single tools by their name on the server (docs/costs.md).
+	Price      Price
+	ToolPrices map[string]Price
 }
 
 // Circuit is the circuit breaker setting of a tool or an MCP server

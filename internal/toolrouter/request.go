@@ -78,6 +78,11 @@ type CallRequest struct {
 	ArgsSHA256 string
 	// Progress receives the progress the backend reports (nil: none).
 	Progress func(progress, total float64, message string)
+	// Cost is what the call cost, set by the cost stage (docs/costs.md);
+	// nil when it did not run.
+	Cost *Cost
+	// RetryAfter is when a spend limit that refused the call resets.
+	RetryAfter time.Time
 }
 
 // EntryPoint is the entry point the call came in by.

@@ -27,6 +27,9 @@ const (
 const (
 	ReasonMaxIterations = "max_iterations"
 	ReasonRepeatLimit   = "repeat_limit"
+	// ReasonBudgetExhausted: a spend limit refused a model turn or a tool
+	// call of the run (docs/costs.md "Spend limits").
+	ReasonBudgetExhausted = "budget_exhausted"
 )
 
 // ActorContext is what a run knows about the actor it works for (seed 001).
@@ -59,6 +62,8 @@ type ToolCallRecord struct {
 	// ConnectURL is where the run's user connects the tool's backend
 	// when Status is auth_required (auth mode oauth).
 	ConnectURL string `json:"connect_url,omitempty"`
+	// Cost is what the call cost (docs/costs.md); absent when it did not run.
+	Cost *Cost `json:"cost,omitempty"`
 }
 
 // PendingApproval is a held call a paused run waits for.
@@ -70,28 +75,65 @@ type PendingApproval struct {
 
 // Usage is the token usage a provider reported, summed over a run.
 type Usage struct {
-	InputTokens  int64 `json:"input_tokens"`
-	OutputTokens int64 `json:"output_tokens"`
-	TotalTokens  int64 `json:"total_tokens"`
+	InputTokens       int64 `json:"input_tokens"`
+	OutputTokens      int64 `json:"output_tokens"`
+	TotalTokens       int64 `json:"total_tokens"`
+	CachedInputTokens int64 `json:"cached_input_tokens,omitempty"`
+}
+
+// Amount is a sum of money in one currency.
+type Amount struct {
+	Amount   Micros `json:"amount"`
+	Currency string `json:"currency"`
+}
+
+// TurnCost is what one model turn of a run cost, and its tool calls.
+type TurnCost struct {
+	Iteration int    `json:"iteration"`
+	Model     string `json:"model"` // provider/model
+	Cost      Cost   `json:"cost"`
+	Tools     []Cost `json:"tools,omitempty"`
+}
+
+// AddCost adds c to the run's totals: its amount to Cost (per currency),
+// or one to Unpriced.
+func (r *Run) AddCost(c Cost) {
+	if c.Unpriced {
+		r.Unpriced++
+		return
+	}
+	for i := range r.Cost {
+		if r.Cost[i].Currency == c.Currency {
+			r.Cost[i].Amount += c.Amount
+			return
+		}
+	}
+	r.Cost = append(r.Cost, Amount{Amount: c.Amount, Currency: c.Currency})
 }
 
 // Run is one execution of the tool-calling loop.
 type Run struct {
-	RunID             string           `json:"run_id"`
-	Status            RunStatus        `json:"status"`
-	TerminatedReason  *string          `json:"terminated_reason"`
-	Content           string           `json:"content"`
-	Iterations        int              `json:"iterations"`
-	TerminatedByLimit bool             `json:"terminated_by_limit"`
-	Provider          string           `json:"provider"`
-	Model             string           `json:"model"`
-	Error             *string          `json:"error"`
-	Usage             *Usage           `json:"usage,omitempty"`
-	ToolCalls         []ToolCallRecord `json:"tool_calls"`
-	Context           ActorContext     `json:"context"`
-	Prompt            string           `json:"prompt"`
-	CreatedAt         time.Time        `json:"created_at"`
-	FinishedAt        *time.Time       `json:"finished_at"`
+	RunID             string    `json:"run_id"`
+	Status            RunStatus `json:"status"`
+	TerminatedReason  *string   `json:"terminated_reason"`
+	Content           string    `json:"content"`
+	Iterations        int       `json:"iterations"`
+	TerminatedByLimit bool      `json:"terminated_by_limit"`
+	Provider          string    `json:"provider"`
+	Model             string    `json:"model"`
+	Error             *string   `json:"error"`
+	Usage             *Usage    `json:"usage,omitempty"`
+	// Cost is what the run cost per currency, its model turns and tool
+	// calls together, Unpriced how many of them had no price, and Turns
+	// each turn's cost (docs/costs.md).
+	Cost       []Amount         `json:"cost,omitempty"`
+	Unpriced   int              `json:"unpriced,omitempty"`
+	Turns      []TurnCost       `json:"turns,omitempty"`
+	ToolCalls  []ToolCallRecord `json:"tool_calls"`
+	Context    ActorContext     `json:"context"`
+	Prompt     string           `json:"prompt"`
+	CreatedAt  time.Time        `json:"created_at"`
+	FinishedAt *time.Time       `json:"finished_at"`
 	// PendingApprovals are the calls a run awaiting approval waits for.
 	PendingApprovals []PendingApproval `json:"pending_approvals,omitempty"`
 

@@ -75,6 +75,9 @@ type AuditRecord struct {
 	// program made this call (docs/code-mode.md); absent for a call a
 	// client made.
 	ParentCallID string `json:"parent_tool_call_id,omitempty"`
+	// Cost is what the call cost, or that it was unpriced
+	// (docs/costs.md); absent for a call that did not run.
+	Cost *Cost `json:"cost,omitempty"`
 	// Calls and Tools, on a rate_limited record only: one record stands
 	// for a whole refused request, the number of calls it held and the
 	// distinct canonical names of the tools they reach (a name that

@@ -101,6 +101,9 @@ type Tool struct {
 	// Code marks execute_code, the tool of discovery: code: the router
 	// runs its program (docs/code-mode.md) instead of calling a backend.
 	Code bool `json:"-"`
+	// Price is what one call costs (docs/costs.md); the zero Price:
+	// unpriced. A tool of an MCP server has its server's, or its own.
+	Price Price `json:"-"`
 
 	// ValidateArgs checks decoded arguments against InputSchema; nil means
 	// anything goes. The returned error's text names the offending field.
@@ -173,6 +176,9 @@ const (
 	CategoryParse      ErrorCategory = "parse"
 	CategoryExecution  ErrorCategory = "execution"
 	CategoryUnknown    ErrorCategory = "unknown"
+	// CategoryBudget is a call refused by a spend limit before it ran
+	// (docs/costs.md "Spend limits").
+	CategoryBudget ErrorCategory = "budget"
 )
 
 // Result is the outcome of routing one tool call (the API's RouteResult).
@@ -209,6 +215,12 @@ type Result struct {
 	// output, for GET /results/{tool_call_id}.
 	Truncated  bool            `json:"truncated,omitempty"`
 	FullOutput json.RawMessage `json:"full_output,omitempty"`
+	// Cost is what the call cost (docs/costs.md), or that it is unpriced;
+	// absent for a call that did not run.
+	Cost *Cost `json:"cost,omitempty"`
+	// RetryAfter, on a call refused by a spend limit, is when the limit's
+	// period ends (the Retry-After of /route's 429). Not part of the answer.
+	RetryAfter time.Time `json:"-"`
 	// MCPResult is the CallToolResult an MCP backend answered, exactly as
 	// it sent it (every content block, structuredContent, isError, _meta),
 	// for the /mcp endpoint to pass on; nil for HTTP tools and calls that

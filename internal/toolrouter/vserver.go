@@ -32,7 +32,10 @@ type VirtualServer struct {
 	// Instructions are returned at initialize (and server/discover) on
 	// /mcp/{name}: how to use the view's tools.
 	Instructions string
-	Line         int
+	// SpendLimit bounds what the calls through the view may spend
+	// (docs/costs.md "Spend limits").
+	SpendLimit SpendLimit
+	Line       int
 }
 
 // Override is how a virtual server exports one tool: "" and nil keep the

@@ -294,6 +294,15 @@ func (c *Catalog) Current() *Set {
 	return s
 }
 
+// ViewName is the virtual server's name ("" for the registry-wide view):
+// whose spend limit its calls count against (docs/costs.md).
+func (v *View) ViewName() string {
+	if v == nil {
+		return ""
+	}
+	return v.Name
+}
+
 // Tools is the tools the view lists to c: the meta-tools in search mode,
 // else the exported tools c may use.
 func (v *View) Tools(c *access.Client) []*toolrouter.Tool {
@@ -574,9 +583,6 @@ func (v *View) Callable(ctx context.Context) []string {
 // OutputBudget is the view's own output budget (toolrouter.View): it
 // tightens its tools' own (docs/output-budgets.md "Output budgets").
 func (v *View) OutputBudget() toolrouter.OutputBudget { return v.budget() }
-
-// ViewName is the virtual server the view is of ("" for the registry-wide one).
-func (v *View) ViewName() string { return v.Name }
 
 // CodeTools are the meta-tools a view in code mode lists (for
 // bench/context to count them as listed).

@@ -244,7 +244,103 @@ async function loadTools() {
   });
 }
 
-// --- navigation: #approvals, #runs, #run/ID, #tools
+// --- usage (docs/costs.md "Reports")
+
+const SVG = "http://www.w3.org/2000/svg";
+function svg(tag, attrs, ...children) {
+  const e = document.createElementNS(SVG, tag);
+  for (const [k, v] of Object.entries(attrs || {})) e.setAttribute(k, v);
+  for (const c of children) e.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  return e;
+}
+const money = (amount, currency) => (currency ? `${Number(amount).toFixed(Number(amount) < 1 ? 4 : 2)} ${currency}` : "unpriced");
+const isoDay = (d) => d.toISOString().slice(0, 10);
+
+// usageRows reads every page of GET /usage for one grouping.
+async function usageRows(groupBy, from, to) {
+  const rows = [];
+  let cursor = "";
+  for (let i = 0; i < 50; i++) {
+    const q = new URLSearchParams({ group_by: groupBy, from: from + "T00:00:00Z", to: to + "T00:00:00Z", limit: "1000" });
+    if (cursor) q.set("cursor", cursor);
+    const page = await api("GET", "/usage?" + q);
+    rows.push(...page.rows);
+    if (!page.next_cursor) break;
+    cursor = page.next_cursor;
+  }
+  return rows;
+}
+
+// usageTable is one grouping's rows, one line per key: what it spent (in
+// each currency), its calls and its unpriced calls.
+function usageTable(all, what) {
+  if (!all.length) return el("p", { class: "empty" }, "Nothing spent.");
+  const byKey = new Map();
+  for (const r of all) {
+    const g = byKey.get(r.key) || { key: r.key, spent: [], calls: 0, unpriced_calls: 0 };
+    if (r.currency) g.spent.push(money(r.amount, r.currency));
+    g.calls += r.calls;
+    g.unpriced_calls += r.unpriced_calls;
+    byKey.set(r.key, g);
+  }
+  const rows = [...byKey.values()].map((g) => ({ ...g, currency: g.spent.length > 0, amount: g.spent.join(" + ") }));
+  return el("table", { class: "runs usage", "data-usage": what },
+    el("thead", null, el("tr", null, el("th", null, what), el("th", { class: "num" }, "spent"), el("th", { class: "num" }, "calls"), el("th", { class: "num" }, "unpriced"))),
+    el("tbody", null, rows.map((r) => el("tr", null, el("td", { class: "tool" }, r.key || "—"),
+      el("td", { class: "num" }, r.currency ? r.amount : "—"), el("td", { class: "num" }, String(r.calls)),
+      el("td", { class: "num" }, String(r.unpriced_calls))))));
+}
+
+// dayChart draws the spend per day of one currency as bars, each labelled.
+function dayChart(rows, from, to, currency) {
+  const days = [];
+  for (let d = new Date(from + "T00:00:00Z"); isoDay(d) < to; d.setUTCDate(d.getUTCDate() + 1)) days.push(isoDay(d));
+  const byDay = Object.fromEntries(rows.filter((r) => r.currency === currency).map((r) => [r.key, Number(r.amount)]));
+  const max = Math.max(...days.map((d) => byDay[d] || 0), 0) || 1;
+  const W = 960, H = 260, left = 70, bottom = 40, top = 24, plotH = H - top - bottom;
+  const step = (W - left - 10) / Math.max(days.length, 1), barW = Math.max(Math.min(step * 0.7, 48), 2);
+  const parts = [svg("text", { x: 8, y: 16, class: "axis" }, `Spend per day (${currency}, UTC)`)];
+  for (let i = 0; i <= 4; i++) {
+    const y = top + plotH - (plotH * i) / 4;
+    parts.push(svg("line", { x1: left, x2: W - 10, y1: y, y2: y, class: "grid" }),
+      svg("text", { x: left - 6, y: y + 4, "text-anchor": "end", class: "axis" }, ((max * i) / 4).toFixed(max < 1 ? 4 : 2)));
+  }
+  const every = Math.ceil(days.length / 16);
+  days.forEach((d, i) => {
+    const v = byDay[d] || 0, h = (plotH * v) / max, x = left + i * step + (step - barW) / 2;
+    parts.push(svg("rect", { x, y: top + plotH - h, width: barW, height: Math.max(h, v > 0 ? 1 : 0), class: "bar", "data-day": d }, svg("title", null, `${d}: ${money(v, currency)}`)));
+    if (v > 0) parts.push(svg("text", { x: x + barW / 2, y: top + plotH - h - 4, "text-anchor": "middle", class: "value" }, v.toFixed(v < 1 ? 4 : 2)));
+    if (i % every === 0) parts.push(svg("text", { x: x + barW / 2, y: H - bottom + 16, "text-anchor": "middle", class: "axis" }, d.slice(5)));
+  });
+  return svg("svg", { viewBox: `0 0 ${W} ${H}`, width: "100%", role: "img", "aria-label": `spend per day in ${currency}` }, ...parts);
+}
+
+async function loadUsage() {
+  await guarded(async () => {
+    if (!$("usage-from").value) {
+      const now = new Date();
+      $("usage-from").value = isoDay(new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1)));
+      $("usage-to").value = isoDay(new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate() + 1)));
+    }
+    const from = $("usage-from").value, to = $("usage-to").value;
+    const [days, clients, tools] = await Promise.all(["day", "client", "tool"].map((g) => usageRows(g, from, to)));
+    const totals = {};
+    let unpriced = 0;
+    for (const r of clients) {
+      if (r.currency) totals[r.currency] = (totals[r.currency] || 0) + Number(r.amount);
+      unpriced += r.unpriced_calls;
+    }
+    const currencies = Object.keys(totals).sort();
+    const main = currencies.includes("USD") ? "USD" : currencies[0] || "USD";
+    $("usage-total").replaceChildren(el("p", { class: "total" }, "Spent ", el("strong", { "data-total": main }, currencies.length ? currencies.map((c) => money(totals[c], c)).join(" + ") : "nothing"),
+      ` from ${from} to ${to}`, unpriced ? `, and ${unpriced} unpriced call${unpriced > 1 ? "s" : ""}` : ""));
+    $("usage-chart").replaceChildren(dayChart(days, from, to, main));
+    $("usage-clients").replaceChildren(usageTable(clients, "client"));
+    $("usage-tools").replaceChildren(usageTable(tools, "tool"));
+  });
+}
+
+// --- navigation: #approvals, #runs, #run/ID, #tools, #usage
 
 function route() {
   const signedIn = sessionStorage.getItem(KEY) !== null;
@@ -257,6 +353,7 @@ function route() {
   if (!signedIn) return;
   if (name === "approvals") loadApprovals();
   if (name === "tools") loadTools();
+  if (name === "usage") loadUsage();
   if (name === "runs") listRuns($("plan").value.trim());
   if (view === "run" && arg) {
     $("run-id").value = decodeURIComponent(arg);
@@ -267,7 +364,7 @@ function route() {
 function signOut() {
   sessionStorage.removeItem(KEY);
   openRun = null;
-  for (const id of ["ap-list", "runs-list", "timeline", "tools-list"]) $(id).replaceChildren();
+  for (const id of ["ap-list", "runs-list", "timeline", "tools-list", "usage-total", "usage-chart", "usage-clients", "usage-tools"]) $(id).replaceChildren();
   show("notice", "");
   route();
 }
@@ -282,6 +379,7 @@ document.addEventListener("DOMContentLoaded", () => {
   $("signout").addEventListener("click", signOut);
   $("ap-status").addEventListener("change", () => { $("ap-list").replaceChildren(); loadApprovals(); });
   $("provider").addEventListener("change", loadTools);
+  $("usage-form").addEventListener("submit", (ev) => { ev.preventDefault(); loadUsage(); });
   $("plan-form").addEventListener("submit", (ev) => { ev.preventDefault(); listRuns($("plan").value.trim()); });
   $("run-form").addEventListener("submit", (ev) => { ev.preventDefault(); location.hash = "#run/" + encodeURIComponent($("run-id").value.trim()); });
   window.addEventListener("hashchange", route);

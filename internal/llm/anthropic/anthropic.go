@@ -313,6 +313,8 @@ func (a *Adapter) ParseResponse(body []byte) (llm.Response, error) {
 		out.Usage = &llm.Usage{
 			InputTokens:  r.Usage.InputTokens + r.Usage.CacheCreationInputTokens + r.Usage.CacheReadInputTokens,
 			OutputTokens: r.Usage.OutputTokens,
+			// Cache reads are priced apart; cache writes count as input.
+			CachedInputTokens: r.Usage.CacheReadInputTokens,
 		}
 	}
 	return out, nil

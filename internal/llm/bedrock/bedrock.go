@@ -376,7 +376,7 @@ func response(out *bedrockruntime.ConverseOutput) (llm.Response, error) {
 	}
 	if u := out.Usage; u != nil {
 		r.Usage = &llm.Usage{InputTokens: int64(aws.ToInt32(u.InputTokens)) + int64(aws.ToInt32(u.CacheReadInputTokens)) + int64(aws.ToInt32(u.CacheWriteInputTokens)),
-			OutputTokens: int64(aws.ToInt32(u.OutputTokens))}
+			OutputTokens: int64(aws.ToInt32(u.OutputTokens)), CachedInputTokens: int64(aws.ToInt32(u.CacheReadInputTokens))}
 	}
 	msg, ok := out.Output.(*types.ConverseOutputMemberMessage)
 	if !ok {

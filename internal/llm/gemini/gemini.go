@@ -294,6 +294,9 @@ type generateResponse struct {
 		ToolUsePromptTokenCount int64 `json:"toolUsePromptTokenCount"`
 		CandidatesTokenCount    int64 `json:"candidatesTokenCount"`
 		ThoughtsTokenCount      int64 `json:"thoughtsTokenCount"`
+		// CachedContentTokenCount: prompt tokens read from the context
+		// cache (part of promptTokenCount).
+		CachedContentTokenCount int64 `json:"cachedContentTokenCount"`
 	} `json:"usageMetadata"`
 }
 
@@ -339,7 +342,8 @@ func (a *Adapter) ParseResponse(body []byte) (llm.Response, error) {
 	var out llm.Response
 	out.StopReason = c.FinishReason
 	if u := r.UsageMetadata; u != nil {
-		out.Usage = &llm.Usage{InputTokens: u.PromptTokenCount + u.ToolUsePromptTokenCount, OutputTokens: u.CandidatesTokenCount + u.ThoughtsTokenCount}
+		out.Usage = &llm.Usage{InputTokens: u.PromptTokenCount + u.ToolUsePromptTokenCount, OutputTokens: u.CandidatesTokenCount + u.ThoughtsTokenCount,
+			CachedInputTokens: u.CachedContentTokenCount}
 	}
 	var parts struct {
 		Parts []responsePartWire `json:"parts"`

@@ -499,7 +499,7 @@ func (s *Server) anthropicMessage(model string, t Turn) anthropicMsg {
 	return anthropicMsg{
 		Model: model, ID: anthropicMessageID(), Type: "message", Role: "assistant",
 		Content: content, StopReason: &stop,
-		Usage: anthropicUsage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, ServiceTier: "standard", InferenceGeo: "not_available"},
+		Usage: anthropicUsage{InputTokens: u.InputTokens - u.CachedInputTokens, CacheReadInputTokens: u.CachedInputTokens, OutputTokens: u.OutputTokens, ServiceTier: "standard", InferenceGeo: "not_available"},
 	}
 }
 

@@ -369,10 +369,17 @@ func bedrockResponse(t Turn) map[string]any {
 	if t.FinishReason != "" {
 		stop = t.FinishReason
 	}
+	// Converse's inputTokens leaves out the tokens read from the cache,
+	// reported apart (and only when there are some).
+	usage := map[string]any{"inputTokens": u.InputTokens - u.CachedInputTokens, "outputTokens": u.OutputTokens, "totalTokens": u.InputTokens + u.OutputTokens}
+	if u.CachedInputTokens > 0 {
+		usage["cacheReadInputTokens"] = u.CachedInputTokens
+		usage["cacheWriteInputTokens"] = 0
+	}
 	return map[string]any{
 		"output":     map[string]any{"message": map[string]any{"role": "assistant", "content": content}},
 		"stopReason": stop,
-		"usage":      map[string]any{"inputTokens": u.InputTokens, "outputTokens": u.OutputTokens, "totalTokens": u.InputTokens + u.OutputTokens},
+		"usage":      usage,
 		"metrics":    map[string]any{"latencyMs": 321},
 	}
 }

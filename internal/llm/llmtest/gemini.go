@@ -252,12 +252,17 @@ func (s *Server) geminiResponse(model string, t Turn) map[string]any {
 	} else {
 		cand["content"] = map[string]any{"role": "model", "parts": parts}
 	}
+	usage := map[string]any{"promptTokenCount": u.InputTokens, "candidatesTokenCount": u.OutputTokens,
+		"totalTokenCount":     u.InputTokens + u.OutputTokens,
+		"promptTokensDetails": []any{map[string]any{"modality": "TEXT", "tokenCount": u.InputTokens}}}
+	if u.CachedInputTokens > 0 { // the API leaves it out when nothing was cached
+		usage["cachedContentTokenCount"] = u.CachedInputTokens
+		usage["cacheTokensDetails"] = []any{map[string]any{"modality": "TEXT", "tokenCount": u.CachedInputTokens}}
+	}
 	return map[string]any{
-		"candidates": []any{cand},
-		"usageMetadata": map[string]any{"promptTokenCount": u.InputTokens, "candidatesTokenCount": u.OutputTokens,
-			"totalTokenCount":     u.InputTokens + u.OutputTokens,
-			"promptTokensDetails": []any{map[string]any{"modality": "TEXT", "tokenCount": u.InputTokens}}},
-		"modelVersion": model,
-		"responseId":   randFrom(alnum, 22),
+		"candidates":    []any{cand},
+		"usageMetadata": usage,
+		"modelVersion":  model,
+		"responseId":    randFrom(alnum, 22),
 	}
 }

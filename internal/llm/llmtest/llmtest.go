@@ -91,9 +91,16 @@ type Call struct {
 }
 
 // Usage is a token count to report.
+// InputTokens counts every input token, CachedInputTokens those of them
+// read from a prompt cache; each fake reports them in its provider's own
+// fields (OpenAI prompt_tokens_details.cached_tokens, Responses
+// input_tokens_details.cached_tokens, Anthropic cache_read_input_tokens
+// beside the uncached input_tokens, Gemini cachedContentTokenCount, Bedrock
+// cacheReadInputTokens beside the uncached inputTokens; Ollama has none).
 type Usage struct {
-	InputTokens  int `json:"input_tokens"`
-	OutputTokens int `json:"output_tokens"`
+	InputTokens       int `json:"input_tokens"`
+	OutputTokens      int `json:"output_tokens"`
+	CachedInputTokens int `json:"cached_input_tokens,omitempty"`
 }
 
 // DefaultUsage is reported when a Turn has no Usage.

@@ -325,9 +325,13 @@ type openAIFunction struct {
 }
 
 type openAIUsage struct {
-	PromptTokens            int `json:"prompt_tokens"`
-	CompletionTokens        int `json:"completion_tokens"`
-	TotalTokens             int `json:"total_tokens"`
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+	TotalTokens      int `json:"total_tokens"`
+	// PromptTokensDetails is sent when some prompt tokens were cached
+	// (the recorded responses, from an endpoint without a prompt cache,
+	// have none).
+	PromptTokensDetails     *openAITokenDetails `json:"prompt_tokens_details,omitempty"`
 	CompletionTokensDetails struct {
 		ReasoningTokens int `json:"reasoning_tokens"`
 	} `json:"completion_tokens_details"`
@@ -364,7 +368,7 @@ func (s *Server) openAICompletion(model string, t Turn) openAICompletion {
 		Created:           s.cfg.now().Unix(),
 		Model:             model,
 		Choices:           []openAIChoice{{Index: 0, Message: msg, FinishReason: finish}},
-		Usage:             openAIUsage{PromptTokens: u.InputTokens, CompletionTokens: u.OutputTokens, TotalTokens: u.InputTokens + u.OutputTokens},
+		Usage:             openAIUsageOf(u),
 		SystemFingerprint: openAIFingerprint(),
 	}
 	return comp
@@ -431,4 +435,19 @@ func writeOpenAIStream(w http.ResponseWriter, comp openAICompletion, includeUsag
 	if flusher != nil {
 		flusher.Flush()
 	}
+}
+
+// openAIUsageOf is u in Chat Completions' usage fields.
+func openAIUsageOf(u Usage) openAIUsage {
+	o := openAIUsage{PromptTokens: u.InputTokens, CompletionTokens: u.OutputTokens, TotalTokens: u.InputTokens + u.OutputTokens}
+	if u.CachedInputTokens > 0 {
+		o.PromptTokensDetails = &openAITokenDetails{CachedTokens: u.CachedInputTokens}
+	}
+	return o
+}
+
+// openAITokenDetails is usage.prompt_tokens_details.
+type openAITokenDetails struct {
+	CachedTokens int `json:"cached_tokens"`
+	AudioTokens  int `json:"audio_tokens"`
 }

@@ -233,7 +233,7 @@ func (s *Server) responsesResponse(model string, t Turn, encrypted, store bool) 
 		"reasoning": map[string]any{"effort": "medium", "summary": nil}, "store": store,
 		"temperature": 1.0, "text": map[string]any{"format": map[string]any{"type": "text"}, "verbosity": "medium"},
 		"tool_choice": "auto", "tools": []any{}, "top_p": 1.0, "truncation": "disabled",
-		"usage": map[string]any{"input_tokens": u.InputTokens, "input_tokens_details": map[string]any{"cached_tokens": 0},
+		"usage": map[string]any{"input_tokens": u.InputTokens, "input_tokens_details": map[string]any{"cached_tokens": u.CachedInputTokens},
 			"output_tokens": u.OutputTokens, "output_tokens_details": map[string]any{"reasoning_tokens": 0},
 			"total_tokens": u.InputTokens + u.OutputTokens},
 		"user": nil, "metadata": map[string]any{},

@@ -224,6 +224,11 @@ type chatResponse struct {
 	Usage *struct {
 		PromptTokens     int64 `json:"prompt_tokens"`
 		CompletionTokens int64 `json:"completion_tokens"`
+		// PromptTokensDetails.CachedTokens: the prompt tokens read from
+		// the prompt cache (part of prompt_tokens).
+		PromptTokensDetails *struct {
+			CachedTokens int64 `json:"cached_tokens"`
+		} `json:"prompt_tokens_details"`
 	} `json:"usage"`
 	Error json.RawMessage `json:"error"`
 }
@@ -263,6 +268,9 @@ func ParseResponseFor(body []byte, tools []llm.Tool) (llm.Response, error) {
 	}
 	if r.Usage != nil {
 		out.Usage = &llm.Usage{InputTokens: r.Usage.PromptTokens, OutputTokens: r.Usage.CompletionTokens}
+		if d := r.Usage.PromptTokensDetails; d != nil {
+			out.Usage.CachedInputTokens = d.CachedTokens
+		}
 	}
 	seen := map[string]bool{}
 	for i, tc := range c.Message.ToolCalls {

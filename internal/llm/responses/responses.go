@@ -285,6 +285,11 @@ type response struct {
 	Usage *struct {
 		InputTokens  int64 `json:"input_tokens"`
 		OutputTokens int64 `json:"output_tokens"`
+		// InputTokensDetails.CachedTokens: input tokens read from the
+		// prompt cache (part of input_tokens).
+		InputTokensDetails *struct {
+			CachedTokens int64 `json:"cached_tokens"`
+		} `json:"input_tokens_details"`
 	} `json:"usage"`
 }
 
@@ -349,6 +354,9 @@ func (a *Adapter) ParseResponse(body []byte) (llm.Response, error) {
 	out.Content = text.String()
 	if r.Usage != nil {
 		out.Usage = &llm.Usage{InputTokens: r.Usage.InputTokens, OutputTokens: r.Usage.OutputTokens}
+		if d := r.Usage.InputTokensDetails; d != nil {
+			out.Usage.CachedInputTokens = d.CachedTokens
+		}
 	}
 	if r.Status == "incomplete" && out.Content == "" && len(out.ToolCalls) == 0 {
 		return llm.Response{}, &llm.ProviderError{Provider: Provider, Status: http.StatusOK, Message: "the response is incomplete: " + out.StopReason}

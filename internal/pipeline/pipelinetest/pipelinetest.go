@@ -57,6 +57,9 @@ type Rig struct {
 	// Code runs execute_code (discovery: code); bound to the rig's
 	// router when it is built. Nil: code mode is not enabled.
 	Code *codemode.Runner
+	// Cost is the cost stage (cost.Meter.Stage), after approval as
+	// service.New lists it; nil: none.
+	Cost toolrouter.Stage
 
 	once   sync.Once
 	rt     *router.Router
@@ -81,6 +84,9 @@ func (g *Rig) build() {
 		}
 		if g.Approvals != nil {
 			stages = append(stages, g.keeper.Stage)
+		}
+		if g.Cost != nil {
+			stages = append(stages, g.Cost)
 		}
 		stages = append(stages, pipeline.BatchBudget)
 		if g.Shape != nil {

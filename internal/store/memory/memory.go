@@ -40,6 +40,7 @@ type Store struct {
 	marks                map[string]mark                       // marks.go
 	secrets              map[[2]string]toolrouter.SealedSecret // secrets.go
 	tasks                map[string]*memTask                   // tasks.go
+	spend                spendLedger                           // spend.go
 }
 
 // DefaultMaxResults and DefaultMaxAudit are New's MaxResults and MaxAudit:

@@ -66,6 +66,8 @@ func Run(t *testing.T, b Backend) {
 		{"AuditListedByTimeNotInsertion", auditListedByTimeNotInsertion},
 		{"ResultAndItsAuditRecordAreWrittenTogether", resultAndItsAuditRecordAreWrittenTogether},
 		{"TakeRateIsSharedAndBounded", takeRateIsSharedAndBounded},
+		{"SpendReservationsHoldTheLimitAcrossReplicas", spendReservationsHoldTheLimitAcrossReplicas},
+		{"SpendSettleDropAndUsage", spendSettleDropAndUsage},
 		{"MarksAreSharedAndExpire", marksAreSharedAndExpire},
 		{"RefusedRequestRecordNamesItsTools", refusedRequestRecordNamesItsTools},
 		{"SecretsAreSharedTakenOnceAndExpire", secretsAreSharedTakenOnceAndExpire},

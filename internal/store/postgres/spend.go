@@ -1,0 +1,128 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/toolrouterd/toolrouterd/internal/store/sqlstore"
+	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
+)
+
+func pgPH(i int) string { return "$" + strconv.Itoa(i) }
+
+// ReserveSpend implements store.Spend: in one transaction, a transaction
+// advisory lock per client and virtual server checked (taken in key order,
+// so two reservations never wait on each other in a circle), the sums,
+// and the insert. Every replica reserving for the same client waits on
+// the same lock, so the sums each sees include every reservation committed
+// before it: the checks are exact for the amounts reserved.
+func (p *Store) ReserveSpend(ctx context.Context, e toolrouter.SpendEntry, checks []toolrouter.SpendCheck) (int, error) {
+	var locks []string
+	for _, c := range checks {
+		locks = append(locks, "toolrouterd spend\x1f"+c.Counter.Scope+"\x1f"+c.Counter.Name)
+	}
+	slices.Sort(locks)
+	locks = slices.Compact(locks)
+	refused := -1
+	err := pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
+		refused = -1
+		for _, k := range locks {
+			if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, k); err != nil {
+				return err
+			}
+		}
+		for i, c := range checks {
+			q, args := sqlstore.SpentSQL(c.Counter, pgPH)
+			var spent int64
+			if err := tx.QueryRow(ctx, q, args...).Scan(&spent); err != nil {
+				return err
+			}
+			if c.Refuses(toolrouter.Micros(spent)) {
+				refused = i
+				return nil
+			}
+		}
+		_, err := tx.Exec(ctx, sqlstore.SpendInsert(pgPH), sqlstore.SpendValues(e)...)
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("postgres reserve spend: %w", err)
+	}
+	return refused, nil
+}
+
+// SettleSpend implements store.Spend.
+func (p *Store) SettleSpend(ctx context.Context, e toolrouter.SpendEntry) error {
+	if _, err := p.pool.Exec(ctx, sqlstore.SpendUpsert(pgPH), sqlstore.SpendValues(e)...); err != nil {
+		return fmt.Errorf("postgres settle spend: %w", err)
+	}
+	return nil
+}
+
+// DropSpend implements store.Spend.
+func (p *Store) DropSpend(ctx context.Context, id string) error {
+	if _, err := p.pool.Exec(ctx, `DELETE FROM spend WHERE id = $1`, id); err != nil {
+		return fmt.Errorf("postgres drop spend: %w", err)
+	}
+	return nil
+}
+
+// Usage implements store.Spend.
+func (p *Store) Usage(ctx context.Context, f toolrouter.UsageFilter) ([]toolrouter.UsageRow, error) {
+	q, args, err := sqlstore.UsageSelect(f, pgPH)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := p.pool.Query(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("postgres usage: %w", err)
+	}
+	defer rows.Close()
+	out := []toolrouter.UsageRow{}
+	for rows.Next() {
+		var r toolrouter.UsageRow
+		var amount int64
+		if err := rows.Scan(&r.Key, &r.Currency, &amount, &r.Calls, &r.UnpricedCalls, &r.InputTokens, &r.OutputTokens, &r.CachedInputTokens); err != nil {
+			return nil, fmt.Errorf("postgres usage: %w", err)
+		}
+		r.Amount = toolrouter.Micros(amount)
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// Costs implements store.Spend.
+func (p *Store) Costs(ctx context.Context, ids []string) (map[string]toolrouter.Cost, error) {
+	out := map[string]toolrouter.Cost{}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	rows, err := p.pool.Query(ctx, `SELECT id, currency, amount, unpriced, model, input_tokens, output_tokens, cached_tokens FROM spend WHERE id = ANY($1)`, ids)
+	if err != nil {
+		return nil, fmt.Errorf("postgres costs: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id, cur, model string
+		var amount, unpriced, in, outT, cached int64
+		if err := rows.Scan(&id, &cur, &amount, &unpriced, &model, &in, &outT, &cached); err != nil {
+			return nil, fmt.Errorf("postgres costs: %w", err)
+		}
+		out[id] = sqlstore.CostOf(cur, amount, unpriced, model, in, outT, cached)
+	}
+	return out, rows.Err()
+}
+
+// PurgeSpend implements store.Spend.
+func (p *Store) PurgeSpend(ctx context.Context, before time.Time, limit int) (int, error) {
+	tag, err := p.pool.Exec(ctx, `DELETE FROM spend WHERE id IN (SELECT id FROM spend WHERE at_us < $1 LIMIT $2)`, before.UTC().UnixMicro(), limit)
+	if err != nil {
+		return 0, fmt.Errorf("postgres purge spend: %w", err)
+	}
+	return int(tag.RowsAffected()), nil
+}
