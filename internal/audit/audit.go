@@ -34,7 +34,9 @@ type Trail struct {
 
 // Record stamps recs with the time (when unset) and the replica, appends
 // them to the store in one write, even when the caller went away, and
-// logs each.
+// logs each. A record's Spend (its call's settled ledger entry) is
+// written in that same write, whichever stores it (docs/costs.md "The
+// ledger").
 func (t *Trail) Record(ctx context.Context, recs ...toolrouter.AuditRecord) {
 	t.RecordWith(ctx, nil, recs...)
 }

@@ -89,8 +89,8 @@ func (r *Refusal) Error() string {
 
 // Reserve puts e in the ledger unless a spend limit of its client or
 // virtual server refuses it (then the Refusal, and nothing is kept). With
-// no limit to check nothing is written: Settle writes the entry once the
-// call ran (one write a call, not two).
+// no limit to check nothing is written: the settled entry is written once
+// the call ran (with its result, or by Settle for a model turn).
 func (m *Meter) Reserve(ctx context.Context, e toolrouter.SpendEntry) (*Refusal, error) {
 	checks := m.checks(e)
 	if len(checks) == 0 {
@@ -140,21 +140,33 @@ func (m *Meter) checks(e toolrouter.SpendEntry) []toolrouter.SpendCheck {
 	return out
 }
 
-// Settle records what e cost once it ran, counts it, and returns it.
-// A failure to record is logged: the call already ran.
+// Settle records what e cost once it ran, in its own ledger write, and
+// counts it: a model turn's (one write a turn). A tool call's entry is not
+// written here but with the call's result (Settled). A failure to record
+// is logged: the turn already ran.
 func (m *Meter) Settle(ctx context.Context, e toolrouter.SpendEntry, c toolrouter.Cost) {
+	e = m.Settled(e, c)
+	if err := m.Ledger.SettleSpend(context.WithoutCancel(ctx), e); err != nil {
+		zerolog.Ctx(ctx).Error().Err(err).Str("id", e.ID).Msg("record spend")
+	}
+}
+
+// Settled is e once it ran at cost c, counted in the metrics but not
+// written: the cost stage hands it to the call's audit record, which the
+// store writes in the same transaction as the call's result (one group
+// commit for the result, the record and the ledger entry, none of its
+// own; docs/costs.md "The ledger").
+func (m *Meter) Settled(e toolrouter.SpendEntry, c toolrouter.Cost) toolrouter.SpendEntry {
 	e.Amount, e.Currency, e.Unpriced = c.Amount, c.Currency, c.Unpriced
 	if c.Usage != nil {
 		e.Usage = *c.Usage
 	}
-	if err := m.Ledger.SettleSpend(context.WithoutCancel(ctx), e); err != nil {
-		zerolog.Ctx(ctx).Error().Err(err).Str("id", e.ID).Msg("record spend")
-	}
 	if c.Unpriced {
 		m.unpriced.WithLabelValues(e.Client, e.Tool, e.Model).Inc()
-		return
+	} else {
+		m.cost.WithLabelValues(e.Client, e.Tool, e.Model, c.Currency).Add(float64(c.Amount) / toolrouter.MicrosPerUnit)
 	}
-	m.cost.WithLabelValues(e.Client, e.Tool, e.Model, c.Currency).Add(float64(c.Amount) / toolrouter.MicrosPerUnit)
+	return e
 }
 
 // Drop removes a reservation whose call did not run.
@@ -172,7 +184,11 @@ type viewNamer interface{ ViewName() string }
 // limits of its client and virtual server, and a call that would pass one
 // is refused as budget without running; after it, what it cost (the
 // price a backend reported in _meta, else the registry's, else unpriced)
-// is recorded. A call that did not reach its backend costs nothing.
+// is settled: the entry goes on the request (req.Spend) for the
+// finisher's audit record, which the store writes with the call's result
+// in one transaction, so a routed call makes no ledger write of its own
+// (a limited call's reservation excepted). A call that did not reach its
+// backend costs nothing.
 func (m *Meter) Stage(next toolrouter.Next) toolrouter.Next {
 	return func(ctx context.Context, req *toolrouter.CallRequest) toolrouter.Outcome {
 		if req.Tool == nil {
@@ -204,8 +220,8 @@ func (m *Meter) Stage(next toolrouter.Next) toolrouter.Next {
 			return out
 		}
 		c := CallCost(req.Tool.Price, out)
-		req.Cost = &c
-		m.Settle(ctx, e, c)
+		settled := m.Settled(e, c)
+		req.Cost, req.Spend = &c, &settled
 		return out
 	}
 }

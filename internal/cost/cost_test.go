@@ -10,8 +10,10 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/rs/zerolog"
 
 	"github.com/toolrouterd/toolrouterd/internal/access"
+	"github.com/toolrouterd/toolrouterd/internal/audit"
 	"github.com/toolrouterd/toolrouterd/internal/cost"
 	"github.com/toolrouterd/toolrouterd/internal/pipeline"
 	"github.com/toolrouterd/toolrouterd/internal/pipeline/pipelinetest"
@@ -56,18 +58,100 @@ func call(name string) map[string]any {
 }
 
 // setup is a pipeline with the cost stage over a memory store, at a fixed
-// time.
+// time: as service.New assembles it, the store keeps the results and the
+// audit trail, which carries each call's ledger entry into it.
 func setup(t *testing.T, exec *byTool, lim limits, tools ...*toolrouter.Tool) (*pipelinetest.Rig, *memory.Store, *cost.Meter, *prometheus.Registry) {
 	t.Helper()
 	st := memory.New()
+	rig, m, reg := setupLedger(st, st, lim, exec, tools...)
+	return rig, st, m, reg
+}
+
+// setupLedger is setup with the meter's ledger apart from the store.
+func setupLedger(st *memory.Store, ledger cost.Ledger, lim limits, exec *byTool, tools ...*toolrouter.Tool) (*pipelinetest.Rig, *cost.Meter, *prometheus.Registry) {
 	reg := prometheus.NewRegistry()
-	m := cost.New(st, func() cost.Limits { return lim }, reg)
+	m := cost.New(ledger, func() cost.Limits { return lim }, reg)
 	m.Now = func() time.Time { return time.Date(2026, 12, 7, 18, 30, 0, 0, time.UTC) }
 	ts := pipelinetest.Tools{}
 	for _, tl := range tools {
 		ts[tl.Name] = tl
 	}
-	return &pipelinetest.Rig{Tools: func() pipeline.Tools { return ts }, Exec: exec, Seq: st, Cost: m.Stage}, st, m, reg
+	return &pipelinetest.Rig{Tools: func() pipeline.Tools { return ts }, Exec: exec, Seq: st, Results: st,
+		Audit: &audit.Trail{Store: st, Log: zerolog.Nop()}, Cost: m.Stage}, m, reg
+}
+
+// countingLedger is a ledger counting its writes.
+type countingLedger struct {
+	cost.Ledger
+	reserves, settles, drops atomic.Int64
+}
+
+func (l *countingLedger) ReserveSpend(ctx context.Context, e toolrouter.SpendEntry, checks []toolrouter.SpendCheck) (int, error) {
+	l.reserves.Add(1)
+	return l.Ledger.ReserveSpend(ctx, e, checks)
+}
+
+func (l *countingLedger) SettleSpend(ctx context.Context, e toolrouter.SpendEntry) error {
+	l.settles.Add(1)
+	return l.Ledger.SettleSpend(ctx, e)
+}
+
+func (l *countingLedger) DropSpend(ctx context.Context, id string) error {
+	l.drops.Add(1)
+	return l.Ledger.DropSpend(ctx, id)
+}
+
+// TestStageWritesNoLedgerEntry: the cost stage makes no ledger write of
+// its own for a call no spend limit applies to, and only the reservation
+// for a limited one: each call's settled entry reaches the ledger with
+// its result and audit record (one store write, one transaction), and
+// /usage and the audit record's cost agree with the result's.
+func TestStageWritesNoLedgerEntry(t *testing.T) {
+	exec := &byTool{out: map[string]toolrouter.Outcome{
+		"priced":   answered(`{}`),
+		"reported": answered(`{"_meta":{"toolrouter/cost":{"amount":0.0123,"currency":"USD"}}}`),
+	}}
+	st := memory.New()
+	ledger := &countingLedger{Ledger: st}
+	lim := limits{"bob": {PerDay: 1_000_000, HasDay: true, Currency: "USD"}}
+	rig, _, _ := setupLedger(st, ledger, lim, exec, tool("priced", usd(2000)), tool("reported", usd(2000)))
+	for _, name := range []string{"priced", "reported"} {
+		if res, err := rig.Route(asClient("alice"), "plan-1", call(name), nil); err != nil || !res.Success {
+			t.Fatal(err, res)
+		}
+	}
+	if r, s, d := ledger.reserves.Load(), ledger.settles.Load(), ledger.drops.Load(); r != 0 || s != 0 || d != 0 {
+		t.Errorf("unlimited calls: %d reservations, %d settles, %d drops; want no ledger write", r, s, d)
+	}
+	// A limited call: its reservation (the limit's check), settled with
+	// the result to what the backend reported.
+	res, err := rig.Route(asClient("bob"), "plan-1", call("reported"), nil)
+	if err != nil || !res.Success {
+		t.Fatal(err, res)
+	}
+	if r, s := ledger.reserves.Load(), ledger.settles.Load(); r != 1 || s != 0 {
+		t.Errorf("a limited call: %d reservations, %d settles; want 1, 0", r, s)
+	}
+	rows, err := st.Usage(context.Background(), toolrouter.UsageFilter{GroupBy: "client", From: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC), To: time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 2 || rows[0].Key != "alice" || rows[0].Amount != 14300 || rows[0].Calls != 2 || rows[1].Key != "bob" || rows[1].Amount != 12300 || rows[1].Calls != 1 {
+		t.Errorf("usage by client %+v, want alice 0.0143 (2 calls), bob 0.0123 (1 call)", rows)
+	}
+	costs, err := st.Costs(context.Background(), []string{toolrouter.ScopedKey("bob", res.ToolCallID)})
+	if c, ok := costs[toolrouter.ScopedKey("bob", res.ToolCallID)]; err != nil || !ok || c.Amount != 12300 || c.Currency != "USD" {
+		t.Errorf("bob's call in the ledger: %+v %v", costs, err)
+	}
+	recs, err := st.ListAudit(context.Background(), toolrouter.AuditFilter{Limit: 10})
+	if err != nil || len(recs) != 3 {
+		t.Fatalf("audit %+v %v", recs, err)
+	}
+	for _, r := range recs {
+		if r.Spend != nil {
+			t.Errorf("a stored audit record keeps its ledger entry: %+v", r)
+		}
+	}
 }
 
 // TestCallCosts: a priced call costs its price, a backend's reported cost

@@ -39,7 +39,10 @@ type Auditor interface {
 type Finisher struct {
 	Results  Results  // may be nil
 	Observer Observer // may be nil
-	Audit    Auditor  // may be nil
+	// Audit may be nil: then there is no audit record, nor the ledger
+	// entry of the call's cost, which the record carries to the store
+	// (toolrouter.AuditRecord.Spend; service.New always sets it).
+	Audit Auditor
 	// LogLimit rate-limits the errors of a failing store (a flood of
 	// failed saves is a few lines with a count); nil: not limited.
 	LogLimit *lograte.Limiter
@@ -207,7 +210,7 @@ func auditRecord(req *toolrouter.CallRequest, res *toolrouter.Result, cred *tool
 	a.Guardrails = req.Guards
 	a.Credential = cred
 	a.ParentCallID = req.Parent
-	a.Cost = req.Cost
+	a.Cost, a.Spend = req.Cost, req.Spend
 	return a
 }
 

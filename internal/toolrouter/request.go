@@ -81,6 +81,11 @@ type CallRequest struct {
 	// Cost is what the call cost, set by the cost stage (docs/costs.md);
 	// nil when it did not run.
 	Cost *Cost
+	// Spend is the call's settled spend ledger entry, set by the cost
+	// stage with Cost: the finisher puts it on the call's audit record, so
+	// that the store writes it in the same transaction as the result and
+	// the record (docs/costs.md "The ledger"); nil when it did not run.
+	Spend *SpendEntry
 	// RetryAfter is when a spend limit that refused the call resets.
 	RetryAfter time.Time
 }

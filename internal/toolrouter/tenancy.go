@@ -78,6 +78,11 @@ type AuditRecord struct {
 	// Cost is what the call cost, or that it was unpriced
 	// (docs/costs.md); absent for a call that did not run.
 	Cost *Cost `json:"cost,omitempty"`
+	// Spend, on the record of a call that ran, is its settled spend
+	// ledger entry, which the store writes with the record, in the same
+	// transaction (docs/costs.md "The ledger"): neither serialised nor a
+	// column of the trail.
+	Spend *SpendEntry `json:"-"`
 	// Calls and Tools, on a rate_limited record only: one record stands
 	// for a whole refused request, the number of calls it held and the
 	// distinct canonical names of the tools they reach (a name that

@@ -31,9 +31,15 @@ func (m *Store) AppendAudit(_ context.Context, recs []toolrouter.AuditRecord) er
 	return nil
 }
 
-// appendAudit appends copies of recs; m.mu is held.
+// appendAudit appends copies of recs, and puts the spend ledger entry a
+// record carries (its call's settled cost) in the ledger, in the same
+// step; m.mu is held.
 func (m *Store) appendAudit(recs []toolrouter.AuditRecord) {
 	for _, r := range recs {
+		if r.Spend != nil {
+			m.put(*r.Spend)
+			r.Spend = nil // not kept with the record
+		}
 		m.audit.lastID++
 		r.ID = m.audit.lastID
 		r.Guardrails = slices.Clone(r.Guardrails) // a record is not shared with its writer

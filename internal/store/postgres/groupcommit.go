@@ -43,6 +43,18 @@ const insertAuditsSQL = `INSERT INTO audit (at, client, entry_point, plan_id, se
 		tool_name, tool, args_sha256, outcome, error_category, duration_ms, replica, guardrails, calls, tools, credential, parent_tool_call_id, ord)
 	ORDER BY ord`
 
+// settleSpendsSQL upserts the settled spend ledger entries of a commit
+// (each carried by its call's audit record, docs/costs.md "The ledger");
+// ids are distinct (an id's last entry, as upserts in order would leave
+// it), since ON CONFLICT DO UPDATE may touch a row once per statement.
+const settleSpendsSQL = `INSERT INTO spend (` + sqlstore.SpendColumns + `)
+	SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
+		$8::text[], $9::text[], $10::bigint[], $11::bigint[], $12::bigint[], $13::bigint[], $14::bigint[])
+	ON CONFLICT (id) DO UPDATE SET at_us = excluded.at_us, day = excluded.day, client = excluded.client,
+		virtual_server = excluded.virtual_server, tool = excluded.tool, model = excluded.model, run_id = excluded.run_id,
+		currency = excluded.currency, amount = excluded.amount, unpriced = excluded.unpriced,
+		input_tokens = excluded.input_tokens, output_tokens = excluded.output_tokens, cached_tokens = excluded.cached_tokens`
+
 // resultRow is a result queued for the group commit: the one Arg of a
 // Write whose SQL is saveResultsSQL.
 type resultRow struct {
@@ -62,16 +74,25 @@ func resultWrite(r resultRow) writebehind.Write {
 	return writebehind.Write{SQL: saveResultsSQL, Args: []any{r}, Kind: "result"}
 }
 
-// auditWrites are the writes that insert recs.
+// auditWrites are the writes that insert recs, and upsert the spend
+// ledger entry a record carries (its call's settled cost) in the same
+// transaction.
 func auditWrites(recs []toolrouter.AuditRecord) []writebehind.Write {
-	ws := make([]writebehind.Write, len(recs))
+	return appendAuditWrites(make([]writebehind.Write, 0, len(recs)), recs)
+}
+
+// appendAuditWrites appends the writes of recs (auditWrites) to ws.
+func appendAuditWrites(ws []writebehind.Write, recs []toolrouter.AuditRecord) []writebehind.Write {
 	for i := range recs {
 		a := auditRow{r: recs[i]}
 		if s := a.r.Sequence; s != nil {
 			a.seq = pgtype.Int8{Int64: *s, Valid: true}
 		}
-		a.r.Sequence = nil
-		ws[i] = writebehind.Write{SQL: insertAuditsSQL, Args: []any{a}, Kind: "audit"}
+		a.r.Sequence, a.r.Spend = nil, nil
+		ws = append(ws, writebehind.Write{SQL: insertAuditsSQL, Args: []any{a}, Kind: "audit"})
+		if e := recs[i].Spend; e != nil {
+			ws = append(ws, writebehind.Write{SQL: settleSpendsSQL, Args: []any{*e}, Kind: "spend"})
+		}
 	}
 	return ws
 }
@@ -85,25 +106,31 @@ func (p *Store) commit(ctx context.Context, ws []writebehind.Write) error {
 	defer cancel()
 	var results results
 	var audits audits
+	var spends spends
 	b := &pgx.Batch{}
 	var others []writebehind.Write
-	nr, na := 0, 0
+	nr, na, ns := 0, 0, 0
 	for _, w := range ws {
 		switch w.SQL {
 		case saveResultsSQL:
 			nr++
 		case insertAuditsSQL:
 			na++
+		case settleSpendsSQL:
+			ns++
 		}
 	}
 	results.grow(nr)
 	audits.grow(na)
+	spends.grow(ns)
 	for _, w := range ws {
 		switch w.SQL {
 		case saveResultsSQL:
 			results.add(w.Args[0].(resultRow))
 		case insertAuditsSQL:
 			audits.add(w.Args[0].(auditRow))
+		case settleSpendsSQL:
+			spends.add(w.Args[0].(toolrouter.SpendEntry))
 		default:
 			others = append(others, w)
 		}
@@ -117,6 +144,11 @@ func (p *Store) commit(ctx context.Context, ws []writebehind.Write) error {
 		a := &audits
 		b.Queue(insertAuditsSQL, a.at, a.client, a.entryPoint, a.planID, a.seq, a.toolCallID,
 			a.toolName, a.tool, a.argsSHA256, a.outcome, a.errorCategory, a.durationMS, a.replica, a.guardrails, a.calls, a.tools, a.credential, a.parent)
+	}
+	if len(spends.id) > 0 {
+		c := &spends
+		b.Queue(settleSpendsSQL, c.id, c.atUS, c.day, c.client, c.virtualServer, c.tool, c.model,
+			c.runID, c.currency, c.amount, c.unpriced, c.input, c.output, c.cached)
 	}
 	for _, w := range others {
 		b.Queue(w.SQL, w.Args...)
@@ -197,4 +229,49 @@ func (c *audits) add(a auditRow) {
 	c.tools = append(c.tools, tools.(string))
 	c.credential = append(c.credential, sqlstore.AuditCredential(r))
 	c.parent = append(c.parent, r.ParentCallID)
+}
+
+// spends are the columns of the settled spend entries of one commit, in
+// sqlstore.SpendColumns order.
+type spends struct {
+	id, day, client, virtualServer, tool, model, runID, currency []string
+	atUS, amount, unpriced, input, output, cached                []int64
+	index                                                        map[string]int // id to its row
+}
+
+func (c *spends) grow(n int) {
+	if n == 0 {
+		return
+	}
+	for _, col := range []*[]string{&c.id, &c.day, &c.client, &c.virtualServer, &c.tool, &c.model, &c.runID, &c.currency} {
+		*col = make([]string, 0, n)
+	}
+	for _, col := range []*[]int64{&c.atUS, &c.amount, &c.unpriced, &c.input, &c.output, &c.cached} {
+		*col = make([]int64, 0, n)
+	}
+	c.index = make(map[string]int, n)
+}
+
+// add appends e, or replaces the row of the same id queued before it (as
+// the second of two upserts would). Its columns are SpendValues'.
+func (c *spends) add(e toolrouter.SpendEntry) {
+	at := e.At.UTC()
+	unpriced := int64(0)
+	if e.Unpriced {
+		unpriced = 1
+	}
+	if i, ok := c.index[e.ID]; ok {
+		c.atUS[i], c.day[i], c.client[i], c.virtualServer[i] = at.UnixMicro(), at.Format("2006-01-02"), e.Client, e.VirtualServer
+		c.tool[i], c.model[i], c.runID[i], c.currency[i] = e.Tool, e.Model, e.RunID, e.Currency
+		c.amount[i], c.unpriced[i] = int64(e.Amount), unpriced
+		c.input[i], c.output[i], c.cached[i] = e.Usage.InputTokens, e.Usage.OutputTokens, e.Usage.CachedInputTokens
+		return
+	}
+	c.index[e.ID] = len(c.id)
+	c.id, c.atUS, c.day = append(c.id, e.ID), append(c.atUS, at.UnixMicro()), append(c.day, at.Format("2006-01-02"))
+	c.client, c.virtualServer = append(c.client, e.Client), append(c.virtualServer, e.VirtualServer)
+	c.tool, c.model, c.runID, c.currency = append(c.tool, e.Tool), append(c.model, e.Model), append(c.runID, e.RunID), append(c.currency, e.Currency)
+	c.amount, c.unpriced = append(c.amount, int64(e.Amount)), append(c.unpriced, unpriced)
+	c.input, c.output = append(c.input, e.Usage.InputTokens), append(c.output, e.Usage.OutputTokens)
+	c.cached = append(c.cached, e.Usage.CachedInputTokens)
 }

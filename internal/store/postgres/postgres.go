@@ -215,7 +215,7 @@ func (p *Store) SaveResult(ctx context.Context, res *toolrouter.Result, audit ..
 	if len(audit) == 0 {
 		err = p.w.Add(ctx, save)
 	} else {
-		err = p.w.Add(ctx, append([]writebehind.Write{save}, auditWrites(audit)...)...)
+		err = p.w.Add(ctx, appendAuditWrites(append(make([]writebehind.Write, 0, 1+2*len(audit)), save), audit)...)
 	}
 	if err != nil {
 		return fmt.Errorf("postgres save result: %w", err)

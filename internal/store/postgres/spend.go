@@ -20,8 +20,13 @@ func pgPH(i int) string { return "$" + strconv.Itoa(i) }
 // so two reservations never wait on each other in a circle), the sums,
 // and the insert. Every replica reserving for the same client waits on
 // the same lock, so the sums each sees include every reservation committed
-// before it: the checks are exact for the amounts reserved.
+// before it: the checks are exact for the amounts reserved. The sums see
+// the settled entries this replica queued with results (it flushes them
+// first).
 func (p *Store) ReserveSpend(ctx context.Context, e toolrouter.SpendEntry, checks []toolrouter.SpendCheck) (int, error) {
+	if err := p.w.Flush(ctx); err != nil {
+		return 0, fmt.Errorf("postgres reserve spend: %w", err)
+	}
 	var locks []string
 	for _, c := range checks {
 		locks = append(locks, "toolrouterd spend\x1f"+c.Counter.Scope+"\x1f"+c.Counter.Name)
@@ -56,7 +61,8 @@ func (p *Store) ReserveSpend(ctx context.Context, e toolrouter.SpendEntry, check
 	return refused, nil
 }
 
-// SettleSpend implements store.Spend.
+// SettleSpend implements store.Spend: one write of its own (a model
+// turn's); a tool call's entry is written with its result (auditWrites).
 func (p *Store) SettleSpend(ctx context.Context, e toolrouter.SpendEntry) error {
 	if _, err := p.pool.Exec(ctx, sqlstore.SpendUpsert(pgPH), sqlstore.SpendValues(e)...); err != nil {
 		return fmt.Errorf("postgres settle spend: %w", err)
@@ -72,8 +78,12 @@ func (p *Store) DropSpend(ctx context.Context, id string) error {
 	return nil
 }
 
-// Usage implements store.Spend.
+// Usage implements store.Spend; it sees the entries this replica queued
+// (it flushes them first).
 func (p *Store) Usage(ctx context.Context, f toolrouter.UsageFilter) ([]toolrouter.UsageRow, error) {
+	if err := p.w.Flush(ctx); err != nil {
+		return nil, fmt.Errorf("postgres usage: %w", err)
+	}
 	q, args, err := sqlstore.UsageSelect(f, pgPH)
 	if err != nil {
 		return nil, err
@@ -96,11 +106,15 @@ func (p *Store) Usage(ctx context.Context, f toolrouter.UsageFilter) ([]toolrout
 	return out, rows.Err()
 }
 
-// Costs implements store.Spend.
+// Costs implements store.Spend; it sees the entries this replica queued
+// (it flushes them first).
 func (p *Store) Costs(ctx context.Context, ids []string) (map[string]toolrouter.Cost, error) {
 	out := map[string]toolrouter.Cost{}
 	if len(ids) == 0 {
 		return out, nil
+	}
+	if err := p.w.Flush(ctx); err != nil {
+		return nil, fmt.Errorf("postgres costs: %w", err)
 	}
 	rows, err := p.pool.Query(ctx, `SELECT id, currency, amount, unpriced, model, input_tokens, output_tokens, cached_tokens FROM spend WHERE id = ANY($1)`, ids)
 	if err != nil {

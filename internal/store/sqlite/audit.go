@@ -46,14 +46,29 @@ func auditWrites(recs []toolrouter.AuditRecord) []writebehind.Write {
 }
 
 // appendAuditWrites appends to ws the statements that insert recs, each
-// with its values in one slice.
+// with its values in one slice, and the upsert of the spend ledger entry
+// a record carries (its call's settled cost): in the same write, so the
+// same transaction, as the record (docs/costs.md "The ledger").
 func appendAuditWrites(ws []writebehind.Write, recs []toolrouter.AuditRecord) []writebehind.Write {
 	for i := range recs {
 		r := &recs[i]
 		args := append(make([]any, 0, auditArgs), sqliteTimeOf(r.Time), r.Client, r.EntryPoint, r.PlanID, sqlstore.AuditSequence(r))
 		ws = append(ws, writebehind.Write{SQL: insertAuditSQL, Row: true, Kind: "audit", Args: sqlstore.AppendAuditValues(args, r)})
+		if r.Spend != nil {
+			ws = append(ws, spendWrite(*r.Spend))
+		}
 	}
 	return ws
+}
+
+// settleSpendSQL is the upsert of a settled entry: the group commit's
+// rows of one group in one statement, an id's last row only (Key), as
+// one ON CONFLICT DO UPDATE applied in order would leave it.
+var settleSpendSQL = sqlstore.SpendUpsert(sqlitePH)
+
+// spendWrite is the group commit's upsert of e.
+func spendWrite(e toolrouter.SpendEntry) writebehind.Write {
+	return writebehind.Write{SQL: settleSpendSQL, Row: true, Key: e.ID, Kind: "spend", Args: sqlstore.SpendValues(e)}
 }
 
 // auditArgs is the number of values of insertAuditSQL.

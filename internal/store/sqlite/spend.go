@@ -14,8 +14,12 @@ func sqlitePH(int) string { return "?" }
 
 // ReserveSpend implements store.Spend in one immediate transaction: the
 // write lock, taken first, makes the sums and the insert one step for
-// every process on the file.
+// every process on the file. The sums see the entries this store queued
+// with results (it flushes them first).
 func (s *Store) ReserveSpend(ctx context.Context, e toolrouter.SpendEntry, checks []toolrouter.SpendCheck) (int, error) {
+	if err := s.w.Flush(ctx); err != nil {
+		return 0, fmt.Errorf("sqlite reserve spend: %w", err)
+	}
 	refused := -1
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		refused = -1
@@ -39,7 +43,9 @@ func (s *Store) ReserveSpend(ctx context.Context, e toolrouter.SpendEntry, check
 	return refused, nil
 }
 
-// SettleSpend implements store.Spend.
+// SettleSpend implements store.Spend: one write of its own (a model
+// turn's); a tool call's entry is written with its result
+// (appendAuditWrites).
 func (s *Store) SettleSpend(ctx context.Context, e toolrouter.SpendEntry) error {
 	if _, err := s.db.ExecContext(ctx, sqlstore.SpendUpsert(sqlitePH), sqlstore.SpendValues(e)...); err != nil {
 		return fmt.Errorf("sqlite settle spend: %w", err)
@@ -53,8 +59,12 @@ func (s *Store) DropSpend(ctx context.Context, id string) error {
 	return err
 }
 
-// Usage implements store.Spend.
+// Usage implements store.Spend; it sees the entries this store queued
+// (it flushes them first).
 func (s *Store) Usage(ctx context.Context, f toolrouter.UsageFilter) ([]toolrouter.UsageRow, error) {
+	if err := s.w.Flush(ctx); err != nil {
+		return nil, fmt.Errorf("sqlite usage: %w", err)
+	}
 	q, args, err := sqlstore.UsageSelect(f, sqlitePH)
 	if err != nil {
 		return nil, err
@@ -75,11 +85,15 @@ func (s *Store) Usage(ctx context.Context, f toolrouter.UsageFilter) ([]toolrout
 	return out, rows.Err()
 }
 
-// Costs implements store.Spend.
+// Costs implements store.Spend; it sees the entries this store queued
+// (it flushes them first).
 func (s *Store) Costs(ctx context.Context, ids []string) (map[string]toolrouter.Cost, error) {
 	out := map[string]toolrouter.Cost{}
 	if len(ids) == 0 {
 		return out, nil
+	}
+	if err := s.w.Flush(ctx); err != nil {
+		return nil, fmt.Errorf("sqlite costs: %w", err)
 	}
 	q, args := sqlstore.SpendByIDs(ids, sqlitePH)
 	rows, err := s.db.QueryContext(ctx, q, args...)

@@ -289,7 +289,7 @@ func (s *Store) SaveResult(ctx context.Context, res *toolrouter.Result, audit ..
 	if len(audit) == 0 {
 		err = s.w.Add(ctx, save)
 	} else {
-		err = s.w.Add(ctx, appendAuditWrites(append(make([]writebehind.Write, 0, 1+len(audit)), save), audit)...)
+		err = s.w.Add(ctx, appendAuditWrites(append(make([]writebehind.Write, 0, 1+2*len(audit)), save), audit)...)
 	}
 	if err != nil {
 		return fmt.Errorf("sqlite save result: %w", err)

@@ -167,6 +167,79 @@ func spendSettleDropAndUsage(t *testing.T, _ Backend, open func() store.Store, _
 	}
 }
 
+// spendSettledWithTheResult: the ledger entry an audit record carries
+// (its call's settled cost) is written with the record, with its result
+// (SaveResult) or without (AppendAudit), replacing the call's reservation;
+// the store's own Usage, Costs and ReserveSpend see it at once (they
+// flush what it queued), another replica once it is committed, and the
+// trail keeps no entry on its records.
+func spendSettledWithTheResult(t *testing.T, _ Backend, open func() store.Store, _ *Clock) {
+	ctx := context.Background()
+	ss := replicas(open, 2)
+	at := time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
+	day := toolrouter.UsageFilter{GroupBy: "tool", Client: "alice", From: at.Add(-time.Hour), To: at.Add(time.Hour)}
+	limited := toolrouter.SpendEntry{ID: toolrouter.ScopedKey("alice", "tc_limited"), At: at, Client: "alice", Tool: "search", Currency: "USD", Amount: 999_999}
+	check := []toolrouter.SpendCheck{{Limit: 1_000_000, Amount: 999_999, Counter: toolrouter.SpendCounter{Scope: toolrouter.ScopeClient,
+		Name: "alice", Currency: "USD", Period: toolrouter.PeriodDay, Start: toolrouter.PeriodStart(toolrouter.PeriodDay, at)}}}
+	if i, err := ss[0].ReserveSpend(ctx, limited, check); err != nil || i != -1 {
+		t.Fatalf("reserve: %d %v", i, err)
+	}
+	// The limited call ran and cost 0.002 (settled with its result); an
+	// unlimited one cost 0.0005, its record written without a result.
+	res := sampleResult("tc_limited")
+	res.Client = "alice"
+	rec := auditRecord(at, "alice", "search", toolrouter.AuditSuccess, res.Sequence)
+	rec.ToolCallID = res.ToolCallID
+	settled := limited
+	settled.Amount = 2000
+	rec.Spend = &settled
+	if err := ss[0].SaveResult(ctx, res, rec); err != nil {
+		t.Fatal(err)
+	}
+	plain := auditRecord(at.Add(time.Second), "alice", "search", toolrouter.AuditSuccess, res.Sequence+1)
+	plain.ToolCallID = "tc_plain"
+	plain.Spend = &toolrouter.SpendEntry{ID: toolrouter.ScopedKey("alice", "tc_plain"), At: at.Add(time.Second), Client: "alice", Tool: "search", Currency: "USD", Amount: 500}
+	if err := ss[0].AppendAudit(ctx, []toolrouter.AuditRecord{plain}); err != nil {
+		t.Fatal(err)
+	}
+	// The store's own reads see them without a Flush of the caller's.
+	rows, err := ss[0].Usage(ctx, day)
+	if err != nil || len(rows) != 1 || rows[0].Amount != 2500 || rows[0].Calls != 2 {
+		t.Fatalf("usage on the writing store: %+v %v, want search 0.0025 in 2 calls", rows, err)
+	}
+	ids := []string{limited.ID, plain.Spend.ID}
+	costs, err := ss[0].Costs(ctx, ids)
+	if err != nil || len(costs) != 2 || costs[limited.ID].Amount != 2000 || costs[plain.Spend.ID].Amount != 500 {
+		t.Fatalf("costs on the writing store: %+v %v", costs, err)
+	}
+	// The limit's check counts the settled cost, not the reservation.
+	next := toolrouter.SpendEntry{ID: toolrouter.ScopedKey("alice", "tc_next"), At: at, Client: "alice", Tool: "search", Currency: "USD", Amount: 990_000}
+	check[0].Amount = next.Amount
+	if i, err := ss[0].ReserveSpend(ctx, next, check); err != nil || i != -1 {
+		t.Fatalf("reserve after the settle: %d %v, want kept (0.0025 spent)", i, err)
+	}
+	if err := ss[0].DropSpend(ctx, next.ID); err != nil {
+		t.Fatal(err)
+	}
+	// Another replica once committed.
+	if err := ss[0].Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	costs, err = ss[1].Costs(ctx, ids)
+	if err != nil || len(costs) != 2 || costs[limited.ID].Amount != 2000 || costs[plain.Spend.ID].Amount != 500 {
+		t.Fatalf("costs on another replica: %+v %v", costs, err)
+	}
+	recs, err := ss[1].ListAudit(ctx, toolrouter.AuditFilter{Client: "alice"})
+	if err != nil || len(recs) != 2 {
+		t.Fatalf("audit %+v %v", recs, err)
+	}
+	for _, r := range recs {
+		if r.Spend != nil {
+			t.Errorf("record %s keeps its ledger entry", r.ToolCallID)
+		}
+	}
+}
+
 func equalRows[T comparable](a, b []T) bool {
 	if len(a) != len(b) {
 		return false

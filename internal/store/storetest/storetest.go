@@ -68,6 +68,7 @@ func Run(t *testing.T, b Backend) {
 		{"TakeRateIsSharedAndBounded", takeRateIsSharedAndBounded},
 		{"SpendReservationsHoldTheLimitAcrossReplicas", spendReservationsHoldTheLimitAcrossReplicas},
 		{"SpendSettleDropAndUsage", spendSettleDropAndUsage},
+		{"SpendSettledWithTheResult", spendSettledWithTheResult},
 		{"MarksAreSharedAndExpire", marksAreSharedAndExpire},
 		{"RefusedRequestRecordNamesItsTools", refusedRequestRecordNamesItsTools},
 		{"SecretsAreSharedTakenOnceAndExpire", secretsAreSharedTakenOnceAndExpire},
