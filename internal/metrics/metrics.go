@@ -142,7 +142,7 @@ func New() *Metrics {
 		}, []string{"operation"}),
 		storeLost: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "toolrouter_store_lost_records_total",
-			Help: "Records written behind (results, audit records) lost because their group commit failed, by kind.",
+			Help: "Records written behind (results, audit records, spend ledger entries) lost because their group commit failed, by kind.",
 		}, []string{"kind"}),
 		storeUp: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "toolrouter_store_up",

@@ -3,10 +3,11 @@ package sqlite
 import (
 	"context"
 	"fmt"
-	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 	"path/filepath"
-
+	"sync/atomic"
 	"testing"
+
+	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 
 	"github.com/toolrouterd/toolrouterd/internal/store/storebench"
 	"github.com/toolrouterd/toolrouterd/internal/store/writebehind"
@@ -83,6 +84,68 @@ func BenchmarkCommitGroup(b *testing.B) {
 				b.Fatal(err)
 			}
 			b.ReportMetric(float64(frames)/float64(b.N), "wal-pages/op")
+		})
+	}
+}
+
+// BenchmarkSaveResultSettled is the write path of one routed priced call
+// on the default store, with its spend ledger entry: settle=separate is
+// how issue 36 first wrote it (SaveResult, then SettleSpend: an autocommit
+// upsert of its own per call), settle=grouped how it is written now (the
+// entry on the audit record, in the result's group commit). txn/op counts
+// the write transactions per call (group commits plus separate settles).
+func BenchmarkSaveResultSettled(b *testing.B) {
+	for _, separate := range []bool{true, false} {
+		name := "settle=grouped"
+		if separate {
+			name = "settle=separate"
+		}
+		b.Run(name, func(b *testing.B) {
+			ctx := context.Background()
+			s, err := Open(ctx, filepath.Join(b.TempDir(), "bench.db"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			var commits, settles atomic.Int64
+			s.w.Close()
+			s.w = writebehind.New(func(ctx context.Context, ws []writebehind.Write) error {
+				commits.Add(1)
+				return s.commit(ctx, ws)
+			}, writeQueue, writeBatch)
+			s.w.Linger = writeLinger
+			var n atomic.Int64
+			b.ReportAllocs()
+			b.ResetTimer()
+			start := storebench.CPU()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					i := n.Add(1)
+					id, _ := toolrouter.ToolCallID("bench", i)
+					res, rec := storebench.Route(id, i)
+					e := toolrouter.SpendEntry{ID: toolrouter.ScopedKey(res.Client, id), At: rec.Time, Tool: "test/echo", Currency: "USD", Amount: 2000}
+					if !separate {
+						rec.Spend = &e
+					}
+					if err := s.SaveResult(ctx, res, rec); err != nil {
+						b.Error(err)
+						return
+					}
+					if separate {
+						settles.Add(1)
+						if err := s.SettleSpend(ctx, e); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				}
+			})
+			if err := s.Flush(ctx); err != nil {
+				b.Fatal(err)
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(storebench.CPU()-start)/float64(b.N), "cpu-ns/op")
+			b.ReportMetric(float64(commits.Load()+settles.Load())/float64(b.N), "txn/op")
 		})
 	}
 }
