@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -34,6 +35,35 @@ func BenchmarkSaveResult(b *testing.B) {
 		return s.commit(ctx, ws)
 	}, pgWriteQueue, pgWriteBatch)
 	storebench.BenchSaveResult(b, s, func() int { return commits })
+}
+
+// BenchmarkSaveResultSettled is BenchmarkSaveResult for a priced call
+// with its spend ledger entry (storebench.BenchSaveResultSettled):
+// settle=separate as issue 36 first wrote it (SettleSpend per call, a
+// round trip and a commit of its own), settle=grouped as it is written
+// now (in the result's group commit).
+func BenchmarkSaveResultSettled(b *testing.B) {
+	for _, separate := range []bool{true, false} {
+		name := "settle=grouped"
+		if separate {
+			name = "settle=separate"
+		}
+		b.Run(name, func(b *testing.B) {
+			ctx := context.Background()
+			s, err := Open(ctx, pgtest.Start(b))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			var commits atomic.Int64
+			s.w.Close()
+			s.w = writebehind.New(func(ctx context.Context, ws []writebehind.Write) error {
+				commits.Add(1)
+				return s.commit(ctx, ws)
+			}, pgWriteQueue, pgWriteBatch)
+			storebench.BenchSaveResultSettled(b, s, separate, commits.Load)
+		})
+	}
 }
 
 // BenchmarkWALPerRoute is what a route costs PostgreSQL's log at a fixed

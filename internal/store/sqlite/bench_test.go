@@ -88,12 +88,11 @@ func BenchmarkCommitGroup(b *testing.B) {
 	}
 }
 
-// BenchmarkSaveResultSettled is the write path of one routed priced call
-// on the default store, with its spend ledger entry: settle=separate is
-// how issue 36 first wrote it (SaveResult, then SettleSpend: an autocommit
-// upsert of its own per call), settle=grouped how it is written now (the
-// entry on the audit record, in the result's group commit). txn/op counts
-// the write transactions per call (group commits plus separate settles).
+// BenchmarkSaveResultSettled is BenchmarkSaveResult for a priced call
+// with its spend ledger entry (storebench.BenchSaveResultSettled):
+// settle=separate as issue 36 first wrote it (SettleSpend per call, an
+// autocommit transaction of its own), settle=grouped as it is written now
+// (in the result's group commit).
 func BenchmarkSaveResultSettled(b *testing.B) {
 	for _, separate := range []bool{true, false} {
 		name := "settle=grouped"
@@ -107,45 +106,14 @@ func BenchmarkSaveResultSettled(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer s.Close()
-			var commits, settles atomic.Int64
+			var commits atomic.Int64
 			s.w.Close()
 			s.w = writebehind.New(func(ctx context.Context, ws []writebehind.Write) error {
 				commits.Add(1)
 				return s.commit(ctx, ws)
 			}, writeQueue, writeBatch)
 			s.w.Linger = writeLinger
-			var n atomic.Int64
-			b.ReportAllocs()
-			b.ResetTimer()
-			start := storebench.CPU()
-			b.RunParallel(func(pb *testing.PB) {
-				for pb.Next() {
-					i := n.Add(1)
-					id, _ := toolrouter.ToolCallID("bench", i)
-					res, rec := storebench.Route(id, i)
-					e := toolrouter.SpendEntry{ID: toolrouter.ScopedKey(res.Client, id), At: rec.Time, Tool: "test/echo", Currency: "USD", Amount: 2000}
-					if !separate {
-						rec.Spend = &e
-					}
-					if err := s.SaveResult(ctx, res, rec); err != nil {
-						b.Error(err)
-						return
-					}
-					if separate {
-						settles.Add(1)
-						if err := s.SettleSpend(ctx, e); err != nil {
-							b.Error(err)
-							return
-						}
-					}
-				}
-			})
-			if err := s.Flush(ctx); err != nil {
-				b.Fatal(err)
-			}
-			b.StopTimer()
-			b.ReportMetric(float64(storebench.CPU()-start)/float64(b.N), "cpu-ns/op")
-			b.ReportMetric(float64(commits.Load()+settles.Load())/float64(b.N), "txn/op")
+			storebench.BenchSaveResultSettled(b, s, separate, commits.Load)
 		})
 	}
 }

@@ -54,6 +54,52 @@ func BenchSaveResult(b *testing.B, st interface {
 	}
 }
 
+// BenchSaveResultSettled is BenchSaveResult for a priced call, with its
+// spend ledger entry: separate writes it as issue 36 first did (SaveResult,
+// then SettleSpend: a write of its own per call), else it rides on the
+// audit record into the result's group commit. txn/op counts the write
+// transactions per call (commits, which counts the store's group commits,
+// plus the separate settles).
+func BenchSaveResultSettled(b *testing.B, st interface {
+	SaveResult(ctx context.Context, res *toolrouter.Result, audit ...toolrouter.AuditRecord) error
+	SettleSpend(ctx context.Context, e toolrouter.SpendEntry) error
+	Flush(ctx context.Context) error
+}, separate bool, commits func() int64) {
+	ctx := context.Background()
+	var n, settles atomic.Int64
+	b.ReportAllocs()
+	b.ResetTimer()
+	start := CPU()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			i := n.Add(1)
+			id, _ := toolrouter.ToolCallID("bench", i)
+			res, rec := Route(id, i)
+			e := toolrouter.SpendEntry{ID: toolrouter.ScopedKey(res.Client, id), At: rec.Time, Tool: "test/echo", Currency: "USD", Amount: 2000}
+			if !separate {
+				rec.Spend = &e
+			}
+			if err := st.SaveResult(ctx, res, rec); err != nil {
+				b.Error(err)
+				return
+			}
+			if separate {
+				settles.Add(1)
+				if err := st.SettleSpend(ctx, e); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		}
+	})
+	if err := st.Flush(ctx); err != nil {
+		b.Fatal(err)
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(CPU()-start)/float64(b.N), "cpu-ns/op")
+	b.ReportMetric(float64(commits()+settles.Load())/float64(b.N), "txn/op")
+}
+
 // Route is the result and audit record of one routed call like the load
 // bench's echo: tool call id, sequence i.
 func Route(id string, i int64) (*toolrouter.Result, toolrouter.AuditRecord) {
