@@ -61,6 +61,9 @@ func TestDocsRegistryBlocksCheck(t *testing.T) {
 			}
 			out, err := cmd.CombinedOutput()
 			want, isFragment := fragments[name]
+			if isFragment && err == nil && strings.Contains(string(out), file+": ok") {
+				isFragment = false // a whole registry of the same page and first key
+			}
 			if !isFragment {
 				if err != nil || !strings.Contains(string(out), file+": ok") {
 					t.Errorf("%s's ```yaml block %d does not pass toolrouterd check: %v\n%s", f, i, err, out)

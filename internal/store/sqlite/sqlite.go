@@ -11,9 +11,11 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strings"
 	"time"
 
-	_ "modernc.org/sqlite" // pure-Go SQLite driver (no cgo), registered as "sqlite"
+	sqlitedriver "modernc.org/sqlite" // pure-Go SQLite driver (no cgo), registered as "sqlite"
+	sqlitelib "modernc.org/sqlite/lib"
 
 	"github.com/toolrouterd/toolrouterd/internal/store/sqlstore"
 	"github.com/toolrouterd/toolrouterd/internal/store/writebehind"
@@ -85,10 +87,9 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		return nil, fmt.Errorf("sqlite store: empty path")
 	}
 	q := url.Values{}
-	// busy_timeout first: switching to WAL takes a lock that concurrent
-	// openers of a new file wait for instead of failing with SQLITE_BUSY.
-	q.Add("_pragma", "busy_timeout(10000)")
-	q.Add("_pragma", "journal_mode(WAL)")
+	// Writers wait up to busyTimeout for each other instead of failing.
+	// No journal_mode here: WAL is switched on once, by wal.
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busyTimeout.Milliseconds()))
 	q.Add("_pragma", "synchronous(FULL)")
 	q.Add("_pragma", "foreign_keys(ON)")
 	// A checkpoint (copying the log into the file, fsyncing both) every
@@ -106,6 +107,10 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
 	}
 	s := &Store{db: db, Now: time.Now}
+	if err := wal(ctx, db, path, sleep); err != nil {
+		db.Close()
+		return nil, err
+	}
 	if err := s.migrate(ctx); err != nil {
 		db.Close()
 		return nil, err
@@ -113,6 +118,58 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	s.w = writebehind.New(s.commit, writeQueue, writeBatch)
 	s.w.Linger = writeLinger
 	return s, nil
+}
+
+// busyTimeout is how long a statement waits for another connection's
+// lock (PRAGMA busy_timeout), and how long Open retries switching the
+// file to WAL.
+const busyTimeout = 10 * time.Second
+
+// wal switches the file at path to WAL mode, retrying while another
+// connection holds a lock it needs. The mode is kept in the file: every
+// connection opened later, of any process, is in WAL mode without asking.
+//
+// PRAGMA journal_mode=WAL on a file not yet in WAL mode opens a read
+// transaction, then upgrades it to a write one to set the file header's
+// version; SQLite calls the busy handler only when a transaction begins,
+// not when one is upgraded, so busy_timeout does not apply and the upgrade
+// fails at once with SQLITE_BUSY whenever another connection (another
+// opener switching too, or migrating) holds the write lock. Nothing was
+// changed then: trying again is safe, and a later try finds the file in
+// WAL mode already, which needs no write.
+//
+// wait waits before each retry (sleep, but for tests).
+func wal(ctx context.Context, db *sql.DB, path string, wait func(context.Context, time.Duration) error) error {
+	deadline := time.Now().Add(busyTimeout)
+	for delay := time.Millisecond; ; delay = min(2*delay, 50*time.Millisecond) {
+		var mode string
+		err := db.QueryRowContext(ctx, `PRAGMA journal_mode = WAL`).Scan(&mode)
+		if err == nil {
+			if !strings.EqualFold(mode, "wal") {
+				return fmt.Errorf("sqlite %s: journal mode is %q, not wal", path, mode)
+			}
+			return nil
+		}
+		var se *sqlitedriver.Error
+		if !errors.As(err, &se) || se.Code()&0xff != sqlitelib.SQLITE_BUSY || !time.Now().Add(delay).Before(deadline) {
+			return fmt.Errorf("sqlite %s: switch to WAL: %w", path, err)
+		}
+		if werr := wait(ctx, delay); werr != nil {
+			return fmt.Errorf("sqlite %s: switch to WAL: %w", path, errors.Join(err, werr))
+		}
+	}
+}
+
+// sleep waits for d, or until ctx is done.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
 }
 
 // commit is the group commit: ws in one transaction on the writer's

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -433,5 +434,90 @@ func TestSequencesConcurrentAcrossBlocks(t *testing.T) {
 			}
 			seen[n] = true
 		}
+	}
+}
+
+// Switching a file to WAL while another connection holds its write lock
+// fails at once with SQLITE_BUSY, busy_timeout or not (the switch
+// upgrades a read transaction, and SQLite's busy handler is not called
+// for an upgrade): concurrent openers of a new file failed that way. wal
+// tries again after the lock is released, and succeeds.
+func TestWALSwitchRetriesWhileAnotherConnectionWrites(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "wal.db")
+	dsn := "file:" + path + "?_pragma=busy_timeout(10000)&_txlock=immediate"
+	holder, err := sql.Open("sqlite", dsn) // rollback journal: the file's default
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close()
+	if _, err := holder.ExecContext(ctx, `CREATE TABLE t (x INTEGER)`); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := holder.BeginTx(ctx, nil) // BEGIN IMMEDIATE: the write lock
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, `INSERT INTO t VALUES (1)`); err != nil {
+		t.Fatal(err)
+	}
+	opener, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer opener.Close()
+	waits := 0
+	err = wal(ctx, opener, path, func(context.Context, time.Duration) error {
+		waits++
+		if waits == 1 {
+			return tx.Commit() // the first try failed: release the lock
+		}
+		return nil
+	})
+	if err != nil || waits != 1 {
+		t.Fatalf("wal: %v after %d waits; want nil after 1 (the try while the lock was held)", err, waits)
+	}
+	var mode string
+	if err := opener.QueryRowContext(ctx, `PRAGMA journal_mode`).Scan(&mode); err != nil || mode != "wal" {
+		t.Errorf("journal_mode %q, %v; want wal", mode, err)
+	}
+	var n int
+	if err := opener.QueryRowContext(ctx, `SELECT count(*) FROM t`).Scan(&n); err != nil || n != 1 {
+		t.Errorf("holder's row: %d, %v; want 1", n, err)
+	}
+}
+
+// A switch to WAL that keeps failing ends with the SQLITE_BUSY error once
+// the context is done, not after busyTimeout.
+func TestWALSwitchGivesUpWhenContextIsDone(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	path := filepath.Join(t.TempDir(), "wal.db")
+	dsn := "file:" + path + "?_pragma=busy_timeout(10000)&_txlock=immediate"
+	holder, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close()
+	if _, err := holder.ExecContext(ctx, `CREATE TABLE t (x INTEGER)`); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := holder.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	opener, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer opener.Close()
+	err = wal(ctx, opener, path, func(ctx context.Context, d time.Duration) error {
+		cancel()
+		return sleep(ctx, d)
+	})
+	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "SQLITE_BUSY") {
+		t.Errorf("wal: %v; want SQLITE_BUSY and context canceled", err)
 	}
 }
