@@ -65,3 +65,53 @@ func TestTurnsArePricedAndLimited(t *testing.T) {
 		t.Errorf("ledger %+v %v", rows, err)
 	}
 }
+
+// TestHeldCallCostCountsWhenResumed (docs/costs.md): a run's tool call
+// held for an approval has no cost while it waits; once approved and the
+// run resumed, what it cost is in the run's totals.
+func TestHeldCallCostCountsWhenResumed(t *testing.T) {
+	a := &fakeAdapter{chat: func(n int, req llm.Request) (llm.Response, error) {
+		if n == 0 {
+			return llm.Response{ToolCalls: []llm.ToolCall{call("c1", "test/echo", map[string]any{"msg": "held"})}}, nil
+		}
+		return llm.Response{Content: "done"}, nil
+	}}
+	var held *toolrouter.Result
+	echo := echoRouter(nil, nil)
+	st := memory.New()
+	rt := fakeRouter{route: func(ctx context.Context, planID string, p map[string]any) (*toolrouter.Result, error) {
+		res, err := echo.route(ctx, planID, p)
+		if err != nil {
+			return nil, err
+		}
+		res.Success, res.Output, res.Status, res.ApprovalID = false, nil, toolrouter.ResultAwaitingApproval, "ap_1"
+		held = res
+		return res, st.SaveResult(ctx, res)
+	}}
+	r, _ := newRunner(a, rt)
+	r.Runs = st
+	ctx := context.Background()
+	pr, err := r.Start(ctx, agent.Request{Prompt: "pay"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := r.Execute(ctx, pr, nil); got.Status != toolrouter.RunAwaitingApproval || len(got.Cost) != 0 {
+		t.Fatalf("run %+v, want it paused with nothing spent", got)
+	}
+	if err := r.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	decided := *held
+	decided.Status, decided.Success, decided.Output = "", true, []byte(`{"msg":"held"}`)
+	decided.Cost = &toolrouter.Cost{Amount: 2000, Currency: "USD", Source: toolrouter.CostFromRegistry}
+	if err := st.SaveResult(ctx, &decided); err != nil {
+		t.Fatal(err)
+	}
+	got := r.Resume(ctx, pr.Run.RunID)
+	if got == nil || got.Status != toolrouter.RunCompleted {
+		t.Fatalf("resumed run %+v, want it completed", got)
+	}
+	if len(got.Cost) != 1 || got.Cost[0].Amount != 2000 || got.Cost[0].Currency != "USD" {
+		t.Fatalf("run totals %+v, want the approved call's 0.002 USD", got.Cost)
+	}
+}

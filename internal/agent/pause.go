@@ -150,6 +150,7 @@ func (r *Runner) Resume(ctx context.Context, runID string) *toolrouter.Run {
 			return nil
 		}
 		record(&turn[i], res)
+		addHeldCost(run, &turn[i])
 	}
 	var client *access.Client
 	if run.Client != "" {
@@ -273,4 +274,20 @@ func capResume(st resumeState, budget int64) ([]byte, error) {
 		}
 	}
 	return json.Marshal(c)
+}
+
+// addHeldCost adds what a held call cost, once it ran after its approval,
+// to the run's totals and to its turn (addToolCosts skipped it while it
+// waited: it had no cost yet).
+func addHeldCost(run *toolrouter.Run, rec *toolrouter.ToolCallRecord) {
+	if rec.Cost == nil {
+		return
+	}
+	run.AddCost(*rec.Cost)
+	for i := len(run.Turns) - 1; i >= 0; i-- {
+		if run.Turns[i].Iteration == rec.Iteration {
+			run.Turns[i].Tools = append(run.Turns[i].Tools, *rec.Cost)
+			return
+		}
+	}
 }
