@@ -3,7 +3,6 @@ package httpapi
 import (
 	"context"
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
@@ -62,14 +61,10 @@ func handleListApprovals(ap Approvals) http.HandlerFunc {
 			return
 		}
 		// Pages as GET /audit's: limit (default 100) and next_cursor.
-		f.Limit = 100
-		if v := r.URL.Query().Get("limit"); v != "" {
-			n, err := strconv.Atoi(v)
-			if err != nil || n < 1 || n > 1000 {
-				writeError(w, r, toolrouter.Invalid("limit", "limit: must be an integer in 1..1000, got %q", v))
-				return
-			}
-			f.Limit = n
+		var err error
+		if f.Limit, err = pageLimit(r.URL.Query()); err != nil {
+			writeError(w, r, err)
+			return
 		}
 		if v := r.URL.Query().Get("cursor"); v != "" {
 			c, err := toolrouter.ParseCursor(v)

@@ -3,7 +3,6 @@ package httpapi
 import (
 	"context"
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/toolrouterd/toolrouterd/internal/access"
@@ -30,22 +29,15 @@ func handleAudit(log AuditLog, usage Usage) http.HandlerFunc {
 			name string
 			to   *time.Time
 		}{{"since", &f.Since}, {"until", &f.Until}} {
-			if v := q.Get(p.name); v != "" {
-				t, err := time.Parse(time.RFC3339Nano, v)
-				if err != nil {
-					writeError(w, r, toolrouter.Invalid(p.name, "%s: want an RFC 3339 time such as 2025-06-01T00:00:00Z, got %q", p.name, v))
-					return
-				}
-				*p.to = t
-			}
-		}
-		if v := q.Get("limit"); v != "" {
-			n, err := strconv.Atoi(v)
-			if err != nil || n < 1 || n > 1000 {
-				writeError(w, r, toolrouter.Invalid("limit", "limit: must be an integer in 1..1000, got %q", v))
+			if err := queryTime(q, p.name, p.to); err != nil {
+				writeError(w, r, err)
 				return
 			}
-			f.Limit = n
+		}
+		var err error
+		if f.Limit, err = pageLimit(q); err != nil {
+			writeError(w, r, err)
+			return
 		}
 		if v := q.Get("cursor"); v != "" {
 			c, err := toolrouter.ParseCursor(v)

@@ -3,7 +3,6 @@ package httpapi
 import (
 	"context"
 	"net/http"
-	"strconv"
 
 	"github.com/toolrouterd/toolrouterd/internal/agent"
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
@@ -71,14 +70,10 @@ func handleGetRun(runs Runs) http.HandlerFunc {
 
 func handleListRuns(runs Runs) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		limit := 100
-		if q := r.URL.Query().Get("limit"); q != "" {
-			n, err := strconv.Atoi(q)
-			if err != nil || n < 1 || n > 1000 {
-				writeError(w, r, toolrouter.Invalid("limit", "limit: must be an integer in 1..1000, got %q", q))
-				return
-			}
-			limit = n
+		limit, err := pageLimit(r.URL.Query())
+		if err != nil {
+			writeError(w, r, err)
+			return
 		}
 		list, err := runs.List(r.Context(), r.URL.Query().Get("plan_id"), limit)
 		if err != nil {
