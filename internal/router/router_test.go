@@ -3,6 +3,7 @@ package router_test
 import (
 	"context"
 	"encoding/json"
+	"github.com/toolrouterd/toolrouterd/internal/pipeline/pipelinetest"
 	"maps"
 	"os"
 	"slices"
@@ -44,25 +45,9 @@ func (o *observer) ToolCall(_ context.Context, _, tool, outcome string, d time.D
 	o.calls = append(o.calls, observed{tool, outcome})
 }
 
-const testRegistry = `tools:
-  - name: test/echo
-    description: Echo tool
-    endpoint: http://127.0.0.1:9/echo
-    kind: tool
-    input_schema:
-      type: object
-      properties: {msg: {type: string}}
-    timeout: 10s
-  - name: test/check
-    description: Validation tool
-    endpoint: http://127.0.0.1:9/check
-    kind: validation
-    input_schema: {type: object}
-`
-
 func newTestRouter(t *testing.T, exec router.Executor, obs router.Observer) *rig {
 	t.Helper()
-	reg, err := registry.Parse("test.yaml", []byte(testRegistry), os.Getenv)
+	reg, err := registry.Parse("test.yaml", []byte(pipelinetest.Registry), os.Getenv)
 	if err != nil {
 		t.Fatal(err)
 	}
