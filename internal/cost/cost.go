@@ -92,7 +92,11 @@ func (r *Refusal) Error() string {
 // no limit to check nothing is written: the settled entry is written once
 // the call ran (with its result, or by Settle for a model turn).
 func (m *Meter) Reserve(ctx context.Context, e toolrouter.SpendEntry) (*Refusal, error) {
-	checks := m.checks(e)
+	return m.reserve(ctx, e, m.checks(e))
+}
+
+// reserve is Reserve with e's limits already read.
+func (m *Meter) reserve(ctx context.Context, e toolrouter.SpendEntry, checks []toolrouter.SpendCheck) (*Refusal, error) {
 	if len(checks) == 0 {
 		return nil, nil
 	}
@@ -202,8 +206,9 @@ func (m *Meter) Stage(next toolrouter.Next) toolrouter.Next {
 		if v, ok := req.View.(viewNamer); ok {
 			e.VirtualServer = v.ViewName()
 		}
-		limited := len(m.checks(e)) > 0 // else Reserve writes nothing, and there is nothing to drop
-		refused, err := m.Reserve(ctx, e)
+		checks := m.checks(e)
+		limited := len(checks) > 0 // else nothing is reserved, and there is nothing to drop
+		refused, err := m.reserve(ctx, e, checks)
 		if err != nil {
 			zerolog.Ctx(ctx).Error().Err(err).Msg("spend ledger")
 			return toolrouter.Outcome{Err: "spend ledger unavailable; retry later", Category: toolrouter.CategoryResource}
