@@ -132,6 +132,8 @@ func run(addr string) error {
 	srv := newServer()
 	mux := http.NewServeMux()
 	newControl(srv).routes(mux)
+	tasks := newBackendTasks(srv)
+	tasks.routes(mux)
 	get := func(*http.Request) *mcp.Server { return srv }
 	sessions := mcp.NewStreamableHTTPHandler(get, nil)
 	// The SDK serves protocol 2026-07-28 only statelessly: a request that
@@ -139,6 +141,9 @@ func run(addr string) error {
 	stateless := mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{Stateless: true})
 	mux.HandleFunc("/mcp", func(w http.ResponseWriter, r *http.Request) {
 		if v := r.Header.Get("Mcp-Protocol-Version"); v >= "2026-07-28" {
+			if tasks.serve(w, r) { // backend tasks (tasks.go)
+				return
+			}
 			stateless.ServeHTTP(w, r)
 			return
 		}

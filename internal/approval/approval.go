@@ -118,7 +118,8 @@ func ID(client, toolCallID string) string {
 func (k *Keeper) Stage(next toolrouter.Next) toolrouter.Next {
 	k.next = next
 	return func(ctx context.Context, req *toolrouter.CallRequest) toolrouter.Outcome {
-		if !req.Tool.Approval && !access.FromContext(ctx).NeedsApproval(req.Tool.Name) {
+		if req.TaskOp != nil || (!req.Tool.Approval && !access.FromContext(ctx).NeedsApproval(req.Tool.Name)) {
+			// (A poll of a backend task: its call was approved, or needed none.)
 			return next(ctx, req)
 		}
 		return k.hold(ctx, req)

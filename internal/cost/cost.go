@@ -195,7 +195,8 @@ type viewNamer interface{ ViewName() string }
 // backend costs nothing.
 func (m *Meter) Stage(next toolrouter.Next) toolrouter.Next {
 	return func(ctx context.Context, req *toolrouter.CallRequest) toolrouter.Outcome {
-		if req.Tool == nil {
+		if req.Tool == nil || req.TaskOp != nil {
+			// (A poll of a backend task: its call was metered.)
 			return next(ctx, req)
 		}
 		client := access.FromContext(ctx).LabelName()

@@ -17,6 +17,9 @@ func callOf(req *toolrouter.CallRequest) Call {
 // arguments.
 func (g *Guards) BeforeStage(next toolrouter.Next) toolrouter.Next {
 	return func(ctx context.Context, req *toolrouter.CallRequest) toolrouter.Outcome {
+		if req.TaskOp != nil {
+			return next(ctx, req) // a poll of a task whose call passed them
+		}
 		v := g.Before(ctx, callOf(req))
 		req.Guards = append(req.Guards, v.Decisions...)
 		if v.Deny != "" {
@@ -59,7 +62,9 @@ func (g *Guards) RedactStage(next toolrouter.Next) toolrouter.Next {
 // go to req, and an output it changed is held to the tool's output schema
 // again.
 func afterPhase(ctx context.Context, req *toolrouter.CallRequest, out toolrouter.Outcome, phase func(context.Context, Call, toolrouter.Outcome) (toolrouter.Outcome, Verdict)) toolrouter.Outcome {
-	if out.Held {
+	if out.Held || (out.Task != nil && out.Task.Status != toolrouter.TaskCompleted) {
+		// Held, or a backend task's handle or state: no output of the
+		// call yet (a completed task's result passes here as a call's).
 		return out
 	}
 	out, v := phase(ctx, callOf(req), out)

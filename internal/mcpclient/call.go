@@ -24,6 +24,9 @@ import (
 //     tool is idempotent, else a failure (the tool may have run): resource
 //     for a stdio server (its process exited), else execution.
 func (s *server) call(ctx context.Context, req toolrouter.ExecRequest) toolrouter.Outcome {
+	if req.TaskOp != nil {
+		return s.taskOp(ctx, req) // tasks.go
+	}
 	timeout := req.Tool.Timeout
 	if timeout <= 0 {
 		timeout = s.timeout()
@@ -121,7 +124,7 @@ func (s *server) setParams(c *toolCall) (stop func(), err error) {
 
 // send sends c on cs: on the hot path when it serves the session
 // (fastcall.go), else through the SDK.
-func (s *server) send(ctx context.Context, cs *mcp.ClientSession, c *toolCall) (toolrouter.Outcome, error) {
+func (s *server) send(ctx context.Context, cs *mcp.ClientSession, c *toolCall) (out toolrouter.Outcome, err error) {
 	req, params, relay := c.req, c.params, c.relay
 	if relay != nil && relay.Log != nil {
 		ctx = withCallRelay(ctx, relay)
@@ -130,6 +133,18 @@ func (s *server) send(ctx context.Context, cs *mcp.ClientSession, c *toolCall) (
 		// The caller's capabilities, not toolrouterd's: the backend asks
 		// for the input the caller can give.
 		params.Meta[mcp.MetaKeyClientCapabilities] = relay.ClientCapabilities
+		if declaresTasks(relay.ClientCapabilities) {
+			// The backend may answer with a task (tasks.go): its answer's
+			// bytes are kept to read the task from.
+			capture := &taskCapture{}
+			ctx = withTaskCapture(ctx, capture)
+			defer func() {
+				if t := capture.task(); t != nil {
+					t.Server = s.name
+					out, err = toolrouter.Outcome{Answered: true, Output: json.RawMessage("null"), Task: t}, nil
+				}
+			}()
+		}
 	}
 	if s.fast(cs) {
 		// The hot path encodes with encoding/json, as the router encoded

@@ -53,6 +53,9 @@ func (t *serverTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		return resp, err
 	}
 	budgeted(r, resp)
+	if c := taskCaptureFrom(r.Context()); c != nil && r.Method == http.MethodPost && resp.StatusCode == http.StatusOK {
+		c.capture(r, resp) // a call that may become a task (tasks.go)
+	}
 	if resp.StatusCode == http.StatusOK && isEventStream(resp.Header.Get("Content-Type")) {
 		event := t.event
 		if relay := callRelay(r.Context()); relay != nil && relay.Log != nil {

@@ -128,7 +128,10 @@ func (h *Handler) call(ctx context.Context, req *mcp.CallToolRequest) (mcp.Resul
 	}
 	rl := relay(ctx, req)
 	if modern {
-		rl.ClientCapabilities = backendCapabilities(clientCapabilities(p.Meta))
+		// The caller's capabilities as they are, the tasks extension
+		// included: a backend may answer with its own task, relayed
+		// (taskrelay.go).
+		rl.ClientCapabilities = clientCapabilities(p.Meta)
 	}
 	if p.RequestState != "" {
 		if rl.RequestState, err = h.unwrapState(ctx, p.RequestState, p.Name, clientName); err != nil {
@@ -153,6 +156,18 @@ func (h *Handler) call(ctx context.Context, req *mcp.CallToolRequest) (mcp.Resul
 		}
 		h.d.Logger.Error().Err(err).Str("plan_id", planID).Str("tool", p.Name).Msg("route MCP tools/call")
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error"}
+	}
+	if res.BackendTask != nil {
+		if !modern || !declaresTasks(clientCapabilities(p.Meta)) {
+			// The extension forbids it; the backend was not told the
+			// caller takes tasks (it never is, then).
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the MCP server answered with a task, which the client did not declare it takes"}
+		}
+		ct, err := h.relayedCreate(ctx, p.Name, planID, res.BackendTask)
+		if err != nil {
+			return nil, h.stateError(err)
+		}
+		return ct, nil
 	}
 	if err := connectError(req, clientCapabilities(p.Meta), res); err != nil {
 		return nil, err

@@ -55,11 +55,11 @@ func declaresTasks(caps json.RawMessage) bool {
 	return ok
 }
 
-// backendCapabilities are the caller's capabilities as a backend gets
-// them: without the tasks extension. toolrouterd does not relay a
-// backend's tasks (docs/mcp.md "Tasks"): a backend told the caller takes
-// tasks could answer a CreateTaskResult whose task nobody could poll, so
-// it answers the call itself (or, needing a task, refuses it with -32021).
+// backendCapabilities are the caller's capabilities as the backend of a
+// call toolrouterd runs as its own task gets them: without the tasks
+// extension, since the task is toolrouterd's (the backend answers the
+// call itself, or, needing a task, refuses it with -32021). A call that is
+// not toolrouterd's task relays them whole (taskrelay.go).
 func backendCapabilities(caps json.RawMessage) json.RawMessage {
 	if !declaresTasks(caps) {
 		return caps
@@ -128,7 +128,7 @@ func (h *Handler) startTask(ctx context.Context, cr *toolrouter.CallRequest) (mc
 	// Progress and log notifications are not sent for tasks (the
 	// extension): the request that started it ends now.
 	if cr.Relay != nil {
-		cr.Relay = &toolrouter.Relay{ClientCapabilities: cr.Relay.ClientCapabilities}
+		cr.Relay = &toolrouter.Relay{ClientCapabilities: backendCapabilities(cr.Relay.ClientCapabilities)}
 	}
 	t, _, err := h.d.Tasks.Start(ctx, cr)
 	if err != nil {
@@ -241,6 +241,12 @@ func (h *Handler) serveTaskMethod(w http.ResponseWriter, r *http.Request, msgs [
 	}
 	if !declaresTasks(clientCapabilities(p.Meta)) {
 		answer(nil, missingTasks(req.Method+" needs the "+TasksExtension+" extension declared in the request's clientCapabilities"))
+		return true
+	}
+	if isRelayedTask(p.TaskID) {
+		// A backend's task (taskrelay.go).
+		res, rpcErr := h.relayTaskMethod(r.Context(), req.Method, p.TaskID, req.Params, clientCapabilities(p.Meta))
+		answer(res, rpcErr)
 		return true
 	}
 	if h.d.Tasks == nil {

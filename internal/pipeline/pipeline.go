@@ -129,6 +129,9 @@ func callable(ctx context.Context, tools Tools, view toolrouter.View) []string {
 // defaulted), which no caller sets.
 func Validate(next toolrouter.Next) toolrouter.Next {
 	return func(ctx context.Context, req *toolrouter.CallRequest) toolrouter.Outcome {
+		if req.TaskOp != nil {
+			return next(ctx, req) // a poll of a task: its call's arguments were validated
+		}
 		if v := req.Tool.ValidateArgs; v != nil {
 			if err := v(req.Call.Arguments); err != nil {
 				return toolrouter.Outcome{Err: err.Error(), Category: toolrouter.CategorySchema}

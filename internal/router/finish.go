@@ -116,6 +116,7 @@ func (f *Finisher) finish(ctx context.Context, req *toolrouter.CallRequest, x *r
 	}
 	res.Notes = append(res.Notes, req.Notes...)
 	res.MCPResult = out.MCPResult
+	res.BackendTask = out.Task
 	res.Cost, res.RetryAfter = req.Cost, req.RetryAfter
 	if out.FullOutput != nil {
 		res.Truncated = true

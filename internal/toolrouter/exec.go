@@ -37,6 +37,9 @@ type ExecRequest struct {
 	// decorator just above the backend; nil sends the registry's headers
 	// only.
 	Credential *Credential
+	// TaskOp, when set, makes the request a tasks/* request to the MCP
+	// backend's task instead of a tools/call (CallRequest.TaskOp).
+	TaskOp *TaskOp
 }
 
 // Outcome is what a backend made of an ExecRequest.
@@ -81,6 +84,9 @@ type Outcome struct {
 	// ConnectURL, on an auth failure, is where the user connects the
 	// backend (auth mode oauth): the call's result is auth_required.
 	ConnectURL string
+	// Task is the MCP backend's task: its CreateTaskResult for a
+	// tools/call, its state for a TaskOp; nil otherwise.
+	Task *BackendTask
 
 	// checked is Output as it was when MarkChecked was called: see
 	// OutputChecked.

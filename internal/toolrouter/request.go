@@ -51,6 +51,9 @@ type CallRequest struct {
 	// Emit, when set, receives the call's progress (pending, running,
 	// awaiting_approval, then complete or error).
 	Emit func(Update)
+	// TaskOp, when set, is a tasks/* request to the backend task of the
+	// tool Call names (docs/mcp.md "Tasks"), not a call of it.
+	TaskOp *TaskOp
 
 	// The state of the call, set by the router and the stages.
 
@@ -101,7 +104,7 @@ func (r *CallRequest) EntryPoint() string {
 // Exec is the request the backend of r's resolved tool gets.
 func (r *CallRequest) Exec() ExecRequest {
 	return ExecRequest{Tool: r.Tool, Args: r.Call.Arguments, ArgsJSON: r.ArgsJSON, PlanID: r.PlanID, ToolCallID: r.ID,
-		Progress: r.Progress, Relay: r.Relay, Batch: r.Batch}
+		Progress: r.Progress, Relay: r.Relay, Batch: r.Batch, TaskOp: r.TaskOp}
 }
 
 // View is a virtual server's view over the registry (vserver.View,

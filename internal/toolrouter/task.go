@@ -1,6 +1,9 @@
 package toolrouter
 
-import "time"
+import (
+	"encoding/json"
+	"time"
+)
 
 // TaskStatus is the state of a task (docs/mcp.md "Tasks"), the statuses of
 // the MCP tasks extension (io.modelcontextprotocol/tasks, revision
@@ -79,4 +82,54 @@ type Task struct {
 	// clients.
 	TTLMillis          int64 `json:"ttl_ms"`
 	PollIntervalMillis int64 `json:"poll_interval_ms"`
+}
+
+// BackendTask is a task an MCP backend created for a tools/call, or its
+// state as a tasks/* request to it found it (docs/mcp.md "Tasks": a
+// backend's own tasks, relayed). The /mcp endpoint hands its client a
+// sealed id carrying where it lives; the backend's id never reaches the
+// client.
+type BackendTask struct {
+	// Server is the MCP server that has it.
+	Server string
+	// ID is the backend's taskId; Session the backend session it lives in
+	// (its Mcp-Session-Id; "" on a stateless server).
+	ID      string
+	Session string
+	// Status and StatusMessage as the backend reported them; Status ""
+	// for the answer of tasks/update and tasks/cancel (an
+	// acknowledgement).
+	Status        TaskStatus
+	StatusMessage string
+	// CreatedAt, LastUpdatedAt (as sent, ISO 8601), TTLMillis (nil:
+	// unlimited) and PollIntervalMillis (0: none).
+	CreatedAt          string
+	LastUpdatedAt      string
+	TTLMillis          *int64
+	PollIntervalMillis int64
+	// Error is a failed task's JSON-RPC error; InputRequests the
+	// outstanding requests of an input_required one, both as sent.
+	Error         json.RawMessage
+	InputRequests json.RawMessage
+	// RPCError is the JSON-RPC error the backend answered a tasks/*
+	// request with (an unknown task), as sent; nil when it answered.
+	RPCError json.RawMessage
+}
+
+// TaskOp, on a CallRequest, makes the call a tasks/* request to the
+// backend task of the call's tool instead of a tools/call: the pipeline
+// resolves the tool again (the caller's scopes and view, checked on every
+// poll), skips what only a call's arguments concern (validation, before
+// hooks, approval, spend), and the result of a completed task goes through
+// every stage after the backend, as a synchronous call's result does.
+type TaskOp struct {
+	// Method is tasks/get, tasks/update or tasks/cancel.
+	Method string
+	// Server, ID and Session locate the backend task (BackendTask): a
+	// tool that resolves to another server's is not sent it.
+	Server  string
+	ID      string
+	Session string
+	// InputResponses are a tasks/update's, as the client sent them.
+	InputResponses json.RawMessage
 }

@@ -226,6 +226,10 @@ type Result struct {
 	// for the /mcp endpoint to pass on; nil for HTTP tools and calls that
 	// got no answer. It is not part of the RouteResult.
 	MCPResult json.RawMessage `json:"-"`
+	// BackendTask is the MCP backend's task when it answered with one (a
+	// CreateTaskResult, or a tasks/* request's answer: TaskOp); nil
+	// otherwise. Not part of the RouteResult.
+	BackendTask *BackendTask `json:"-"`
 	// Client owns the result: the store keeps it under
 	// ScopedKey(Client, ToolCallID). Not part of the answer.
 	Client string `json:"-"`
