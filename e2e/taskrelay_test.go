@@ -93,7 +93,9 @@ guardrails:
 			}
 		}
 	}
-	status := func(s string) func(map[string]any) bool { return func(m map[string]any) bool { return m["status"] == s } }
+	status := func(s string) func(map[string]any) bool {
+		return func(m map[string]any) bool { return m["status"] == s }
+	}
 
 	// A client that did not declare the extension: a synchronous call,
 	// the backend not told of tasks (it would have made one).
