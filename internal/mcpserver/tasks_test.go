@@ -143,20 +143,30 @@ func (c capsRouter) Do(ctx context.Context, req *toolrouter.CallRequest) (*toolr
 	return c.Router.Do(ctx, req)
 }
 
-// TestMCPTasksExtensionIsNotForwarded: a backend never hears that the
-// caller takes tasks (toolrouterd does not relay backend tasks), while the
-// rest of the caller's capabilities reach it.
-func TestMCPTasksExtensionIsNotForwarded(t *testing.T) {
+// TestMCPTasksExtensionForwardedUnlessOwnTask: a backend hears that the
+// caller takes tasks (it may answer with its own task, relayed) with the
+// rest of the caller's capabilities; a call toolrouterd runs as its own
+// task does not pass it on (the task is toolrouterd's).
+func TestMCPTasksExtensionForwardedUnlessOwnTask(t *testing.T) {
 	got := make(chan string, 1)
-	e := newEnv(t, func(d *mcpserver.Deps) { d.Router = capsRouter{d.Router, got} })
-	echo := mcpName("test/echo")
-	body, h := modern("tools/call", echo, `{"name":"`+echo+`","arguments":{"msg":"hi"}}`)
-	body = strings.Replace(body, `"io.modelcontextprotocol/clientCapabilities":{}`,
-		`"io.modelcontextprotocol/clientCapabilities":{"elicitation":{"form":{}},"extensions":{"io.modelcontextprotocol/tasks":{},"com.example/x":{}}}`, 1)
-	if status, _, b := post(t, e.url, body, h); status != 200 {
-		t.Fatalf("tools/call: %d %s", status, b)
-	}
-	if caps := <-got; strings.Contains(caps, "io.modelcontextprotocol/tasks") || !strings.Contains(caps, "com.example/x") || !strings.Contains(caps, "elicitation") {
-		t.Fatalf("forwarded capabilities %s", caps)
+	e := newEnv(t, func(d *mcpserver.Deps) {
+		d.Router = capsRouter{d.Router, got}
+		d.Tasks = &task.Runner{Store: memory.New(), Router: d.Router}
+	})
+	e.reg.cur.Store(parse(t, e.tools, registryYAML+taskTools))
+	declared := `"io.modelcontextprotocol/clientCapabilities":{"elicitation":{"form":{}},"extensions":{"io.modelcontextprotocol/tasks":{},"com.example/x":{}}}`
+	for _, tc := range []struct {
+		tool      string
+		forwarded bool
+	}{{"test/echo", true}, {"test/echotask", false}} {
+		name := mcpName(tc.tool)
+		body, h := modern("tools/call", name, `{"name":"`+name+`","arguments":{"msg":"hi"}}`)
+		body = strings.Replace(body, `"io.modelcontextprotocol/clientCapabilities":{}`, declared, 1)
+		if status, _, b := post(t, e.url, body, h); status != 200 {
+			t.Fatalf("tools/call %s: %d %s", tc.tool, status, b)
+		}
+		if caps := <-got; strings.Contains(caps, "io.modelcontextprotocol/tasks") != tc.forwarded || !strings.Contains(caps, "com.example/x") || !strings.Contains(caps, "elicitation") {
+			t.Errorf("%s: forwarded capabilities %s (tasks extension forwarded: want %v)", tc.tool, caps, tc.forwarded)
+		}
 	}
 }
