@@ -196,36 +196,42 @@ func tasksAcrossReplicas(t *testing.T, db string) {
 }
 
 // taskConformance are the conformance suite's tasks scenarios (extension
-// scenarios: run with --force at 2026-07-28) that toolrouterd's own tasks
-// pass whole.
-var taskConformance = []string{"tasks-capability-negotiation", "tasks-wire-fields", "tasks-request-state-removal",
+// scenarios: run with --force at 2026-07-28) that pass whole through /mcp.
+var taskConformance = []string{"tasks-lifecycle", "tasks-capability-negotiation", "tasks-wire-fields", "tasks-request-state-removal",
 	"tasks-request-headers", "tasks-dispatch-and-envelope", "tasks-required-task-error"}
 
 // TestTasksConformance runs the official conformance suite's tasks
-// scenarios against toolrouterd's /mcp, its fixtures (greet, slow_compute,
-// failing_job, protocol_error_job) being HTTP tools of the example tool
-// server run as toolrouterd tasks. tasks-lifecycle passes all but one
-// check: protocol_error_job must end failed with a JSON-RPC error, and a
-// failing HTTP tool is a completed call with isError, as its synchronous
-// call would be (docs/mcp.md "Tasks"). The tasks-mrtr-* scenarios need a
-// task asking its client for input, which toolrouterd's tasks never do;
+// scenarios against toolrouterd's /mcp. Its fixtures greet, slow_compute
+// and failing_job are HTTP tools of the example tool server run as
+// toolrouterd tasks; protocol_error_job is the go-sdk fixture's, whose
+// backend task panics into a JSON-RPC error: toolrouterd relays the
+// backend's task, which ends failed with that error (a failing HTTP tool
+// is a completed call with isError, as its synchronous call would be).
 // tasks-status-notifications has no check at this version.
 func TestTasksConformance(t *testing.T) {
 	t.Parallel()
 	dir := conformanceDir(t)
 	tools := startTools(t)
+	fix := startFixture(t)
 	router, _ := startRouter(t, fmt.Sprintf(`tools:
   - {name: greet, description: Greets name., endpoint: http://%[1]s/greet}
   - {name: slow_compute, description: Sleeps seconds., endpoint: http://%[1]s/slow, timeout: 5m, task: optional}
   - {name: failing_job, description: Fails., endpoint: http://%[1]s/fail, task: required}
-  - {name: protocol_error_job, description: Fails., endpoint: http://%[1]s/fail, task: optional}
-`, tools.addr), "TOOLROUTER_LOG_LEVEL=warn")
+mcp_servers:
+  - {name: fixture, url: "%[2]s/mcp", prefix: "", tools: [protocol_error_job]}
+`, tools.addr, fix.URL()), "TOOLROUTER_LOG_LEVEL=warn")
+	poll.Until(t, 20*time.Second, func() error {
+		if r := do(t, "GET", router.URL()+"/schemas/unknown", nil); !strings.Contains(string(r.Body), `"protocol_error_job"`) {
+			return fmt.Errorf("the fixture's protocol_error_job is not listed yet: %s", r.Body)
+		}
+		return nil
+	})
 	type run struct {
 		scenario string
 		out      []byte
 		err      error
 	}
-	scenarios := append([]string{"tasks-lifecycle"}, taskConformance...)
+	scenarios := taskConformance
 	runs := make(chan run, len(scenarios))
 	for _, s := range scenarios { // concurrently: each is mostly waiting
 		go func() {
@@ -244,10 +250,6 @@ func TestTasksConformance(t *testing.T) {
 		case m == nil:
 			t.Errorf("%s: no result (%v):\n%s", r.scenario, r.err, r.out)
 			continue
-		case r.scenario == "tasks-lifecycle":
-			if string(m[3]) != "1" || !strings.Contains(string(r.out), "- TasksProtocolErrorFailedShape:") {
-				t.Errorf("tasks-lifecycle: want only TasksProtocolErrorFailedShape failed:\n%s", r.out)
-			}
 		case r.err != nil || string(m[3]) != "0" || string(m[1]) != string(m[2]):
 			t.Errorf("%s failed (%v):\n%s", r.scenario, r.err, r.out)
 			continue

@@ -6,12 +6,14 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
 	"sync"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -28,6 +30,11 @@ import (
 //   - backend_task {ms, secret?}: works ms milliseconds, then completes
 //     with "backend task done after N ms" (plus secret, to see it
 //     redacted); tasks/cancel ends it cancelled at once.
+//   - protocol_error_job: its work panics; the task ends failed with the
+//     JSON-RPC internal error (-32603) the panic became, as the extension
+//     asks of a protocol-level failure (the conformance suite's
+//     tasks-lifecycle fixture of that name). Called without the extension,
+//     it answers that error at once.
 //   - backend_ask: input_required at once, asking (key "ask-1") for a
 //     name by elicitation; tasks/update answering it completes it with
 //     "Hello, NAME".
@@ -43,6 +50,7 @@ type fixtureTask struct {
 	created   time.Time
 	updated   time.Time
 	text      string
+	err       map[string]any // a failed task's JSON-RPC error
 	cancelled bool // a tasks/cancel reached it
 	stop      chan struct{}
 }
@@ -61,6 +69,10 @@ func newBackendTasks(srv *mcp.Server) *backendTasks {
 	srv.AddTool(&mcp.Tool{Name: "backend_ask", Description: "Asks for a name as a task when the client takes tasks.", InputSchema: noArgs},
 		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ran without a task"}}}, nil
+		})
+	srv.AddTool(&mcp.Tool{Name: "protocol_error_job", Description: "Panics into a protocol error (as a task when the client takes tasks).", InputSchema: noArgs},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "tool panicked: protocol_error_job: boom"}
 		})
 	return &backendTasks{tasks: map[string]*fixtureTask{}}
 }
@@ -123,7 +135,7 @@ func (b *backendTasks) serve(w http.ResponseWriter, r *http.Request) bool {
 	}
 	switch req.Method {
 	case "tools/call":
-		if !declared || (req.Params.Name != "backend_task" && req.Params.Name != "backend_ask") {
+		if !declared || (req.Params.Name != "backend_task" && req.Params.Name != "backend_ask" && req.Params.Name != "protocol_error_job") {
 			return false
 		}
 		var args struct {
@@ -195,6 +207,19 @@ func (b *backendTasks) start(tool string, ms int, secret string) string {
 	b.mu.Lock()
 	b.tasks[id] = t
 	b.mu.Unlock()
+	if tool == "protocol_error_job" {
+		go func() {
+			defer func() {
+				if p := recover(); p != nil {
+					b.mu.Lock()
+					t.status, t.updated = "failed", time.Now()
+					t.err = map[string]any{"code": jsonrpc.CodeInternalError, "message": fmt.Sprintf("tool panicked: %s: %v", tool, p)}
+					b.mu.Unlock()
+				}
+			}()
+			panic("boom")
+		}()
+	}
 	if tool == "backend_task" {
 		go func() {
 			timer := time.NewTimer(time.Duration(ms) * time.Millisecond)
@@ -230,6 +255,8 @@ func (b *backendTasks) wire(id, resultType string) map[string]any {
 	switch t.status {
 	case "completed":
 		m["result"] = map[string]any{"content": []any{map[string]any{"type": "text", "text": t.text}}, "isError": false}
+	case "failed":
+		m["error"], m["statusMessage"] = t.err, t.err["message"]
 	case "input_required":
 		m["inputRequests"] = map[string]any{"ask-1": map[string]any{"method": "elicitation/create", "params": map[string]any{
 			"mode": "form", "message": "Your name?",

@@ -172,8 +172,8 @@ func (h *Handler) call(ctx context.Context, req *mcp.CallToolRequest) (mcp.Resul
 	if err := connectError(req, clientCapabilities(p.Meta), res); err != nil {
 		return nil, err
 	}
-	if res.ErrorCategory != nil && *res.ErrorCategory == toolrouter.CategoryBudget {
-		return nil, budgetError(res)
+	if e := protocolError(res); e != nil {
+		return nil, e
 	}
 	out := result(res)
 	if out.NeedsInput() {
@@ -336,10 +336,21 @@ func callArguments(name string, args any) (map[string]any, error) {
 // server range next to the rate limit's.
 const codeBudget = -32023
 
+// protocolError is the JSON-RPC error a tools/call answers for res
+// instead of a CallToolResult (a spend limit's refusal); nil when it
+// answers the CallToolResult. A task of the call that ends with res ends
+// failed with this error (tasks.go), as the extension asks.
+func protocolError(res *toolrouter.Result) *jsonrpc.Error {
+	if res.ErrorCategory != nil && *res.ErrorCategory == toolrouter.CategoryBudget {
+		return budgetError(res)
+	}
+	return nil
+}
+
 // budgetError is the JSON-RPC error of a call a spend limit refused: its
 // data says the category, when the limit resets and the seconds until
 // then (as Retry-After would).
-func budgetError(res *toolrouter.Result) error {
+func budgetError(res *toolrouter.Result) *jsonrpc.Error {
 	data := map[string]any{"category": string(toolrouter.CategoryBudget), "tool_call_id": res.ToolCallID}
 	if !res.RetryAfter.IsZero() {
 		data["resets_at"] = res.RetryAfter.UTC().Format(time.RFC3339)

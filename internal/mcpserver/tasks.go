@@ -181,6 +181,15 @@ func (h *Handler) wireTask(t *toolrouter.Task, resultType string) map[string]any
 		if res == nil {
 			res = &toolrouter.Result{Success: true}
 		}
+		if e := protocolError(res); e != nil {
+			// What the call would have answered is a JSON-RPC error: the
+			// task failed with it (the extension's failed status).
+			m["status"], m["error"] = string(toolrouter.TaskFailed), e
+			if _, ok := m["statusMessage"]; !ok {
+				m["statusMessage"] = e.Message
+			}
+			break
+		}
 		m["result"] = withResultType(result(res), true, h.complete)
 	case toolrouter.TaskFailed:
 		m["error"] = map[string]any{"code": jsonrpc.CodeInternalError, "message": t.Error}

@@ -2,6 +2,7 @@ package mcpserver_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -168,5 +169,40 @@ func TestMCPTasksExtensionForwardedUnlessOwnTask(t *testing.T) {
 		if caps := <-got; strings.Contains(caps, "io.modelcontextprotocol/tasks") != tc.forwarded || !strings.Contains(caps, "com.example/x") || !strings.Contains(caps, "elicitation") {
 			t.Errorf("%s: forwarded capabilities %s (tasks extension forwarded: want %v)", tc.tool, caps, tc.forwarded)
 		}
+	}
+}
+
+// refusingRouter refuses every call as a spend limit does.
+type refusingRouter struct{}
+
+func (refusingRouter) Do(_ context.Context, req *toolrouter.CallRequest) (*toolrouter.Result, error) {
+	cat, msg := toolrouter.CategoryBudget, "spend limit reached: the client's daily budget is spent"
+	return &toolrouter.Result{ToolCallID: "tc_refused", ToolName: req.Call.ToolName, ErrorCategory: &cat, Error: &msg}, nil
+}
+
+// TestMCPTaskOfARefusedCallFails: a task whose call ends as its
+// synchronous call would answer with a JSON-RPC error (a spend limit's
+// -32023) ends failed with that error, not completed (the extension:
+// failed is for JSON-RPC errors, completed for results).
+func TestMCPTaskOfARefusedCallFails(t *testing.T) {
+	runner := &task.Runner{Store: memory.New(), Router: refusingRouter{}}
+	e := newEnv(t, func(d *mcpserver.Deps) { d.Tasks = runner })
+	e.reg.cur.Store(parse(t, e.tools, registryYAML+taskTools))
+	echo := mcpName("test/echotask")
+	body, h := modern("tools/call", echo, `{"name":"`+echo+`","arguments":{"msg":"hi"}}`)
+	_, _, b := post(t, e.url, withTasks(body), h)
+	id, _ := decodeReply(t, b).Result["taskId"].(string)
+	if id == "" {
+		t.Fatalf("tools/call: %s", b)
+	}
+	if err := runner.Wait(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	get, gh := modern("tasks/get", id, `{"taskId":"`+id+`"}`)
+	_, _, b = post(t, e.url, withTasks(get), gh)
+	r := decodeReply(t, b)
+	errObj, _ := r.Result["error"].(map[string]any)
+	if r.Result["status"] != "failed" || errObj == nil || errObj["code"] != float64(-32023) || !strings.Contains(fmt.Sprint(errObj["message"]), "spend limit") || r.Result["result"] != nil {
+		t.Fatalf("tasks/get of a refused call's task: %s, want failed with -32023 and no result", b)
 	}
 }
