@@ -198,16 +198,20 @@ func tasksAcrossReplicas(t *testing.T, db string) {
 // taskConformance are the conformance suite's tasks scenarios (extension
 // scenarios: run with --force at 2026-07-28) that pass whole through /mcp.
 var taskConformance = []string{"tasks-lifecycle", "tasks-capability-negotiation", "tasks-wire-fields", "tasks-request-state-removal",
-	"tasks-request-headers", "tasks-dispatch-and-envelope", "tasks-required-task-error"}
+	"tasks-request-headers", "tasks-dispatch-and-envelope", "tasks-required-task-error", "tasks-mrtr-input", "tasks-mrtr-composition"}
 
 // TestTasksConformance runs the official conformance suite's tasks
 // scenarios against toolrouterd's /mcp. Its fixtures greet, slow_compute
 // and failing_job are HTTP tools of the example tool server run as
-// toolrouterd tasks; protocol_error_job is the go-sdk fixture's, whose
-// backend task panics into a JSON-RPC error: toolrouterd relays the
-// backend's task, which ends failed with that error (a failing HTTP tool
-// is a completed call with isError, as its synchronous call would be).
-// tasks-status-notifications has no check at this version.
+// toolrouterd tasks; the others are the go-sdk fixture's backend tasks,
+// relayed: protocol_error_job's panics into a JSON-RPC error and ends
+// failed with it (a failing HTTP tool is a completed call with isError, as
+// its synchronous call would be); confirm_delete's and multi_input's ask
+// their client for input (tasks-mrtr-input: inputRequests on tasks/get,
+// answered by tasks/update, one key at a time); test_tool_with_task asks
+// by a multi round-trip request first, then answers its retry with a task
+// (tasks-mrtr-composition). tasks-status-notifications has no check at
+// this version.
 func TestTasksConformance(t *testing.T) {
 	t.Parallel()
 	dir := conformanceDir(t)
@@ -218,11 +222,11 @@ func TestTasksConformance(t *testing.T) {
   - {name: slow_compute, description: Sleeps seconds., endpoint: http://%[1]s/slow, timeout: 5m, task: optional}
   - {name: failing_job, description: Fails., endpoint: http://%[1]s/fail, task: required}
 mcp_servers:
-  - {name: fixture, url: "%[2]s/mcp", prefix: "", tools: [protocol_error_job]}
+  - {name: fixture, url: "%[2]s/mcp", prefix: "", tools: [protocol_error_job, confirm_delete, multi_input, test_tool_with_task]}
 `, tools.addr, fix.URL()), "TOOLROUTER_LOG_LEVEL=warn")
 	poll.Until(t, 20*time.Second, func() error {
-		if r := do(t, "GET", router.URL()+"/schemas/unknown", nil); !strings.Contains(string(r.Body), `"protocol_error_job"`) {
-			return fmt.Errorf("the fixture's protocol_error_job is not listed yet: %s", r.Body)
+		if r := do(t, "GET", router.URL()+"/schemas/unknown", nil); !strings.Contains(string(r.Body), `"test_tool_with_task"`) {
+			return fmt.Errorf("the fixture's tools are not listed yet: %s", r.Body)
 		}
 		return nil
 	})

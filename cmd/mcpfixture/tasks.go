@@ -38,6 +38,14 @@ import (
 //   - backend_ask: input_required at once, asking (key "ask-1") for a
 //     name by elicitation; tasks/update answering it completes it with
 //     "Hello, NAME".
+//   - confirm_delete {filename} and multi_input: the conformance suite's
+//     tasks-mrtr-input fixtures: input_required asking for a confirmation
+//     (one key), or a name and a confirmation (two keys, answerable one
+//     tasks/update at a time); completed once every key is answered.
+//   - test_tool_with_task: tasks-mrtr-composition's: a multi round-trip
+//     request first (input_required asking for user_name, answered by the
+//     SDK's tool), then, on the retry carrying the answer, a task whose
+//     result greets that name.
 //
 // GET /control/tasks is every task: its tool, status and whether a
 // tasks/cancel reached it.
@@ -51,6 +59,11 @@ type fixtureTask struct {
 	updated   time.Time
 	text      string
 	err       map[string]any // a failed task's JSON-RPC error
+	// pending are the outstanding inputRequests by key, answers the
+	// responses so far; finish makes the result text once none is left.
+	pending map[string]any
+	answers map[string]json.RawMessage
+	finish  func(answers map[string]json.RawMessage) string
 	cancelled bool // a tasks/cancel reached it
 	stop      chan struct{}
 }
@@ -73,6 +86,20 @@ func newBackendTasks(srv *mcp.Server) *backendTasks {
 	srv.AddTool(&mcp.Tool{Name: "protocol_error_job", Description: "Panics into a protocol error (as a task when the client takes tasks).", InputSchema: noArgs},
 		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "tool panicked: protocol_error_job: boom"}
+		})
+	for _, name := range []string{"confirm_delete", "multi_input"} {
+		srv.AddTool(&mcp.Tool{Name: name, Description: "Asks its client for input, as a task when the client takes tasks.",
+			InputSchema: json.RawMessage(`{"type":"object","properties":{"filename":{"type":"string"}}}`)},
+			func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ran without a task"}}}, nil
+			})
+	}
+	srv.AddTool(&mcp.Tool{Name: "test_tool_with_task", Description: "Asks for user_name (input_required), then runs as a task.", InputSchema: noArgs},
+		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			if len(req.Params.InputResponses) > 0 {
+				return nil, &jsonrpc.Error{Code: -32021, Message: "Missing required client capability: test_tool_with_task runs as a task"}
+			}
+			return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{"user_name": elicit("What is your name?", "name", "string")}}, nil
 		})
 	return &backendTasks{tasks: map[string]*fixtureTask{}}
 }
@@ -135,14 +162,30 @@ func (b *backendTasks) serve(w http.ResponseWriter, r *http.Request) bool {
 	}
 	switch req.Method {
 	case "tools/call":
-		if !declared || (req.Params.Name != "backend_task" && req.Params.Name != "backend_ask" && req.Params.Name != "protocol_error_job") {
+		switch req.Params.Name {
+		case "backend_task", "backend_ask", "protocol_error_job", "confirm_delete", "multi_input":
+		case "test_tool_with_task":
+			if len(req.Params.InputResponses) == 0 {
+				return false // the first round: the SDK's tool asks
+			}
+		default:
+			return false
+		}
+		if !declared {
 			return false
 		}
 		var args struct {
-			MS     int    `json:"ms"`
-			Secret string `json:"secret"`
+			MS       int    `json:"ms"`
+			Secret   string `json:"secret"`
+			Filename string `json:"filename"`
 		}
 		_ = json.Unmarshal(req.Params.Arguments, &args)
+		if args.Filename != "" {
+			args.Secret = args.Filename
+		}
+		if req.Params.Name == "test_tool_with_task" {
+			args.Secret = acceptedText(req.Params.InputResponses["user_name"], "name")
+		}
 		id := b.start(req.Params.Name, args.MS, args.Secret)
 		answer(http.StatusOK, b.wire(id, "task"), 0, "")
 		return true
@@ -178,20 +221,38 @@ func (b *backendTasks) serve(w http.ResponseWriter, r *http.Request) bool {
 		b.mu.Unlock()
 		answer(http.StatusOK, map[string]any{"resultType": "complete"}, 0, "")
 	case "tasks/update":
-		var in struct {
-			Action  string `json:"action"`
-			Content struct {
-				Name string `json:"name"`
-			} `json:"content"`
-		}
 		b.mu.Lock()
-		if raw, ok := req.Params.InputResponses["ask-1"]; ok && t.status == "input_required" && json.Unmarshal(raw, &in) == nil && in.Action == "accept" {
-			t.status, t.text, t.updated = "completed", "Hello, "+in.Content.Name, time.Now()
+		if t.status == "input_required" {
+			// Responses to keys not outstanding are ignored, as the
+			// extension asks.
+			for k, raw := range req.Params.InputResponses {
+				if _, ok := t.pending[k]; ok {
+					delete(t.pending, k)
+					t.answers[k] = raw
+				}
+			}
+			if len(t.pending) == 0 {
+				t.status, t.text, t.updated = "completed", t.finish(t.answers), time.Now()
+			}
 		}
 		b.mu.Unlock()
 		answer(http.StatusOK, map[string]any{"resultType": "complete"}, 0, "")
 	}
 	return true
+}
+
+// acceptedText is the string field of an accepted elicitation response
+// (raw, as sent); "" when it is none.
+func acceptedText(raw json.RawMessage, field string) string {
+	var r struct {
+		Action  string         `json:"action"`
+		Content map[string]any `json:"content"`
+	}
+	if json.Unmarshal(raw, &r) != nil || r.Action != "accept" {
+		return ""
+	}
+	s, _ := r.Content[field].(string)
+	return s
 }
 
 // start creates a task of tool and returns its id.
@@ -200,8 +261,21 @@ func (b *backendTasks) start(tool string, ms int, secret string) string {
 	_, _ = rand.Read(raw)
 	id := "fx-" + hex.EncodeToString(raw)
 	now := time.Now()
-	t := &fixtureTask{tool: tool, status: "working", created: now, updated: now, stop: make(chan struct{})}
-	if tool == "backend_ask" {
+	t := &fixtureTask{tool: tool, status: "working", created: now, updated: now, stop: make(chan struct{}), answers: map[string]json.RawMessage{}}
+	switch tool {
+	case "backend_ask":
+		t.pending = map[string]any{"ask-1": elicit("Your name?", "name", "string")}
+		t.finish = func(a map[string]json.RawMessage) string { return "Hello, " + acceptedText(a["ask-1"], "name") }
+	case "confirm_delete":
+		t.pending = map[string]any{"confirm": elicit("Delete "+secret+"?", "confirm", "boolean")}
+		t.finish = func(map[string]json.RawMessage) string { return "deleted " + secret }
+	case "multi_input":
+		t.pending = map[string]any{"name": elicit("Your name?", "name", "string"), "confirm": elicit("Go ahead?", "confirm", "boolean")}
+		t.finish = func(a map[string]json.RawMessage) string { return "got " + strconv.Itoa(len(a)) + " inputs" }
+	case "test_tool_with_task":
+		t.status, t.text = "completed", "Hello, "+secret+"!"
+	}
+	if t.pending != nil {
 		t.status = "input_required"
 	}
 	b.mu.Lock()
@@ -258,9 +332,11 @@ func (b *backendTasks) wire(id, resultType string) map[string]any {
 	case "failed":
 		m["error"], m["statusMessage"] = t.err, t.err["message"]
 	case "input_required":
-		m["inputRequests"] = map[string]any{"ask-1": map[string]any{"method": "elicitation/create", "params": map[string]any{
-			"mode": "form", "message": "Your name?",
-			"requestedSchema": map[string]any{"type": "object", "properties": map[string]any{"name": map[string]any{"type": "string"}}, "required": []string{"name"}}}}}
+		reqs := map[string]any{}
+		for k, p := range t.pending {
+			reqs[k] = map[string]any{"method": "elicitation/create", "params": p}
+		}
+		m["inputRequests"] = reqs
 	}
 	return m
 }
