@@ -53,17 +53,17 @@ import (
 const tasksExt = "io.modelcontextprotocol/tasks"
 
 type fixtureTask struct {
-	tool      string
-	status    string
-	created   time.Time
-	updated   time.Time
-	text      string
-	err       map[string]any // a failed task's JSON-RPC error
+	tool    string
+	status  string
+	created time.Time
+	updated time.Time
+	text    string
+	err     map[string]any // a failed task's JSON-RPC error
 	// pending are the outstanding inputRequests by key, answers the
 	// responses so far; finish makes the result text once none is left.
-	pending map[string]any
-	answers map[string]json.RawMessage
-	finish  func(answers map[string]json.RawMessage) string
+	pending   map[string]any
+	answers   map[string]json.RawMessage
+	finish    func(answers map[string]json.RawMessage) string
 	cancelled bool // a tasks/cancel reached it
 	stop      chan struct{}
 }
