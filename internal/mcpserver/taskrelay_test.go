@@ -1,10 +1,17 @@
 package mcpserver
 
 import (
+	"context"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/rs/zerolog"
+
+	"github.com/toolrouterd/toolrouterd/internal/access"
+	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
 
 func TestSealedTaskIDs(t *testing.T) {
@@ -58,3 +65,76 @@ func TestSealedTaskIDs(t *testing.T) {
 		}
 	}
 }
+
+// pollRouter answers a relayed task's requests as the pipeline would:
+// res, recording what it was asked.
+type pollRouter struct {
+	res *toolrouter.Result
+	got []*toolrouter.CallRequest
+}
+
+func (p *pollRouter) Do(_ context.Context, req *toolrouter.CallRequest) (*toolrouter.Result, error) {
+	p.got = append(p.got, req)
+	return p.res, nil
+}
+
+// TestRelayedTaskRequests: a sealed id's tasks/* request goes through the
+// pipeline to the task's server, tool and backend id, as its client and
+// user only; the pipeline's refusal (the tool out of the caller's scopes
+// or view now) and the backend's "not found" are the extension's "Task
+// not found"; a completed task's result is the CallToolResult.
+func TestRelayedTaskRequests(t *testing.T) {
+	rt := &pollRouter{}
+	h := New(Deps{Router: rt, StateKey: "a state key of at least thirty-two characters", Logger: zerolog.Nop(), Tools: func() Tools { return relayNoTools{} }})
+	defer h.Close()
+	ctx := context.Background()
+	key, err := h.stateKey(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, _ := sealTask(key, relayedTask{Server: "fx", Tool: "backend_task", ID: "bk-1", Session: "s-1", Client: "alice", User: "u-1", Plan: "plan-1"})
+	as := func(client, user string) context.Context {
+		c := access.NewContext(ctx, &access.Client{Name: client})
+		return access.NewUserContext(c, &access.User{Subject: user})
+	}
+	caps := json.RawMessage(`{"extensions":{"io.modelcontextprotocol/tasks":{}}}`)
+	ttl := int64(60000)
+	rt.res = &toolrouter.Result{Success: true, ToolCallID: "tc_1", MCPResult: json.RawMessage(`{"content":[{"type":"text","text":"done"}]}`),
+		BackendTask: &toolrouter.BackendTask{Server: "fx", ID: "bk-1", Status: toolrouter.TaskCompleted, CreatedAt: "2026-12-07T10:00:00Z", LastUpdatedAt: "2026-12-07T10:00:01Z", TTLMillis: &ttl}}
+	got, rpcErr := h.relayTaskMethod(as("alice", "u-1"), "tasks/get", id, nil, caps)
+	b, _ := json.Marshal(got)
+	if rpcErr != nil || !strings.Contains(string(b), `"text":"done"`) || !strings.Contains(string(b), `"status":"completed"`) || !strings.Contains(string(b), `"taskId":"`+id+`"`) || strings.Contains(string(b), "bk-1") {
+		t.Fatalf("tasks/get: %s %v", b, rpcErr)
+	}
+	if len(rt.got) != 1 {
+		t.Fatalf("the pipeline got %d requests", len(rt.got))
+	}
+	cr := rt.got[0]
+	if op := cr.TaskOp; op == nil || op.Method != "tasks/get" || op.ID != "bk-1" || op.Server != "fx" || op.Session != "s-1" || cr.Call.ToolName != "backend_task" || cr.PlanID != "plan-1" || cr.Entry != toolrouter.EntryMCP {
+		t.Fatalf("the pipeline's request: %+v %+v", cr, cr.TaskOp)
+	}
+
+	notFound := func(name string, ctx context.Context, id string) {
+		t.Helper()
+		if _, e := h.relayTaskMethod(ctx, "tasks/cancel", id, nil, caps); e == nil || e.Code != -32602 || e.Message != "Failed to retrieve task: Task not found" {
+			t.Errorf("%s: %v, want -32602 Task not found", name, e)
+		}
+	}
+	rt.got = nil
+	notFound("another client", as("mallory", "u-1"), id)
+	notFound("another user", as("alice", "u-2"), id)
+	notFound("altered", as("alice", "u-1"), id[:len(id)-2]+"xx")
+	if len(rt.got) != 0 {
+		t.Fatalf("refused ids reached the pipeline: %d", len(rt.got))
+	}
+	cat, msg := toolrouter.CategoryNotFound, "unknown tool"
+	rt.res = &toolrouter.Result{ErrorCategory: &cat, Error: &msg}
+	notFound("the tool out of the caller's scope now", as("alice", "u-1"), id)
+	rt.res = &toolrouter.Result{Success: true, BackendTask: &toolrouter.BackendTask{ID: "bk-1", RPCError: json.RawMessage(`{"code":-32602,"message":"no such task bk-1"}`)}}
+	notFound("the backend's not found", as("alice", "u-1"), id)
+}
+
+// relayNoTools is an empty registry.
+type relayNoTools struct{}
+
+func (relayNoTools) Tools() []*toolrouter.Tool { return nil }
