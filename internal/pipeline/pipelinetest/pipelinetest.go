@@ -173,6 +173,15 @@ func (g *Rig) Route(ctx context.Context, planID string, payload any, meta map[st
 	return g.rt.Do(ctx, request(ctx, planID, payload, meta))
 }
 
+// Poll sends a tasks/* request to the backend task of tool through the
+// pipeline, as /mcp does for a relayed task (CallRequest.TaskOp).
+func (g *Rig) Poll(ctx context.Context, planID, tool string, op *toolrouter.TaskOp) (*toolrouter.Result, error) {
+	g.build()
+	in := inputsOf(ctx)
+	return g.rt.Do(ctx, &toolrouter.CallRequest{PlanID: planID, Call: toolrouter.Call{Format: toolrouter.FormatMCP, ToolName: tool, Arguments: map[string]any{}},
+		View: in.view, Entry: in.entry, Relay: in.relay, TaskOp: op})
+}
+
 // Stream routes as the edges do (see Rig).
 func (g *Rig) Stream(ctx context.Context, planID string, payload any, meta map[string]any, emit func(toolrouter.Update)) (*toolrouter.Result, error) {
 	g.build()
