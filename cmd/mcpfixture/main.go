@@ -4,7 +4,9 @@
 // against toolrouterd's /mcp fronting it (e2e/mcpconformance_test.go), plus
 // tools for toolrouterd's own pass-through and output-schema tests. Its
 // multi round-trip tools (mrtr.go) answer input_required under protocol
-// 2026-07-28 until the retry carries the input they asked for.
+// 2026-07-28 until the retry carries the input they asked for; its
+// backend-task tools (tasks.go) answer a client of the tasks extension
+// with tasks of their own.
 //
 //	MCPFIXTURE_ADDR=127.0.0.1:3001 mcpfixture    # serves /mcp
 //	mcpfixture -stdio                             # serves stdin/stdout

@@ -201,7 +201,15 @@ func (s *server) taskOp(ctx context.Context, req toolrouter.ExecRequest) toolrou
 	}
 	ctx, cancel := context.WithTimeout(withCredential(ctx, req.Credential), s.timeout())
 	defer cancel()
-	cs, _, err := s.awaitSession(ctx, 0)
+	// The session says the protocol version: the user's for a call with
+	// a backend credential (usersession.go), else the server's.
+	var cs *mcp.ClientSession
+	var err error
+	if key := userKey(req.Credential); key != "" {
+		cs, err = s.userSession(ctx, key, req.Credential)
+	} else {
+		cs, _, err = s.awaitSession(ctx, 0)
+	}
 	if err != nil {
 		return s.unavailable(err)
 	}
