@@ -163,7 +163,14 @@ func (h *Handler) call(ctx context.Context, req *mcp.CallToolRequest) (mcp.Resul
 			// caller takes tasks (it never is, then).
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the MCP server answered with a task, which the client did not declare it takes"}
 		}
-		ct, err := h.relayedCreate(ctx, p.Name, planID, res.BackendTask)
+		inner := ""
+		if p.Name == toolrouter.CallToolName {
+			// (As sent: resolving it rewrote cr.Call to the tool it calls.)
+			if m, ok := args.(map[string]any); ok {
+				inner, _ = m["name"].(string)
+			}
+		}
+		ct, err := h.relayedCreate(ctx, p.Name, inner, planID, res.BackendTask)
 		if err != nil {
 			return nil, h.stateError(err)
 		}

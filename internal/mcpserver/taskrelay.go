@@ -46,6 +46,7 @@ const sealedTaskPrefix = "trt1."
 type relayedTask struct {
 	Server  string `json:"s"`           // the MCP server of the task
 	Tool    string `json:"t"`           // the name the client called
+	Inner   string `json:"a,omitempty"` // call_tool's: the tool it called
 	ID      string `json:"i"`           // the backend's taskId
 	Session string `json:"n,omitempty"` // the backend session, if any
 	Client  string `json:"c,omitempty"` // the client it was issued to
@@ -127,13 +128,13 @@ func callerOf(ctx context.Context) (client, user string) {
 
 // relayedCreate is the CreateTaskResult of a tools/call the backend
 // answered with task bt: its seed state, under a sealed id.
-func (h *Handler) relayedCreate(ctx context.Context, tool, planID string, bt *toolrouter.BackendTask) (*createTaskResult, error) {
+func (h *Handler) relayedCreate(ctx context.Context, tool, inner, planID string, bt *toolrouter.BackendTask) (*createTaskResult, error) {
 	client, user := callerOf(ctx)
 	key, err := h.stateKey(ctx)
 	if err != nil {
 		return nil, err
 	}
-	id, err := sealTask(key, relayedTask{Server: bt.Server, Tool: tool, ID: bt.ID, Session: bt.Session, Client: client, User: user, Plan: planID})
+	id, err := sealTask(key, relayedTask{Server: bt.Server, Tool: tool, Inner: inner, ID: bt.ID, Session: bt.Session, Client: client, User: user, Plan: planID})
 	if err != nil {
 		return nil, err
 	}
@@ -182,7 +183,11 @@ func (h *Handler) relayTaskMethod(ctx context.Context, method, id string, params
 		_ = json.Unmarshal(params, &p)
 		op.InputResponses = p.InputResponses
 	}
-	cr := &toolrouter.CallRequest{PlanID: rt.Plan, Call: toolrouter.Call{Format: toolrouter.FormatMCP, ToolName: rt.Tool, Arguments: map[string]any{}},
+	args := map[string]any{}
+	if rt.Inner != "" {
+		args["name"] = rt.Inner // call_tool of a search view: resolved as it was
+	}
+	cr := &toolrouter.CallRequest{PlanID: rt.Plan, Call: toolrouter.Call{Format: toolrouter.FormatMCP, ToolName: rt.Tool, Arguments: args},
 		Entry: toolrouter.EntryMCP, TaskOp: op, Relay: &toolrouter.Relay{ClientCapabilities: caps}}
 	res, err := h.d.Router.Do(ctx, cr)
 	if err != nil {

@@ -114,6 +114,14 @@ func TestRelayedTaskRequests(t *testing.T) {
 		t.Fatalf("the pipeline's request: %+v %+v", cr, cr.TaskOp)
 	}
 
+	// A task started through a search view's call_tool is polled through
+	// it, naming the tool it called.
+	viaCallTool, _ := sealTask(key, relayedTask{Server: "fx", Tool: toolrouter.CallToolName, Inner: "backend_task", ID: "bk-2", Client: "alice", User: "u-1"})
+	if _, rpcErr = h.relayTaskMethod(as("alice", "u-1"), "tasks/get", viaCallTool, nil, caps); rpcErr != nil || len(rt.got) != 2 ||
+		rt.got[1].Call.ToolName != toolrouter.CallToolName || rt.got[1].Call.Arguments["name"] != "backend_task" {
+		t.Fatalf("a task of call_tool: %v, the pipeline got %+v", rpcErr, rt.got[len(rt.got)-1].Call)
+	}
+
 	notFound := func(name string, ctx context.Context, id string) {
 		t.Helper()
 		if _, e := h.relayTaskMethod(ctx, "tasks/cancel", id, nil, caps); e == nil || e.Code != -32602 || e.Message != "Failed to retrieve task: Task not found" {
