@@ -70,6 +70,7 @@ guardrails:
 	}
 	ready(one.URL())
 	ready(two.URL())
+	t.Logf("two replicas ready: %s", time.Since(start).Round(time.Millisecond))
 	get := func(url, key, id string) (map[string]any, int, string) {
 		return taskMCP(t, url, key, "tasks/get", id, `{"taskId":"`+id+`"}`)
 	}
@@ -148,11 +149,13 @@ guardrails:
 		t.Fatal(err)
 	}
 	<-one.done
+	t.Logf("the starting replica stopped: %s", time.Since(start).Round(time.Millisecond))
 	if r, code, msg = get(two.URL(), alice, long); code != 0 || r["status"] != "working" {
 		t.Fatalf("tasks/get with the starting replica down: %v %d %s", r, code, msg)
 	}
 	again := startReplicas(t, 1, reg, db, env...)[0]
 	ready(again.URL())
+	t.Logf("restarted: %s", time.Since(start).Round(time.Millisecond))
 	if r, code, msg = get(again.URL(), alice, long); code != 0 || r["status"] != "working" {
 		t.Fatalf("tasks/get on the restarted replica: %v %d %s", r, code, msg)
 	}
