@@ -182,6 +182,14 @@ guardrails:
 		strings.Contains(string(b), leakAWS) {
 		t.Fatalf("completed backend task: %v", r)
 	}
+	// The completion is a call record of its own, stored as a
+	// synchronous call's result is (redacted), readable by its client.
+	meta, _ := res["_meta"].(map[string]any)
+	tc, _ := meta["toolrouter/tool_call_id"].(string)
+	if got := do(t, "GET", two.URL()+"/results/"+tc, nil, "Authorization", "Bearer "+alice); tc == "" || got.Status != 200 ||
+		!strings.Contains(string(got.Body), "backend task done after 100 ms") || strings.Contains(string(got.Body), leakAWS) {
+		t.Fatalf("the stored result of the completion %q: %d %s", tc, got.Status, got.Body)
+	}
 
 	// A backend task asking its client for input: input_required with
 	// the backend's inputRequests, answered with tasks/update.
