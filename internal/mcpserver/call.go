@@ -61,6 +61,9 @@ func (h *Handler) dispatch(ctx context.Context, next mcp.MethodHandler, method s
 	case "tools/list":
 		return h.listTools(ctx, next, method, req, c)
 	case "resources/read":
+		// A backend's resource is read as the caller's user, as its
+		// tools are called (docs/backend-auth.md).
+		ctx = access.NewUserContext(access.NewContext(ctx, c), user(req))
 		if r, ok := req.(*mcp.ReadResourceRequest); ok && r.Params != nil && strings.HasPrefix(r.Params.URI, toolrouter.SkillScheme) {
 			if _, _, ok := toolrouter.ParseGatewaySkillURI(r.Params.URI); ok {
 				return h.readSkillFile(ctx, req, r.Params.URI, c)

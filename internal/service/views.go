@@ -159,15 +159,37 @@ func (l viewLimiter) Take(ctx context.Context, c *access.Client, calls toolroute
 
 // skillFiles reads the resources /mcp relays: the files of the skills
 // toolrouterd serves itself (registry `skills:`) from disk, everything
-// else on its MCP server.
+// else on its MCP server, made for the caller (in ctx) with the
+// credential a call of that server's tools would carry
+// (docs/backend-auth.md).
 type skillFiles struct {
-	reg  func() *registry.Registry
-	next mcpserver.Resources
+	reg   func() *registry.Registry
+	next  userReader
+	creds serverCredentials
+}
+
+// userReader reads a resource of an MCP server with a user's credential
+// (mcpclient.Manager).
+type userReader interface {
+	ReadResourceAs(ctx context.Context, server, uri string, cred *toolrouter.Credential) (*mcp.ReadResourceResult, string, error)
+}
+
+// serverCredentials finds the credential of a request to an MCP server
+// (credential.Decorator).
+type serverCredentials interface {
+	ForServer(ctx context.Context, server string) (*toolrouter.Credential, error)
 }
 
 func (f skillFiles) ReadResource(ctx context.Context, server, uri string) (*mcp.ReadResourceResult, string, error) {
 	if server != registry.LocalSkillServer {
-		return f.next.ReadResource(ctx, server, uri)
+		var cred *toolrouter.Credential
+		if f.creds != nil {
+			var err error
+			if cred, err = f.creds.ForServer(ctx, server); err != nil {
+				return nil, "", err
+			}
+		}
+		return f.next.ReadResourceAs(ctx, server, uri, cred)
 	}
 	path, ok := f.reg().SkillFile(uri)
 	if !ok {
