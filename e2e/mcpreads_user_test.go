@@ -1,0 +1,164 @@
+package e2e_test
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"golang.org/x/oauth2/clientcredentials"
+)
+
+// readsUserServer is a go-sdk MCP server with an MCP Apps tool (its UI
+// ui://view.html) and a skill (skill://triage/SKILL.md) whose reads check
+// the bearer token of each request: a read with a token is refused unless
+// the token verifies (for audience aud) and is recorded under its sub; a
+// read without one (toolrouterd's own session, which digests the UI at
+// discovery) is recorded as "". It publishes RFC 9728 metadata naming
+// issuer, for auth mode oauth.
+func readsUserServer(t *testing.T, v *verifier, aud, issuer string) (url string, readers func(uri string) []string) {
+	t.Helper()
+	var mu sync.Mutex
+	seen := map[string][]string{}
+	const html, skillMD = "<html>the app</html>", "---\nname: triage\ndescription: Triage an incident\n---\nLook at the graphs.\n"
+	sum := sha256.Sum256([]byte(skillMD))
+	entry := map[string]any{"uri": "skill://triage/SKILL.md", "frontmatter": map[string]any{"name": "triage", "description": "Triage an incident"},
+		"resources": []map[string]any{{"uri": "skill://triage/SKILL.md", "digest": "sha256:" + hex.EncodeToString(sum[:]), "size": len(skillMD)}}}
+	srv := mcp.NewServer(&mcp.Implementation{Name: "reads", Version: "v1"}, &mcp.ServerOptions{
+		Capabilities: &mcp.ServerCapabilities{Resources: &mcp.ResourceCapabilities{}, Extensions: map[string]any{"io.modelcontextprotocol/skills": map[string]any{}}}})
+	srv.AddTool(&mcp.Tool{Name: "show", InputSchema: map[string]any{"type": "object"}, Meta: mcp.Meta{"ui": map[string]any{"resourceUri": "ui://view.html"}}},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "shown"}}}, nil
+		})
+	read := func(text, mime string) mcp.ResourceHandler {
+		return func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			sub := ""
+			if authz := req.GetExtra().Header.Get("Authorization"); authz != "" {
+				claims, err := v.verify(authz, aud)
+				if err != nil {
+					return nil, fmt.Errorf("token rejected: %v", err)
+				}
+				sub, _ = claims["sub"].(string)
+			}
+			mu.Lock()
+			seen[req.Params.URI] = append(seen[req.Params.URI], sub)
+			mu.Unlock()
+			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, MIMEType: mime, Text: text}}}, nil
+		}
+	}
+	srv.AddResource(&mcp.Resource{URI: "ui://view.html", Name: "view", MIMEType: "text/html;profile=mcp-app"}, read(html, "text/html;profile=mcp-app"))
+	srv.AddResource(&mcp.Resource{URI: "skill://triage/SKILL.md", Name: "triage", MIMEType: "text/markdown"}, read(skillMD, "text/markdown"))
+	if err := mcp.AddReceivingCustomMethod(srv, "skills/list", func(context.Context, *mcp.ServerSession, *appsSkillsListParams) (*appsSkillsListResult, error) {
+		return &appsSkillsListResult{Skills: []map[string]any{entry}}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	ts := httptest.NewServer(mux)
+	t.Cleanup(ts.Close)
+	mux.Handle("/mcp", mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	mux.HandleFunc("GET /.well-known/oauth-protected-resource/mcp", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]any{"resource": ts.URL + "/mcp", "authorization_servers": []string{issuer}})
+	})
+	return ts.URL + "/mcp", func(uri string) []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(seen[uri])
+	}
+}
+
+// TestAppsReadsAsUser (issue 34 items 2-3, docs/backend-auth.md): reads of
+// a token_exchange backend's UI resource and skill file through /mcp are
+// made with the caller's user's exchanged token, each user's own, two
+// users sharing one /mcp session; an oauth backend's UI read by a user
+// who has not connected it answers -32042 with the connect URL (URL
+// elicitation) as a tool call does.
+func TestAppsReadsAsUser(t *testing.T) {
+	t.Parallel()
+	addr := freeAddr(t)
+	public := "http://" + addr
+	as := startTestAS(t, "-audiences", "http://gh", "-user-claims", "app=portal", "-client", "toolrouterd:tr-secret-Zq81",
+		"-oauth-client", "tr-web:web-secret-Qx7w", "-redirect-uri", public+"/oauth/callback")
+	issuer := as.URL()
+	v := &verifier{issuer: issuer, jwks: issuer + "/keys"}
+	gh, readers := readsUserServer(t, v, "http://gh", issuer)
+	saas, _ := readsUserServer(t, v, "tr-web", issuer)
+	tokenURL := issuer + "/oauth/token"
+	key := make([]byte, 32)
+	if _, err := rand.Read(key); err != nil {
+		t.Fatal(err)
+	}
+	reg := fmt.Sprintf(`mcp_servers:
+  - {name: gh, url: %q, prefix: "gh/", auth: {mode: token_exchange, token_url: %q, client_id_env: TR_CLIENT_ID, client_secret_env: TR_CLIENT_SECRET, audience: "http://gh"}}
+  - {name: saas, url: %q, prefix: "saas/", auth: {mode: oauth, client_id_env: WEB_CLIENT_ID, client_secret_env: WEB_CLIENT_SECRET, scopes: [openid]}}
+clients:
+  - {name: portal, jwt_subject: portal, tools: ["*"]}
+`, gh, tokenURL, saas)
+	rt, _ := startRouter(t, reg, "TOOLROUTER_ADDR="+addr, "TOOLROUTER_PUBLIC_URL="+public,
+		"TOOLROUTER_TOKEN_KEYS=k1:"+base64.StdEncoding.EncodeToString(key), "WEB_CLIENT_ID=tr-web", "WEB_CLIENT_SECRET=web-secret-Qx7w",
+		"TR_CLIENT_ID=toolrouterd", "TR_CLIENT_SECRET=tr-secret-Zq81",
+		"TOOLROUTER_JWT_ISSUER="+issuer, "TOOLROUTER_JWT_JWKS_URL="+issuer+"/keys", "TOOLROUTER_JWT_AUDIENCE=toolrouterd",
+		"TOOLROUTER_JWT_SUBJECT_CLAIM=app")
+	userToken := func(user, secret string) string {
+		cc := clientcredentials.Config{ClientID: user, ClientSecret: secret, TokenURL: tokenURL}
+		tok, err := cc.Token(context.Background())
+		if err != nil {
+			t.Fatalf("%s's token: %v", user, err)
+		}
+		return "Bearer " + tok.AccessToken
+	}
+	alice, bob := userToken("alice", "alice-pw"), userToken("bob", "bob-pw")
+
+	// Two users on one /mcp session, each read made as its request's user.
+	sess := mcpSession(t, rt.URL(), "2025-11-25", "Authorization", alice)
+	order := []struct{ name, tok string }{{"alice", alice}, {"bob", bob}, {"alice", alice}}
+	for _, uri := range []string{"ui://gh/view.html", "skill://gh/triage/SKILL.md"} {
+		for i, u := range order {
+			r := mcpPost(t, rt.URL(), sess, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"resources/read","params":{"uri":%q}}`, 10+i, uri), "Authorization", u.tok)
+			res, code, msg := r.rpc(t)
+			if code != 0 || !strings.Contains(fmt.Sprint(res["contents"]), uri) {
+				t.Fatalf("%s reads %s: %d %s %v", u.name, uri, code, msg, res)
+			}
+		}
+		backend := strings.Replace(strings.Replace(uri, "ui://gh/", "ui://", 1), "skill://gh/", "skill://", 1)
+		var users []string
+		for _, sub := range readers(backend) {
+			if sub != "" { // toolrouterd's own session: the UI's digest at discovery
+				users = append(users, sub)
+			}
+		}
+		if !slices.Equal(users, []string{"alice", "bob", "alice"}) {
+			t.Errorf("the backend's reads of %s were made for %q, want alice, bob, alice", backend, readers(backend))
+		}
+	}
+
+	// oauth: bob never connected saas; a client that declared URL
+	// elicitation gets -32042 with his connect URL, another client an
+	// error naming it.
+	init := mcpPost(t, rt.URL(), "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{"url":{}}},"clientInfo":{"name":"e2e","version":"1"}}}`, "Authorization", bob)
+	esess := init.Header.Get("Mcp-Session-Id")
+	if esess == "" {
+		t.Fatalf("initialize: %d %s", init.Status, init.Body)
+	}
+	mcpPost(t, rt.URL(), esess, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, "Authorization", bob)
+	const read = `{"jsonrpc":"2.0","id":2,"method":"resources/read","params":{"uri":"ui://saas/view.html"}}`
+	r := mcpPost(t, rt.URL(), esess, read, "Authorization", bob)
+	if _, code, msg := r.rpc(t); code != -32042 || !strings.Contains(string(r.Body), public+"/connect/") {
+		t.Errorf("bob's read of saas with URL elicitation: %d %s %s", code, msg, r.Body)
+	}
+	r = mcpPost(t, rt.URL(), sess, read, "Authorization", bob)
+	if _, code, msg := r.rpc(t); code != -32603 || !strings.Contains(msg, public+"/connect/") {
+		t.Errorf("bob's read of saas without URL elicitation: %d %s", code, msg)
+	}
+}
