@@ -319,4 +319,3 @@ func TestReadResourceAs(t *testing.T) {
 		t.Errorf("a refused read: %v; want an error without the token", err)
 	}
 }
-
