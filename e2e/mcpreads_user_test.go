@@ -15,6 +15,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"golang.org/x/oauth2/clientcredentials"
 )
@@ -34,38 +35,71 @@ func readsUserServer(t *testing.T, v *verifier, aud, issuer string) (url string,
 	sum := sha256.Sum256([]byte(skillMD))
 	entry := map[string]any{"uri": "skill://triage/SKILL.md", "frontmatter": map[string]any{"name": "triage", "description": "Triage an incident"},
 		"resources": []map[string]any{{"uri": "skill://triage/SKILL.md", "digest": "sha256:" + hex.EncodeToString(sum[:]), "size": len(skillMD)}}}
+	// report is a dynamic skill: its directory is read on the server.
+	report := map[string]any{"uri": "skill://report/SKILL.md", "frontmatter": map[string]any{"name": "report", "description": "Today's report"}, "resources": "dynamic"}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "reads", Version: "v1"}, &mcp.ServerOptions{
-		Capabilities: &mcp.ServerCapabilities{Resources: &mcp.ResourceCapabilities{}, Extensions: map[string]any{"io.modelcontextprotocol/skills": map[string]any{}}}})
+		Capabilities: &mcp.ServerCapabilities{Resources: &mcp.ResourceCapabilities{},
+			Extensions: map[string]any{"io.modelcontextprotocol/skills": map[string]any{"directoryRead": true}}}})
 	srv.AddTool(&mcp.Tool{Name: "show", InputSchema: map[string]any{"type": "object"}, Meta: mcp.Meta{"ui": map[string]any{"resourceUri": "ui://view.html"}}},
 		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "shown"}}}, nil
 		})
+	// who checks a request's bearer and records its sub under key.
+	who := func(h http.Header, key string) (string, error) {
+		sub := ""
+		if authz := h.Get("Authorization"); authz != "" {
+			claims, err := v.verify(authz, aud)
+			if err != nil {
+				return "", fmt.Errorf("token rejected: %v", err)
+			}
+			sub, _ = claims["sub"].(string)
+		}
+		mu.Lock()
+		seen[key] = append(seen[key], sub)
+		mu.Unlock()
+		return sub, nil
+	}
 	read := func(text, mime string) mcp.ResourceHandler {
 		return func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
-			sub := ""
-			if authz := req.GetExtra().Header.Get("Authorization"); authz != "" {
-				claims, err := v.verify(authz, aud)
-				if err != nil {
-					return nil, fmt.Errorf("token rejected: %v", err)
-				}
-				sub, _ = claims["sub"].(string)
+			if _, err := who(req.GetExtra().Header, req.Params.URI); err != nil {
+				return nil, err
 			}
-			mu.Lock()
-			seen[req.Params.URI] = append(seen[req.Params.URI], sub)
-			mu.Unlock()
 			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, MIMEType: mime, Text: text}}}, nil
 		}
+	}
+	// The dynamic skill's directory holds a file named after its reader.
+	if err := mcp.AddReceivingCustomMethod(srv, "resources/directory/read", func(ctx context.Context, _ *mcp.ServerSession, p *readsDirParams) (*readsDirResult, error) {
+		if p.URI != "skill://report" {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: p.URI + " is not a directory resource"}
+		}
+		sub, err := who(readsHeader(ctx), "dir "+p.URI)
+		if err != nil {
+			return nil, err
+		}
+		return &readsDirResult{Resources: []*mcp.Resource{{URI: "skill://report/SKILL.md", Name: "SKILL.md"}, {URI: "skill://report/" + sub + ".md", Name: sub + ".md"}}}, nil
+	}); err != nil {
+		t.Fatal(err)
 	}
 	srv.AddResource(&mcp.Resource{URI: "ui://view.html", Name: "view", MIMEType: "text/html;profile=mcp-app"}, read(html, "text/html;profile=mcp-app"))
 	srv.AddResource(&mcp.Resource{URI: "skill://triage/SKILL.md", Name: "triage", MIMEType: "text/markdown"}, read(skillMD, "text/markdown"))
 	if err := mcp.AddReceivingCustomMethod(srv, "skills/list", func(context.Context, *mcp.ServerSession, *appsSkillsListParams) (*appsSkillsListResult, error) {
-		return &appsSkillsListResult{Skills: []map[string]any{entry}}, nil
+		return &appsSkillsListResult{Skills: []map[string]any{entry, report}}, nil
 	}); err != nil {
 		t.Fatal(err)
 	}
 	mux := http.NewServeMux()
 	ts := httptest.NewServer(mux)
 	t.Cleanup(ts.Close)
+	// A custom method's handler sees no request: its headers ride in the
+	// context.
+	srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if ex := req.GetExtra(); ex != nil {
+				ctx = context.WithValue(ctx, readsHeaderKey{}, ex.Header)
+			}
+			return next(ctx, method, req)
+		}
+	})
 	mux.Handle("/mcp", mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
 	mux.HandleFunc("GET /.well-known/oauth-protected-resource/mcp", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
@@ -76,6 +110,26 @@ func readsUserServer(t *testing.T, v *verifier, aud, issuer string) (url string,
 		defer mu.Unlock()
 		return slices.Clone(seen[uri])
 	}
+}
+
+// resources/directory/read's, for the go-sdk fixture.
+type readsDirParams struct {
+	mcp.ParamsBase
+	URI    string `json:"uri"`
+	Cursor string `json:"cursor,omitempty"`
+}
+
+type readsDirResult struct {
+	mcp.ResultBase
+	Resources  []*mcp.Resource `json:"resources"`
+	NextCursor string          `json:"nextCursor,omitempty"`
+}
+
+type readsHeaderKey struct{}
+
+func readsHeader(ctx context.Context) http.Header {
+	h, _ := ctx.Value(readsHeaderKey{}).(http.Header)
+	return h
 }
 
 // TestAppsReadsAsUser (issue 34 items 2-3, docs/backend-auth.md): reads of
@@ -141,6 +195,33 @@ clients:
 		if !slices.Equal(users, []string{"alice", "bob", "alice"}) {
 			t.Errorf("the backend's reads of %s were made for %q, want alice, bob, alice", backend, readers(backend))
 		}
+	}
+
+	// resources/directory/read (SEP-2640): declared, since every skill
+	// can be answered; the listed skill's root from its files in force,
+	// the dynamic skill's relayed to its server as each user.
+	res, _, _ := mcpPost(t, rt.URL(), "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"e2e","version":"1"}}}`, "Authorization", alice).rpc(t)
+	if !strings.Contains(fmt.Sprint(res["capabilities"]), "io.modelcontextprotocol/skills:map[directoryRead:true]") {
+		t.Errorf("initialize declares %v, want the skills extension with directoryRead", res["capabilities"])
+	}
+	dir := func(uri, tok string) (map[string]any, int, string) {
+		t.Helper()
+		return mcpPost(t, rt.URL(), sess, fmt.Sprintf(`{"jsonrpc":"2.0","id":3,"method":"resources/directory/read","params":{"uri":%q}}`, uri), "Authorization", tok).rpc(t)
+	}
+	if res, code, msg := dir("skill://gh/triage", alice); code != 0 || fmt.Sprint(res["resources"]) != "[map[mimeType:text/markdown name:SKILL.md uri:skill://gh/triage/SKILL.md]]" {
+		t.Errorf("the listed skill's root: %d %s %v", code, msg, res)
+	}
+	for _, u := range order[:2] {
+		res, code, msg := dir("skill://gh/report", u.tok)
+		if want := "skill://gh/report/" + u.name + ".md"; code != 0 || !strings.Contains(fmt.Sprint(res["resources"]), want) {
+			t.Errorf("%s reads the dynamic skill's root: %d %s %v, want %s", u.name, code, msg, res, want)
+		}
+	}
+	if got := readers("dir skill://report"); !slices.Equal(got, []string{"alice", "bob"}) {
+		t.Errorf("the backend's directory reads were made for %q, want alice, bob", got)
+	}
+	if _, code, msg := dir("skill://gh/triage/SKILL.md", alice); code != -32602 {
+		t.Errorf("a file read as a directory: %d %s, want -32602", code, msg)
 	}
 
 	// oauth: bob never connected saas; a client that declared URL

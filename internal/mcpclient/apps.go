@@ -11,6 +11,7 @@ import (
 	"maps"
 	"strings"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
@@ -178,7 +179,12 @@ func (s *server) onSession(ctx context.Context, cred *toolrouter.Credential, f f
 	if err == nil {
 		return nil
 	}
-	if key != "" && serverError(err) == nil && ctx.Err() == nil {
+	if je := serverError(err); je != nil {
+		// The server's answer, its code kept (an unknown resource is
+		// -32602).
+		return &jsonrpc.Error{Code: je.Code, Message: scrubCredential(je.Message, cred)}
+	}
+	if key != "" && ctx.Err() == nil {
 		s.dropUserSession(key, cs)
 	}
 	return errors.New(scrubCredential(s.scrub(err), cred))

@@ -127,6 +127,7 @@ func newServer(m *Manager, cfg toolrouter.MCPServer) *server {
 	})
 	// Skills (skills.go) are listed with this custom method.
 	_ = mcp.AddSendingCustomMethod[*SkillsListParams, *SkillsListResult](s.client, "skills/list")
+	_ = mcp.AddSendingCustomMethod[*DirectoryReadParams, *DirectoryReadResult](s.client, "resources/directory/read")
 	if m.Trace != nil {
 		s.client.AddSendingMiddleware(m.Trace)
 	}

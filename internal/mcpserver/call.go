@@ -70,6 +70,8 @@ func (h *Handler) dispatch(ctx context.Context, next mcp.MethodHandler, method s
 			}
 		}
 		return h.readResource(ctx, next, req, c)
+	case "resources/directory/read":
+		return h.readDirectory(access.NewUserContext(access.NewContext(ctx, c), user(req)), req, c)
 	case "skills/list":
 		return h.listSkills(req, c)
 	case "skills/get":

@@ -75,5 +75,10 @@ func readError(req mcp.Request, err error) error {
 		}
 		return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error() + ": " + u}
 	}
+	if je := (*jsonrpc.Error)(nil); errors.As(err, &je) && je.Code == jsonrpc.CodeInvalidParams {
+		// The server's own refusal (an unknown resource, not a
+		// directory): the caller's params, as the server said.
+		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
+	}
 	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
 }

@@ -152,6 +152,9 @@ type Deps struct {
 	Resources Resources
 	// Audit, when set, records every skill load (skills.go).
 	Audit Auditor
+	// Directories, when set, relays resources/directory/read of dynamic
+	// skills to their servers (directory.go).
+	Directories Directories
 }
 
 // Auditor records audit records (audit.Trail).
@@ -294,6 +297,7 @@ func New(d Deps) *Handler {
 		},
 	})
 	h.addSkillMethods()
+	h.addDirectoryMethod()
 	h.srv.AddReceivingMiddleware(h.intercept)
 	if d.Tracing != nil { // added last: the outermost, so its span covers the call
 		h.srv.AddReceivingMiddleware(d.Tracing)

@@ -123,7 +123,11 @@ func (h *Handler) instruct(res mcp.Result) {
 		if caps.Extensions == nil {
 			caps.Extensions = map[string]any{}
 		}
-		caps.Extensions[skillsExtension] = map[string]any{}
+		settings := map[string]any{}
+		if h.directoryRead() { // resources/directory/read (directory.go)
+			settings["directoryRead"] = true
+		}
+		caps.Extensions[skillsExtension] = settings
 	}
 }
 

@@ -282,6 +282,7 @@ func New(ctx context.Context, o Options) (*Service, error) {
 		StateKey:         o.Config.StateKey,
 		Tasks:            s.Tasks,
 		Resources:        skillFiles{reg: s.holder.Current, next: s.mcp, creds: creds},
+		Directories:      skillFiles{reg: s.holder.Current, next: s.mcp, creds: creds},
 		Audit:            trail,
 	}}
 	s.MCP = mcpserver.New(s.vmcp.deps(""))

@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolrouterd/toolrouterd/internal/access"
+	"github.com/toolrouterd/toolrouterd/internal/mcpclient"
 	"github.com/toolrouterd/toolrouterd/internal/mcpserver"
 	"github.com/toolrouterd/toolrouterd/internal/registry"
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
@@ -168,10 +169,41 @@ type skillFiles struct {
 	creds serverCredentials
 }
 
-// userReader reads a resource of an MCP server with a user's credential
-// (mcpclient.Manager).
+// userReader reads a resource (or a directory) of an MCP server with a
+// user's credential (mcpclient.Manager).
 type userReader interface {
 	ReadResourceAs(ctx context.Context, server, uri string, cred *toolrouter.Credential) (*mcp.ReadResourceResult, string, error)
+	DirectoryRead(server string) bool
+	ReadDirectoryAs(ctx context.Context, server, uri, cursor string, cred *toolrouter.Credential) (*mcpclient.DirectoryReadResult, error)
+}
+
+// DirectoryRead reports whether MCP server declared directoryRead (the
+// skills toolrouterd serves itself list their files: never relayed).
+func (f skillFiles) DirectoryRead(server string) bool {
+	return server != registry.LocalSkillServer && f.next.DirectoryRead(server)
+}
+
+// ReadDirectory relays resources/directory/read to MCP server, made for
+// the caller as ReadResource is.
+func (f skillFiles) ReadDirectory(ctx context.Context, server, uri, cursor string) (*mcpserver.DirectoryReadResult, error) {
+	cred, err := f.credential(ctx, server)
+	if err != nil {
+		return nil, err
+	}
+	res, err := f.next.ReadDirectoryAs(ctx, server, uri, cursor, cred)
+	if err != nil {
+		return nil, err
+	}
+	return &mcpserver.DirectoryReadResult{Resources: res.Resources, NextCursor: res.NextCursor}, nil
+}
+
+// credential is the credential of a request to MCP server made for the
+// caller in ctx (nil: the server's own headers).
+func (f skillFiles) credential(ctx context.Context, server string) (*toolrouter.Credential, error) {
+	if f.creds == nil {
+		return nil, nil
+	}
+	return f.creds.ForServer(ctx, server)
 }
 
 // serverCredentials finds the credential of a request to an MCP server
@@ -182,12 +214,9 @@ type serverCredentials interface {
 
 func (f skillFiles) ReadResource(ctx context.Context, server, uri string) (*mcp.ReadResourceResult, string, error) {
 	if server != registry.LocalSkillServer {
-		var cred *toolrouter.Credential
-		if f.creds != nil {
-			var err error
-			if cred, err = f.creds.ForServer(ctx, server); err != nil {
-				return nil, "", err
-			}
+		cred, err := f.credential(ctx, server)
+		if err != nil {
+			return nil, "", err
 		}
 		return f.next.ReadResourceAs(ctx, server, uri, cred)
 	}
