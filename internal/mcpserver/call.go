@@ -69,7 +69,15 @@ func (h *Handler) dispatch(ctx context.Context, next mcp.MethodHandler, method s
 				return h.readSkillFile(ctx, req, r.Params.URI, c)
 			}
 		}
-		return h.readResource(ctx, next, req, c)
+		return h.readResource(ctx, h.readListed(next, c), req, c)
+	case "resources/list":
+		return h.listResources(ctx, next, req, c)
+	case "resources/templates/list":
+		return h.listTemplates(ctx, next, req, c)
+	case "prompts/list":
+		return h.listPrompts(ctx, next, req, c)
+	case "prompts/get":
+		return h.getPrompt(access.NewUserContext(access.NewContext(ctx, c), user(req)), req, c)
 	case "resources/directory/read":
 		return h.readDirectory(access.NewUserContext(access.NewContext(ctx, c), user(req)), req, c)
 	case "skills/list":

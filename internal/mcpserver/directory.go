@@ -104,7 +104,7 @@ func (h *Handler) readDirectory(ctx context.Context, req mcp.Request, c *access.
 		if len(children) == 0 {
 			continue // not a directory of this skill (maybe of one nested in it)
 		}
-		page, next, err := pageOf(children, func(r *mcp.Resource) string { return r.URI }, p.Cursor, h.d.PageSize)
+		page, next, err := pageOfList("directory "+dir, children, func(r *mcp.Resource) string { return r.URI }, p.Cursor, h.d.PageSize)
 		if err != nil {
 			return nil, err
 		}

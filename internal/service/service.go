@@ -283,6 +283,7 @@ func New(ctx context.Context, o Options) (*Service, error) {
 		Tasks:            s.Tasks,
 		Resources:        skillFiles{reg: s.holder.Current, next: s.mcp, creds: creds},
 		Directories:      skillFiles{reg: s.holder.Current, next: s.mcp, creds: creds},
+		Catalogs:         serverCatalogs{files: skillFiles{reg: s.holder.Current, next: s.mcp, creds: creds}, next: s.mcp},
 		Audit:            trail,
 	}}
 	s.MCP = mcpserver.New(s.vmcp.deps(""))

@@ -71,6 +71,16 @@ func (m *viewMCP) deps(name string) mcpserver.Deps {
 		}
 		return v.Visible(c, tool)
 	}
+	d.Covers = func(c *access.Client, item string) bool {
+		v, err := m.views.Current().For(c, name)
+		switch {
+		case err != nil:
+			return false
+		case v == nil:
+			return c.Allows(item)
+		}
+		return v.Covers(c, item)
+	}
 	return d
 }
 
@@ -195,6 +205,38 @@ func (f skillFiles) ReadDirectory(ctx context.Context, server, uri, cursor strin
 		return nil, err
 	}
 	return &mcpserver.DirectoryReadResult{Resources: res.Resources, NextCursor: res.NextCursor}, nil
+}
+
+// catalogReader lists MCP servers' resources and prompts and gets their
+// prompts with a user's credential (mcpclient.Manager).
+type catalogReader interface {
+	Catalogs() []mcpclient.Catalog
+	GetPromptAs(ctx context.Context, server, name string, args map[string]string, cred *toolrouter.Credential) (*mcp.GetPromptResult, error)
+}
+
+// serverCatalogs are the MCP servers' resources and prompts for /mcp
+// (mcpserver.Catalogs), their prompts got for the caller as skillFiles
+// reads.
+type serverCatalogs struct {
+	files skillFiles
+	next  catalogReader
+}
+
+func (s serverCatalogs) Catalogs() []mcpserver.Catalog {
+	in := s.next.Catalogs()
+	out := make([]mcpserver.Catalog, len(in))
+	for i, k := range in {
+		out[i] = mcpserver.Catalog{Server: k.Server, Prefix: k.Prefix, Resources: k.Resources, Templates: k.Templates, Prompts: k.Prompts}
+	}
+	return out
+}
+
+func (s serverCatalogs) GetPrompt(ctx context.Context, server, name string, args map[string]string) (*mcp.GetPromptResult, error) {
+	cred, err := s.files.credential(ctx, server)
+	if err != nil {
+		return nil, err
+	}
+	return s.next.GetPromptAs(ctx, server, name, args, cred)
 }
 
 // credential is the credential of a request to MCP server made for the
