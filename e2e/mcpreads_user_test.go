@@ -243,3 +243,131 @@ clients:
 		t.Errorf("bob's read of saas without URL elicitation: %d %s", code, msg)
 	}
 }
+
+// readsCatalogServer is a go-sdk MCP server with one tool, n resources
+// file:///r{i} (each reads its URI), a template file:///t/{name} and n
+// prompts p{i}.
+func readsCatalogServer(t *testing.T, n int) string {
+	t.Helper()
+	srv := mcp.NewServer(&mcp.Implementation{Name: "catalog", Version: "v1"}, nil)
+	srv.AddTool(&mcp.Tool{Name: "noop", InputSchema: map[string]any{"type": "object"}}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}, nil
+	})
+	read := func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, Text: "content of " + req.Params.URI}}}, nil
+	}
+	for i := range n {
+		srv.AddResource(&mcp.Resource{URI: fmt.Sprintf("file:///r%03d", i), Name: fmt.Sprintf("r%03d", i)}, read)
+		srv.AddPrompt(&mcp.Prompt{Name: fmt.Sprintf("p%03d", i)}, func(_ context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+			return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: "prompt " + req.Params.Name}}}}, nil
+		})
+	}
+	srv.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: "file:///t/{name}", Name: "t"}, read)
+	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	t.Cleanup(ts.Close)
+	return ts.URL
+}
+
+// readsWalk lists every page of resources/list (what "resources") or
+// prompts/list, following one cursor: the names and the pages.
+func readsWalk(t *testing.T, cs *mcp.ClientSession, what string) (names []string, pages int) {
+	t.Helper()
+	cursor := ""
+	for {
+		var next string
+		switch what {
+		case "resources":
+			res, err := cs.ListResources(context.Background(), &mcp.ListResourcesParams{Cursor: cursor})
+			if err != nil {
+				t.Fatalf("resources/list page %d: %v", pages+1, err)
+			}
+			for _, r := range res.Resources {
+				names = append(names, r.URI)
+			}
+			next = res.NextCursor
+		default:
+			res, err := cs.ListPrompts(context.Background(), &mcp.ListPromptsParams{Cursor: cursor})
+			if err != nil {
+				t.Fatalf("prompts/list page %d: %v", pages+1, err)
+			}
+			for _, p := range res.Prompts {
+				names = append(names, p.Name)
+			}
+			next = res.NextCursor
+		}
+		pages++
+		if cursor = next; cursor == "" {
+			return names, pages
+		}
+	}
+}
+
+// TestAppsResourcePromptLists (issue 34 item 4): three go-sdk backends of
+// 500 resources and 500 prompts each behind the binary list through /mcp
+// as 1,500 resources and 1,500 prompts over two pages of one cursor each,
+// on both protocol eras, nothing missing and nothing twice; a virtual
+// server lists only what its tools patterns cover; a listed resource, one
+// a template matches, and a prompt are read and got through the gateway;
+// a forged cursor is -32602.
+func TestAppsResourcePromptLists(t *testing.T) {
+	t.Parallel()
+	a, b, c := readsCatalogServer(t, 500), readsCatalogServer(t, 500), readsCatalogServer(t, 500)
+	rt, _ := startRouter(t, fmt.Sprintf(`mcp_servers:
+  - {name: a, url: %s, prefix: a_, tools: ["*"]}
+  - {name: b, url: %s, prefix: b_, tools: ["*"]}
+  - {name: c, url: %s, prefix: c_, tools: ["*"]}
+virtual_servers:
+  - {name: docs, tools: ["b_resources/*", "c_prompts/p00*"]}
+clients:
+  - {name: agent, key_env: AGENT_KEY, tools: ["*"]}
+`, a, b, c), "AGENT_KEY=agent-key")
+	want := func(format string, servers ...string) []string {
+		var out []string
+		for _, s := range servers {
+			for i := range 500 {
+				out = append(out, fmt.Sprintf(format, s, i))
+			}
+		}
+		return out
+	}
+	for _, version := range []string{"", "2025-11-25"} {
+		cs := appsConnect(t, rt.URL()+"/mcp", "agent-key", version)
+		caps := cs.InitializeResult().Capabilities
+		if caps.Resources == nil || caps.Prompts == nil {
+			t.Errorf("%q: initialize declares %+v, want resources and prompts", version, caps)
+		}
+		resources, pages := readsWalk(t, cs, "resources")
+		if w := want("file://%s//r%03d", "a", "b", "c"); !slices.Equal(resources, w) || pages != 2 {
+			t.Errorf("%q: resources/list gave %d over %d pages, want the 1,500 of the three servers over 2", version, len(resources), pages)
+		}
+		prompts, pages := readsWalk(t, cs, "prompts")
+		if w := want("%s_p%03d", "a", "b", "c"); !slices.Equal(prompts, w) || pages != 2 {
+			t.Errorf("%q: prompts/list gave %d over %d pages, want 1,500 over 2", version, len(prompts), pages)
+		}
+		for uri, backend := range map[string]string{"file://b//r123": "file:///r123", "file://c//t/notes": "file:///t/notes"} {
+			res, err := cs.ReadResource(context.Background(), &mcp.ReadResourceParams{URI: uri})
+			if err != nil || len(res.Contents) != 1 || res.Contents[0].URI != uri || res.Contents[0].Text != "content of "+backend {
+				t.Errorf("%q: read %s: %v %+v", version, uri, err, res)
+			}
+		}
+		got, err := cs.GetPrompt(context.Background(), &mcp.GetPromptParams{Name: "a_p042"})
+		if err != nil || len(got.Messages) != 1 || got.Messages[0].Content.(*mcp.TextContent).Text != "prompt p042" {
+			t.Errorf("%q: prompts/get a_p042: %v %+v", version, err, got)
+		}
+		if _, err := cs.ListPrompts(context.Background(), &mcp.ListPromptsParams{Cursor: "forged"}); err == nil || !strings.Contains(err.Error(), "invalid cursor") {
+			t.Errorf("%q: prompts/list with a forged cursor: %v", version, err)
+		}
+	}
+	// The virtual server: b's resources, c's prompts p000-p009.
+	cs := appsConnect(t, rt.URL()+"/mcp/docs", "agent-key", "")
+	if resources, _ := readsWalk(t, cs, "resources"); !slices.Equal(resources, want("file://%s//r%03d", "b")) {
+		t.Errorf("/mcp/docs resources/list: %d, want b's 500", len(resources))
+	}
+	prompts, _ := readsWalk(t, cs, "prompts")
+	if w := want("%s_p%03d", "c")[:10]; !slices.Equal(prompts, w) {
+		t.Errorf("/mcp/docs prompts/list: %q, want %q", prompts, w)
+	}
+	if _, err := cs.ReadResource(context.Background(), &mcp.ReadResourceParams{URI: "file://a//r001"}); err == nil {
+		t.Error("/mcp/docs reads a resource outside its view")
+	}
+}
