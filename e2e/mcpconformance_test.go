@@ -36,8 +36,9 @@ var conformanceScenarios = map[string][]string{
 		"tools-call-embedded-resource", "tools-call-mixed-content", "tools-call-error",
 		"tools-call-with-progress", "json-schema-2020-12", "caching", "http-header-validation", "dns-rebinding-protection",
 		// Multi round-trip requests, relayed to the fixture's tools
-		// (input-required-result-non-tool-request needs prompts, which
-		// toolrouterd does not serve).
+		// (input-required-result-non-tool-request needs an
+		// input_required result relayed on prompts/get, which toolrouterd
+		// does not do).
 		"input-required-result-basic-elicitation", "input-required-result-basic-sampling",
 		"input-required-result-basic-list-roots", "input-required-result-request-state",
 		"input-required-result-multiple-input-requests", "input-required-result-multi-round",
