@@ -143,7 +143,7 @@ func (h *Handler) listResources(ctx context.Context, next mcp.MethodHandler, req
 	if err != nil {
 		return nil, err
 	}
-	var all []*mcp.Resource
+	all := []*mcp.Resource{} // an empty list is [], never null
 	for _, k := range h.catalogs() {
 		for _, r := range k.Resources {
 			g, ok := GatewayURI(k.Server, r.URI)
@@ -168,7 +168,7 @@ func (h *Handler) listTemplates(ctx context.Context, next mcp.MethodHandler, req
 	if err != nil {
 		return nil, err
 	}
-	var all []*mcp.ResourceTemplate
+	all := []*mcp.ResourceTemplate{}
 	for _, k := range h.catalogs() {
 		for _, t := range k.Templates {
 			g, ok := GatewayURI(k.Server, t.URITemplate)
@@ -195,7 +195,7 @@ func (h *Handler) listPrompts(ctx context.Context, next mcp.MethodHandler, req m
 	if err != nil {
 		return nil, err
 	}
-	var all []*mcp.Prompt
+	all := []*mcp.Prompt{}
 	seen := map[string]bool{}
 	for _, k := range h.catalogs() {
 		for _, p := range k.Prompts {

@@ -2,9 +2,11 @@ package mcpserver
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -160,6 +162,31 @@ func TestCatalogLists(t *testing.T) {
 	}{{nil, "file://b//r99"}, {nil, "file:///r03"}, {onlyB, "file://a//r03"}, {nil, "file://z//r03"}} {
 		if got, err := read(c.client, c.uri); err == nil {
 			t.Errorf("read %s answered %q", c.uri, got)
+		}
+	}
+}
+
+// TestCatalogEmptyLists: with nothing to list, each list is [] (the
+// schema wants an array), never null.
+func TestCatalogEmptyLists(t *testing.T) {
+	h := New(Deps{Tools: func() Tools { return toolSlice{} }, Catalogs: fakeCatalogs{}})
+	handle := h.intercept(func(_ context.Context, method string, _ mcp.Request) (mcp.Result, error) {
+		switch method {
+		case "resources/list":
+			return &mcp.ListResourcesResult{}, nil
+		case "resources/templates/list":
+			return &mcp.ListResourceTemplatesResult{}, nil
+		}
+		return &mcp.ListPromptsResult{}, nil
+	})
+	onlyA := access.NewClients(nil, []registry.Client{{Name: "a-only", Tools: []string{"a/none"}}}).ByName("a-only")
+	extra := &mcp.RequestExtra{TokenInfo: &auth.TokenInfo{Extra: map[string]any{clientExtra: onlyA}}}
+	for method, req := range map[string]mcp.Request{"resources/list": &mcp.ListResourcesRequest{Extra: extra},
+		"resources/templates/list": &mcp.ListResourceTemplatesRequest{Extra: extra}, "prompts/list": &mcp.ListPromptsRequest{Extra: extra}} {
+		res, err := handle(context.Background(), method, req)
+		b, _ := json.Marshal(res)
+		if err != nil || strings.Contains(string(b), "null") {
+			t.Errorf("%s: %v %s", method, err, b)
 		}
 	}
 }
