@@ -31,13 +31,17 @@ var conformanceScenarios = map[string][]string{
 		"tools-call-embedded-resource", "tools-call-mixed-content", "tools-call-with-logging",
 		"tools-call-error", "tools-call-with-progress", "json-schema-2020-12", "dns-rebinding-protection",
 		// Removed in 2026-07-28 with sessions: a terminated session is 404.
-		"server-session-lifecycle"},
+		"server-session-lifecycle",
+		// Prompts, relayed from the fixture (registered with prefix "").
+		"prompts-list", "prompts-get-simple", "prompts-get-with-args", "prompts-get-embedded-resource", "prompts-get-with-image"},
 	"2026-07-28": {"tools-list", "tools-call-simple-text", "tools-call-image", "tools-call-audio",
 		"tools-call-embedded-resource", "tools-call-mixed-content", "tools-call-error",
 		"tools-call-with-progress", "json-schema-2020-12", "caching", "http-header-validation", "dns-rebinding-protection",
+		"prompts-list", "prompts-get-simple", "prompts-get-with-args", "prompts-get-embedded-resource", "prompts-get-with-image",
 		// Multi round-trip requests, relayed to the fixture's tools
-		// (input-required-result-non-tool-request needs prompts, which
-		// toolrouterd does not serve).
+		// (input-required-result-non-tool-request needs an
+		// input_required result relayed on prompts/get, which toolrouterd
+		// does not do).
 		"input-required-result-basic-elicitation", "input-required-result-basic-sampling",
 		"input-required-result-basic-list-roots", "input-required-result-request-state",
 		"input-required-result-multiple-input-requests", "input-required-result-multi-round",

@@ -60,6 +60,7 @@ func newServer() *mcp.Server {
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}, Logging: &mcp.LoggingCapabilities{}},
 	})
 	addTools(srv)
+	addPrompts(srv) // prompts.go
 	return srv
 }
 

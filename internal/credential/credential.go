@@ -268,3 +268,37 @@ func hashID(secret string) string {
 	sum := sha256.Sum256([]byte(secret))
 	return "sha256:" + hex.EncodeToString(sum[:8])
 }
+
+// ForServer is the credential of a request to MCP server name that is not
+// a tool call (a resources/read of a UI resource or a skill file, a
+// directory read) made for the caller in ctx: the one a call of the
+// server's tools would carry (Call), so such a read is made as the user
+// too, never with another user's credential; nil for a static server.
+// When there is none to be had the error says why, and has a ConnectURL
+// method when the user must connect the backend first (mode oauth).
+func (d *Decorator) ForServer(ctx context.Context, name string) (*toolrouter.Credential, error) {
+	var auth *toolrouter.BackendAuth
+	if d.Registry != nil {
+		auth = d.Registry().ServerAuth(name)
+	}
+	if auth.IsStatic() {
+		return nil, nil
+	}
+	cred, fail := d.credential(ctx, &toolrouter.Tool{Name: name, MCPServer: name}, name, auth)
+	if fail != nil {
+		return nil, &Refused{Message: fail.Err, URL: fail.ConnectURL}
+	}
+	return cred, nil
+}
+
+// Refused is why a request has no credential (ForServer).
+type Refused struct {
+	Message string
+	URL     string // where the user connects the backend (mode oauth), or ""
+}
+
+func (r *Refused) Error() string { return r.Message }
+
+// ConnectURL is where the user connects the backend; "" when connecting
+// is not what is missing.
+func (r *Refused) ConnectURL() string { return r.URL }

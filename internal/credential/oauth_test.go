@@ -73,3 +73,32 @@ func TestLaterCallWithoutItsTokenSaysWhy(t *testing.T) {
 		t.Fatalf("out %+v", out)
 	}
 }
+
+// servers is a credential.Servers of MCP servers' auth blocks.
+type servers map[string]*toolrouter.BackendAuth
+
+func (s servers) ServerAuth(name string) *toolrouter.BackendAuth { return s[name] }
+
+// TestForServer: a request to an MCP server that is not a tool call (a
+// read) gets the credential a call of its tools would carry, for the
+// user in ctx; none for a static server; a user who must connect gets an
+// error with the connect URL.
+func TestForServer(t *testing.T) {
+	d := &credential.Decorator{OAuth: connections{"alice", "tok-alice-123456"},
+		Registry: func() credential.Servers { return servers{"gh": {Mode: toolrouter.AuthOAuth}} }}
+	as := func(user string) context.Context {
+		return access.NewUserContext(clientCtx(t, "app", nil), &access.User{Subject: user})
+	}
+	cred, err := d.ForServer(as("alice"), "gh")
+	if err != nil || cred == nil || cred.Value.Reveal() != "Bearer tok-alice-123456" || cred.Use.Subject != "alice" {
+		t.Fatalf("alice: %+v %v", cred, err)
+	}
+	_, err = d.ForServer(as("bob"), "gh")
+	var connect interface{ ConnectURL() string }
+	if !errors.As(err, &connect) || connect.ConnectURL() != "http://tr/connect/app-bob" {
+		t.Fatalf("bob: %v", err)
+	}
+	if cred, err := d.ForServer(as("alice"), "static"); cred != nil || err != nil {
+		t.Fatalf("a static server: %+v %v", cred, err)
+	}
+}

@@ -6,10 +6,12 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"strings"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
@@ -129,21 +131,77 @@ func contentsDigest(contents []*mcp.ResourceContents) string {
 // its session); the contents' digest is returned with it, for the caller
 // to compare with the one pinned.
 func (m *Manager) ReadResource(ctx context.Context, name, uri string) (*mcp.ReadResourceResult, string, error) {
+	return m.ReadResourceAs(ctx, name, uri, nil)
+}
+
+// ReadResourceAs is ReadResource made for the user of cred (a backend
+// credential, docs/backend-auth.md): on that user's own session, opened
+// with the credential and carrying it on the read, as that user's
+// tools/call go (usersession.go); never on the server's own session nor on
+// another user's. A nil (or static) cred reads on the server's session.
+func (m *Manager) ReadResourceAs(ctx context.Context, name, uri string, cred *toolrouter.Credential) (*mcp.ReadResourceResult, string, error) {
 	s := m.server(name)
 	if s == nil {
 		return nil, "", fmt.Errorf("MCP server %q is not configured", name)
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.timeout())
 	defer cancel()
-	cs, _, err := s.awaitSession(ctx, 0)
+	var res *mcp.ReadResourceResult
+	err := s.onSession(ctx, cred, func(ctx context.Context, cs *mcp.ClientSession) error {
+		var err error
+		res, err = cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri})
+		return err
+	})
 	if err != nil {
-		return nil, "", fmt.Errorf("MCP server %q unavailable: %s", name, s.scrub(err))
-	}
-	res, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri})
-	if err != nil {
-		return nil, "", fmt.Errorf("resources/read of %s on %q: %s", uri, name, s.scrub(err))
+		return nil, "", fmt.Errorf("resources/read of %s on %q: %w", uri, name, err)
 	}
 	return res, contentsDigest(res.Contents), nil
+}
+
+// onSession runs f on the session a request made for cred goes on: its
+// user's (userKey), else the server's own. A failure that is no answer of
+// the server drops a user's session (the next request opens another).
+// The error's text is scrubbed of the server URL's credentials and of
+// cred's value.
+func (s *server) onSession(ctx context.Context, cred *toolrouter.Credential, f func(context.Context, *mcp.ClientSession) error) error {
+	key := userKey(cred)
+	var cs *mcp.ClientSession
+	var err error
+	if key == "" {
+		cs, _, err = s.awaitSession(ctx, 0)
+	} else {
+		cs, err = s.userSession(ctx, key, cred)
+	}
+	if err != nil {
+		return fmt.Errorf("MCP server %q unavailable: %s", s.name, scrubCredential(s.scrub(err), cred))
+	}
+	err = f(withCredential(ctx, cred), cs)
+	if err == nil {
+		return nil
+	}
+	if je := serverError(err); je != nil {
+		// The server's answer, its code kept (an unknown resource is
+		// -32602).
+		return &jsonrpc.Error{Code: je.Code, Message: scrubCredential(je.Message, cred)}
+	}
+	if key != "" && ctx.Err() == nil {
+		s.dropUserSession(key, cs)
+	}
+	return errors.New(scrubCredential(s.scrub(err), cred))
+}
+
+// scrubCredential replaces cred's value (and its bare token) in msg.
+func scrubCredential(msg string, cred *toolrouter.Credential) string {
+	if cred == nil {
+		return msg
+	}
+	v := cred.Value.Reveal()
+	for _, secret := range []string{v, strings.TrimPrefix(v, "Bearer ")} {
+		if len(secret) >= 8 {
+			msg = strings.ReplaceAll(msg, secret, "[redacted]")
+		}
+	}
+	return msg
 }
 
 // gatewayUIResult renames, in a tools/call result's _meta (raw JSON), the

@@ -5,9 +5,11 @@ package mcpclient_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -265,5 +267,55 @@ func TestUserSessionsIdleClosed(t *testing.T) {
 	call("alice") // a sweep a minute on: carol's closes, alice's is reopened
 	if n := mcpclient.UserSessions(m, "s"); n != 1 {
 		t.Errorf("%d user sessions, want alice's alone", n)
+	}
+}
+
+// TestReadResourceAs (docs/backend-auth.md): a read made for a user goes
+// on that user's own session with that user's credential, as the user's
+// calls do; a read without one keeps the server's session and header;
+// the credential never shows in an error.
+func TestReadResourceAs(t *testing.T) {
+	s := mcp.NewServer(&mcp.Implementation{Name: "who", Version: "1"}, nil)
+	s.AddResource(&mcp.Resource{URI: "ui://app/who.html", Name: "who"},
+		func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			authz := req.GetExtra().Header.Get("Authorization")
+			if authz == "Bearer mallory-token-0123" {
+				return nil, errors.New("refused " + authz)
+			}
+			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, Text: authz + "|" + req.Session.ID()}}}, nil
+		})
+	hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil))
+	defer hs.Close()
+	m := mcpclient.New(zerolog.Nop(), nil)
+	defer m.Close()
+	cfg := serverConfig("s", hs.URL)
+	cfg.Headers = map[string]string{"Authorization": "Bearer static"}
+	m.Sync(context.Background(), []toolrouter.MCPServer{cfg})
+	as := func(user string) *toolrouter.Credential {
+		return &toolrouter.Credential{Header: "Authorization", Value: toolrouter.NewSecret("Bearer " + user + "-token-0123"),
+			Use: toolrouter.CredentialUse{Mode: toolrouter.AuthTokenExchange, Subject: user, Actor: "tr"}}
+	}
+	read := func(cred *toolrouter.Credential) (authz, session string) {
+		t.Helper()
+		res, _, err := m.ReadResourceAs(context.Background(), "s", "ui://app/who.html", cred)
+		if err != nil {
+			t.Fatalf("read: %v", err)
+		}
+		authz, session, _ = strings.Cut(res.Contents[0].Text, "|")
+		return authz, session
+	}
+	a1, as1 := read(as("alice"))
+	b1, bs1 := read(as("bob"))
+	st, ss := read(nil)
+	a2, as2 := read(as("alice"))
+	if a1 != "Bearer alice-token-0123" || a2 != a1 || b1 != "Bearer bob-token-0123" || st != "Bearer static" {
+		t.Errorf("the server got alice %q, %q; bob %q; no user %q", a1, a2, b1, st)
+	}
+	if as1 != as2 || as1 == bs1 || as1 == ss || bs1 == ss {
+		t.Errorf("sessions: alice %q then %q, bob %q, the server's %q; want alice's own, kept", as1, as2, bs1, ss)
+	}
+	_, _, err := m.ReadResourceAs(context.Background(), "s", "ui://app/who.html", as("mallory"))
+	if err == nil || strings.Contains(err.Error(), "mallory-token-0123") || !strings.Contains(err.Error(), "[redacted]") {
+		t.Errorf("a refused read: %v; want an error without the token", err)
 	}
 }

@@ -65,6 +65,9 @@ type server struct {
 	tools       []*toolrouter.Tool
 	fingerprint string
 	downLogged  bool
+	// catalog is the last good listing of the server's resources and
+	// prompts (catalog.go); nil before one.
+	catalog *catalog
 	// users are the sessions of calls made with a backend credential,
 	// one per user (usersession.go).
 	users userSessions
@@ -117,6 +120,11 @@ func newServer(m *Manager, cfg toolrouter.MCPServer) *server {
 			s.m.log.Debug().Str("mcp_server", s.name).Msg("MCP server resource list changed")
 			s.poke()
 		},
+		// Its prompts are listed again with its tools (catalog.go).
+		PromptListChangedHandler: func(context.Context, *mcp.PromptListChangedRequest) {
+			s.m.log.Debug().Str("mcp_server", s.name).Msg("MCP server prompt list changed")
+			s.poke()
+		},
 		// Progress notifications are forwarded by the transport (see
 		// serverTransport.event): no ProgressNotificationHandler.
 		KeepAlive: keepAlive,
@@ -127,6 +135,7 @@ func newServer(m *Manager, cfg toolrouter.MCPServer) *server {
 	})
 	// Skills (skills.go) are listed with this custom method.
 	_ = mcp.AddSendingCustomMethod[*SkillsListParams, *SkillsListResult](s.client, "skills/list")
+	_ = mcp.AddSendingCustomMethod[*DirectoryReadParams, *DirectoryReadResult](s.client, "resources/directory/read")
 	if m.Trace != nil {
 		s.client.AddSendingMiddleware(m.Trace)
 	}

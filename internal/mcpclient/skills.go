@@ -143,3 +143,71 @@ func redefineSkill(t *toolrouter.Tool, def json.RawMessage) (*toolrouter.Tool, e
 	cfg := toolrouter.MCPServer{Name: t.MCPServer, Prefix: strings.TrimSuffix(t.Name, t.MCPTool), Timeout: t.Timeout}
 	return registryTool(cfg, d), nil
 }
+
+// DirectoryReadParams and DirectoryReadResult are those of
+// resources/directory/read, the Skills extension's optional method
+// (specification/stable/skills.mdx, "Reading Directories"): the direct
+// children of a directory resource, paged like resources/list.
+type DirectoryReadParams struct {
+	mcp.ParamsBase
+	URI    string `json:"uri"`
+	Cursor string `json:"cursor,omitempty"`
+}
+
+type DirectoryReadResult struct {
+	mcp.ResultBase
+	Resources  []*mcp.Resource `json:"resources"`
+	NextCursor string          `json:"nextCursor,omitempty"`
+}
+
+// declaresDirectoryRead reports whether the session's server declared the
+// extension's directoryRead setting (it then implements
+// resources/directory/read).
+func declaresDirectoryRead(cs *mcp.ClientSession) bool {
+	ir := cs.InitializeResult()
+	if ir == nil || ir.Capabilities == nil {
+		return false
+	}
+	settings, _ := ir.Capabilities.Extensions[skillsExtension].(map[string]any)
+	on, _ := settings["directoryRead"].(bool)
+	return on
+}
+
+// DirectoryRead reports whether MCP server name, as connected now,
+// declared directoryRead.
+func (m *Manager) DirectoryRead(name string) bool {
+	s := m.server(name)
+	if s == nil {
+		return false
+	}
+	s.mu.Lock()
+	cs := s.cs
+	s.mu.Unlock()
+	return cs != nil && declaresDirectoryRead(cs)
+}
+
+// ReadDirectoryAs relays resources/directory/read of uri (the server's
+// own URI; cursor the server's) to MCP server name, made for the user of
+// cred as ReadResourceAs is. A server that did not declare directoryRead
+// is not asked (the extension forbids it).
+func (m *Manager) ReadDirectoryAs(ctx context.Context, name, uri, cursor string, cred *toolrouter.Credential) (*DirectoryReadResult, error) {
+	s := m.server(name)
+	if s == nil {
+		return nil, fmt.Errorf("MCP server %q is not configured", name)
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.timeout())
+	defer cancel()
+	var res *DirectoryReadResult
+	err := s.onSession(ctx, cred, func(ctx context.Context, cs *mcp.ClientSession) error {
+		if !declaresDirectoryRead(cs) {
+			return fmt.Errorf("the server does not read directories (no directoryRead)")
+		}
+		var err error
+		res, err = mcp.CallCustomMethod[*DirectoryReadParams, *DirectoryReadResult](ctx, cs, "resources/directory/read", &DirectoryReadParams{URI: uri, Cursor: cursor})
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("resources/directory/read of %s on %q: %w", uri, name, err)
+	}
+	return res, nil
+}

@@ -162,6 +162,8 @@ func (s *server) list(ctx context.Context, cs *mcp.ClientSession) ([]discovered,
 					}
 				}
 			}
+			// Last: what is left of the byte budget is its.
+			s.refreshCatalog(ctx, cs)
 			return out, nil
 		}
 		if res.NextCursor == params.Cursor {

@@ -78,7 +78,7 @@ func (h *Handler) readResource(ctx context.Context, next mcp.MethodHandler, req 
 	}
 	res, digest, err := h.d.Resources.ReadResource(ctx, server, backend)
 	if err != nil {
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
+		return nil, readError(req, err)
 	}
 	if pinned.ResourceSHA256 != "" && digest != pinned.ResourceSHA256 {
 		// Changed since its tools were pinned: served again once the

@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -74,5 +75,50 @@ func TestAppsResources(t *testing.T) {
 		if !errors.As(err, &je) || je.Code != jsonrpc.CodeInvalidParams {
 			t.Errorf("read %s: %v, want -32602", c.uri, err)
 		}
+	}
+}
+
+// userResources answers as the user in the read's context, and asks a
+// user without a connection to connect (auth mode oauth).
+type userResources struct{}
+
+type needsConnect struct{ url string }
+
+func (n needsConnect) Error() string      { return "backend a: connect it first" }
+func (n needsConnect) ConnectURL() string { return n.url }
+
+func (userResources) ReadResource(ctx context.Context, _, uri string) (*mcp.ReadResourceResult, string, error) {
+	u := access.UserFromContext(ctx)
+	if u == nil || u.Subject == "bob" {
+		return nil, "", needsConnect{"https://tr.example/connect/xyz"}
+	}
+	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: uri, Text: u.Subject}}}, "", nil
+}
+
+// TestAppsReadAsUser (docs/backend-auth.md): a read reaches Resources with
+// the request's user, as a call does; a user who must connect the backend
+// first gets the -32042 URL elicitation when the client declared URL
+// elicitation (in its request's clientCapabilities), else -32603 naming
+// the URL.
+func TestAppsReadAsUser(t *testing.T) {
+	tools := toolSlice{{Name: "a/show", MCPServer: "a", MCPTool: "show", UI: &toolrouter.AppUI{ResourceURI: "ui://view"}}}
+	h := New(Deps{Tools: func() Tools { return tools }, Resources: userResources{}})
+	handle := h.intercept(func(context.Context, string, mcp.Request) (mcp.Result, error) { return nil, errors.New("not relayed") })
+	read := func(user string, meta mcp.Meta) (mcp.Result, error) {
+		req := &mcp.ReadResourceRequest{Params: &mcp.ReadResourceParams{URI: "ui://a/view", Meta: meta},
+			Extra: &mcp.RequestExtra{TokenInfo: &auth.TokenInfo{Extra: map[string]any{userExtra: &access.User{Subject: user}}}}}
+		return handle(context.Background(), "resources/read", req)
+	}
+	if r, err := read("alice", nil); err != nil || r.(*readResult).Contents[0].Text != "alice" {
+		t.Fatalf("alice's read: %v %v", r, err)
+	}
+	_, err := read("bob", mcp.Meta{mcp.MetaKeyClientCapabilities: map[string]any{"elicitation": map[string]any{"url": map[string]any{}}}})
+	var je *jsonrpc.Error
+	if !errors.As(err, &je) || je.Code != mcp.CodeURLElicitationRequired || !strings.Contains(string(je.Data), "https://tr.example/connect/xyz") {
+		t.Errorf("bob's read with URL elicitation: %v, want -32042 with the URL", err)
+	}
+	_, err = read("bob", nil)
+	if !errors.As(err, &je) || je.Code != jsonrpc.CodeInternalError || !strings.HasSuffix(je.Message, ": https://tr.example/connect/xyz") {
+		t.Errorf("bob's read without: %v, want -32603 naming the URL", err)
 	}
 }

@@ -61,12 +61,25 @@ func (h *Handler) dispatch(ctx context.Context, next mcp.MethodHandler, method s
 	case "tools/list":
 		return h.listTools(ctx, next, method, req, c)
 	case "resources/read":
+		// A backend's resource is read as the caller's user, as its
+		// tools are called (docs/backend-auth.md).
+		ctx = access.NewUserContext(access.NewContext(ctx, c), user(req))
 		if r, ok := req.(*mcp.ReadResourceRequest); ok && r.Params != nil && strings.HasPrefix(r.Params.URI, toolrouter.SkillScheme) {
 			if _, _, ok := toolrouter.ParseGatewaySkillURI(r.Params.URI); ok {
 				return h.readSkillFile(ctx, req, r.Params.URI, c)
 			}
 		}
-		return h.readResource(ctx, next, req, c)
+		return h.readResource(ctx, h.readListed(next, c), req, c)
+	case "resources/list":
+		return h.listResources(ctx, next, req, c)
+	case "resources/templates/list":
+		return h.listTemplates(ctx, next, req, c)
+	case "prompts/list":
+		return h.listPrompts(ctx, next, req, c)
+	case "prompts/get":
+		return h.getPrompt(access.NewUserContext(access.NewContext(ctx, c), user(req)), req, c)
+	case "resources/directory/read":
+		return h.readDirectory(access.NewUserContext(access.NewContext(ctx, c), user(req)), req, c)
 	case "skills/list":
 		return h.listSkills(req, c)
 	case "skills/get":

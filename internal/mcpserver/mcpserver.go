@@ -152,6 +152,18 @@ type Deps struct {
 	Resources Resources
 	// Audit, when set, records every skill load (skills.go).
 	Audit Auditor
+	// Catalogs, when set, lists the MCP servers' resources, resource
+	// templates and prompts, one list each across servers (catalog.go),
+	// and gets their prompts; their resources are read with Resources.
+	Catalogs Catalogs
+	// Covers, when set, decides which names of the registry's namespace
+	// that are no tools (a server's prompts and resources: catalog.go) a
+	// client reaches, in place of its scope: a virtual server's `tools`
+	// patterns and the client's scope.
+	Covers func(c *access.Client, name string) bool
+	// Directories, when set, relays resources/directory/read of dynamic
+	// skills to their servers (directory.go).
+	Directories Directories
 }
 
 // Auditor records audit records (audit.Trail).
@@ -294,6 +306,7 @@ func New(d Deps) *Handler {
 		},
 	})
 	h.addSkillMethods()
+	h.addDirectoryMethod()
 	h.srv.AddReceivingMiddleware(h.intercept)
 	if d.Tracing != nil { // added last: the outermost, so its span covers the call
 		h.srv.AddReceivingMiddleware(d.Tracing)

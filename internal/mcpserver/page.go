@@ -39,16 +39,50 @@ func decodeCursor(cursor string) (string, error) {
 	return strings.TrimPrefix(string(b), cursorPrefix), nil
 }
 
+// invalidCursor answers a cursor toolrouterd did not make for the list.
+var invalidCursor = &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "invalid cursor"}
+
 // pageOf is the page of items (sorted by name) that cursor ("" for the
 // first) leads to, at most size long, and the cursor of the next page
 // ("" when this is the last).
 func pageOf[T any](items []T, name func(T) string, cursor string, size int) ([]T, string, error) {
-	start := 0
+	after := ""
 	if cursor != "" {
-		after, err := decodeCursor(cursor)
-		if err != nil {
+		var err error
+		if after, err = decodeCursor(cursor); err != nil {
 			return nil, "", err
 		}
+		if strings.Contains(after, "\x00") {
+			return nil, "", invalidCursor // another list's (pageOfList)
+		}
+	}
+	page, next := pageAfter(items, name, cursor != "", after, size)
+	return page, next, nil
+}
+
+// pageOfList is pageOf for a list other than tools/list and skills/list
+// (resources, templates, prompts, a directory): its cursors also name the
+// list, so that a cursor of one list is refused by any other.
+func pageOfList[T any](list string, items []T, name func(T) string, cursor string, size int) ([]T, string, error) {
+	after := ""
+	if cursor != "" {
+		var err error
+		if after, err = decodeCursor(cursor); err != nil {
+			return nil, "", err
+		}
+		if !strings.HasPrefix(after, list+"\x00") {
+			return nil, "", invalidCursor
+		}
+	}
+	page, next := pageAfter(items, func(t T) string { return list + "\x00" + name(t) }, cursor != "", after, size)
+	return page, next, nil
+}
+
+// pageAfter is the page of items (sorted by name) after the item named
+// after (from the first when !resume), and the next page's cursor.
+func pageAfter[T any](items []T, name func(T) string, resume bool, after string, size int) ([]T, string) {
+	start := 0
+	if resume {
 		for start < len(items) && name(items[start]) <= after {
 			start++
 		}
@@ -56,9 +90,9 @@ func pageOf[T any](items []T, name func(T) string, cursor string, size int) ([]T
 	end := min(start+size, len(items))
 	page := items[start:end]
 	if end == len(items) {
-		return page, "", nil
+		return page, ""
 	}
-	return page, encodeCursor(name(page[len(page)-1])), nil
+	return page, encodeCursor(name(page[len(page)-1]))
 }
 
 // listTools answers tools/list: the SDK's whole list (its own paging is
@@ -115,6 +149,14 @@ func (h *Handler) instruct(res mcp.Result) {
 	if caps == nil {
 		return
 	}
+	for _, k := range h.catalogs() { // catalog.go
+		if (len(k.Resources) > 0 || len(k.Templates) > 0) && caps.Resources == nil {
+			caps.Resources = &mcp.ResourceCapabilities{}
+		}
+		if len(k.Prompts) > 0 && caps.Prompts == nil {
+			caps.Prompts = &mcp.PromptCapabilities{}
+		}
+	}
 	ui, skills := h.hasUI()
 	if (ui || skills) && caps.Resources == nil {
 		caps.Resources = &mcp.ResourceCapabilities{}
@@ -123,7 +165,11 @@ func (h *Handler) instruct(res mcp.Result) {
 		if caps.Extensions == nil {
 			caps.Extensions = map[string]any{}
 		}
-		caps.Extensions[skillsExtension] = map[string]any{}
+		settings := map[string]any{}
+		if h.directoryRead() { // resources/directory/read (directory.go)
+			settings["directoryRead"] = true
+		}
+		caps.Extensions[skillsExtension] = settings
 	}
 }
 

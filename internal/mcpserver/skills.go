@@ -170,7 +170,7 @@ func (h *Handler) readSkillFile(ctx context.Context, req mcp.Request, uri string
 	}
 	res, _, err := h.d.Resources.ReadResource(ctx, server, backend)
 	if err != nil {
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
+		return nil, readError(req, err)
 	}
 	if listed {
 		if got := rawDigest(res.Contents, backend); got != want {

@@ -281,7 +281,9 @@ func New(ctx context.Context, o Options) (*Service, error) {
 		Marks:            st,
 		StateKey:         o.Config.StateKey,
 		Tasks:            s.Tasks,
-		Resources:        skillFiles{reg: s.holder.Current, next: s.mcp},
+		Resources:        skillFiles{reg: s.holder.Current, next: s.mcp, creds: creds},
+		Directories:      skillFiles{reg: s.holder.Current, next: s.mcp, creds: creds},
+		Catalogs:         serverCatalogs{files: skillFiles{reg: s.holder.Current, next: s.mcp, creds: creds}, next: s.mcp},
 		Audit:            trail,
 	}}
 	s.MCP = mcpserver.New(s.vmcp.deps(""))

@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolrouterd/toolrouterd/internal/access"
+	"github.com/toolrouterd/toolrouterd/internal/mcpclient"
 	"github.com/toolrouterd/toolrouterd/internal/mcpserver"
 	"github.com/toolrouterd/toolrouterd/internal/registry"
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
@@ -69,6 +70,16 @@ func (m *viewMCP) deps(name string) mcpserver.Deps {
 			return c.Allows(tool)
 		}
 		return v.Visible(c, tool)
+	}
+	d.Covers = func(c *access.Client, item string) bool {
+		v, err := m.views.Current().For(c, name)
+		switch {
+		case err != nil:
+			return false
+		case v == nil:
+			return c.Allows(item)
+		}
+		return v.Covers(c, item)
 	}
 	return d
 }
@@ -159,15 +170,97 @@ func (l viewLimiter) Take(ctx context.Context, c *access.Client, calls toolroute
 
 // skillFiles reads the resources /mcp relays: the files of the skills
 // toolrouterd serves itself (registry `skills:`) from disk, everything
-// else on its MCP server.
+// else on its MCP server, made for the caller (in ctx) with the
+// credential a call of that server's tools would carry
+// (docs/backend-auth.md).
 type skillFiles struct {
-	reg  func() *registry.Registry
-	next mcpserver.Resources
+	reg   func() *registry.Registry
+	next  userReader
+	creds serverCredentials
+}
+
+// userReader reads a resource (or a directory) of an MCP server with a
+// user's credential (mcpclient.Manager).
+type userReader interface {
+	ReadResourceAs(ctx context.Context, server, uri string, cred *toolrouter.Credential) (*mcp.ReadResourceResult, string, error)
+	DirectoryRead(server string) bool
+	ReadDirectoryAs(ctx context.Context, server, uri, cursor string, cred *toolrouter.Credential) (*mcpclient.DirectoryReadResult, error)
+}
+
+// DirectoryRead reports whether MCP server declared directoryRead (the
+// skills toolrouterd serves itself list their files: never relayed).
+func (f skillFiles) DirectoryRead(server string) bool {
+	return server != registry.LocalSkillServer && f.next.DirectoryRead(server)
+}
+
+// ReadDirectory relays resources/directory/read to MCP server, made for
+// the caller as ReadResource is.
+func (f skillFiles) ReadDirectory(ctx context.Context, server, uri, cursor string) (*mcpserver.DirectoryReadResult, error) {
+	cred, err := f.credential(ctx, server)
+	if err != nil {
+		return nil, err
+	}
+	res, err := f.next.ReadDirectoryAs(ctx, server, uri, cursor, cred)
+	if err != nil {
+		return nil, err
+	}
+	return &mcpserver.DirectoryReadResult{Resources: res.Resources, NextCursor: res.NextCursor}, nil
+}
+
+// catalogReader lists MCP servers' resources and prompts and gets their
+// prompts with a user's credential (mcpclient.Manager).
+type catalogReader interface {
+	Catalogs() []mcpclient.Catalog
+	GetPromptAs(ctx context.Context, server, name string, args map[string]string, cred *toolrouter.Credential) (*mcp.GetPromptResult, error)
+}
+
+// serverCatalogs are the MCP servers' resources and prompts for /mcp
+// (mcpserver.Catalogs), their prompts got for the caller as skillFiles
+// reads.
+type serverCatalogs struct {
+	files skillFiles
+	next  catalogReader
+}
+
+func (s serverCatalogs) Catalogs() []mcpserver.Catalog {
+	in := s.next.Catalogs()
+	out := make([]mcpserver.Catalog, len(in))
+	for i, k := range in {
+		out[i] = mcpserver.Catalog{Server: k.Server, Prefix: k.Prefix, Resources: k.Resources, Templates: k.Templates, Prompts: k.Prompts}
+	}
+	return out
+}
+
+func (s serverCatalogs) GetPrompt(ctx context.Context, server, name string, args map[string]string) (*mcp.GetPromptResult, error) {
+	cred, err := s.files.credential(ctx, server)
+	if err != nil {
+		return nil, err
+	}
+	return s.next.GetPromptAs(ctx, server, name, args, cred)
+}
+
+// credential is the credential of a request to MCP server made for the
+// caller in ctx (nil: the server's own headers).
+func (f skillFiles) credential(ctx context.Context, server string) (*toolrouter.Credential, error) {
+	if f.creds == nil {
+		return nil, nil
+	}
+	return f.creds.ForServer(ctx, server)
+}
+
+// serverCredentials finds the credential of a request to an MCP server
+// (credential.Decorator).
+type serverCredentials interface {
+	ForServer(ctx context.Context, server string) (*toolrouter.Credential, error)
 }
 
 func (f skillFiles) ReadResource(ctx context.Context, server, uri string) (*mcp.ReadResourceResult, string, error) {
 	if server != registry.LocalSkillServer {
-		return f.next.ReadResource(ctx, server, uri)
+		cred, err := f.credential(ctx, server)
+		if err != nil {
+			return nil, "", err
+		}
+		return f.next.ReadResourceAs(ctx, server, uri, cred)
 	}
 	path, ok := f.reg().SkillFile(uri)
 	if !ok {

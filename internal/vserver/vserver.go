@@ -52,7 +52,10 @@ type View struct {
 
 	entries []*Entry
 	byName  map[string]*Entry // exported names and their aliases
-	index   *index
+	// patterns are the server's tools patterns (["*"] for the
+	// registry-wide view), for the names that are no tools (Covers).
+	patterns []string
+	index    *index
 }
 
 // Registry is the registry in force (*registry.Registry): its tools and
@@ -91,7 +94,7 @@ func Build(reg Registry) *Set {
 		s.views[vs.Name] = s.build(vs)
 	}
 	if reg.Search() || reg.Code() {
-		all := &View{Search: reg.Search(), Code: reg.Code(), byName: map[string]*Entry{}}
+		all := &View{Search: reg.Search(), Code: reg.Code(), byName: map[string]*Entry{}, patterns: []string{"*"}}
 		for _, t := range append(reg.Tools(), reg.Quarantined()...) {
 			all.add(&Entry{Exported: t, Real: t}, t.Quarantine == "") // quarantined: found by name only, as below
 		}
@@ -102,7 +105,7 @@ func Build(reg Registry) *Set {
 }
 
 func (s *Set) build(vs toolrouter.VirtualServer) *View {
-	v := &View{Name: vs.Name, Search: vs.Search, Code: vs.Code, MaxOutputBytes: vs.MaxOutputBytes, MaxOutputTokens: vs.MaxOutputTokens, Instructions: vs.Instructions, byName: map[string]*Entry{}}
+	v := &View{Name: vs.Name, Search: vs.Search, Code: vs.Code, MaxOutputBytes: vs.MaxOutputBytes, MaxOutputTokens: vs.MaxOutputTokens, Instructions: vs.Instructions, byName: map[string]*Entry{}, patterns: vs.Tools}
 	overrides := map[string]toolrouter.Override{}
 	for _, ov := range vs.Overrides {
 		overrides[ov.Tool] = ov
@@ -346,6 +349,14 @@ func (v *View) Visible(c *access.Client, name string) bool {
 	}
 	e, ok := v.byName[name]
 	return ok && c.Allows(e.Real.Name)
+}
+
+// Covers reports whether c reaches name through the view: a name of
+// the registry's namespace that is no tool (an MCP server's prompt or
+// resource, docs/mcp.md "Resources and prompts") that the view's tools
+// patterns match and c's scope allows. The empty view covers nothing.
+func (v *View) Covers(c *access.Client, name string) bool {
+	return slices.ContainsFunc(v.patterns, func(p string) bool { return toolrouter.Glob(p, name) }) && c.Allows(name)
 }
 
 // Lookup finds an entry by exported name or alias.
