@@ -37,7 +37,15 @@ func (g *Guards) BeforeStage(next toolrouter.Next) toolrouter.Next {
 // again.
 func (g *Guards) AfterStage(next toolrouter.Next) toolrouter.Next {
 	return func(ctx context.Context, req *toolrouter.CallRequest) toolrouter.Outcome {
-		return afterPhase(ctx, req, next(ctx, req), g.After)
+		out := next(ctx, req)
+		if out.Task != nil && out.Task.Status != toolrouter.TaskCompleted {
+			// A backend task's handle or unfinished state: no output of
+			// the call for the hooks yet (a completed task's result
+			// passes here as a call's does). Redaction still reads what
+			// the state carries (RedactStage).
+			return out
+		}
+		return afterPhase(ctx, req, out, g.After)
 	}
 }
 
@@ -62,9 +70,7 @@ func (g *Guards) RedactStage(next toolrouter.Next) toolrouter.Next {
 // go to req, and an output it changed is held to the tool's output schema
 // again.
 func afterPhase(ctx context.Context, req *toolrouter.CallRequest, out toolrouter.Outcome, phase func(context.Context, Call, toolrouter.Outcome) (toolrouter.Outcome, Verdict)) toolrouter.Outcome {
-	if out.Held || (out.Task != nil && out.Task.Status != toolrouter.TaskCompleted) {
-		// Held, or a backend task's handle or state: no output of the
-		// call yet (a completed task's result passes here as a call's).
+	if out.Held {
 		return out
 	}
 	out, v := phase(ctx, callOf(req), out)

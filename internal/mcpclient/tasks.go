@@ -291,11 +291,27 @@ func (s *server) taskOp(ctx context.Context, req toolrouter.ExecRequest) toolrou
 		} else {
 			out = toolrouter.Failure(toolrouter.CategoryExecution, "the MCP server's task failed")
 		}
+		out.MCPResult = stateCarrier(t)
 	default:
-		out = toolrouter.Outcome{Answered: true, Output: json.RawMessage("null")}
+		out = toolrouter.Outcome{Answered: true, Output: json.RawMessage("null"), MCPResult: stateCarrier(t)}
 	}
 	out.Attempts, out.Task = 1, t
 	return out
+}
+
+// stateCarrier is what an unfinished or failed task's state carries from
+// the backend to the client (its statusMessage, inputRequests, error) as
+// Outcome.MCPResult, where redaction reads it as it reads a call's
+// result (TaskState decodes it); nil when it carries nothing.
+func stateCarrier(t *toolrouter.BackendTask) json.RawMessage {
+	if t.StatusMessage == "" && len(t.InputRequests) == 0 && len(t.Error) == 0 {
+		return nil
+	}
+	b, err := json.Marshal(toolrouter.TaskState{StatusMessage: t.StatusMessage, InputRequests: t.InputRequests, Error: t.Error})
+	if err != nil {
+		return nil
+	}
+	return b
 }
 
 // readAnswer reads the JSON-RPC response numbered want of a POST's

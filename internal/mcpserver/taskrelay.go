@@ -221,6 +221,15 @@ func (h *Handler) relayTaskMethod(ctx context.Context, method, id string, params
 	if method != "tasks/get" {
 		return map[string]any{"resultType": "complete"}, nil
 	}
+	if bt.Status != toolrouter.TaskCompleted && len(res.MCPResult) > 0 {
+		// The state as the pipeline left it (redacted).
+		var st toolrouter.TaskState
+		if json.Unmarshal(res.MCPResult, &st) == nil {
+			cp := *bt
+			cp.StatusMessage, cp.InputRequests, cp.Error = st.StatusMessage, st.InputRequests, st.Error
+			bt = &cp
+		}
+	}
 	m := relayedWire(id, bt, "complete")
 	switch bt.Status {
 	case toolrouter.TaskCompleted:

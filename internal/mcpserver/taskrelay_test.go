@@ -122,6 +122,15 @@ func TestRelayedTaskRequests(t *testing.T) {
 		t.Fatalf("a task of call_tool: %v, the pipeline got %+v", rpcErr, rt.got[len(rt.got)-1].Call)
 	}
 
+	// An unfinished task's state is the pipeline's (redacted), not the
+	// backend's as sent.
+	rt.res = &toolrouter.Result{Success: true, MCPResult: json.RawMessage(`{"statusMessage":"[REDACTED]","inputRequests":{"k":{"method":"elicitation/create"}}}`),
+		BackendTask: &toolrouter.BackendTask{ID: "bk-1", Status: toolrouter.TaskInputRequired, StatusMessage: "secret", InputRequests: json.RawMessage(`{"k":{"secret":1}}`)}}
+	got, rpcErr = h.relayTaskMethod(as("alice", "u-1"), "tasks/get", id, nil, caps)
+	if b, _ = json.Marshal(got); rpcErr != nil || strings.Contains(string(b), "secret") || !strings.Contains(string(b), `"statusMessage":"[REDACTED]"`) || !strings.Contains(string(b), `"inputRequests":{"k":{"method":"elicitation/create"}}`) {
+		t.Fatalf("tasks/get of an input_required task: %s %v", b, rpcErr)
+	}
+
 	notFound := func(name string, ctx context.Context, id string) {
 		t.Helper()
 		if _, e := h.relayTaskMethod(ctx, "tasks/cancel", id, nil, caps); e == nil || e.Code != -32602 || e.Message != "Failed to retrieve task: Task not found" {

@@ -3,6 +3,7 @@ package pipeline_test
 import (
 	"context"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/toolrouterd/toolrouterd/internal/guardrail"
@@ -15,9 +16,9 @@ import (
 // TestTaskPollSkipsWhatOnlyTheCallConcerns: a request to a backend task
 // (TaskOp) is resolved again, but neither validated against the tool's
 // input schema, nor held for approval, nor given to the before-hooks (the
-// call that made the task passed them); a task's handle or unfinished
-// state passes the after-hooks and redaction untouched, while a completed
-// task's result goes through them as a call's result does.
+// call that made the task passed them); a task's unfinished state skips
+// the after-hooks (no output yet) but not redaction, while a completed
+// task's result goes through both as a call's result does.
 func TestTaskPollSkipsWhatOnlyTheCallConcerns(t *testing.T) {
 	reg, err := registry.Parse("test.yaml", []byte(`tools:
   - name: held
@@ -26,6 +27,7 @@ func TestTaskPollSkipsWhatOnlyTheCallConcerns(t *testing.T) {
     input_schema: {type: object, properties: {msg: {type: string}}, required: [msg]}
 guardrails:
   - {name: gate, endpoint: "http://127.0.0.1:9/deny", tools: [held], phase: before}
+  - {name: after-gate, endpoint: "http://127.0.0.1:9/deny", tools: [held], phase: after}
   - {name: secrets, builtin: redact_secrets, tools: ["*"]}
 `), os.Getenv)
 	if err != nil {
@@ -44,21 +46,21 @@ guardrails:
 		t.Fatalf("the call without its argument: %+v %v", res, err)
 	}
 
-	exec.Out = toolrouter.Outcome{Answered: true, Output: []byte(`null`), MCPResult: []byte(`{"content":[{"type":"text","text":"` + secret + `"}]}`),
+	exec.Out = toolrouter.Outcome{Answered: true, Output: []byte(`null`), MCPResult: []byte(`{"statusMessage":"using ` + secret + `"}`),
 		Task: &toolrouter.BackendTask{ID: "bk", Status: toolrouter.TaskWorking}}
 	op := &toolrouter.TaskOp{Method: "tasks/get", ID: "bk", Server: "fx"}
 	res, err := rt.Poll(ctx, "p", "held", op)
 	if err != nil || !res.Success || res.BackendTask == nil || exec.Req.TaskOp != op || res.Status == toolrouter.ResultAwaitingApproval {
 		t.Fatalf("a poll: %+v %v; the backend got %+v", res, err, exec.Req.TaskOp)
 	}
-	if string(res.MCPResult) != string(exec.Out.MCPResult) {
-		t.Fatalf("a working task's answer was changed by the after phase: %s", res.MCPResult)
+	if strings.Contains(string(res.MCPResult), secret) || !strings.Contains(string(res.MCPResult), "statusMessage") {
+		t.Fatalf("a working task's state was not redacted: %s", res.MCPResult)
 	}
 
+	// Completed: the after-hooks run (the gate is down: refused).
 	exec.Out.Task = &toolrouter.BackendTask{ID: "bk", Status: toolrouter.TaskCompleted}
-	res, err = rt.Poll(ctx, "p", "held", op)
-	if err != nil || res.BackendTask == nil || string(res.MCPResult) == string(exec.Out.MCPResult) || len(res.MCPResult) == 0 {
-		t.Fatalf("a completed task's result was not redacted: %+v %v %s", res, err, res.MCPResult)
+	if res, err = rt.Poll(ctx, "p", "held", op); err != nil || res.Success || !strings.Contains(*res.Error, "after-gate") {
+		t.Fatalf("a completed task's result did not reach the after-hooks: %+v %v", res, err)
 	}
 
 	if res, err := rt.Poll(ctx, "p", "nope", op); err != nil || res.Success || *res.ErrorCategory != toolrouter.CategoryNotFound {

@@ -116,6 +116,15 @@ type BackendTask struct {
 	RPCError json.RawMessage
 }
 
+// TaskState is what an unfinished or failed backend task's state carries
+// to the client, as the Outcome.MCPResult (Result.MCPResult) of a TaskOp:
+// there the pipeline's redaction reads it as it reads a call's result.
+type TaskState struct {
+	StatusMessage string          `json:"statusMessage,omitempty"`
+	InputRequests json.RawMessage `json:"inputRequests,omitempty"`
+	Error         json.RawMessage `json:"error,omitempty"`
+}
+
 // TaskOp, on a CallRequest, makes the call a tasks/* request to the
 // backend task of the call's tool instead of a tools/call: the pipeline
 // resolves the tool again (the caller's scopes and view, checked on every
