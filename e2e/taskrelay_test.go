@@ -183,10 +183,13 @@ guardrails:
 		t.Fatalf("completed backend task: %v", r)
 	}
 	// The completion is a call record of its own, stored as a
-	// synchronous call's result is (redacted), readable by its client.
+	// synchronous call's result is (redacted), readable by its client. (On
+	// the replica that answered the poll: a replica's writes are queued,
+	// and read back there after a flush; another sees them once the queue
+	// commits.)
 	meta, _ := res["_meta"].(map[string]any)
 	tc, _ := meta["toolrouter/tool_call_id"].(string)
-	if got := do(t, "GET", two.URL()+"/results/"+tc, nil, "Authorization", "Bearer "+alice); tc == "" || got.Status != 200 ||
+	if got := do(t, "GET", again.URL()+"/results/"+tc, nil, "Authorization", "Bearer "+alice); tc == "" || got.Status != 200 ||
 		!strings.Contains(string(got.Body), "backend task done after 100 ms") || strings.Contains(string(got.Body), leakAWS) {
 		t.Fatalf("the stored result of the completion %q: %d %s", tc, got.Status, got.Body)
 	}
