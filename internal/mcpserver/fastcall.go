@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -53,10 +55,23 @@ import (
 // fastRequest is a JSON-RPC request as the SDK's DecodeMessage reads it,
 // with its params as the SDK's tools/call handler reads them.
 type fastRequest struct {
-	JSONRPC string                 `json:"jsonrpc"`
-	ID      any                    `json:"id"`
-	Method  string                 `json:"method"`
-	Params  *mcp.CallToolParamsRaw `json:"params"`
+	JSONRPC string      `json:"jsonrpc"`
+	ID      any         `json:"id"`
+	Method  string      `json:"method"`
+	Params  *fastParams `json:"params"`
+}
+
+// fastParams are mcp.CallToolParamsRaw's fields (TestFastParamsAsTheSDKs
+// keeps them in step) with _meta left raw: the SDK's decoder makes every
+// map[string]any with room for 64 entries (~2 kB each, three or four per
+// request). A map decodes alike with encoding/json, which keeps no struct
+// keys to match (see fastMeta).
+type fastParams struct {
+	Meta           json.RawMessage      `json:"_meta"`
+	Name           string               `json:"name"`
+	Arguments      json.RawMessage      `json:"arguments"`
+	InputResponses mcp.InputResponseMap `json:"inputResponses"`
+	RequestState   string               `json:"requestState"`
 }
 
 // fastMaxDepth is the SDK decoder's nesting bound (its internal/json).
@@ -118,7 +133,12 @@ func (h *Handler) fastDecode(r *http.Request, body []byte) (*mcp.CallToolRequest
 	if err != nil || !id.IsValid() {
 		return nil, jsonrpc.ID{}, false
 	}
-	p := m.Params
+	meta, ok := fastMeta(m.Params.Meta)
+	if !ok {
+		return nil, jsonrpc.ID{}, false
+	}
+	p := &mcp.CallToolParamsRaw{Meta: meta, Name: m.Params.Name, Arguments: m.Params.Arguments,
+		InputResponses: m.Params.InputResponses, RequestState: m.Params.RequestState}
 	if hd.Get("Mcp-Name") != p.Name || p.Name == "" || p.GetProgressToken() != nil || h.headerMapped(p.Name) {
 		return nil, jsonrpc.ID{}, false
 	}
@@ -134,6 +154,24 @@ func (h *Handler) fastDecode(r *http.Request, body []byte) (*mcp.CallToolRequest
 	return &mcp.CallToolRequest{Params: p}, id, true
 }
 
+// fastMeta decodes a request's raw _meta as the SDK's decoder would; ok is
+// false when it might not decode alike: encoding/json and segmentio's
+// decode a map of plain JSON values the same way, and differ only in what
+// they make of escapes (lone surrogates) and invalid UTF-8, left to the SDK.
+func fastMeta(raw json.RawMessage) (mcp.Meta, bool) {
+	if len(raw) == 0 {
+		return nil, true
+	}
+	if bytes.IndexByte(raw, '\\') >= 0 || !utf8.Valid(raw) {
+		return nil, false
+	}
+	var m mcp.Meta
+	if json.Unmarshal(raw, &m) != nil {
+		return nil, false
+	}
+	return m, true
+}
+
 // metaDecodes reports whether the SDK's check of a 2026-07-28 request's
 // _meta passes (its validateRequestMeta): clientCapabilities present and
 // decodable, clientInfo absent or decodable.
@@ -142,12 +180,29 @@ func metaDecodes(meta mcp.Meta) bool {
 		mcp.ClientCapabilities
 		Roots *mcp.RootCapabilities `json:"roots,omitempty"`
 	}
-	if v, ok := meta[mcp.MetaKeyClientCapabilities]; !ok || v == nil || !remarshals(v, &caps) {
-		return false
+	v, ok := meta[mcp.MetaKeyClientCapabilities]
+	if m, empty := v.(map[string]any); !ok || v == nil || !(empty && len(m) == 0) && !remarshals(v, &caps) {
+		return false // {} decodes, whatever the type
 	}
-	if v, ok := meta[mcp.MetaKeyClientInfo]; ok && v != nil {
+	if v, ok := meta[mcp.MetaKeyClientInfo]; ok && v != nil && !plainInfo(v) {
 		var info mcp.Implementation
 		if !remarshals(v, &info) {
+			return false
+		}
+	}
+	return true
+}
+
+// plainInfo reports whether a clientInfo decodes into mcp.Implementation
+// for sure: an object of strings without icons (its one field not a
+// string; keys are matched exactly, so only "icons" names it).
+func plainInfo(v any) bool {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return false
+	}
+	for k, e := range m {
+		if _, str := e.(string); !str || k == "icons" {
 			return false
 		}
 	}
@@ -245,19 +300,22 @@ func annotateServerInfo(res *mcp.CallToolResult, impl *mcp.Implementation) {
 // status, anything else as one SSE message event.
 func (h *Handler) writeFast(w http.ResponseWriter, id jsonrpc.ID, res mcp.Result, rpcErr error) {
 	resp := &jsonrpc.Response{ID: id, Error: rpcErr}
+	var data []byte
 	if rpcErr == nil {
-		raw, err := jsonMarshal(res)
+		raw, err := marshalResult(res)
 		if err != nil {
 			h.d.Logger.Error().Err(err).Msg("encode MCP tools/call result")
 			resp.Error = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error"}
 		} else {
-			resp.Result = raw
+			data, resp.Result = envelope(id, raw), raw
 		}
 	}
-	data, err := jsonrpc.EncodeMessage(resp)
-	if err != nil {
-		h.d.Logger.Error().Err(err).Msg("encode MCP tools/call answer")
-		data = []byte(`{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":"internal error"}}`)
+	if data == nil {
+		var err error
+		if data, err = jsonrpc.EncodeMessage(resp); err != nil {
+			h.d.Logger.Error().Err(err).Msg("encode MCP tools/call answer")
+			data = []byte(`{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":"internal error"}}`)
+		}
 	}
 	hd := w.Header()
 	hd.Set("Cache-Control", "no-cache, no-transform")
@@ -290,6 +348,42 @@ func errorStatus(err error) int {
 		return http.StatusBadRequest
 	}
 	return 0
+}
+
+// marshalResult is the JSON of a result as the SDK's jsonrpc2 writes it
+// (jsonMarshal): for the results of tools/call, whose MarshalJSON is
+// encoding/json's (compact, so the encoder's own compacting pass changes
+// nothing), that JSON itself, without passing it through an encoder again.
+func marshalResult(res mcp.Result) ([]byte, error) {
+	switch r := res.(type) {
+	case *mcp.CallToolResult:
+		return r.MarshalJSON()
+	case *createTaskResult:
+		return r.MarshalJSON()
+	}
+	return jsonMarshal(res)
+}
+
+// envelope is the JSON-RPC response of id with result raw, as the SDK's
+// EncodeMessage writes it (its fields in that order; ids an integer or a
+// string without HTML escaping), without compacting raw once more.
+func envelope(id jsonrpc.ID, raw []byte) []byte {
+	var idJSON []byte
+	switch v := id.Raw().(type) {
+	case int64:
+		idJSON = strconv.AppendInt(nil, v, 10)
+	default:
+		var err error
+		if idJSON, err = jsonMarshal(v); err != nil {
+			return nil
+		}
+	}
+	out := make([]byte, 0, len(`{"jsonrpc":"2.0","id":,"result":}`)+len(idJSON)+len(raw))
+	out = append(out, `{"jsonrpc":"2.0","id":`...)
+	out = append(out, idJSON...)
+	out = append(out, `,"result":`...)
+	out = append(out, raw...)
+	return append(out, '}')
 }
 
 // jsonMarshal encodes v as the SDK's jsonrpc2 does: encoding/json without

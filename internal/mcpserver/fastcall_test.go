@@ -179,6 +179,16 @@ func TestFastCallAnswersAsTheSDK(t *testing.T) {
 		{"no clientCapabilities", echo, `{"name":"` + echo + `","arguments":{}}`, func(b string, h map[string]string) (string, map[string]string) {
 			return strings.Replace(b, `,"io.modelcontextprotocol/clientCapabilities":{}`, "", 1), h
 		}, false, ""},
+		{"clientInfo with icons", echo, `{"name":"` + echo + `","arguments":{}}`, func(b string, h map[string]string) (string, map[string]string) {
+			return strings.Replace(b, `"version":"1"}`, `"version":"1","icons":[{"src":"https://x.example/i.png"}]}`, 1), h
+		}, true, `"resultType":"complete"`},
+		{"clientInfo not an object", echo, `{"name":"` + echo + `","arguments":{}}`, func(b string, h map[string]string) (string, map[string]string) {
+			return strings.Replace(b, `{"name":"t","version":"1"}`, `5`, 1), h
+		}, false, `"code":-32602`},
+		{"capabilities of a wrong type", echo, `{"name":"` + echo + `","arguments":{}}`, func(b string, h map[string]string) (string, map[string]string) {
+			return strings.Replace(b, `"io.modelcontextprotocol/clientCapabilities":{}`, `"io.modelcontextprotocol/clientCapabilities":{"elicitation":5}`, 1), h
+		}, false, `"code":-32602`},
+		{"escapes in _meta", echo, `{"name":"` + echo + `","arguments":{},"_meta":{"k":"\u00e9"}}`, nil, false, ""},
 		{"progress token", echo, `{"name":"` + echo + `","arguments":{},"_meta":{"progressToken":"p1"}}`, nil, false, ""},
 		{"log level", echo, `{"name":"` + echo + `","arguments":{},"_meta":{"io.modelcontextprotocol/logLevel":"debug"}}`, nil, false, ""},
 		{"keys in another case", echo, `{"name":"` + echo + `","Arguments":{"msg":"x"}}`, nil, true, ""},
