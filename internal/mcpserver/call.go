@@ -130,8 +130,9 @@ func (h *Handler) call(ctx context.Context, req *mcp.CallToolRequest) (mcp.Resul
 		clientName = c.Name
 	}
 	rl := relay(ctx, req, modern)
+	caps := clientCapabilities(p.Meta) // encoded once for the three that read it
 	if modern {
-		rl.ClientCapabilities = backendCapabilities(clientCapabilities(p.Meta))
+		rl.ClientCapabilities = backendCapabilities(caps)
 	}
 	if p.RequestState != "" {
 		if rl.RequestState, err = h.unwrapState(ctx, p.RequestState, p.Name, clientName); err != nil {
@@ -144,7 +145,7 @@ func (h *Handler) call(ctx context.Context, req *mcp.CallToolRequest) (mcp.Resul
 		}
 	}
 	cr.Relay = rl
-	if task, err := h.asTask(modern, clientCapabilities(p.Meta), p.Name); err != nil {
+	if task, err := h.asTask(modern, caps, p.Name); err != nil {
 		return nil, err
 	} else if task {
 		return h.startTask(ctx, cr)
@@ -157,7 +158,7 @@ func (h *Handler) call(ctx context.Context, req *mcp.CallToolRequest) (mcp.Resul
 		h.d.Logger.Error().Err(err).Str("plan_id", planID).Str("tool", p.Name).Msg("route MCP tools/call")
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error"}
 	}
-	if err := connectError(req, clientCapabilities(p.Meta), res); err != nil {
+	if err := connectError(req, caps, res); err != nil {
 		return nil, err
 	}
 	if res.ErrorCategory != nil && *res.ErrorCategory == toolrouter.CategoryBudget {

@@ -37,9 +37,7 @@ func (t *Telemetry) MCPClient() mcp.Middleware {
 				attribute.String("gen_ai.tool.name", p.Name),
 				attribute.String("gen_ai.operation.name", "execute_tool"),
 			}
-			// A tools/call of /mcp's fast path has no session (a nil
-			// *mcp.ServerSession); a stateless one's has no id either.
-			if s, ok := req.GetSession().(*mcp.ServerSession); ok && s != nil && s.ID() != "" {
+			if s := req.GetSession(); s != nil && s.ID() != "" {
 				attrs = append(attrs, attribute.String("mcp.session.id", sessionDigest(s.ID())))
 			}
 			if cs, ok := req.GetSession().(*mcp.ClientSession); ok && cs.InitializeResult() != nil {
