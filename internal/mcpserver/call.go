@@ -243,7 +243,7 @@ func relay(ctx context.Context, req *mcp.CallToolRequest, modern bool) *toolrout
 // is an object (protocol versions up to 2025-11-25 require an object there).
 func result(res *toolrouter.Result) *mcp.CallToolResult {
 	out := &mcp.CallToolResult{}
-	if len(res.MCPResult) > 0 && json.Unmarshal(res.MCPResult, out) != nil {
+	if len(res.MCPResult) > 0 && !decodeResult(res.MCPResult, out) {
 		out = &mcp.CallToolResult{}
 	}
 	passed := len(out.Content) > 0 || out.StructuredContent != nil || out.IsError

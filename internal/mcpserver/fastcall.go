@@ -330,8 +330,11 @@ func (h *Handler) writeFast(w http.ResponseWriter, id jsonrpc.ID, res mcp.Result
 	hd.Set("Connection", "keep-alive")
 	buf := make([]byte, 0, len("event: message\ndata: \n\n")+len(data))
 	buf = append(append(append(buf, "event: message\ndata: "...), data...), "\n\n"...)
+	// Not flushed, unlike the SDK's events: this one ends the stream, so
+	// net/http sends it with a Content-Length in one write when the
+	// handler returns, where a flush costs a write for the event and one
+	// more for the chunked encoding's end.
 	_, _ = w.Write(buf)
-	_ = http.NewResponseController(w).Flush()
 }
 
 // errorStatus is the HTTP status 2026-07-28 gives a protocol-level error
@@ -396,4 +399,67 @@ func jsonMarshal(v any) ([]byte, error) {
 		return nil, err
 	}
 	return bytes.TrimRight(buf.Bytes(), "\n"), nil
+}
+
+// decodeResult decodes an MCP backend's CallToolResult as its
+// UnmarshalJSON does, into out; false when it could not. A result whose
+// content is all text (what most tools answer) is decoded here, with the
+// SDK's decoder on the same types, the SDK's UnmarshalJSON otherwise: that
+// one decodes through a JSON decoder allocating 32 KiB per value (issue
+// 37), every call of an MCP tool through /mcp.
+func decodeResult(raw []byte, out *mcp.CallToolResult) bool {
+	if !json.Valid(raw) {
+		return false // what encoding/json refuses before any UnmarshalJSON
+	}
+	if !depthWithin(raw, fastMaxDepth) {
+		return json.Unmarshal(raw, out) == nil
+	}
+	var wire struct {
+		Meta              mcp.Meta            `json:"_meta,omitempty"`
+		Content           []*wireContent      `json:"content"`
+		StructuredContent any                 `json:"structuredContent,omitempty"`
+		IsError           bool                `json:"isError,omitempty"`
+		InputRequests     mcp.InputRequestMap `json:"inputRequests,omitempty"`
+		RequestState      string              `json:"requestState,omitempty"`
+		ResultType        string              `json:"resultType"`
+	}
+	rest, err := segjson.Parse(raw, &wire, segjson.DontMatchCaseInsensitiveStructFields)
+	if err != nil || len(bytes.TrimLeft(rest, " \t\r\n")) > 0 || wire.ResultType != "" || wire.InputRequests != nil {
+		return json.Unmarshal(raw, out) == nil
+	}
+	content := make([]mcp.Content, 0, len(wire.Content))
+	for _, c := range wire.Content {
+		if c == nil || c.Type != "text" {
+			return json.Unmarshal(raw, out) == nil
+		}
+		content = append(content, &mcp.TextContent{Text: c.Text, Meta: c.Meta, Annotations: c.Annotations})
+	}
+	*out = mcp.CallToolResult{Meta: wire.Meta, Content: content, StructuredContent: wire.StructuredContent,
+		IsError: wire.IsError, RequestState: wire.RequestState}
+	return true
+}
+
+// wireContent is the go-sdk's content block on the wire (its unexported
+// wireContent, field for field, so that a block decodes, or fails to, as
+// there; TestDecodeResultAsTheSDK checks it on results of every kind).
+type wireContent struct {
+	Type              string                `json:"type"`
+	Text              string                `json:"text,omitempty"`
+	MIMEType          string                `json:"mimeType,omitempty"`
+	Data              []byte                `json:"data,omitempty"`
+	Resource          *mcp.ResourceContents `json:"resource,omitempty"`
+	URI               string                `json:"uri,omitempty"`
+	Name              string                `json:"name,omitempty"`
+	Title             string                `json:"title,omitempty"`
+	Description       string                `json:"description,omitempty"`
+	Size              *int64                `json:"size,omitempty"`
+	Meta              mcp.Meta              `json:"_meta,omitempty"`
+	Annotations       *mcp.Annotations      `json:"annotations,omitempty"`
+	Icons             []mcp.Icon            `json:"icons,omitempty"`
+	ID                string                `json:"id,omitempty"`
+	Input             map[string]any        `json:"input,omitempty"`
+	ToolUseID         string                `json:"toolUseId,omitempty"`
+	NestedContent     []*wireContent        `json:"content,omitempty"`
+	StructuredContent any                   `json:"structuredContent,omitempty"`
+	IsError           bool                  `json:"isError,omitempty"`
 }
