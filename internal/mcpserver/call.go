@@ -182,6 +182,11 @@ func (h *Handler) call(ctx context.Context, req *mcp.CallToolRequest) (mcp.Resul
 	return withResultType(out, modern, h.complete), nil
 }
 
+// metaLogLevel is the _meta key of a 2026-07-28 request's log level
+// (mcp.MetaKeyLogLevel, deprecated with logging by SEP-2577 and still in
+// force).
+const metaLogLevel = "io.modelcontextprotocol/logLevel"
+
 // metaVersion is the protocol version a request's _meta names ("" when
 // none, or not a date).
 func metaVersion(meta mcp.Meta) string {
@@ -217,7 +222,7 @@ func relay(ctx context.Context, req *mcp.CallToolRequest, modern bool) *toolrout
 		return &toolrouter.Relay{}
 	}
 	r := &toolrouter.Relay{}
-	if _, level := req.Params.Meta[mcp.MetaKeyLogLevel]; level || !modern {
+	if _, level := req.Params.Meta[metaLogLevel]; level || !modern {
 		r.Log = func(level, logger string, data json.RawMessage) {
 			var v any
 			if json.Unmarshal(data, &v) != nil {

@@ -145,7 +145,7 @@ func (h *Handler) fastDecode(r *http.Request, body []byte) (*mcp.CallToolRequest
 	if v, _ := p.Meta[mcp.MetaKeyProtocolVersion].(string); v != modernVersion {
 		return nil, jsonrpc.ID{}, false
 	}
-	if _, ok := p.Meta[mcp.MetaKeyLogLevel]; ok {
+	if _, ok := p.Meta[metaLogLevel]; ok {
 		return nil, jsonrpc.ID{}, false // log notifications: the SDK streams them
 	}
 	if !metaDecodes(p.Meta) {
@@ -178,6 +178,7 @@ func fastMeta(raw json.RawMessage) (mcp.Meta, bool) {
 func metaDecodes(meta mcp.Meta) bool {
 	var caps struct {
 		mcp.ClientCapabilities
+		//lint:ignore SA1019 roots are deprecated by 2026-07-28 (SEP-2577) and still decoded by the SDK's check, which this mirrors
 		Roots *mcp.RootCapabilities `json:"roots,omitempty"`
 	}
 	v, ok := meta[mcp.MetaKeyClientCapabilities]
