@@ -48,6 +48,12 @@ func TestFastCallTaken(t *testing.T) {
 		if n := mcpserver.FastCalls(e.h); n != want {
 			t.Errorf("sdk %v: %d requests on the fast path, want %d", sdk, n, want)
 		}
+		// A session's calls (2025-11-25) stay with the SDK, which keeps
+		// the session's idle timer and cancellation.
+		res := call(t, connect(t, e.url, nil), mcpName("test/echo"), map[string]any{"msg": "s"}, nil)
+		if res.IsError || mcpserver.FastCalls(e.h) != want {
+			t.Errorf("sdk %v: a session's call: isError %v, %d on the fast path", sdk, res.IsError, mcpserver.FastCalls(e.h))
+		}
 	}
 }
 
