@@ -2,6 +2,9 @@ package postgres
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -145,11 +148,41 @@ func BenchmarkWALPerRoute(b *testing.B) {
 	b.ReportMetric(float64(s1-s0)/float64(b.N), "wal-syncs/route")
 }
 
+// backendsCPU is the CPU time (user and system, in ns) the server's
+// backends of the store's connections have used, read from /proc; -1
+// where the server runs elsewhere (pgtest's is a local process).
+func backendsCPU(b *testing.B, conn *pgx.Conn) int64 {
+	ctx := context.Background()
+	rows, err := conn.Query(ctx, `SELECT pid FROM pg_stat_activity WHERE application_name = 'toolrouterd'`)
+	if err != nil {
+		b.Fatal(err)
+	}
+	pids, err := pgx.CollectRows(rows, pgx.RowTo[int32])
+	if err != nil {
+		b.Fatal(err)
+	}
+	var ticks int64
+	for _, pid := range pids {
+		raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			return -1
+		}
+		// The fields after the command's closing parenthesis: utime and
+		// stime are the 12th and 13th (clock ticks, 100 a second).
+		f := strings.Fields(string(raw[strings.LastIndexByte(string(raw), ')')+2:]))
+		u, _ := strconv.ParseInt(f[11], 10, 64)
+		s, _ := strconv.ParseInt(f[12], 10, 64)
+		ticks += u + s
+	}
+	return ticks * int64(10*time.Millisecond)
+}
+
 // BenchmarkWALBytesPerRoute is what a routed call's writes (its result,
 // audit record and settled ledger entry, in group commits of 16 calls)
 // add to PostgreSQL's log, in bytes per call, after a checkpoint, with
 // 100,000 calls stored before. Bytes, not times: the machine's load does
-// not move them. pgtest's server runs with full_page_writes=off, so the
+// not move them; pg-cpu-ns/route is the CPU of the server's backends
+// serving those commits (10 ms ticks of /proc). pgtest's server runs with full_page_writes=off, so the
 // whole page a shipped server logs when an index page is first changed
 // after a checkpoint (about one per call for an index written at random
 // places, a hashed id's) is not in the figure. Run with -benchtime=5000x.
@@ -193,11 +226,15 @@ func BenchmarkWALBytesPerRoute(b *testing.B) {
 	if err := conn.QueryRow(ctx, `SELECT pg_current_wal_lsn()::text`).Scan(&start); err != nil {
 		b.Fatal(err)
 	}
+	cpu0 := backendsCPU(b, conn)
 	b.ResetTimer()
 	for n := b.N; n > 0; n -= 16 {
 		commit(min(n, 16))
 	}
 	b.StopTimer()
+	if cpu0 >= 0 {
+		b.ReportMetric(float64(backendsCPU(b, conn)-cpu0)/float64(b.N), "pg-cpu-ns/route")
+	}
 	var bytes int64
 	if err := conn.QueryRow(ctx, `SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), $1::pg_lsn)::bigint`, start).Scan(&bytes); err != nil {
 		b.Fatal(err)
