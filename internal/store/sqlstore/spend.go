@@ -30,12 +30,12 @@ func SpendUpsert(ph func(int) string) string {
 	for i := range cols {
 		vals[i] = ph(i + 1)
 	}
-	return "INSERT INTO spend (" + SpendColumns + ") VALUES (" + strings.Join(vals, ", ") + ") " + SpendOnConflict
+	return "INSERT INTO spend (" + SpendColumns + ") VALUES (" + strings.Join(vals, ", ") + ") " + spendOnConflict()
 }
 
-// SpendOnConflict is an upsert's clause replacing the entry of the same
+// spendOnConflict is an upsert's clause replacing the entry of the same
 // key (at_us, id) with the new row's values.
-var SpendOnConflict = func() string {
+func spendOnConflict() string {
 	var set []string
 	for _, c := range strings.Split(SpendColumns, ", ") {
 		if c != "id" && c != "at_us" {
@@ -43,9 +43,9 @@ var SpendOnConflict = func() string {
 		}
 	}
 	return "ON CONFLICT (at_us, id) DO UPDATE SET " + strings.Join(set, ", ")
-}()
+}
 
-// SpendKeyOf is e's ledger key as the group commit dedupes it
+// SpendKeyOf is the ledger key k as the group commit dedupes entries
 // (writebehind.Write.Key): its id and start in microseconds.
 func SpendKeyOf(k toolrouter.SpendKey) string {
 	return k.ID + "\x00" + strconv.FormatInt(k.At.UnixMicro(), 10)
