@@ -28,6 +28,10 @@
 #   BENCH_LOAD_CPU=1            core of the load generators
 #   BENCH_BIN=bin               directory holding toolrouterd
 #   BENCH_OUT=                  also write the table (markdown) to this file
+#   BENCH_ABLATE=sdk-server:sdkmcpserver  "NAME:TAG[,TAG] ...": one more row, sqlite[NAME], per
+#                               entry: toolrouterd built with those tags on the default store
+#                               (sdkmcpserver: every /mcp request through the go-sdk, the
+#                               ablation of the server's tools/call fast path; "" for none)
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -40,6 +44,7 @@ WORKERS=${BENCH_WORKERS:-64}
 SERVER_CPU=${BENCH_SERVER_CPU:-0}
 LOAD_CPU=${BENCH_LOAD_CPU:-1}
 BIN=${BENCH_BIN:-bin}
+ABLATE=${BENCH_ABLATE-sdk-server:sdkmcpserver}
 
 BENCH=bench-mcp-table
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -64,6 +69,13 @@ pin_servers
 log "building bench/mcpload, bench/mcpecho"
 go build -o "$TMP/mcpload" ./bench/mcpload
 go build -o "$TMP/mcpecho" ./bench/mcpecho
+declare -A ABL_BIN=()
+for a in $ABLATE; do
+	[[ $a == *:* ]] || die "BENCH_ABLATE entry $a: want NAME:TAG[,TAG]"
+	log "building toolrouterd with tags ${a#*:} for sqlite[${a%%:*}]"
+	go build -tags "${a#*:}" -o "$TMP/toolrouterd-${a%%:*}" ./cmd/toolrouterd
+	ABL_BIN[${a%%:*}]=$TMP/toolrouterd-${a%%:*}
+done
 
 free_port MCP_PORT
 "${SRV[@]}" "$TMP/mcpecho" -addr "127.0.0.1:$MCP_PORT" >"$TMP/mcpecho.log" 2>&1 &
@@ -85,16 +97,16 @@ EOF
 declare -A URL=() CPU_OF=()
 URL[direct]="http://127.0.0.1:$MCP_PORT/mcp"
 CPU_OF[direct]=$MCP_PID
-# router NAME STORE: a toolrouterd on STORE, pinned with the servers.
+# router NAME STORE [BINARY]: a toolrouterd on STORE, pinned with the servers.
 router() {
-	local port
+	local port bin=${3:-$BIN/toolrouterd}
 	free_port port
 	env TOOLROUTER_ADDR="127.0.0.1:$port" \
 		TOOLROUTER_REGISTRY="$TMP/registry.yaml" \
 		TOOLROUTER_STORE="$2" \
 		TOOLROUTER_LOG_LEVEL=warn \
 		TOOLROUTER_API_KEYS= \
-		"${SRV[@]}" "$BIN/toolrouterd" >"$TMP/router-$1.log" 2>&1 &
+		"${SRV[@]}" "$bin" >"$TMP/router-$1.log" 2>&1 &
 	PIDS+=($!)
 	CPU_OF[$1]=$!
 	URL[$1]="http://127.0.0.1:$port/mcp"
@@ -103,6 +115,10 @@ router() {
 TARGETS=(direct memory sqlite)
 router memory memory://
 router sqlite "sqlite://$TMP/bench.db"
+for a in $ABLATE; do
+	router "sqlite[${a%%:*}]" "sqlite://$TMP/bench-${a%%:*}.db" "${ABL_BIN[${a%%:*}]}"
+	TARGETS+=("sqlite[${a%%:*}]")
+done
 if [[ -n $PG_URL ]]; then
 	router postgres "$PG_URL"
 	TARGETS+=(postgres)

@@ -15,7 +15,7 @@ import (
 type Meter interface {
 	Reserve(ctx context.Context, e toolrouter.SpendEntry) (*cost.Refusal, error)
 	Settle(ctx context.Context, e toolrouter.SpendEntry, c toolrouter.Cost)
-	Drop(ctx context.Context, id string)
+	Drop(ctx context.Context, k toolrouter.SpendKey)
 	ModelPrice(p toolrouter.Provider, model string) toolrouter.ModelPrice
 }
 

@@ -236,7 +236,7 @@ func (x *execution) ask(ctx context.Context, iter int) (llm.Response, error) {
 	}
 	resp, err := x.p.adapter.Chat(ctx, llm.Request{Model: x.p.model, Messages: x.messages, Tools: x.p.tools, ToolChoice: x.p.req.ToolChoice})
 	if metered && err != nil {
-		x.r.Meter.Drop(ctx, spend.ID)
+		x.r.Meter.Drop(ctx, spend.Key())
 	} else if metered {
 		x.settleTurn(ctx, iter, spend, resp.Usage)
 	}

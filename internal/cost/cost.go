@@ -22,7 +22,7 @@ import (
 type Ledger interface {
 	ReserveSpend(ctx context.Context, e toolrouter.SpendEntry, checks []toolrouter.SpendCheck) (int, error)
 	SettleSpend(ctx context.Context, e toolrouter.SpendEntry) error
-	DropSpend(ctx context.Context, id string) error
+	DropSpend(ctx context.Context, k toolrouter.SpendKey) error
 }
 
 // Limits are the spend limits of the registry in force.
@@ -174,9 +174,9 @@ func (m *Meter) Settled(e toolrouter.SpendEntry, c toolrouter.Cost) toolrouter.S
 }
 
 // Drop removes a reservation whose call did not run.
-func (m *Meter) Drop(ctx context.Context, id string) {
-	if err := m.Ledger.DropSpend(context.WithoutCancel(ctx), id); err != nil {
-		zerolog.Ctx(ctx).Error().Err(err).Str("id", id).Msg("drop spend reservation")
+func (m *Meter) Drop(ctx context.Context, k toolrouter.SpendKey) {
+	if err := m.Ledger.DropSpend(context.WithoutCancel(ctx), k); err != nil {
+		zerolog.Ctx(ctx).Error().Err(err).Str("id", k.ID).Msg("drop spend reservation")
 	}
 }
 
@@ -200,9 +200,15 @@ func (m *Meter) Stage(next toolrouter.Next) toolrouter.Next {
 			return next(ctx, req)
 		}
 		client := access.FromContext(ctx).LabelName()
+		// The entry starts when the call did, the time of its audit
+		// record, by which GET /audit finds its cost (SpendKey); a call
+		// resumed from an approval starts here.
+		if req.Start.IsZero() {
+			req.Start = m.now()
+		}
 		// A tc_ id is unique within its client's plans (as results are
 		// kept): the ledger keys the entry by both.
-		e := toolrouter.SpendEntry{ID: toolrouter.ScopedKey(client, req.ID), At: m.now(), Client: client, Tool: req.Tool.Name,
+		e := toolrouter.SpendEntry{ID: toolrouter.ScopedKey(client, req.ID), At: req.Start, Client: client, Tool: req.Tool.Name,
 			RunID: req.RunID, Currency: req.Tool.Price.Currency, Amount: req.Tool.Price.PerCall, Unpriced: !req.Tool.Price.Priced()}
 		if v, ok := req.View.(viewNamer); ok {
 			e.VirtualServer = v.ViewName()
@@ -221,7 +227,7 @@ func (m *Meter) Stage(next toolrouter.Next) toolrouter.Next {
 		out := next(ctx, req)
 		if out.Held || out.Attempts == 0 && !out.Answered {
 			if limited {
-				m.Drop(ctx, e.ID) // held (its resumption reserves again) or never sent
+				m.Drop(ctx, e.Key()) // held (its resumption reserves again) or never sent
 			}
 			return out
 		}

@@ -96,9 +96,9 @@ func (l *countingLedger) SettleSpend(ctx context.Context, e toolrouter.SpendEntr
 	return l.Ledger.SettleSpend(ctx, e)
 }
 
-func (l *countingLedger) DropSpend(ctx context.Context, id string) error {
+func (l *countingLedger) DropSpend(ctx context.Context, k toolrouter.SpendKey) error {
 	l.drops.Add(1)
-	return l.Ledger.DropSpend(ctx, id)
+	return l.Ledger.DropSpend(ctx, k)
 }
 
 // TestStageWritesNoLedgerEntry: the cost stage makes no ledger write of
@@ -139,10 +139,6 @@ func TestStageWritesNoLedgerEntry(t *testing.T) {
 	if len(rows) != 2 || rows[0].Key != "alice" || rows[0].Amount != 14300 || rows[0].Calls != 2 || rows[1].Key != "bob" || rows[1].Amount != 12300 || rows[1].Calls != 1 {
 		t.Errorf("usage by client %+v, want alice 0.0143 (2 calls), bob 0.0123 (1 call)", rows)
 	}
-	costs, err := st.Costs(context.Background(), []string{toolrouter.ScopedKey("bob", res.ToolCallID)})
-	if c, ok := costs[toolrouter.ScopedKey("bob", res.ToolCallID)]; err != nil || !ok || c.Amount != 12300 || c.Currency != "USD" {
-		t.Errorf("bob's call in the ledger: %+v %v", costs, err)
-	}
 	recs, err := st.ListAudit(context.Background(), toolrouter.AuditFilter{Limit: 10})
 	if err != nil || len(recs) != 3 {
 		t.Fatalf("audit %+v %v", recs, err)
@@ -150,6 +146,18 @@ func TestStageWritesNoLedgerEntry(t *testing.T) {
 	for _, r := range recs {
 		if r.Spend != nil {
 			t.Errorf("a stored audit record keeps its ledger entry: %+v", r)
+		}
+		// The entry starts when the call did: GET /audit finds it by the
+		// record's id and time (store.Spend.Costs).
+		k := toolrouter.SpendKey{ID: toolrouter.ScopedKey(r.Client, r.ToolCallID), At: r.Time}
+		costs, err := st.Costs(context.Background(), []toolrouter.SpendKey{k})
+		if _, ok := costs[k.ID]; err != nil || !ok {
+			t.Errorf("the ledger entry of %s's record at %s: %+v %v", r.Client, r.Time, costs, err)
+		}
+		if r.Client == "bob" && r.ToolCallID == res.ToolCallID {
+			if c := costs[k.ID]; c.Amount != 12300 || c.Currency != "USD" {
+				t.Errorf("bob's call in the ledger: %+v", c)
+			}
 		}
 	}
 }

@@ -13,7 +13,7 @@ import (
 // the costs GET /audit shows.
 type Usage interface {
 	Usage(ctx context.Context, f toolrouter.UsageFilter) ([]toolrouter.UsageRow, error)
-	Costs(ctx context.Context, ids []string) (map[string]toolrouter.Cost, error)
+	Costs(ctx context.Context, keys []toolrouter.SpendKey) (map[string]toolrouter.Cost, error)
 }
 
 // handleUsage answers GET /usage (api/openapi.yaml, operation getUsage;
@@ -82,16 +82,18 @@ func withCosts(ctx context.Context, u Usage, recs []toolrouter.AuditRecord) erro
 	if u == nil {
 		return nil
 	}
-	var ids []string // the ledger keys a call's entry by client and tc_ id
+	// The ledger keys a call's entry by client and tc_ id, and its start:
+	// the record's time.
+	var keys []toolrouter.SpendKey
 	for _, r := range recs {
 		if r.ToolCallID != "" && r.Cost == nil {
-			ids = append(ids, toolrouter.ScopedKey(r.Client, r.ToolCallID))
+			keys = append(keys, toolrouter.SpendKey{ID: toolrouter.ScopedKey(r.Client, r.ToolCallID), At: r.Time})
 		}
 	}
-	if len(ids) == 0 {
+	if len(keys) == 0 {
 		return nil
 	}
-	costs, err := u.Costs(ctx, ids)
+	costs, err := u.Costs(ctx, keys)
 	if err != nil {
 		return err
 	}

@@ -134,17 +134,21 @@ func (h *Handler) call(ctx context.Context, req *mcp.CallToolRequest) (mcp.Resul
 	// name (or the canonical one) and validates the arguments.
 	cr := &toolrouter.CallRequest{PlanID: planID, Call: toolrouter.Call{Format: toolrouter.FormatMCP, ToolName: p.Name}, Entry: toolrouter.EntryMCP}
 	cr.Call.Arguments, cr.Unreadable = callArguments(p.Name, args)
-	modern := modernSession(req.Session)
+	// A request of the fast path (fastcall.go) has no session: its _meta
+	// says its protocol version, which the fast path took only when it
+	// was 2026-07-28.
+	modern := modernSession(req.Session) || (req.Session == nil && metaVersion(p.Meta) >= modernVersion)
 	clientName := ""
 	if c := access.FromContext(ctx); c != nil {
 		clientName = c.Name
 	}
-	rl := relay(ctx, req)
+	rl := relay(ctx, req, modern)
+	caps := clientCapabilities(p.Meta) // encoded once for the three that read it
 	if modern {
 		// The caller's capabilities as they are, the tasks extension
 		// included: a backend may answer with its own task, relayed
 		// (taskrelay.go).
-		rl.ClientCapabilities = clientCapabilities(p.Meta)
+		rl.ClientCapabilities = caps
 	}
 	if p.RequestState != "" {
 		if rl.RequestState, err = h.unwrapState(ctx, p.RequestState, p.Name, clientName); err != nil {
@@ -157,7 +161,7 @@ func (h *Handler) call(ctx context.Context, req *mcp.CallToolRequest) (mcp.Resul
 		}
 	}
 	cr.Relay = rl
-	if task, err := h.asTask(modern, clientCapabilities(p.Meta), p.Name); err != nil {
+	if task, err := h.asTask(modern, caps, p.Name); err != nil {
 		return nil, err
 	} else if task {
 		return h.startTask(ctx, cr)
@@ -171,7 +175,7 @@ func (h *Handler) call(ctx context.Context, req *mcp.CallToolRequest) (mcp.Resul
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error"}
 	}
 	if res.BackendTask != nil {
-		if !modern || !declaresTasks(clientCapabilities(p.Meta)) {
+		if !modern || !declaresTasks(caps) {
 			// The extension forbids it; the backend was not told the
 			// caller takes tasks (it never is, then).
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the MCP server answered with a task, which the client did not declare it takes"}
@@ -189,7 +193,7 @@ func (h *Handler) call(ctx context.Context, req *mcp.CallToolRequest) (mcp.Resul
 		}
 		return ct, nil
 	}
-	if err := connectError(req, clientCapabilities(p.Meta), res); err != nil {
+	if err := connectError(req, caps, res); err != nil {
 		return nil, err
 	}
 	if e := protocolError(res); e != nil {
@@ -213,6 +217,21 @@ func (h *Handler) call(ctx context.Context, req *mcp.CallToolRequest) (mcp.Resul
 	return withResultType(out, modern, h.complete), nil
 }
 
+// metaLogLevel is the _meta key of a 2026-07-28 request's log level
+// (mcp.MetaKeyLogLevel, deprecated with logging by SEP-2577 and still in
+// force).
+const metaLogLevel = "io.modelcontextprotocol/logLevel"
+
+// metaVersion is the protocol version a request's _meta names ("" when
+// none, or not a date).
+func metaVersion(meta mcp.Meta) string {
+	v, _ := meta[metaProtocolVersion].(string)
+	if !isDate(v) {
+		return ""
+	}
+	return v
+}
+
 // stateError is the JSON-RPC error of a requestState that could not be
 // wrapped or unwrapped: as it is when it says why, else (the state key
 // could not be read from the store) an internal error, logged.
@@ -228,20 +247,25 @@ func (h *Handler) stateError(err error) error {
 // relay passes what a backend sends about the call on to the caller:
 // progress under the caller's progress token (when it sent one), log
 // messages through its session, which filters them by the caller's level.
-func relay(ctx context.Context, req *mcp.CallToolRequest) *toolrouter.Relay {
+//
+// Under 2026-07-28 the level is the request's (_meta logLevel): a request
+// without one gets no log message, so none is asked of the backend either
+// (a backend asked for logs is asked for every level; issue 37).
+func relay(ctx context.Context, req *mcp.CallToolRequest, modern bool) *toolrouter.Relay {
 	ss := req.Session
 	if ss == nil {
 		return &toolrouter.Relay{}
 	}
-	r := &toolrouter.Relay{
-		Log: func(level, logger string, data json.RawMessage) {
+	r := &toolrouter.Relay{}
+	if _, level := req.Params.Meta[metaLogLevel]; level || !modern {
+		r.Log = func(level, logger string, data json.RawMessage) {
 			var v any
 			if json.Unmarshal(data, &v) != nil {
 				v = string(data)
 			}
 			//lint:ignore SA1019 logging is deprecated by 2026-07-28 (SEP-2577) but in force for the revisions up to 2025-11-25 that this server still serves
 			_ = ss.Log(ctx, &mcp.LoggingMessageParams{Level: mcp.LoggingLevel(level), Logger: logger, Data: v})
-		},
+		}
 	}
 	if token := req.Params.GetProgressToken(); token != nil {
 		r.Progress = func(progress, total float64, message string) {
@@ -259,7 +283,7 @@ func relay(ctx context.Context, req *mcp.CallToolRequest) *toolrouter.Relay {
 // is an object (protocol versions up to 2025-11-25 require an object there).
 func result(res *toolrouter.Result) *mcp.CallToolResult {
 	out := &mcp.CallToolResult{}
-	if len(res.MCPResult) > 0 && json.Unmarshal(res.MCPResult, out) != nil {
+	if len(res.MCPResult) > 0 && !decodeResult(res.MCPResult, out) {
 		out = &mcp.CallToolResult{}
 	}
 	passed := len(out.Content) > 0 || out.StructuredContent != nil || out.IsError

@@ -226,6 +226,18 @@ type Handler struct {
 
 	keyMu sync.Mutex
 	key   []byte // the state key once known (mrtr.go)
+
+	// The tools/call fast path (fastcall.go): the receiving middleware it
+	// runs a call through, the server it names in results, the listed
+	// tools whose parameters map to headers (it leaves those to the SDK),
+	// and how many requests it answered (tests).
+	fastChain    mcp.MethodHandler
+	impl         *mcp.Implementation
+	paramHeaders map[string]bool // under mu, kept by Sync
+	fastCalls    atomic.Int64
+	// sdkCalls sends every request through the SDK: sdkServerOnly in
+	// production (the build tag sdkmcpserver), set by tests.
+	sdkCalls bool
 }
 
 // clientExtra is the TokenInfo.Extra key of the request's *access.Client.
@@ -276,7 +288,7 @@ func New(d Deps) *Handler {
 	}
 	d.Logger = d.Logger.With().Str("component", "mcpserver").Logger()
 	slogger := slog.New(quieter{zerolog.NewSlogHandler(d.Logger)})
-	h := &Handler{d: d, lim: lograte.New(nil)}
+	h := &Handler{d: d, lim: lograte.New(nil), sdkCalls: sdkServerOnly}
 	//lint:ignore SA1019 logging is deprecated by 2026-07-28 (SEP-2577) but in force for the revisions up to 2025-11-25 that this server still serves
 	caps := &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}, Logging: &mcp.LoggingCapabilities{}}
 	if d.Tasks != nil {
@@ -290,7 +302,8 @@ func New(d Deps) *Handler {
 		return &auth.TokenInfo{UserID: c.LabelName(), Extra: map[string]any{
 			clientExtra: c, userExtra: access.UserFromContext(r.Context()), postExtra: r.Context().Value(postKey{})}}, nil
 	}, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})
-	h.srv = mcp.NewServer(&mcp.Implementation{Name: "toolrouterd", Version: d.Version}, &mcp.ServerOptions{
+	h.impl = &mcp.Implementation{Name: "toolrouterd", Version: d.Version}
+	h.srv = mcp.NewServer(h.impl, &mcp.ServerOptions{
 		Logger: slogger,
 		// tools/list is paged by intercept (page.go) after the client's
 		// scope is applied; the SDK hands it the whole list.
@@ -308,8 +321,10 @@ func New(d Deps) *Handler {
 	h.addSkillMethods()
 	h.addDirectoryMethod()
 	h.srv.AddReceivingMiddleware(h.intercept)
+	h.fastChain = h.intercept(unreachable)
 	if d.Tracing != nil { // added last: the outermost, so its span covers the call
 		h.srv.AddReceivingMiddleware(d.Tracing)
+		h.fastChain = d.Tracing(h.fastChain)
 	}
 	get := func(*http.Request) *mcp.Server { return h.srv }
 	// Origin and Host are checked by httpapi for every route (docs/security.md
@@ -344,6 +359,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		writeProblem(w, http.StatusBadRequest, "reading the request body: "+err.Error())
+		return
+	}
+	if h.serveFast(w, r, body) {
 		return
 	}
 	msgs, array := decodeMessages(body)

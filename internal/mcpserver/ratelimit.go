@@ -32,24 +32,31 @@ func (h *Handler) admit(w http.ResponseWriter, r *http.Request, c *access.Client
 	if len(calls) == 0 {
 		return true
 	}
-	v, err := h.d.Limiter.Take(r.Context(), c, toolrouter.Calls{N: len(calls), Entry: toolrouter.EntryMCP, Names: func() []string { return callNames(calls) }})
+	var id any
+	if !array {
+		id = calls[0].ID.Raw()
+	}
+	return h.admitCalls(w, r, c, len(calls), id, func() []string { return callNames(calls) }, prepaid)
+}
+
+// admitCalls is admit's work for n tools/call of a request, the JSON-RPC
+// id of its error (nil for a batch) and their names (for the refusal
+// record); the fast path (fastcall.go) calls it for its one call.
+func (h *Handler) admitCalls(w http.ResponseWriter, r *http.Request, c *access.Client, n int, id any, names func() []string, prepaid *atomic.Int64) bool {
+	v, err := h.d.Limiter.Take(r.Context(), c, toolrouter.Calls{N: n, Entry: toolrouter.EntryMCP, Names: names})
 	if err == nil && v.Allowed {
-		prepaid.Add(int64(len(calls)))
+		prepaid.Add(int64(n))
 		return true
 	}
 	var jerr *jsonrpc.Error
 	status := http.StatusServiceUnavailable
 	if err == nil {
-		jerr, status = rateLimited(v, c.Name, len(calls)), http.StatusTooManyRequests
+		jerr, status = rateLimited(v, c.Name, n), http.StatusTooManyRequests
 		v.SetHeaders(w.Header())
 	} else {
 		h.lim.Event(&h.d.Logger, zerolog.ErrorLevel, "rate limiter").Err(err).Msg("rate limiter")
 		w.Header().Set("Retry-After", "1")
-		jerr = limiterDown(len(calls))
-	}
-	var id any
-	if !array {
-		id = calls[0].ID.Raw()
+		jerr = limiterDown(n)
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)

@@ -1,6 +1,7 @@
 package mcpserver
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -48,7 +49,9 @@ func declaresTasks(caps json.RawMessage) bool {
 	var c struct {
 		Extensions map[string]json.RawMessage `json:"extensions"`
 	}
-	if len(caps) == 0 || json.Unmarshal(caps, &c) != nil {
+	// caps is encoding/json's (clientCapabilities), which writes the key
+	// as it is: without its text it cannot be there (no decode per call).
+	if !bytes.Contains(caps, []byte(TasksExtension)) || json.Unmarshal(caps, &c) != nil {
 		return false
 	}
 	_, ok := c.Extensions[TasksExtension]

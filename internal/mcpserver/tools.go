@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -61,6 +62,14 @@ func (h *Handler) Sync() {
 		}
 	}
 	h.exported, h.last = defs, tools
+	// The fast path leaves calls of these to the SDK, which checks their
+	// Mcp-Param-* headers (fastcall.go).
+	h.paramHeaders = map[string]bool{}
+	for name, def := range defs {
+		if strings.Contains(def, "x-mcp-header") {
+			h.paramHeaders[name] = true
+		}
+	}
 }
 
 // addTool adds or replaces a tool, turning the SDK's panic on a schema it

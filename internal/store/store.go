@@ -250,17 +250,18 @@ type Spend interface {
 	// nothing and returns that check's index, else -1. The checks and the
 	// insert are one atomic step across replicas.
 	ReserveSpend(ctx context.Context, e toolrouter.SpendEntry, checks []toolrouter.SpendCheck) (int, error)
-	// SettleSpend inserts e or replaces the entry of its id: what the call
-	// or turn cost once it ran.
+	// SettleSpend inserts e or replaces the entry of its key (its id and
+	// start, e.Key()): what the call or turn cost once it ran.
 	SettleSpend(ctx context.Context, e toolrouter.SpendEntry) error
-	// DropSpend deletes the entry id: a reserved call that did not run.
-	DropSpend(ctx context.Context, id string) error
+	// DropSpend deletes the entry of k: a reserved call that did not run.
+	DropSpend(ctx context.Context, k toolrouter.SpendKey) error
 	// Usage returns the groups f selects, by key then currency.
 	Usage(ctx context.Context, f toolrouter.UsageFilter) ([]toolrouter.UsageRow, error)
 	// PurgeSpend deletes at most limit ledger entries of calls and turns
 	// that started before before, and returns how many.
 	PurgeSpend(ctx context.Context, before time.Time, limit int) (int, error)
-	// Costs returns the costs of the ledger entries of ids that exist (a
-	// call's id: toolrouter.ScopedKey(client, tool_call_id)).
-	Costs(ctx context.Context, ids []string) (map[string]toolrouter.Cost, error)
+	// Costs returns the costs of the ledger entries of keys that exist, by
+	// id (a call's: toolrouter.ScopedKey(client, tool_call_id), started at
+	// its audit record's time).
+	Costs(ctx context.Context, keys []toolrouter.SpendKey) (map[string]toolrouter.Cost, error)
 }

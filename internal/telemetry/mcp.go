@@ -86,7 +86,9 @@ func (t *Telemetry) MCPServer() mcp.Middleware {
 				attribute.String("gen_ai.tool.name", name),
 				attribute.String("gen_ai.operation.name", "execute_tool"),
 			}
-			if s := req.GetSession(); s != nil && s.ID() != "" {
+			// A tools/call of /mcp's fast path has no session (a nil
+			// *mcp.ServerSession); a stateless one's has no id either.
+			if s, ok := req.GetSession().(*mcp.ServerSession); ok && s != nil && s.ID() != "" {
 				attrs = append(attrs, attribute.String("mcp.session.id", sessionDigest(s.ID())))
 			}
 			opts := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer)}

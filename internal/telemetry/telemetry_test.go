@@ -6,6 +6,9 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolrouterd/toolrouterd/internal/telemetry"
 )
@@ -48,5 +51,29 @@ func TestOffByDefault(t *testing.T) {
 	var nilTel *telemetry.Telemetry
 	if nilTel.Enabled() || nilTel.Shutdown(context.Background()) != nil {
 		t.Error("a nil Telemetry is not a no-op")
+	}
+}
+
+// TestMCPServerSpanWithoutSession: a tools/call that reaches the server
+// middleware without a session (the /mcp fast path's, a nil
+// *mcp.ServerSession) gets its span, without a session id, and no panic.
+func TestMCPServerSpanWithoutSession(t *testing.T) {
+	tel, err := telemetry.Setup(context.Background(), env(map[string]string{
+		"OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9"}))
+	if err != nil || !tel.Enabled() {
+		t.Fatalf("%v %v", tel.Enabled(), err)
+	}
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_ = tel.Shutdown(ctx)
+	}()
+	called := false
+	h := tel.MCPServer()(func(context.Context, string, mcp.Request) (mcp.Result, error) {
+		called = true
+		return &mcp.CallToolResult{}, nil
+	})
+	if _, err := h(context.Background(), "tools/call", &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: "x"}}); err != nil || !called {
+		t.Fatalf("called %v, err %v", called, err)
 	}
 }

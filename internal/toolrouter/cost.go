@@ -237,6 +237,20 @@ type SpendEntry struct {
 	Usage         TokenUsage
 }
 
+// SpendKey names a ledger entry: its id and its start (At, to the
+// microsecond, as the ledger keeps it). The ledger is ordered by start
+// time, so a new entry is appended rather than inserted at the random
+// place of its id (issue 37: a tool call's ledger entry cost a group
+// commit one more page per call); a tool call's entry starts when the
+// call did (CallRequest.Start), the time of its audit record.
+type SpendKey struct {
+	ID string
+	At time.Time
+}
+
+// Key is e's ledger key.
+func (e SpendEntry) Key() SpendKey { return SpendKey{ID: e.ID, At: e.At} }
+
 // UsageGroups are what GET /usage groups by.
 var UsageGroups = []string{"client", "tool", "model", "day", "virtual_server"}
 

@@ -3,13 +3,14 @@ package memory
 import (
 	"context"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
 
-// spendLedger is the spend ledger: entries by id, and the ids in the
+// spendLedger is the spend ledger: entries by key (ledgerKey), and the keys in the
 // order they came, oldest first (order[:head] are gone). Past MaxAudit
 // entries the oldest are folded into rollups, one per client, virtual
 // server, tool, model, hour, currency and pricing, which are never folded:
@@ -30,18 +31,25 @@ type memSpend struct {
 	n int64
 }
 
-// put stores e under its id; m.mu is held.
+// ledgerKey is the map key of the entry of k: its id and start, to the
+// microsecond, as the SQL stores key it.
+func ledgerKey(k toolrouter.SpendKey) string {
+	return k.ID + "\x00" + strconv.FormatInt(k.At.UnixMicro(), 10)
+}
+
+// put stores e under its key; m.mu is held.
 func (m *Store) put(e toolrouter.SpendEntry) {
 	l := &m.spend
 	if l.entries == nil {
 		l.entries = map[string]*memSpend{}
 	}
-	if old, ok := l.entries[e.ID]; ok {
+	k := ledgerKey(e.Key())
+	if old, ok := l.entries[k]; ok {
 		old.e = e
 		return
 	}
-	l.entries[e.ID] = &memSpend{e: e, n: 1}
-	l.order = append(l.order, e.ID)
+	l.entries[k] = &memSpend{e: e, n: 1}
+	l.order = append(l.order, k)
 	for most := max(m.MaxAudit, 1); len(l.order)-l.head > most; l.head++ {
 		id := l.order[l.head]
 		old, ok := l.entries[id]
@@ -111,10 +119,10 @@ func (m *Store) SettleSpend(_ context.Context, e toolrouter.SpendEntry) error {
 }
 
 // DropSpend implements store.Spend.
-func (m *Store) DropSpend(_ context.Context, id string) error {
+func (m *Store) DropSpend(_ context.Context, k toolrouter.SpendKey) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	delete(m.spend.entries, id)
+	delete(m.spend.entries, ledgerKey(k))
 	return nil
 }
 
@@ -179,13 +187,13 @@ func (m *Store) Usage(_ context.Context, f toolrouter.UsageFilter) ([]toolrouter
 }
 
 // Costs implements store.Spend.
-func (m *Store) Costs(_ context.Context, ids []string) (map[string]toolrouter.Cost, error) {
+func (m *Store) Costs(_ context.Context, keys []toolrouter.SpendKey) (map[string]toolrouter.Cost, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	out := map[string]toolrouter.Cost{}
-	for _, id := range ids {
-		if x, ok := m.spend.entries[id]; ok {
-			out[id] = CostOfEntry(x.e)
+	for _, k := range keys {
+		if x, ok := m.spend.entries[ledgerKey(k)]; ok {
+			out[k.ID] = CostOfEntry(x.e)
 		}
 	}
 	return out, nil

@@ -2,6 +2,9 @@ package postgres
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -143,4 +146,98 @@ func BenchmarkWALPerRoute(b *testing.B) {
 	b.ReportMetric(float64(c1-c0-1)/float64(b.N), "commits/route")
 	b.ReportMetric(float64(w1-w0)/float64(b.N), "wal-writes/route")
 	b.ReportMetric(float64(s1-s0)/float64(b.N), "wal-syncs/route")
+}
+
+// backendsCPU is the CPU time (user and system, in ns) the server's
+// backends of the store's connections have used, read from /proc; -1
+// where the server runs elsewhere (pgtest's is a local process).
+func backendsCPU(b *testing.B, conn *pgx.Conn) int64 {
+	ctx := context.Background()
+	rows, err := conn.Query(ctx, `SELECT pid FROM pg_stat_activity WHERE application_name = 'toolrouterd'`)
+	if err != nil {
+		b.Fatal(err)
+	}
+	pids, err := pgx.CollectRows(rows, pgx.RowTo[int32])
+	if err != nil {
+		b.Fatal(err)
+	}
+	var ticks int64
+	for _, pid := range pids {
+		raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			return -1
+		}
+		// The fields after the command's closing parenthesis: utime and
+		// stime are the 12th and 13th (clock ticks, 100 a second).
+		f := strings.Fields(string(raw[strings.LastIndexByte(string(raw), ')')+2:]))
+		u, _ := strconv.ParseInt(f[11], 10, 64)
+		s, _ := strconv.ParseInt(f[12], 10, 64)
+		ticks += u + s
+	}
+	return ticks * int64(10*time.Millisecond)
+}
+
+// BenchmarkWALBytesPerRoute is what a routed call's writes (its result,
+// audit record and settled ledger entry, in group commits of 16 calls)
+// add to PostgreSQL's log, in bytes per call, after a checkpoint, with
+// 100,000 calls stored before. Bytes, not times: the machine's load does
+// not move them; pg-cpu-ns/route is the CPU of the server's backends
+// serving those commits (10 ms ticks of /proc). pgtest's server runs with full_page_writes=off, so the
+// whole page a shipped server logs when an index page is first changed
+// after a checkpoint (about one per call for an index written at random
+// places, a hashed id's) is not in the figure. Run with -benchtime=5000x.
+func BenchmarkWALBytesPerRoute(b *testing.B) {
+	ctx := context.Background()
+	url := pgtest.Start(b)
+	s, err := Open(ctx, url)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var i int64
+	commit := func(n int) {
+		var ws []writebehind.Write
+		for range n {
+			id, _ := toolrouter.ToolCallID("bench", i)
+			res, rec := storebench.Route(id, i)
+			e := storebench.Settled(res, rec)
+			rec.Spend = &e
+			body, _ := res.Encoded()
+			ws = append(ws, resultWrite(resultRow{key: res.ToolCallID, plan: res.PlanID, body: string(body)}))
+			ws = appendAuditWrites(ws, []toolrouter.AuditRecord{rec})
+			i++
+		}
+		if err := s.commit(ctx, ws); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for range 100_000 / 64 {
+		commit(64)
+	}
+	if _, err := conn.Exec(ctx, `CHECKPOINT`); err != nil {
+		b.Fatal(err)
+	}
+	var start string
+	if err := conn.QueryRow(ctx, `SELECT pg_current_wal_lsn()::text`).Scan(&start); err != nil {
+		b.Fatal(err)
+	}
+	cpu0 := backendsCPU(b, conn)
+	b.ResetTimer()
+	for n := b.N; n > 0; n -= 16 {
+		commit(min(n, 16))
+	}
+	b.StopTimer()
+	if cpu0 >= 0 {
+		b.ReportMetric(float64(backendsCPU(b, conn)-cpu0)/float64(b.N), "pg-cpu-ns/route")
+	}
+	var bytes int64
+	if err := conn.QueryRow(ctx, `SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), $1::pg_lsn)::bigint`, start).Scan(&bytes); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(bytes)/float64(b.N), "wal-B/route")
 }

@@ -45,12 +45,13 @@ const insertAuditsSQL = `INSERT INTO audit (at, client, entry_point, plan_id, se
 
 // settleSpendsSQL upserts the settled spend ledger entries of a commit
 // (each carried by its call's audit record, docs/costs.md "The ledger");
-// ids are distinct (an id's last entry, as upserts in order would leave
-// it), since ON CONFLICT DO UPDATE may touch a row once per statement.
+// keys (at_us, id) are distinct (a key's last entry, as upserts in order
+// would leave it), since ON CONFLICT DO UPDATE may touch a row once per
+// statement.
 const settleSpendsSQL = `INSERT INTO spend (` + sqlstore.SpendColumns + `)
 	SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
 		$8::text[], $9::text[], $10::bigint[], $11::bigint[], $12::bigint[], $13::bigint[], $14::bigint[])
-	ON CONFLICT (id) DO UPDATE SET at_us = excluded.at_us, day = excluded.day, client = excluded.client,
+	ON CONFLICT (at_us, id) DO UPDATE SET day = excluded.day, client = excluded.client,
 		virtual_server = excluded.virtual_server, tool = excluded.tool, model = excluded.model, run_id = excluded.run_id,
 		currency = excluded.currency, amount = excluded.amount, unpriced = excluded.unpriced,
 		input_tokens = excluded.input_tokens, output_tokens = excluded.output_tokens, cached_tokens = excluded.cached_tokens`
@@ -236,7 +237,7 @@ func (c *audits) add(a auditRow) {
 type spends struct {
 	id, day, client, virtualServer, tool, model, runID, currency []string
 	atUS, amount, unpriced, input, output, cached                []int64
-	index                                                        map[string]int // id to its row
+	index                                                        map[toolrouter.SpendKey]int // key to its row
 }
 
 func (c *spends) grow(n int) {
@@ -249,25 +250,27 @@ func (c *spends) grow(n int) {
 	for _, col := range []*[]int64{&c.atUS, &c.amount, &c.unpriced, &c.input, &c.output, &c.cached} {
 		*col = make([]int64, 0, n)
 	}
-	c.index = make(map[string]int, n)
+	c.index = make(map[toolrouter.SpendKey]int, n)
 }
 
-// add appends e, or replaces the row of the same id queued before it (as
-// the second of two upserts would). Its columns are SpendValues'.
+// add appends e, or replaces the row of the same key (id and start, to
+// the microsecond) queued before it (as the second of two upserts would).
+// Its columns are SpendValues'.
 func (c *spends) add(e toolrouter.SpendEntry) {
 	at := e.At.UTC()
 	unpriced := int64(0)
 	if e.Unpriced {
 		unpriced = 1
 	}
-	if i, ok := c.index[e.ID]; ok {
-		c.atUS[i], c.day[i], c.client[i], c.virtualServer[i] = at.UnixMicro(), at.Format("2006-01-02"), e.Client, e.VirtualServer
+	k := toolrouter.SpendKey{ID: e.ID, At: time.UnixMicro(at.UnixMicro())}
+	if i, ok := c.index[k]; ok {
+		c.day[i], c.client[i], c.virtualServer[i] = at.Format("2006-01-02"), e.Client, e.VirtualServer
 		c.tool[i], c.model[i], c.runID[i], c.currency[i] = e.Tool, e.Model, e.RunID, e.Currency
 		c.amount[i], c.unpriced[i] = int64(e.Amount), unpriced
 		c.input[i], c.output[i], c.cached[i] = e.Usage.InputTokens, e.Usage.OutputTokens, e.Usage.CachedInputTokens
 		return
 	}
-	c.index[e.ID] = len(c.id)
+	c.index[k] = len(c.id)
 	c.id, c.atUS, c.day = append(c.id, e.ID), append(c.atUS, at.UnixMicro()), append(c.day, at.Format("2006-01-02"))
 	c.client, c.virtualServer = append(c.client, e.Client), append(c.virtualServer, e.VirtualServer)
 	c.tool, c.model, c.runID, c.currency = append(c.tool, e.Tool), append(c.model, e.Model), append(c.runID, e.RunID), append(c.currency, e.Currency)

@@ -71,8 +71,8 @@ func (p *Store) SettleSpend(ctx context.Context, e toolrouter.SpendEntry) error 
 }
 
 // DropSpend implements store.Spend.
-func (p *Store) DropSpend(ctx context.Context, id string) error {
-	if _, err := p.pool.Exec(ctx, `DELETE FROM spend WHERE id = $1`, id); err != nil {
+func (p *Store) DropSpend(ctx context.Context, k toolrouter.SpendKey) error {
+	if _, err := p.pool.Exec(ctx, `DELETE FROM spend WHERE at_us = $1 AND id = $2`, k.At.UnixMicro(), k.ID); err != nil {
 		return fmt.Errorf("postgres drop spend: %w", err)
 	}
 	return nil
@@ -108,15 +108,20 @@ func (p *Store) Usage(ctx context.Context, f toolrouter.UsageFilter) ([]toolrout
 
 // Costs implements store.Spend; it sees the entries this replica queued
 // (it flushes them first).
-func (p *Store) Costs(ctx context.Context, ids []string) (map[string]toolrouter.Cost, error) {
+func (p *Store) Costs(ctx context.Context, keys []toolrouter.SpendKey) (map[string]toolrouter.Cost, error) {
 	out := map[string]toolrouter.Cost{}
-	if len(ids) == 0 {
+	if len(keys) == 0 {
 		return out, nil
 	}
 	if err := p.w.Flush(ctx); err != nil {
 		return nil, fmt.Errorf("postgres costs: %w", err)
 	}
-	rows, err := p.pool.Query(ctx, `SELECT id, currency, amount, unpriced, model, input_tokens, output_tokens, cached_tokens FROM spend WHERE id = ANY($1)`, ids)
+	ats, ids := make([]int64, len(keys)), make([]string, len(keys))
+	for i, k := range keys {
+		ats[i], ids[i] = k.At.UnixMicro(), k.ID
+	}
+	rows, err := p.pool.Query(ctx, `SELECT s.id, s.currency, s.amount, s.unpriced, s.model, s.input_tokens, s.output_tokens, s.cached_tokens
+		FROM unnest($1::bigint[], $2::text[]) AS k(at_us, id) JOIN spend s ON s.at_us = k.at_us AND s.id = k.id`, ats, ids)
 	if err != nil {
 		return nil, fmt.Errorf("postgres costs: %w", err)
 	}
@@ -134,7 +139,8 @@ func (p *Store) Costs(ctx context.Context, ids []string) (map[string]toolrouter.
 
 // PurgeSpend implements store.Spend.
 func (p *Store) PurgeSpend(ctx context.Context, before time.Time, limit int) (int, error) {
-	tag, err := p.pool.Exec(ctx, `DELETE FROM spend WHERE id IN (SELECT id FROM spend WHERE at_us < $1 LIMIT $2)`, before.UTC().UnixMicro(), limit)
+	tag, err := p.pool.Exec(ctx, `DELETE FROM spend WHERE (at_us, id) IN
+		(SELECT at_us, id FROM spend WHERE at_us < $1 ORDER BY at_us LIMIT $2)`, before.UTC().UnixMicro(), limit)
 	if err != nil {
 		return 0, fmt.Errorf("postgres purge spend: %w", err)
 	}

@@ -62,13 +62,13 @@ func appendAuditWrites(ws []writebehind.Write, recs []toolrouter.AuditRecord) []
 }
 
 // settleSpendSQL is the upsert of a settled entry: the group commit's
-// rows of one group in one statement, an id's last row only (Key), as
+// rows of one group in one statement, a key's last row only (Key), as
 // one ON CONFLICT DO UPDATE applied in order would leave it.
 var settleSpendSQL = sqlstore.SpendUpsert(sqlitePH)
 
 // spendWrite is the group commit's upsert of e.
 func spendWrite(e toolrouter.SpendEntry) writebehind.Write {
-	return writebehind.Write{SQL: settleSpendSQL, Row: true, Key: e.ID, Kind: "spend", Args: sqlstore.SpendValues(e)}
+	return writebehind.Write{SQL: settleSpendSQL, Row: true, Key: sqlstore.SpendKeyOf(e.Key()), Kind: "spend", Args: sqlstore.SpendValues(e)}
 }
 
 // auditArgs is the number of values of insertAuditSQL.

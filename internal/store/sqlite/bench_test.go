@@ -37,55 +37,69 @@ func BenchmarkSaveResult(b *testing.B) {
 }
 
 // BenchmarkCommitGroup is the group commit's cost per routed call (ns/op,
-// one op = one result and its audit record) by group size, without the
+// one op = one result, its audit record and, with spend, its settled
+// ledger entry, as every call that ran has) by group size, without the
 // queue: what the writer charges the pinned load bench at a given rate
 // (fewer, bigger groups at higher rates or with Linger). The table grows
 // to b.N rows, so run it with a fixed -benchtime (e.g. 20000x) to compare.
 func BenchmarkCommitGroup(b *testing.B) {
-	for _, size := range []int{4, 16, 64} {
-		b.Run(fmt.Sprintf("routes=%d", size), func(b *testing.B) {
-			ctx := context.Background()
-			s, err := Open(ctx, filepath.Join(b.TempDir(), "bench.db"))
-			if err != nil {
-				b.Fatal(err)
+	for _, spend := range []bool{false, true} {
+		for _, size := range []int{4, 16, 64} {
+			name := fmt.Sprintf("routes=%d", size)
+			if spend {
+				name += "/spend"
 			}
-			defer s.Close()
-			// The log is not checkpointed during the run, so that its
-			// frames count the pages the commits wrote (wal-pages/op).
-			wc, err := s.writerConn(ctx)
-			if err != nil {
-				b.Fatal(err)
-			}
-			if _, err := wc.ExecContext(ctx, `PRAGMA wal_autocheckpoint = 0`); err != nil {
-				b.Fatal(err)
-			}
-			var ws []writebehind.Write
-			b.ReportAllocs()
-			b.ResetTimer()
-			start := storebench.CPU()
-			for i := range b.N {
-				seq := int64(i)
-				id, _ := toolrouter.ToolCallID("bench", seq)
-				res, rec := storebench.Route(id, seq)
-				body, _ := res.Encoded()
-				ws = append(ws, writebehind.Write{SQL: saveResultSQL, Row: true, Key: id,
-					Args: []any{id, res.PlanID, string(body), sqliteTimeOf(s.Now())}})
-				ws = append(ws, auditWrites([]toolrouter.AuditRecord{rec})...)
-				if len(ws) == 2*size || i == b.N-1 {
-					if err := s.commit(ctx, ws); err != nil {
-						b.Fatal(err)
-					}
-					ws = ws[:0]
-				}
-			}
-			b.ReportMetric(float64(storebench.CPU()-start)/float64(b.N), "cpu-ns/op")
-			var busy, frames, done int64
-			if err := wc.QueryRowContext(ctx, `PRAGMA wal_checkpoint(PASSIVE)`).Scan(&busy, &frames, &done); err != nil {
-				b.Fatal(err)
-			}
-			b.ReportMetric(float64(frames)/float64(b.N), "wal-pages/op")
-		})
+			b.Run(name, func(b *testing.B) { benchCommitGroup(b, size, spend) })
+		}
 	}
+}
+
+func benchCommitGroup(b *testing.B, size int, spend bool) {
+	ctx := context.Background()
+	s, err := Open(ctx, filepath.Join(b.TempDir(), "bench.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	// The log is not checkpointed during the run, so that its frames
+	// count the pages the commits wrote (wal-pages/op).
+	wc, err := s.writerConn(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := wc.ExecContext(ctx, `PRAGMA wal_autocheckpoint = 0`); err != nil {
+		b.Fatal(err)
+	}
+	var ws []writebehind.Write
+	routes := 0
+	b.ReportAllocs()
+	b.ResetTimer()
+	start := storebench.CPU()
+	for i := range b.N {
+		seq := int64(i)
+		id, _ := toolrouter.ToolCallID("bench", seq)
+		res, rec := storebench.Route(id, seq)
+		if spend {
+			e := storebench.Settled(res, rec)
+			rec.Spend = &e
+		}
+		body, _ := res.Encoded()
+		ws = append(ws, writebehind.Write{SQL: saveResultSQL, Row: true, Key: id,
+			Args: []any{id, res.PlanID, string(body), sqliteTimeOf(s.Now())}})
+		ws = appendAuditWrites(ws, []toolrouter.AuditRecord{rec})
+		if routes++; routes == size || i == b.N-1 {
+			if err := s.commit(ctx, ws); err != nil {
+				b.Fatal(err)
+			}
+			ws, routes = ws[:0], 0
+		}
+	}
+	b.ReportMetric(float64(storebench.CPU()-start)/float64(b.N), "cpu-ns/op")
+	var busy, frames, done int64
+	if err := wc.QueryRowContext(ctx, `PRAGMA wal_checkpoint(PASSIVE)`).Scan(&busy, &frames, &done); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(frames)/float64(b.N), "wal-pages/op")
 }
 
 // BenchmarkSaveResultSettled is BenchmarkSaveResult for a priced call

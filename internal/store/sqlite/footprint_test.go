@@ -12,10 +12,21 @@ import (
 
 // BenchmarkFileBytes is what the file keeps per routed call: 20,000 calls
 // like the load bench's echo (storebench.Route, a result and its audit
-// record) saved through the group commit, the log checkpointed into the
-// file, then the file's bytes per call (file-B/call) and each table's and
+// record; with spend, the settled ledger entry every call that ran has)
+// saved through the group commit, the log checkpointed into the file,
+// then the file's bytes per call (file-B/call) and each table's and
 // index's (dbstat, B/call of <name>). Run with -benchtime=1x.
 func BenchmarkFileBytes(b *testing.B) {
+	for _, spend := range []bool{false, true} {
+		name := "ledger=no"
+		if spend {
+			name = "ledger=yes"
+		}
+		b.Run(name, func(b *testing.B) { benchFileBytes(b, spend) })
+	}
+}
+
+func benchFileBytes(b *testing.B, spend bool) {
 	const calls = 20_000
 	for b.Loop() {
 		ctx := context.Background()
@@ -28,6 +39,10 @@ func BenchmarkFileBytes(b *testing.B) {
 		for i := range int64(calls) {
 			id, _ := toolrouter.ToolCallID("bench", i)
 			res, rec := storebench.Route(id, i)
+			if spend {
+				e := storebench.Settled(res, rec)
+				rec.Spend = &e
+			}
 			if err := s.SaveResult(ctx, res, rec); err != nil {
 				b.Fatal(err)
 			}

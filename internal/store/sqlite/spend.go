@@ -54,8 +54,8 @@ func (s *Store) SettleSpend(ctx context.Context, e toolrouter.SpendEntry) error 
 }
 
 // DropSpend implements store.Spend.
-func (s *Store) DropSpend(ctx context.Context, id string) error {
-	_, err := s.execCount(ctx, "drop spend", `DELETE FROM spend WHERE id = ?`, id)
+func (s *Store) DropSpend(ctx context.Context, k toolrouter.SpendKey) error {
+	_, err := s.execCount(ctx, "drop spend", `DELETE FROM spend WHERE at_us = ? AND id = ?`, k.At.UnixMicro(), k.ID)
 	return err
 }
 
@@ -87,15 +87,15 @@ func (s *Store) Usage(ctx context.Context, f toolrouter.UsageFilter) ([]toolrout
 
 // Costs implements store.Spend; it sees the entries this store queued
 // (it flushes them first).
-func (s *Store) Costs(ctx context.Context, ids []string) (map[string]toolrouter.Cost, error) {
+func (s *Store) Costs(ctx context.Context, keys []toolrouter.SpendKey) (map[string]toolrouter.Cost, error) {
 	out := map[string]toolrouter.Cost{}
-	if len(ids) == 0 {
+	if len(keys) == 0 {
 		return out, nil
 	}
 	if err := s.w.Flush(ctx); err != nil {
 		return nil, fmt.Errorf("sqlite costs: %w", err)
 	}
-	q, args := sqlstore.SpendByIDs(ids, sqlitePH)
+	q, args := sqlstore.SpendByKeys(keys, sqlitePH)
 	rows, err := s.db.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite costs: %w", err)
@@ -114,5 +114,6 @@ func (s *Store) Costs(ctx context.Context, ids []string) (map[string]toolrouter.
 
 // PurgeSpend implements store.Spend.
 func (s *Store) PurgeSpend(ctx context.Context, before time.Time, limit int) (int, error) {
-	return s.execCount(ctx, "purge spend", `DELETE FROM spend WHERE id IN (SELECT id FROM spend WHERE at_us < ? LIMIT ?)`, before.UTC().UnixMicro(), limit)
+	return s.execCount(ctx, "purge spend", `DELETE FROM spend WHERE (at_us, id) IN
+		(SELECT at_us, id FROM spend WHERE at_us < ? ORDER BY at_us LIMIT ?)`, before.UTC().UnixMicro(), limit)
 }

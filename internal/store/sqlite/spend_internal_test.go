@@ -2,14 +2,17 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/toolrouterd/toolrouterd/internal/store/sqlstore"
 	"github.com/toolrouterd/toolrouterd/internal/store/writebehind"
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
@@ -98,7 +101,7 @@ func TestSpendCommitsWithItsResult(t *testing.T) {
 	if err := s.commit(ctx, ws); err != nil {
 		t.Fatal(err)
 	}
-	if c, err := s.Costs(ctx, []string{later.ID}); err != nil || c[later.ID].Amount != 3000 {
+	if c, err := s.Costs(ctx, []toolrouter.SpendKey{later.Key()}); err != nil || c[later.ID].Amount != 3000 {
 		t.Errorf("settled twice in one group: %+v %v, want 0.003", c, err)
 	}
 	// A failed commit loses the result, the record and the entry together.
@@ -119,5 +122,136 @@ func TestSpendCommitsWithItsResult(t *testing.T) {
 	}
 	if _, err := s.GetResult(ctx, toolrouter.ScopedKey("alice", "tc_1")); toolrouter.ErrorCode(err) != toolrouter.ENOTFOUND {
 		t.Errorf("tc_1's result: %v, want lost with its ledger entry", err)
+	}
+}
+
+// TestSpendLedgerByTime: the ledger is keyed by (at_us, id) in a table
+// without rowid (migration 0130, issue 37), so that a group commit appends
+// its calls' entries instead of inserting each at its hashed id's place,
+// and every query of the ledger still finds its rows by an index, never by
+// a scan of the table: GET /audit's costs and a reservation's drop by the
+// key, GET /usage and the retention sweep by its time, a virtual server's
+// limit by spend_vserver_at, which holds only virtual servers' entries.
+func TestSpendLedgerByTime(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, filepath.Join(t.TempDir(), "spend.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var ddl string
+	if err := s.db.QueryRowContext(ctx, `SELECT sql FROM sqlite_schema WHERE name = 'spend'`).Scan(&ddl); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(ddl, "PRIMARY KEY (at_us, id)") || !strings.HasSuffix(ddl, "WITHOUT ROWID") {
+		t.Errorf("spend is %s; want keyed by (at_us, id), without rowid", ddl)
+	}
+	at := time.Date(2026, 12, 7, 18, 0, 0, 0, time.UTC)
+	check := toolrouter.SpendCounter{Scope: toolrouter.ScopeVirtualServer, Name: "research", Currency: "USD", Start: at}
+	spent, spentArgs := sqlstore.SpentSQL(check, sqlitePH)
+	check.Scope, check.Name = toolrouter.ScopeClient, "alice"
+	spentClient, spentClientArgs := sqlstore.SpentSQL(check, sqlitePH)
+	costs, costsArgs := sqlstore.SpendByKeys([]toolrouter.SpendKey{{ID: "tc_1", At: at}, {ID: "tc_2", At: at}}, sqlitePH)
+	usage, usageArgs, err := sqlstore.UsageSelect(toolrouter.UsageFilter{GroupBy: "tool", From: at, To: at.Add(time.Hour)}, sqlitePH)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []struct {
+		name, sql string
+		args      []any
+		want      string // in the plan
+	}{
+		{"virtual server limit", spent, spentArgs, "USING INDEX spend_vserver_at"},
+		{"client limit", spentClient, spentClientArgs, "USING INDEX spend_client_at"},
+		{"costs", costs, costsArgs, "USING PRIMARY KEY (at_us=? AND id=?)"},
+		{"usage", usage, usageArgs, "USING PRIMARY KEY (at_us>? AND at_us<?)"},
+		{"drop", `DELETE FROM spend WHERE at_us = ? AND id = ?`, []any{1, "x"}, "USING PRIMARY KEY (at_us=? AND id=?)"},
+		{"purge", `DELETE FROM spend WHERE (at_us, id) IN (SELECT at_us, id FROM spend WHERE at_us < ? ORDER BY at_us LIMIT ?)`, []any{1, 10}, "USING PRIMARY KEY (at_us<?)"},
+	} {
+		plan := explain(t, s, q.sql, q.args...)
+		if !strings.Contains(plan, q.want) || strings.Contains(plan, "SCAN spend") && !strings.Contains(plan, "SCAN spend USING") {
+			t.Errorf("%s: plan\n%s\nwant %q and no scan of the table", q.name, plan, q.want)
+		}
+	}
+	// The partial index holds virtual servers' entries only.
+	for i, vs := range []string{"", "research", ""} {
+		e := toolrouter.SpendEntry{ID: fmt.Sprintf("tc_%d", i), At: at.Add(time.Duration(i) * time.Second), Client: "alice", VirtualServer: vs, Currency: "USD", Amount: 10}
+		if err := s.SettleSpend(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var n int
+	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM spend INDEXED BY spend_vserver_at WHERE virtual_server <> ''`).Scan(&n); err != nil || n != 1 {
+		t.Errorf("spend_vserver_at holds %d entries (%v), want 1", n, err)
+	}
+	if err := s.db.QueryRowContext(ctx, spent, spentArgs...).Scan(&n); err != nil || n != 10 {
+		t.Errorf("research spent %d (%v), want 10", n, err)
+	}
+}
+
+// explain is SQLite's query plan of q, one step a line.
+func explain(t *testing.T, s *Store, q string, args ...any) string {
+	t.Helper()
+	rows, err := s.db.Query(`EXPLAIN QUERY PLAN `+q, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var b strings.Builder
+	for rows.Next() {
+		var id, parent, notused int
+		var detail string
+		if err := rows.Scan(&id, &parent, &notused, &detail); err != nil {
+			t.Fatal(err)
+		}
+		b.WriteString(detail + "\n")
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
+// TestSpendMigrationKeepsEntries: migration 0130 rebuilds the ledger
+// keyed by time with every entry of a file written before it.
+func TestSpendMigrationKeepsEntries(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "old.db")
+	db, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ExecContext(ctx, `CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY)`); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range sqlstore.Migrations(migrationFiles, "migrations") {
+		if m.Version >= 130 {
+			break
+		}
+		if _, err := db.ExecContext(ctx, m.SQL); err != nil {
+			t.Fatalf("%s: %v", m.Name, err)
+		}
+		if _, err := db.ExecContext(ctx, `INSERT INTO schema_migrations (version) VALUES (?)`, m.Version); err != nil {
+			t.Fatal(err)
+		}
+	}
+	at := time.Date(2026, 12, 7, 18, 0, 0, 0, time.UTC)
+	old := toolrouter.SpendEntry{ID: "alice\x1ftc_old", At: at, Client: "alice", VirtualServer: "research", Tool: "search", Currency: "USD", Amount: 2000}
+	if _, err := db.ExecContext(ctx, `INSERT INTO spend (`+sqlstore.SpendColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, sqlstore.SpendValues(old)...); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	s, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	costs, err := s.Costs(ctx, []toolrouter.SpendKey{old.Key()})
+	if c, ok := costs[old.ID]; err != nil || !ok || c.Amount != 2000 || c.Currency != "USD" {
+		t.Errorf("the entry written before the migration: %+v %v", costs, err)
+	}
+	rows, err := s.Usage(ctx, toolrouter.UsageFilter{GroupBy: "virtual_server", From: at, To: at.Add(time.Second)})
+	if err != nil || len(rows) != 1 || rows[0].Key != "research" || rows[0].Amount != 2000 {
+		t.Errorf("usage after the migration: %+v %v", rows, err)
 	}
 }

@@ -22,19 +22,33 @@ func SpendValues(e toolrouter.SpendEntry) []any {
 		int64(e.Amount), unpriced, e.Usage.InputTokens, e.Usage.OutputTokens, e.Usage.CachedInputTokens}
 }
 
-// SpendUpsert inserts an entry or replaces the entry of its id; ph writes
-// the i-th placeholder (1-based).
+// SpendUpsert inserts an entry or replaces the entry of its key (at_us,
+// id: migration 0130); ph writes the i-th placeholder (1-based).
 func SpendUpsert(ph func(int) string) string {
 	cols := strings.Split(SpendColumns, ", ")
 	vals := make([]string, len(cols))
-	var set []string
-	for i, c := range cols {
+	for i := range cols {
 		vals[i] = ph(i + 1)
-		if i > 0 {
+	}
+	return "INSERT INTO spend (" + SpendColumns + ") VALUES (" + strings.Join(vals, ", ") + ") " + spendOnConflict()
+}
+
+// spendOnConflict is an upsert's clause replacing the entry of the same
+// key (at_us, id) with the new row's values.
+func spendOnConflict() string {
+	var set []string
+	for _, c := range strings.Split(SpendColumns, ", ") {
+		if c != "id" && c != "at_us" {
 			set = append(set, c+" = excluded."+c)
 		}
 	}
-	return "INSERT INTO spend (" + SpendColumns + ") VALUES (" + strings.Join(vals, ", ") + ") ON CONFLICT (id) DO UPDATE SET " + strings.Join(set, ", ")
+	return "ON CONFLICT (at_us, id) DO UPDATE SET " + strings.Join(set, ", ")
+}
+
+// SpendKeyOf is the ledger key k as the group commit dedupes entries
+// (writebehind.Write.Key): its id and start in microseconds.
+func SpendKeyOf(k toolrouter.SpendKey) string {
+	return k.ID + "\x00" + strconv.FormatInt(k.At.UnixMicro(), 10)
 }
 
 // SpendInsert inserts an entry (a reservation: its id is new).
@@ -52,7 +66,9 @@ func SpendInsert(ph func(int) string) string {
 func SpentSQL(c toolrouter.SpendCounter, ph func(int) string) (string, []any) {
 	col := "client"
 	if c.Scope == toolrouter.ScopeVirtualServer {
-		col = "virtual_server"
+		// The term of spend_vserver_at's WHERE, so that the planner may
+		// use that partial index (a virtual server's name is never '').
+		col = "virtual_server <> '' AND virtual_server"
 	}
 	return "SELECT CAST(coalesce(sum(amount), 0) AS BIGINT) FROM spend WHERE " + col + " = " + ph(1) + " AND currency = " + ph(2) + " AND at_us >= " + ph(3),
 		[]any{c.Name, c.Currency, c.Start.UTC().UnixMicro()}
@@ -111,15 +127,17 @@ func UsageDest(r *toolrouter.UsageRow) []any {
 	return []any{&r.Key, &r.Currency, &r.Amount, &r.Calls, &r.UnpricedCalls, &r.InputTokens, &r.OutputTokens, &r.CachedInputTokens}
 }
 
-// SpendByIDs is the query of the ledger entries of ids (the costs GET
-// /audit shows), its arguments after it.
-func SpendByIDs(ids []string, ph func(int) string) (string, []any) {
-	phs := make([]string, len(ids))
-	args := make([]any, len(ids))
-	for i, id := range ids {
-		phs[i], args[i] = ph(i+1), id
+// SpendByKeys is the query of the ledger entries of keys (the costs GET
+// /audit shows), its arguments after it: one term per key, each a lookup
+// of the table's key (at_us, id).
+func SpendByKeys(keys []toolrouter.SpendKey, ph func(int) string) (string, []any) {
+	terms := make([]string, len(keys))
+	args := make([]any, 0, 2*len(keys))
+	for i, k := range keys {
+		terms[i] = "(at_us = " + ph(2*i+1) + " AND id = " + ph(2*i+2) + ")"
+		args = append(args, k.At.UnixMicro(), k.ID)
 	}
-	return "SELECT id, currency, amount, unpriced, model, input_tokens, output_tokens, cached_tokens FROM spend WHERE id IN (" + strings.Join(phs, ", ") + ")", args
+	return "SELECT id, currency, amount, unpriced, model, input_tokens, output_tokens, cached_tokens FROM spend WHERE " + strings.Join(terms, " OR "), args
 }
 
 // CostOf is the cost of a ledger entry as SpendByIDs reads it.

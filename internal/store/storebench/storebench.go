@@ -111,7 +111,16 @@ func Route(id string, i int64) (*toolrouter.Result, toolrouter.AuditRecord) {
 	rec := toolrouter.AuditRecord{Time: time.Now(), EntryPoint: toolrouter.EntryRoute, PlanID: "bench", Sequence: &i,
 		ToolCallID: id, ToolName: "test/echo", Tool: "test/echo", ArgsSHA256: "0123456789abcdef0123456789abcdef",
 		Outcome: toolrouter.AuditSuccess, DurationMS: 0.4}
+	res.JSON, _ = json.Marshal(res) // as the router encodes a final result once, for the store and the answer
 	return res, rec
+}
+
+// Settled is the spend ledger entry the cost stage settles for Route's
+// call of an unpriced tool (every call that ran has one): it rides on the
+// audit record into the result's group commit.
+func Settled(res *toolrouter.Result, rec toolrouter.AuditRecord) toolrouter.SpendEntry {
+	return toolrouter.SpendEntry{ID: toolrouter.ScopedKey(res.Client, res.ToolCallID), At: rec.Time, Client: res.Client,
+		Tool: res.ToolName, Unpriced: true}
 }
 
 // CPU is the CPU time (user and system) this process has used.

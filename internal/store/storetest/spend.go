@@ -101,7 +101,7 @@ func spendSettleDropAndUsage(t *testing.T, _ Backend, open func() store.Store, _
 	if i, err := ss[0].ReserveSpend(ctx, toolrouter.SpendEntry{ID: "tc_dropped", At: day2, Client: "alice", Tool: "search", Currency: "USD", Amount: 5}, nil); err != nil || i != -1 {
 		t.Fatal(i, err)
 	}
-	if err := ss[1].DropSpend(ctx, "tc_dropped"); err != nil {
+	if err := ss[1].DropSpend(ctx, toolrouter.SpendKey{ID: "tc_dropped", At: day2}); err != nil {
 		t.Fatal(err)
 	}
 	all := toolrouter.UsageFilter{From: day1.Add(-time.Hour), To: day2.Add(time.Hour)}
@@ -146,7 +146,8 @@ func spendSettleDropAndUsage(t *testing.T, _ Backend, open func() store.Store, _
 			t.Errorf("usage %+v:\n got %+v\nwant %+v", tc.f, got, tc.want)
 		}
 	}
-	costs, err := ss[1].Costs(ctx, []string{"tc_1", "tc_3", "run/turn/1", "tc_dropped"})
+	costs, err := ss[1].Costs(ctx, []toolrouter.SpendKey{{ID: "tc_1", At: day1}, {ID: "tc_3", At: day2}, {ID: "run/turn/1", At: day2},
+		{ID: "tc_dropped", At: day2}, {ID: "tc_4", At: day1}}) // tc_4 started on day2: another entry
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,7 +159,7 @@ func spendSettleDropAndUsage(t *testing.T, _ Backend, open func() store.Store, _
 	if n, err := ss[0].PurgeSpend(ctx, day2, 10); err != nil || n != 1 {
 		t.Errorf("purge: %d %v, want 1", n, err)
 	}
-	costs, err = ss[1].Costs(ctx, []string{"tc_1", "tc_2"})
+	costs, err = ss[1].Costs(ctx, []toolrouter.SpendKey{{ID: "tc_1", At: day1}, {ID: "tc_2", At: day2}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,7 +208,7 @@ func spendSettledWithTheResult(t *testing.T, _ Backend, open func() store.Store,
 	if err != nil || len(rows) != 1 || rows[0].Amount != 2500 || rows[0].Calls != 2 {
 		t.Fatalf("usage on the writing store: %+v %v, want search 0.0025 in 2 calls", rows, err)
 	}
-	ids := []string{limited.ID, plain.Spend.ID}
+	ids := []toolrouter.SpendKey{limited.Key(), plain.Spend.Key()}
 	costs, err := ss[0].Costs(ctx, ids)
 	if err != nil || len(costs) != 2 || costs[limited.ID].Amount != 2000 || costs[plain.Spend.ID].Amount != 500 {
 		t.Fatalf("costs on the writing store: %+v %v", costs, err)
@@ -218,7 +219,7 @@ func spendSettledWithTheResult(t *testing.T, _ Backend, open func() store.Store,
 	if i, err := ss[0].ReserveSpend(ctx, next, check); err != nil || i != -1 {
 		t.Fatalf("reserve after the settle: %d %v, want kept (0.0025 spent)", i, err)
 	}
-	if err := ss[0].DropSpend(ctx, next.ID); err != nil {
+	if err := ss[0].DropSpend(ctx, next.Key()); err != nil {
 		t.Fatal(err)
 	}
 	// Another replica once committed.
