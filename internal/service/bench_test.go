@@ -154,4 +154,3 @@ func (c *benchClient) do(b *testing.B) {
 		b.Fatalf("POST /route: %d %s", c.w.code, strings.TrimSpace(c.w.body.String()))
 	}
 }
-
