@@ -1,6 +1,7 @@
 package toolrouter
 
 import (
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -85,5 +86,18 @@ func TestMicrosTextAsFmt(t *testing.T) {
 		if got, want := m.String(), old(m); got != want || string(b) != want {
 			t.Errorf("%d: String %q, MarshalJSON %s, want %q", int64(m), got, b, want)
 		}
+	}
+}
+
+// TestArgsDigestAllocations: a call's argument digest (every audited call)
+// is the hex of its SHA-256 in one allocation, the string's (issue 37;
+// hex.EncodeToString made two), and still the lowercase hex digest.
+func TestArgsDigestAllocations(t *testing.T) {
+	b := []byte(`{"msg":"hi"}`)
+	if got := sha256Hex(b); got != fmt.Sprintf("%x", sha256.Sum256(b)) {
+		t.Fatalf("sha256Hex = %s", got)
+	}
+	if n := testing.AllocsPerRun(100, func() { _ = sha256Hex(b) }); n > 1 {
+		t.Errorf("sha256Hex allocates %v times, want 1", n)
 	}
 }
