@@ -10,11 +10,9 @@ package remote
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -327,48 +325,6 @@ func basicAuth(u *url.URL) string {
 	}
 	password, _ := u.User.Password()
 	return "Basic " + base64.StdEncoding.EncodeToString([]byte(u.User.Username()+":"+password))
-}
-
-// roundTrip sends hreq on the transport and returns its reply as
-// http.Client.Do does for a client whose CheckRedirect returns
-// http.ErrUseLastResponse (its do and send, Go 1.26): a plain-HTTP reply
-// to an https request is http.ErrSchemeMismatch, a reply without a body
-// has an empty one, and a redirect it would follow whose Location does not
-// parse is an error. Unlike Do it keeps no copy of the request's headers
-// for redirects (3 allocations, ~900 bytes per call) and wraps no error in
-// a *url.Error (innerURLError took it off).
-func (c *Client) roundTrip(hreq *http.Request) (*http.Response, error) {
-	resp, err := c.rt.RoundTrip(hreq)
-	if err != nil {
-		if tlsErr, ok := err.(tls.RecordHeaderError); ok && string(tlsErr.RecordHeader[:]) == "HTTP/" {
-			err = http.ErrSchemeMismatch
-		}
-		return nil, err
-	}
-	if resp == nil {
-		return nil, fmt.Errorf("http: RoundTripper implementation (%T) returned a nil *Response with a nil error", c.rt)
-	}
-	if resp.Body == nil {
-		if resp.ContentLength > 0 {
-			return nil, fmt.Errorf("http: RoundTripper implementation (%T) returned a *Response with content length %d but a nil Body", c.rt, resp.ContentLength)
-		}
-		resp.Body = http.NoBody
-	}
-	switch resp.StatusCode {
-	case http.StatusTemporaryRedirect, http.StatusPermanentRedirect:
-		if hreq.GetBody == nil && hreq.ContentLength != 0 {
-			return resp, nil // a redirect http.Client would not follow either
-		}
-		fallthrough
-	case http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther:
-		if loc := resp.Header.Get("Location"); loc != "" {
-			if _, err := hreq.URL.Parse(loc); err != nil {
-				closeBody(resp.Body)
-				return nil, fmt.Errorf("failed to parse Location header %q: %v", loc, err) // %v: as http.Client words it
-			}
-		}
-	}
-	return resp, nil
 }
 
 // contextOutcome is the failure of a call whose context is done: the tool's

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
-	segjson "github.com/segmentio/encoding/json"
 
 	"github.com/toolrouterd/toolrouterd/internal/access"
 	"github.com/toolrouterd/toolrouterd/internal/format"
@@ -227,9 +226,3 @@ func validationPassed(out json.RawMessage) *bool {
 	}
 	return v.Passed
 }
-
-// encodeResult is json.Marshal(res), by segmentio/encoding/json: the same
-// bytes (TestResultJSONAsEncodingJSON) for about half the instructions of
-// encoding/json, whose reflection walk of a Result was the largest single
-// cost of a route's finish (issue 37; bench/README.md decision table).
-func encodeResult(res *toolrouter.Result) ([]byte, error) { return segjson.Marshal(res) }
