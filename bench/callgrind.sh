@@ -96,12 +96,18 @@ measure() {
 	callgrind_control -z "$pid" >/dev/null 2>&1
 	out=$("${load[@]}" -url "$url" -duration "$DURATION" -name "$name")
 	callgrind_control -d "$pid" >/dev/null 2>&1
+	for i in $(seq 1 50); do # the dump is written by the server's process
+		[[ -s "$TMP/$name.cg.1" ]] && break
+		sleep 0.1
+	done
 	kill "$pid" 2>/dev/null || true
 	wait "$pid" 2>/dev/null || true
 	reqs=$(field "$out" requests)
 	[[ $(field "$out" errors) == 0 && $(field "$out" non2xx) == 0 ]] || die "$name: errors under load: $out"
-	# The dump after zeroing is the newest file: the window's instructions.
-	ir=$(grep -h '^totals:' "$(ls -t "$TMP/$name".cg* | head -1)" | awk '{print $2}')
+	# The first dump (.1, made by callgrind_control -d) holds the window's
+	# instructions; the file without a suffix is the one written at exit.
+	[[ -s "$TMP/$name.cg.1" ]] || die "$name: callgrind wrote no dump"
+	ir=$(grep -h '^totals:' "$TMP/$name.cg.1" | awk '{print $2}')
 	printf '%-28s %8d requests %12.0f instructions per call\n' "$name" "$reqs" "$(awk -v i="$ir" -v n="$reqs" 'BEGIN { print i / n }')"
 }
 
