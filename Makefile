@@ -12,7 +12,7 @@ LLM_ADDR ?=
 STORE   ?= sqlite://toolrouter.db
 REGISTRY ?= examples/registry.yaml
 
-.PHONY: all build run test test-unit deps vet lint cross bench bench-go bench-load bench-store bench-mcp bench-compare bench-mcp-table bench-context fmt clean
+.PHONY: all build run test test-unit deps vet lint cross bench bench-go bench-load bench-store bench-mcp bench-compare bench-mcp-table bench-callgrind bench-context fmt clean
 
 all: build
 
@@ -128,6 +128,13 @@ bench-mcp: build
 # server CPU per call; then a 60 s soak (RSS and goroutines).
 bench-compare: build
 	bash bench/compare.sh
+
+# Instructions per call under valgrind's callgrind (bench/README.md
+# "/route in instructions"): go-proxy, router-memory, router-sqlite and
+# BENCH_CG_ABLATE's builds; counts, not times, so a loaded machine does
+# not move them.
+bench-callgrind: build
+	bash bench/callgrind.sh
 
 # The MCP tools/call overhead table (docs/benchmarks.md): an MCP client
 # direct against through toolrouterd's /mcp on each store, at 100, 500 and

@@ -71,6 +71,12 @@ func (t *Trail) RecordWith(ctx context.Context, save toolrouter.AuditSaver, recs
 	} else if err := t.Store.AppendAudit(sctx, recs); err != nil {
 		t.Limit.Event(&t.Log, zerolog.ErrorLevel, "store audit records").Err(err).Str("component", "audit").Int("records", len(recs)).Msg("store audit records")
 	}
+	// The log lines: none when the log is above info (issue 37: the
+	// fields of each line were gathered for nothing, the request id and
+	// the span looked up through the whole context chain).
+	if t.Log.GetLevel() > zerolog.InfoLevel || zerolog.GlobalLevel() > zerolog.InfoLevel {
+		return
+	}
 	// The request and the span of the calls, so that an operator goes from
 	// an audit line to its request's lines and its trace.
 	reqID, sc := toolrouter.RequestID(ctx), trace.SpanContextFromContext(ctx)

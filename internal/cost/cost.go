@@ -231,11 +231,20 @@ func (m *Meter) Stage(next toolrouter.Next) toolrouter.Next {
 			}
 			return out
 		}
-		c := CallCost(req.Tool.Price, out)
-		settled := m.Settled(e, c)
-		req.Cost, req.Spend = &c, &settled
+		// The cost and its ledger entry, which the result and the audit
+		// record point to, in one allocation (issue 37).
+		x := &settledCost{cost: CallCost(req.Tool.Price, out)}
+		x.entry = m.Settled(e, x.cost)
+		req.Cost, req.Spend = &x.cost, &x.entry
 		return out
 	}
+}
+
+// settledCost is a call's cost and its settled ledger entry, allocated
+// together.
+type settledCost struct {
+	cost  toolrouter.Cost
+	entry toolrouter.SpendEntry
 }
 
 // CallCost is what a call that ran cost: the cost its backend reported in

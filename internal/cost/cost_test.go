@@ -394,3 +394,28 @@ func TestVirtualServerLimit(t *testing.T) {
 		t.Errorf("message %q", r.Error())
 	}
 }
+
+// TestStageAllocations: the cost stage of a call no spend limit applies
+// to allocates its settled cost and ledger entry together (issue 37: it
+// allocated them one by one), and sets both.
+func TestStageAllocations(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts are not exact under the race detector")
+	}
+	none := limits{}
+	m := cost.New(memory.New(), func() cost.Limits { return none }, nil)
+	out := answered(`{"msg":"hi"}`)
+	stage := m.Stage(func(context.Context, *toolrouter.CallRequest) toolrouter.Outcome { return out })
+	req := &toolrouter.CallRequest{ID: "tc_1", Tool: tool("priced", usd(2000))}
+	ctx := context.Background()
+	got := testing.AllocsPerRun(200, func() {
+		req.Cost, req.Spend = nil, nil
+		stage(ctx, req)
+	})
+	if req.Cost == nil || req.Spend == nil || req.Cost.Amount != 2000 || req.Spend.Amount != 2000 {
+		t.Fatalf("cost %+v, spend %+v", req.Cost, req.Spend)
+	}
+	if got > 1 {
+		t.Errorf("the cost stage allocates %v times per unlimited call, want at most 1", got)
+	}
+}

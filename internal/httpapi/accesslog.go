@@ -62,6 +62,9 @@ func accessLog(m Metrics, lim *logLimiter) func(http.Handler) http.Handler {
 				default:
 					e = log.Debug()
 				}
+				if e == nil { // the level is off: nothing to gather
+					return
+				}
 				e.Str("method", methodLabel(r.Method)).Str("path", clip(r.URL.Path)).Str("route", route).
 					Int("status", status).Int("bytes", ww.BytesWritten()).
 					Float64("duration_ms", float64(d.Microseconds())/1000).

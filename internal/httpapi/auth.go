@@ -61,7 +61,10 @@ func authenticate(auth Authenticator, issuer string) func(http.Handler) http.Han
 					st.log = &l // for the access log too
 				}
 			}
-			next.ServeHTTP(w, r.WithContext(ctx))
+			if ctx != r.Context() {
+				r = r.WithContext(ctx)
+			}
+			next.ServeHTTP(w, r) // an open service's request as it came: no copy of it
 		})
 	}
 }

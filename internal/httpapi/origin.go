@@ -34,7 +34,7 @@ func checkOrigin(allowed []string, open func() bool) func(http.Handler) http.Han
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			local := false
 			if a, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && a != nil {
-				local = isLoopback(a.String())
+				local = loopbackAddr(a)
 			}
 			if local && !anyOrigin && !isLoopback(r.Host) && !listedHost(r.Host) {
 				writeProblem(w, r, http.StatusForbidden, "Host", "Host "+quote(r.Host)+" is not a loopback name: this server listens on a loopback address (set TOOLROUTER_ALLOWED_ORIGINS to allow another)")
@@ -74,6 +74,16 @@ func ipOrLoopback(origin string) bool {
 		return false
 	}
 	return isLoopback(u.Host) || net.ParseIP(strings.Trim(u.Hostname(), "[]")) != nil
+}
+
+// loopbackAddr is isLoopback(a.String()), read from the IP of a TCP
+// address without formatting and parsing it again (issue 37: two
+// allocations per request).
+func loopbackAddr(a net.Addr) bool {
+	if t, ok := a.(*net.TCPAddr); ok && t != nil && t.Zone == "" {
+		return t.IP.IsLoopback()
+	}
+	return isLoopback(a.String())
 }
 
 // isLoopback reports whether a host or host:port names the loopback

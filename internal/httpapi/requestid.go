@@ -20,12 +20,12 @@ func requestID(base zerolog.Logger, lim *logLimiter) func(http.Handler) http.Han
 			if !validRequestID(id) {
 				id = randid.Hex(12)
 			}
-			l := base.With().Str("request_id", id).Logger()
-			st := &reqState{lim: lim, log: &l}
+			st := &reqState{lim: lim, logger: base.With().Str("request_id", id).Logger()}
+			st.log = &st.logger // the logger lives in the state: no allocation of its own
 			st.id[0] = id
 			w.Header()["X-Request-Id"] = st.id[:] // as Header.Set, without a slice of its own
 			ctx := toolrouter.WithRequestID(context.WithValue(r.Context(), stateKey{}, st), id)
-			next.ServeHTTP(w, r.WithContext(l.WithContext(ctx)))
+			next.ServeHTTP(w, r.WithContext(st.logger.WithContext(ctx)))
 		})
 	}
 }

@@ -15,8 +15,11 @@ type reqState struct {
 	// client), for the access log, which runs outside the contexts of the
 	// handlers that add to it.
 	log *zerolog.Logger
-	dw  deadlineWriter // writeDeadline's writer
-	sw  statusWriter   // accessLog's writer
+	// logger is the logger requestID makes (with the request id), kept
+	// here so that it costs no allocation of its own.
+	logger zerolog.Logger
+	dw     deadlineWriter // writeDeadline's writer
+	sw     statusWriter   // accessLog's writer
 	// raw is the body the request checker read, obj the same decoded into
 	// the generic value it checked against the spec; nil before.
 	raw []byte

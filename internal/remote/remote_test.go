@@ -981,3 +981,30 @@ func TestCallMarksItsOutputChecked(t *testing.T) {
 		}
 	}
 }
+
+// TestCallAnswersAsHTTPClient: requests go to the transport, not through an
+// http.Client (issue 37), and what a call reports is still what Client.Do
+// made of the same replies: a plain-HTTP server behind an https endpoint
+// is http.ErrSchemeMismatch (TestCallRedirectStatuses covers redirects),
+// and a transport answering without a body is an empty reply.
+func TestCallAnswersAsHTTPClient(t *testing.T) {
+	srv := serve(t, echo)
+	tool := newTool(strings.Replace(srv.URL, "http://", "https://", 1) + "/tool")
+	out := newClient(t, remote.Options{}).Call(context.Background(), toolrouter.ExecRequest{Tool: tool})
+	assertFailure(t, out, toolrouter.CategoryExecution)
+	if want := "tool request failed: " + http.ErrSchemeMismatch.Error(); out.Err != want {
+		t.Errorf("https to a plain-HTTP server: %q, want %q", out.Err, want)
+	}
+	noBody := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		return &http.Response{StatusCode: http.StatusOK, Header: http.Header{"Content-Type": {"application/json"}}, Request: r}, nil
+	})
+	out = newClient(t, remote.Options{Transport: noBody}).Call(context.Background(), toolrouter.ExecRequest{Tool: newTool("http://127.0.0.1:9/tool")})
+	assertSuccess(t, out)
+	if string(out.Output) != "null" {
+		t.Errorf("a reply without a body: output %s, want null", out.Output)
+	}
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

@@ -171,7 +171,7 @@ func (f *Finisher) finish(ctx context.Context, req *toolrouter.CallRequest, x *r
 	}
 	// Final: encoded once, for the store and the answer (nil on failure:
 	// each then encodes it, and reports the error, as before).
-	res.JSON, _ = json.Marshal(res)
+	res.JSON, _ = encodeResult(res)
 	var save toolrouter.AuditSaver
 	if f.Results != nil {
 		// The tool ran: keep its result, with its audit record in the same

@@ -113,7 +113,9 @@ func canonicalJSON(args map[string]any) ([]byte, error) {
 
 func sha256Hex(b []byte) string {
 	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:])
+	var h [2 * sha256.Size]byte // on the stack: one allocation, the string's
+	hex.Encode(h[:], sum[:])
+	return string(h[:])
 }
 
 // Decision is an approver's verdict on a pending approval, or its expiry.

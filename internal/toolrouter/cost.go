@@ -52,17 +52,40 @@ func ParseMicrosText(s string) (Micros, bool) {
 // String is m as a decimal number with as few decimals as it needs
 // (at least none, at most six): 2000 is "0.002".
 func (m Micros) String() string {
-	sign := ""
-	if m < 0 {
-		sign, m = "-", -m
+	var b [24]byte
+	return string(m.appendText(b[:0]))
+}
+
+// appendText appends m's String to b, with strconv rather than fmt (issue
+// 37: a routed call's cost is written in its result on every call):
+// the whole units, then up to six decimals without their trailing zeros.
+func (m Micros) appendText(b []byte) []byte {
+	if m == math.MinInt64 { // has no positive twin: as fmt wrote it
+		s := strings.TrimRight(fmt.Sprintf("-%d.%06d", int64(m)/MicrosPerUnit, int64(m)%MicrosPerUnit), "0")
+		return append(b, strings.TrimSuffix(s, ".")...)
 	}
-	s := fmt.Sprintf("%s%d.%06d", sign, int64(m)/MicrosPerUnit, int64(m)%MicrosPerUnit)
-	s = strings.TrimRight(s, "0")
-	return strings.TrimSuffix(s, ".")
+	if m < 0 {
+		b, m = append(b, '-'), -m
+	}
+	b = strconv.AppendInt(b, int64(m)/MicrosPerUnit, 10)
+	frac := int64(m) % MicrosPerUnit
+	if frac == 0 {
+		return b
+	}
+	var d [6]byte
+	for i := 5; i >= 0; i-- {
+		d[i] = byte('0' + frac%10)
+		frac /= 10
+	}
+	n := 6
+	for d[n-1] == '0' {
+		n--
+	}
+	return append(append(b, '.'), d[:n]...)
 }
 
 // MarshalJSON writes m as an exact JSON number (0.002, never 0.0020000001).
-func (m Micros) MarshalJSON() ([]byte, error) { return []byte(m.String()), nil }
+func (m Micros) MarshalJSON() ([]byte, error) { return m.appendText(make([]byte, 0, 24)), nil }
 
 // UnmarshalJSON reads a JSON number exactly.
 func (m *Micros) UnmarshalJSON(b []byte) error {

@@ -1,7 +1,11 @@
 package toolrouter
 
 import (
+	"crypto/sha256"
 	"encoding/json"
+	"fmt"
+	"math"
+	"strings"
 	"testing"
 	"time"
 )
@@ -58,5 +62,42 @@ func TestPeriods(t *testing.T) {
 	c.Amount = 2
 	if c.Refuses(8) || !c.Refuses(9) {
 		t.Error("a known amount is refused when it would pass the limit")
+	}
+}
+
+// TestMicrosTextAsFmt: String (strconv, issue 37) writes what the fmt
+// formula it replaced wrote, for every number of decimals, both signs and
+// the extremes.
+func TestMicrosTextAsFmt(t *testing.T) {
+	old := func(m Micros) string {
+		sign := ""
+		if m < 0 {
+			sign, m = "-", -m
+		}
+		s := fmt.Sprintf("%s%d.%06d", sign, int64(m)/MicrosPerUnit, int64(m)%MicrosPerUnit)
+		return strings.TrimSuffix(strings.TrimRight(s, "0"), ".")
+	}
+	ms := []Micros{0, 1, 9, 10, 100_000, 999_999, 1_000_000, 1_000_001, 10_000_000, 12_345_678, 1_234_560, math.MaxInt64, math.MinInt64, math.MinInt64 + 1}
+	for v := Micros(1); v < 1<<62; v = v*7 + 3 {
+		ms = append(ms, v, -v)
+	}
+	for _, m := range ms {
+		b, _ := m.MarshalJSON()
+		if got, want := m.String(), old(m); got != want || string(b) != want {
+			t.Errorf("%d: String %q, MarshalJSON %s, want %q", int64(m), got, b, want)
+		}
+	}
+}
+
+// TestArgsDigestAllocations: a call's argument digest (every audited call)
+// is the hex of its SHA-256 in one allocation, the string's (issue 37;
+// hex.EncodeToString made two), and still the lowercase hex digest.
+func TestArgsDigestAllocations(t *testing.T) {
+	b := []byte(`{"msg":"hi"}`)
+	if got := sha256Hex(b); got != fmt.Sprintf("%x", sha256.Sum256(b)) {
+		t.Fatalf("sha256Hex = %s", got)
+	}
+	if n := testing.AllocsPerRun(100, func() { _ = sha256Hex(b) }); n > 1 {
+		t.Errorf("sha256Hex allocates %v times, want 1", n)
 	}
 }
