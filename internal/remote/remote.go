@@ -64,13 +64,11 @@ type Options struct {
 //
 // A tool answers itself, so a redirect is a failure reported with its
 // status line and never followed (a 301/302 would turn the POST into a GET,
-// and following could leak Tool.Headers to another host): requests go to
-// the transport itself (roundTrip), not through an http.Client, whose
-// only work here would be the redirects it must not follow and a copy of
-// every request's headers kept for them. The per-call deadline lives in
-// the request's context.
+// and following could leak Tool.Headers to another host); the per-call
+// deadline lives in the request's context.
 type Client struct {
 	rt             http.RoundTripper
+	hc             *http.Client // over rt, never following a redirect (noRedirect)
 	maxReplyBytes  int64
 	defaultTimeout time.Duration
 }
@@ -92,6 +90,7 @@ func New(opts Options) *Client {
 	}
 	return &Client{
 		rt:             rt,
+		hc:             &http.Client{Transport: rt, CheckRedirect: noRedirect},
 		maxReplyBytes:  opts.MaxReplyBytes,
 		defaultTimeout: opts.DefaultTimeout,
 	}
@@ -179,7 +178,7 @@ func (c *Client) attempt(ctx, callCtx context.Context, timeout time.Duration, re
 	}
 	setHeaders(hreq, req, basicAuth(hreq.URL), rb.vals[:0])
 
-	resp, err := c.roundTrip(hreq)
+	resp, err := c.hc.Do(hreq)
 	if err != nil {
 		out, retry = transportFailure(ctx, callCtx, timeout, err)
 		return out, retry, wait
@@ -326,6 +325,9 @@ func basicAuth(u *url.URL) string {
 	password, _ := u.User.Password()
 	return "Basic " + base64.StdEncoding.EncodeToString([]byte(u.User.Username()+":"+password))
 }
+
+// noRedirect makes http.Client return a redirect as the reply.
+func noRedirect(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 
 // contextOutcome is the failure of a call whose context is done: the tool's
 // own deadline, the caller's deadline, or the caller's cancellation.
