@@ -378,3 +378,42 @@ func TestTasksHeldForApproval(t *testing.T) {
 		t.Fatalf("decided task: %v", done)
 	}
 }
+
+// TestTasksSurviveARollingRestart: an HTTP tool's task on a replica told
+// to stop (SIGTERM, as a rolling update does) runs to its end before that
+// replica exits (within TOOLROUTER_SHUTDOWN_TIMEOUT): its heartbeats go on
+// while it drains, so the other replica, polling throughout, never sees it
+// fail, and reads its result; the replica started in its place does too.
+func TestTasksSurviveARollingRestart(t *testing.T) {
+	t.Parallel()
+	tools := startTools(t)
+	reg := taskRegistry(tools.addr)
+	db := "sqlite://" + filepath.Join(t.TempDir(), "tasks.db")
+	env := []string{"TOOLROUTER_API_KEYS=alice-key", "TOOLROUTER_TASK_HEARTBEAT=200ms", "TOOLROUTER_SHUTDOWN_TIMEOUT=1m"}
+	reps := startReplicas(t, 2, reg, db, env...)
+	one, two := reps[0], reps[1]
+	const alice = "alice-key"
+
+	// 3 s: fifteen heartbeats, five times what a stopped replica is given.
+	id := taskRoute(t, one.URL(), alice, 3000)
+	taskPoll(t, two.URL(), alice, id, taskStatus("working"))
+	if err := one.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	m := taskPoll(t, two.URL(), alice, id, func(m map[string]any) bool { return m["status"] != "working" })
+	if res, _ := m["result"].(map[string]any); m["status"] != "completed" || res == nil || res["success"] != true {
+		t.Fatalf("the task of a replica stopping: %v", m)
+	}
+	select {
+	case <-one.done:
+		if one.err != nil {
+			t.Fatalf("the drained replica exited with %v:\n%s", one.err, one.Output())
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatalf("the replica did not exit after its task ended:\n%s", one.Output())
+	}
+	again := startReplicas(t, 1, reg, db, env...)[0]
+	if m := taskPoll(t, again.URL(), alice, id, taskStatus("completed")); m["tool_call_id"] == nil {
+		t.Fatalf("after the restart: %v", m)
+	}
+}
