@@ -75,13 +75,12 @@ cross:
 	GOOS=windows $(GO) build $(CROSS_FLAGS) ./cmd/...
 	GOOS=darwin $(GO) build $(CROSS_FLAGS) ./cmd/...
 
-# The pinned tools (Helm for the chart tests, staticcheck) are built once
-# per machine into a cache outside the clone, one directory per tool and
-# version (a bump builds the new version), and every clone reuses them.
-# TOOLS_CACHE overrides the directory; scripts/install-helm.sh and
-# deployments/helm_test.go read it too, so it is exported.
+# The pinned staticcheck is built once per machine into a cache outside the
+# clone, one directory per tool and version (a bump builds the new
+# version), and every clone reuses it. TOOLS_CACHE overrides the directory.
+# (Helm for the chart tests is tools/helm, which deployments/helm_test.go
+# builds into the Go build cache, also once per machine.)
 TOOLS_CACHE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/toolrouterd/tools
-export TOOLS_CACHE
 
 # staticcheck, pinned (v0.8.2: the newest release, made for Go 1.26), built
 # into the tool cache on first use. Deliberate exceptions carry
