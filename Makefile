@@ -12,7 +12,7 @@ LLM_ADDR ?=
 STORE   ?= sqlite://toolrouter.db
 REGISTRY ?= examples/registry.yaml
 
-.PHONY: all build run test test-unit deps vet lint cross bench bench-go bench-load bench-store bench-mcp bench-compare bench-mcp-table bench-context fmt clean
+.PHONY: all build run test test-race test-unit deps vet lint cross bench bench-go bench-load bench-store bench-mcp bench-compare bench-mcp-table bench-context fmt clean
 
 all: build
 
@@ -40,9 +40,16 @@ run: build
 # Everything: vet, unit, golden, godog features and integration tests that
 # start the real binaries. No test skips for want of a tool: deps installs
 # what is missing first.
-test: deps vet lint cross
-	# e2e, the longest package, takes 5-10 min on 2 cores (docs/development.md):
-	# the timeout is far above it so a loaded machine fails no test by time.
+# vet, lint and cross run beside the tests rather than before them: the
+# tests' longest package (e2e) mostly waits on the processes it starts, and
+# was the whole of the critical path once they were done (docs/development.md).
+# make test fails if any of them fails.
+test: deps
+	@$(MAKE) --no-print-directory -j4 --output-sync=line test-race vet lint cross
+
+# e2e, the longest package, takes about 5 min on 2 cores (docs/development.md):
+# the timeout is far above it so a loaded machine fails no test by time.
+test-race:
 	$(GO) test -race -count=1 -timeout 25m ./...
 
 # The fast tier, for the edit-run loop: no binary built or started, no
