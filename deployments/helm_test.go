@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -32,61 +33,61 @@ import (
 
 const (
 	chartDir = "helm/toolrouterd"
-	// helmVersion is the Helm scripts/install-helm.sh installs.
+	// helmVersion is the Helm ../tools/helm's go.mod requires.
 	helmVersion = "v3.22.0"
 	// renderNamespace is the namespace render installs into.
 	renderNamespace = "tools"
 )
 
-// helmPath is where scripts/install-helm.sh puts the pinned Helm: the
-// machine's tool cache, shared by every clone and keyed by version,
-// $TOOLS_CACHE/helm-<version>/helm with TOOLS_CACHE defaulting to
-// ${XDG_CACHE_HOME:-$HOME/.cache}/toolrouterd/tools (the script's rule,
-// not os.UserCacheDir's, which differs on darwin).
-func helmPath(getenv func(string) string) (string, error) {
-	cache := getenv("TOOLS_CACHE")
-	if cache == "" {
-		base := getenv("XDG_CACHE_HOME")
-		if base == "" {
-			home := getenv("HOME")
-			if home == "" {
-				return "", fmt.Errorf("locating the Helm cache: neither TOOLS_CACHE, XDG_CACHE_HOME nor HOME is set")
-			}
-			base = filepath.Join(home, ".cache")
-		}
-		cache = filepath.Join(base, "toolrouterd", "tools")
-	}
-	return filepath.Abs(filepath.Join(cache, "helm-"+helmVersion, "helm"))
-}
-
-// helm runs the pinned Helm (helmPath, from scripts/install-helm.sh,
-// which `make test` runs first) with its configuration and cache in a
-// temporary directory. Its error holds helm's stderr. With -short (make
-// test-unit, which starts no binary) it skips the test.
-func helm(t *testing.T, args ...string) (string, error) {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("runs the Helm binary: not in -short (make test-unit); make test runs it")
-	}
-	bin, err := helmPath(os.Getenv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !isFile(bin) {
-		t.Fatalf("%s is missing: run bash scripts/install-helm.sh (make deps does)", bin)
-	}
-	home := t.TempDir()
-	cmd := exec.Command(bin, args...)
-	// Helm is a Go program: the settings a chart check put in this
-	// process's environment (checkChart's config.Load, GOMEMLIMIT as
-	// "from GOMEMLIMIT") are not its.
+// helmEnv is this process's environment without the settings a chart
+// check put in it (checkChart's config.Load, GOMEMLIMIT as "from
+// GOMEMLIMIT"): Helm and the go command are Go programs, and those are
+// not theirs.
+func helmEnv() []string {
 	var environ []string
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "GOMEMLIMIT=") && !strings.HasPrefix(kv, "TOOLROUTER_") {
 			environ = append(environ, kv)
 		}
 	}
-	cmd.Env = append(environ, "HOME="+home, "HELM_CACHE_HOME="+filepath.Join(home, "cache"),
+	return environ
+}
+
+// helmBin is the path of the pinned Helm: ../tools/helm, Helm's library
+// packages at the version its go.mod requires behind the CLI's lint,
+// template and version (see its package comment). `go tool -n` builds it
+// into the Go build cache the first time on a machine (about 105 s of CPU
+// with an empty cache, while the other packages' tests run) and finds it
+// there later; once per test process.
+var helmBin = sync.OnceValues(func() (string, error) {
+	cmd := exec.Command("go", "tool", "-n", "helm")
+	cmd.Dir = filepath.Join("..", "tools", "helm")
+	// That module's go.mod, not a workspace's.
+	cmd.Env = append(helmEnv(), "GOWORK=off")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("building ../tools/helm (go tool -n helm): %v\n%s", err, stderr.String())
+	}
+	return strings.TrimSpace(string(out)), nil
+})
+
+// helm runs the pinned Helm (helmBin) with its configuration and cache in
+// a temporary directory. Its error holds helm's stderr. With -short (make
+// test-unit, which starts no binary) it skips the test.
+func helm(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("runs Helm: not in -short (make test-unit); make test runs it")
+	}
+	bin, err := helmBin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	home := t.TempDir()
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(helmEnv(), "HOME="+home, "HELM_CACHE_HOME="+filepath.Join(home, "cache"),
 		"HELM_CONFIG_HOME="+filepath.Join(home, "config"), "HELM_DATA_HOME="+filepath.Join(home, "data"))
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -210,7 +211,7 @@ func mustJSON(t *testing.T, doc string) []byte {
 
 func TestHelmLint(t *testing.T) {
 	if v, err := helm(t, "version", "--template", "{{.Version}}"); err != nil || v != helmVersion {
-		t.Fatalf("helm version %q (%v), want %s: run bash scripts/install-helm.sh", v, err, helmVersion)
+		t.Fatalf("helm version %q (%v), want %s: ../tools/helm/go.mod requires another", v, err, helmVersion)
 	}
 	for _, args := range [][]string{nil, {"-f", filepath.Join(chartDir, "ci", "full-values.yaml")}} {
 		if out, err := helm(t, append([]string{"lint", "--strict", chartDir}, args...)...); err != nil {
@@ -719,26 +720,4 @@ func flatten(t *testing.T, prefix string, obj any) map[string]string {
 	}
 	walk(prefix, v)
 	return out
-}
-
-// TestHelmPath: the test finds Helm where scripts/install-helm.sh puts it,
-// TOOLS_CACHE first, then XDG_CACHE_HOME, then HOME/.cache, each keyed by
-// the pinned version.
-func TestHelmPath(t *testing.T) {
-	for _, tc := range []struct {
-		env  map[string]string
-		want string
-	}{
-		{map[string]string{"TOOLS_CACHE": "/c", "XDG_CACHE_HOME": "/x", "HOME": "/h"}, "/c/helm-" + helmVersion + "/helm"},
-		{map[string]string{"XDG_CACHE_HOME": "/x", "HOME": "/h"}, "/x/toolrouterd/tools/helm-" + helmVersion + "/helm"},
-		{map[string]string{"HOME": "/h"}, "/h/.cache/toolrouterd/tools/helm-" + helmVersion + "/helm"},
-	} {
-		got, err := helmPath(func(k string) string { return tc.env[k] })
-		if err != nil || got != tc.want {
-			t.Errorf("helmPath(%v) = %q, %v; want %q", tc.env, got, err, tc.want)
-		}
-	}
-	if _, err := helmPath(func(string) string { return "" }); err == nil {
-		t.Error("helmPath with no TOOLS_CACHE, XDG_CACHE_HOME or HOME: no error")
-	}
 }

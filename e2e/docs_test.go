@@ -75,6 +75,7 @@ var exampleKeys = []string{"BILLING_AGENT_KEY=b-secret", "SUPPORT_BOT_KEY=s-key"
 // plus its addition, passes `toolrouterd check`, is named in README.md or
 // docs/, and its addition is the block they show.
 func TestExampleVariations(t *testing.T) {
+	t.Parallel()
 	base, err := os.ReadFile("../examples/registry.yaml")
 	if err != nil {
 		t.Fatal(err)

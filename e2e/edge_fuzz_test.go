@@ -799,6 +799,7 @@ func rawGarbage(t *testing.T, addr string) {
 // WWW-Authenticate) to a missing, wrong or malformed key, and lets a good
 // one through whatever the scheme's case.
 func TestEdgeAuth(t *testing.T) {
+	t.Parallel()
 	rt, _ := startRouter(t, "tools: []\n", "TOOLROUTER_API_KEYS=k1,k2")
 	doc, err := edgeDoc()
 	if err != nil {

@@ -17,7 +17,9 @@
 // (free a moment ago: a parallel test could take it), that drive Chromium,
 // or that kill, restart or signal processes
 // (crash, process, edge_shutdown, mcpserver, mcpstdio, store_lost,
-// replicas, runs).
+// replicas, runs). Running a binary that starts no server (`toolrouterd
+// check`, a configuration error) or linking one (make build's command) is
+// none of these: those tests are parallel.
 package e2e_test
 
 import (

@@ -161,6 +161,7 @@ func TestMCPConformance(t *testing.T) {
 // tool's outputSchema is an isError result on /mcp and a schema failure
 // on /route.
 func TestMCPPassThrough(t *testing.T) {
+	t.Parallel()
 	fix := startFixture(t)
 	router, _ := startRouter(t, fmt.Sprintf(`
 mcp_servers:

@@ -19,6 +19,7 @@ import (
 // TestConfigErrorsNameTheVariable: a bad value exits non-zero with one line
 // naming the variable.
 func TestConfigErrorsNameTheVariable(t *testing.T) {
+	t.Parallel()
 	cases := map[string]string{
 		"TOOLROUTER_MAX_BODY_BYTES":    "lots",
 		"TOOLROUTER_BATCH_CONCURRENCY": "0",
@@ -49,6 +50,7 @@ func TestConfigErrorsNameTheVariable(t *testing.T) {
 
 // TestCheckCommand lists every problem of a bad registry.
 func TestCheckCommand(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "bad.yaml")
 	os.WriteFile(bad, []byte(`tools:

@@ -17,6 +17,7 @@ import (
 // finding 11: a client with no tools and a 1/h rate limit drove 250
 // o1-pro requests on the operator's key).
 func TestRunModelScopes(t *testing.T) {
+	t.Parallel()
 	tools := startTools(t)
 	fake := startFakeLLM(t, "openai", "-api-key", "sk-test-123")
 	reg := runsRegistry(t, tools.addr, fake, "FAKE_LLM_KEY") + `

@@ -15,6 +15,7 @@ import (
 // nor as stored; nor does a credential in base_url's query string reach
 // it (issue 32, finding 9).
 func TestRunErrorScrubsProviderCredentials(t *testing.T) {
+	t.Parallel()
 	const accessKey = "AKIASCRUBTEST0000001"
 	const token = "IQoJb3JpZ2luX2VjScrubTest/session+token=="
 	const querySecret = "proxy-credential-0042"

@@ -329,6 +329,7 @@ func TestRunsAgainstEachProvider(t *testing.T) {
 // TestRunErrors: bad input is 400 naming the field; a provider error ends
 // the run as failed with the provider's message; keys stay out of logs.
 func TestRunErrors(t *testing.T) {
+	t.Parallel()
 	tools := startTools(t)
 	fake := startFakeLLM(t, "openai", "-api-key", "sk-secret-999")
 	rt, _ := startRouter(t, runsRegistry(t, tools.addr, fake, "FAKE_LLM_KEY"), "FAKE_LLM_KEY=sk-secret-999")

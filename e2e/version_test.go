@@ -15,6 +15,7 @@ import (
 // prints both in `toolrouterd version` and reports them as /mcp's
 // serverInfo.version.
 func TestMakeBuildVersion(t *testing.T) {
+	t.Parallel()
 	git := func(args ...string) string {
 		out, err := exec.Command("git", append([]string{"-C", ".."}, args...)...).Output()
 		if err != nil {

@@ -10,9 +10,9 @@
 #   - the PostgreSQL server binaries (scripts/install-postgres.sh) that
 #     internal/store/pgtest starts a throwaway server from;
 #   - Chromium (/usr/bin/chromium), the headless browser e2e/console_test.go
-#     drives the console with;
-#   - Helm (scripts/install-helm.sh, pinned, built from its Go module) for
-#     the chart tests of deployments/helm_test.go.
+#     drives the console with.
+# (Helm, for the chart tests, is tools/helm: deployments/helm_test.go builds
+# it with the go command, into the Go build cache, when it first runs.)
 # Debian/Ubuntu (apt-get), as root or through sudo.
 #
 #   bash scripts/install-test-deps.sh
@@ -46,4 +46,3 @@ bash install-postgres.sh
 bash install-mcp-everything.sh
 bash install-mcp-memory.sh
 bash install-mcp-apps.sh
-bash install-helm.sh
