@@ -1,6 +1,7 @@
 package mcpclient
 
 import (
+	"encoding/json"
 	"io"
 	"net/http"
 	"strings"
@@ -69,5 +70,18 @@ func TestReadAnswerFindsItsResponse(t *testing.T) {
 	resp = &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {"application/json"}}, Body: io.NopCloser(strings.NewReader(`{"jsonrpc":"2.0","id":8,"result":{}}`))}
 	if _, err = readAnswer(resp, []byte("7")); err == nil {
 		t.Fatal("readAnswer took another request's response")
+	}
+}
+
+// TestRPCErrorOutcomeCarriesTheError: a tasks/* request answered with a
+// JSON-RPC error carries that error as the outcome's MCPResult too (a
+// TaskState), where the pipeline's redaction reads it: the backend's
+// message and data reach the client only as redaction left them.
+func TestRPCErrorOutcomeCarriesTheError(t *testing.T) {
+	raw := json.RawMessage(`{"code":-32603,"message":"token AKIAZ4RT7YUIOPL2QW3E","data":{"k":"v"}}`)
+	out := rpcErrorOutcome("bk-1", raw)
+	var st toolrouter.TaskState
+	if out.Task == nil || string(out.Task.RPCError) != string(raw) || json.Unmarshal(out.MCPResult, &st) != nil || string(st.Error) != string(raw) {
+		t.Fatalf("outcome = %+v (MCPResult %s)", out, out.MCPResult)
 	}
 }

@@ -209,8 +209,13 @@ func (h *Handler) relayTaskMethod(ctx context.Context, method, id string, params
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: msg}
 	}
 	if len(bt.RPCError) > 0 {
+		rpcErr := bt.RPCError
+		var st toolrouter.TaskState
+		if len(res.MCPResult) > 0 && json.Unmarshal(res.MCPResult, &st) == nil && len(st.Error) > 0 {
+			rpcErr = st.Error // as the pipeline left it (redacted)
+		}
 		var e jsonrpc.Error
-		if json.Unmarshal(bt.RPCError, &e) != nil || e.Code == 0 {
+		if json.Unmarshal(rpcErr, &e) != nil || e.Code == 0 {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the MCP server of the task answered an error"}
 		}
 		if e.Code == jsonrpc.CodeInvalidParams {

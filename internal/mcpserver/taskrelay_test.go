@@ -131,6 +131,16 @@ func TestRelayedTaskRequests(t *testing.T) {
 		t.Fatalf("tasks/get of an input_required task: %s %v", b, rpcErr)
 	}
 
+	// A JSON-RPC error the backend answered a poll with is the
+	// pipeline's (redacted, as a synchronous call's error text is), not
+	// the backend's as sent.
+	rt.res = &toolrouter.Result{Success: true, MCPResult: json.RawMessage(`{"error":{"code":-32603,"message":"[REDACTED]","data":"[REDACTED]"}}`),
+		BackendTask: &toolrouter.BackendTask{ID: "bk-1", RPCError: json.RawMessage(`{"code":-32603,"message":"secret","data":"secret"}`)}}
+	got, rpcErr = h.relayTaskMethod(as("alice", "u-1"), "tasks/get", id, nil, caps)
+	if b, _ = json.Marshal(rpcErr); got != nil || rpcErr == nil || rpcErr.Code != -32603 || strings.Contains(string(b), "secret") || !strings.Contains(string(b), "[REDACTED]") {
+		t.Fatalf("tasks/get answered a JSON-RPC error: %v %s", got, b)
+	}
+
 	notFound := func(name string, ctx context.Context, id string) {
 		t.Helper()
 		if _, e := h.relayTaskMethod(ctx, "tasks/cancel", id, nil, caps); e == nil || e.Code != -32602 || e.Message != "Failed to retrieve task: Task not found" {
