@@ -299,6 +299,14 @@ func (s *server) taskOp(ctx context.Context, req toolrouter.ExecRequest) toolrou
 	return out
 }
 
+// createdTaskOutcome is the outcome of a tools/call the backend answered
+// with task t (a CreateTaskResult): its state is carried as
+// Outcome.MCPResult too, so that the pipeline's redaction reads its
+// statusMessage before /mcp hands the client the task.
+func createdTaskOutcome(t *toolrouter.BackendTask) toolrouter.Outcome {
+	return toolrouter.Outcome{Answered: true, Output: json.RawMessage("null"), Task: t, MCPResult: stateCarrier(t)}
+}
+
 // rpcErrorOutcome is the outcome of a tasks/* request the backend
 // answered with the JSON-RPC error raw: the error is the task's RPCError,
 // and is carried as Outcome.MCPResult (TaskState.Error) too, so that the

@@ -85,3 +85,14 @@ func TestRPCErrorOutcomeCarriesTheError(t *testing.T) {
 		t.Fatalf("outcome = %+v (MCPResult %s)", out, out.MCPResult)
 	}
 }
+
+// TestCreatedTaskOutcomeCarriesTheState: the outcome of a call the backend
+// answered with a task carries the task's statusMessage as MCPResult (a
+// TaskState), where the pipeline's redaction reads it.
+func TestCreatedTaskOutcomeCarriesTheState(t *testing.T) {
+	out := createdTaskOutcome(&toolrouter.BackendTask{ID: "bk-1", Status: toolrouter.TaskWorking, StatusMessage: "token AKIAZ4RT7YUIOPL2QW3E"})
+	var st toolrouter.TaskState
+	if out.Task == nil || out.Task.ID != "bk-1" || !out.Answered || json.Unmarshal(out.MCPResult, &st) != nil || st.StatusMessage != "token AKIAZ4RT7YUIOPL2QW3E" {
+		t.Fatalf("outcome = %+v (MCPResult %s)", out, out.MCPResult)
+	}
+}

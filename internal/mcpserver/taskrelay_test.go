@@ -165,3 +165,22 @@ func TestRelayedTaskRequests(t *testing.T) {
 type relayNoTools struct{}
 
 func (relayNoTools) Tools() []*toolrouter.Tool { return nil }
+
+// TestRelayedCreateIsRedacted: the CreateTaskResult of a call a backend
+// answered with a task carries the statusMessage as the pipeline left it
+// (redacted), not the backend's as sent.
+func TestRelayedCreateIsRedacted(t *testing.T) {
+	h := New(Deps{Router: &pollRouter{}, StateKey: "a state key of at least thirty-two characters", Logger: zerolog.Nop(), Tools: func() Tools { return relayNoTools{} }})
+	defer h.Close()
+	ctx := access.NewContext(context.Background(), &access.Client{Name: "alice"})
+	res := &toolrouter.Result{Success: true, MCPResult: json.RawMessage(`{"statusMessage":"[REDACTED]"}`),
+		BackendTask: &toolrouter.BackendTask{Server: "fx", ID: "bk-1", Status: toolrouter.TaskWorking, StatusMessage: "secret"}}
+	ct, err := h.relayedCreate(ctx, "backend_task", "", "plan-1", res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := ct.MarshalJSON()
+	if strings.Contains(string(b), "secret") || !strings.Contains(string(b), `"statusMessage":"[REDACTED]"`) || !strings.Contains(string(b), `"status":"working"`) {
+		t.Fatalf("CreateTaskResult: %s", b)
+	}
+}
