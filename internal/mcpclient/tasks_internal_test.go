@@ -96,3 +96,41 @@ func TestCreatedTaskOutcomeCarriesTheState(t *testing.T) {
 		t.Fatalf("outcome = %+v (MCPResult %s)", out, out.MCPResult)
 	}
 }
+
+// review10RoundTrip answers every request with resp.
+type review10RoundTrip struct{ resp func() *http.Response }
+
+func (f review10RoundTrip) RoundTrip(*http.Request) (*http.Response, error) { return f.resp(), nil }
+
+// TestTransportBoundsJSONAnswers: a JSON answer outside a discovery (a
+// resources/read, a prompts/get) is read up to one message's bound
+// (maxFastMessage, the SDK's bound of one event) and fails past it, so a
+// hostile server cannot make the SDK hold an answer of any size; a
+// smaller answer reads whole.
+func TestTransportBoundsJSONAnswers(t *testing.T) {
+	for _, tc := range []struct {
+		size int
+		ok   bool
+	}{{1 << 10, true}, {maxFastMessage, true}, {maxFastMessage + 1, false}, {4 * maxFastMessage, false}} {
+		tr := &serverTransport{base: review10RoundTrip{func() *http.Response {
+			return &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {"application/json"}},
+				Body: io.NopCloser(io.LimitReader(zeroReader{}, int64(tc.size)))}
+		}}}
+		req, _ := http.NewRequest(http.MethodPost, "http://backend/mcp", strings.NewReader(`{}`))
+		resp, err := tr.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, err := io.Copy(io.Discard, resp.Body)
+		if (err == nil) != tc.ok || n > maxFastMessage {
+			t.Errorf("an answer of %d bytes: read %d, %v", tc.size, n, err)
+		}
+	}
+}
+
+type zeroReader struct{}
+
+func (zeroReader) Read(p []byte) (int, error) {
+	clear(p)
+	return len(p), nil
+}
