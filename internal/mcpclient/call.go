@@ -141,7 +141,7 @@ func (s *server) send(ctx context.Context, cs *mcp.ClientSession, c *toolCall) (
 			defer func() {
 				if t := capture.task(); t != nil {
 					t.Server = s.name
-					out, err = toolrouter.Outcome{Answered: true, Output: json.RawMessage("null"), Task: t}, nil
+					out, err = createdTaskOutcome(t), nil
 				}
 			}()
 		}

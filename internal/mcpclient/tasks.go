@@ -261,7 +261,7 @@ func (s *server) taskOp(ctx context.Context, req toolrouter.ExecRequest) toolrou
 	}
 	if msg.Error != nil {
 		raw, _ := json.Marshal(msg.Error)
-		return toolrouter.Outcome{Answered: true, Output: json.RawMessage("null"), Task: &toolrouter.BackendTask{ID: op.ID, RPCError: raw}}
+		return rpcErrorOutcome(op.ID, raw)
 	}
 	if op.Method != "tasks/get" {
 		return toolrouter.Outcome{Answered: true, Output: json.RawMessage("null"), Task: &toolrouter.BackendTask{ID: op.ID}}
@@ -296,6 +296,25 @@ func (s *server) taskOp(ctx context.Context, req toolrouter.ExecRequest) toolrou
 		out = toolrouter.Outcome{Answered: true, Output: json.RawMessage("null"), MCPResult: stateCarrier(t)}
 	}
 	out.Attempts, out.Task = 1, t
+	return out
+}
+
+// createdTaskOutcome is the outcome of a tools/call the backend answered
+// with task t (a CreateTaskResult): its state is carried as
+// Outcome.MCPResult too, so that the pipeline's redaction reads its
+// statusMessage before /mcp hands the client the task.
+func createdTaskOutcome(t *toolrouter.BackendTask) toolrouter.Outcome {
+	return toolrouter.Outcome{Answered: true, Output: json.RawMessage("null"), Task: t, MCPResult: stateCarrier(t)}
+}
+
+// rpcErrorOutcome is the outcome of a tasks/* request the backend
+// answered with the JSON-RPC error raw: the error is the task's RPCError,
+// and is carried as Outcome.MCPResult (TaskState.Error) too, so that the
+// pipeline's redaction reads it as it reads a synchronous call's error
+// text before /mcp passes it on.
+func rpcErrorOutcome(id string, raw json.RawMessage) toolrouter.Outcome {
+	out := toolrouter.Outcome{Answered: true, Output: json.RawMessage("null"), Task: &toolrouter.BackendTask{ID: id, RPCError: raw}}
+	out.MCPResult = stateCarrier(&toolrouter.BackendTask{Error: raw})
 	return out
 }
 

@@ -1,6 +1,7 @@
 package mcpclient
 
 import (
+	"encoding/json"
 	"io"
 	"net/http"
 	"strings"
@@ -70,4 +71,66 @@ func TestReadAnswerFindsItsResponse(t *testing.T) {
 	if _, err = readAnswer(resp, []byte("7")); err == nil {
 		t.Fatal("readAnswer took another request's response")
 	}
+}
+
+// TestRPCErrorOutcomeCarriesTheError: a tasks/* request answered with a
+// JSON-RPC error carries that error as the outcome's MCPResult too (a
+// TaskState), where the pipeline's redaction reads it: the backend's
+// message and data reach the client only as redaction left them.
+func TestRPCErrorOutcomeCarriesTheError(t *testing.T) {
+	raw := json.RawMessage(`{"code":-32603,"message":"token AKIAZ4RT7YUIOPL2QW3E","data":{"k":"v"}}`)
+	out := rpcErrorOutcome("bk-1", raw)
+	var st toolrouter.TaskState
+	if out.Task == nil || string(out.Task.RPCError) != string(raw) || json.Unmarshal(out.MCPResult, &st) != nil || string(st.Error) != string(raw) {
+		t.Fatalf("outcome = %+v (MCPResult %s)", out, out.MCPResult)
+	}
+}
+
+// TestCreatedTaskOutcomeCarriesTheState: the outcome of a call the backend
+// answered with a task carries the task's statusMessage as MCPResult (a
+// TaskState), where the pipeline's redaction reads it.
+func TestCreatedTaskOutcomeCarriesTheState(t *testing.T) {
+	out := createdTaskOutcome(&toolrouter.BackendTask{ID: "bk-1", Status: toolrouter.TaskWorking, StatusMessage: "token AKIAZ4RT7YUIOPL2QW3E"})
+	var st toolrouter.TaskState
+	if out.Task == nil || out.Task.ID != "bk-1" || !out.Answered || json.Unmarshal(out.MCPResult, &st) != nil || st.StatusMessage != "token AKIAZ4RT7YUIOPL2QW3E" {
+		t.Fatalf("outcome = %+v (MCPResult %s)", out, out.MCPResult)
+	}
+}
+
+// review10RoundTrip answers every request with resp.
+type review10RoundTrip struct{ resp func() *http.Response }
+
+func (f review10RoundTrip) RoundTrip(*http.Request) (*http.Response, error) { return f.resp(), nil }
+
+// TestTransportBoundsJSONAnswers: a JSON answer outside a discovery (a
+// resources/read, a prompts/get) is read up to one message's bound
+// (maxFastMessage, the SDK's bound of one event) and fails past it, so a
+// hostile server cannot make the SDK hold an answer of any size; a
+// smaller answer reads whole.
+func TestTransportBoundsJSONAnswers(t *testing.T) {
+	for _, tc := range []struct {
+		size int
+		ok   bool
+	}{{1 << 10, true}, {maxFastMessage, true}, {maxFastMessage + 1, false}, {4 * maxFastMessage, false}} {
+		tr := &serverTransport{base: review10RoundTrip{func() *http.Response {
+			return &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {"application/json"}},
+				Body: io.NopCloser(io.LimitReader(zeroReader{}, int64(tc.size)))}
+		}}}
+		req, _ := http.NewRequest(http.MethodPost, "http://backend/mcp", strings.NewReader(`{}`))
+		resp, err := tr.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, err := io.Copy(io.Discard, resp.Body)
+		if (err == nil) != tc.ok || n > maxFastMessage {
+			t.Errorf("an answer of %d bytes: read %d, %v", tc.size, n, err)
+		}
+	}
+}
+
+type zeroReader struct{}
+
+func (zeroReader) Read(p []byte) (int, error) {
+	clear(p)
+	return len(p), nil
 }

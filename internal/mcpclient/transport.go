@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -53,6 +54,11 @@ func (t *serverTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		return resp, err
 	}
 	budgeted(r, resp)
+	if resp.StatusCode == http.StatusOK && resp.Body != nil && budgetFrom(r.Context()) == nil && !isEventStream(resp.Header.Get("Content-Type")) {
+		// The SDK reads a JSON answer whole (a resources/read, a
+		// prompts/get): held to one message's bound, as an event is.
+		resp.Body = &boundedBody{ReadCloser: resp.Body, left: maxFastMessage}
+	}
 	if c := taskCaptureFrom(r.Context()); c != nil && r.Method == http.MethodPost && resp.StatusCode == http.StatusOK {
 		c.capture(r, resp) // a call that may become a task (tasks.go)
 	}
@@ -253,3 +259,30 @@ func callRelay(ctx context.Context) *toolrouter.Relay {
 	r, _ := ctx.Value(callRelayKey{}).(*toolrouter.Relay)
 	return r
 }
+
+// errAnswerTooLarge is the error of a JSON answer past maxFastMessage.
+var errAnswerTooLarge = fmt.Errorf("the MCP server's answer is larger than %d bytes", maxFastMessage)
+
+// boundedBody is a JSON answer that fails once more than left bytes were
+// read from it.
+type boundedBody struct {
+	io.ReadCloser
+	left int64
+}
+
+func (b *boundedBody) Read(p []byte) (int, error) {
+	if b.left < 0 {
+		return 0, errAnswerTooLarge
+	}
+	if int64(len(p)) > b.left+1 {
+		p = p[:b.left+1]
+	}
+	n, err := b.ReadCloser.Read(p)
+	if b.left -= int64(n); b.left < 0 {
+		return n + int(b.left), errAnswerTooLarge
+	}
+	return n, err
+}
+
+// Ended passes on the body's ended (see fastcall.go).
+func (b *boundedBody) Ended() bool { return ended(b.ReadCloser) }

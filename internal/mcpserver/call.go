@@ -187,7 +187,7 @@ func (h *Handler) call(ctx context.Context, req *mcp.CallToolRequest) (mcp.Resul
 				inner, _ = m["name"].(string)
 			}
 		}
-		ct, err := h.relayedCreate(ctx, p.Name, inner, planID, res.BackendTask)
+		ct, err := h.relayedCreate(ctx, p.Name, inner, planID, res)
 		if err != nil {
 			return nil, h.stateError(err)
 		}

@@ -289,10 +289,41 @@ func (h *Handler) listedResource(server, uri string, c *access.Client) bool {
 		if slices.ContainsFunc(k.Resources, func(r *mcp.Resource) bool { return r.URI == uri }) {
 			return true
 		}
+		if hasDotSegment(uri) {
+			// Only a listed resource is read as named: a template's URI
+			// climbing out of the path the client's scope names would be
+			// read outside it by a backend that resolves it.
+			return false
+		}
 		for _, t := range k.Templates {
 			if tmpl, err := uritemplate.New(t.URITemplate); err == nil && tmpl.Regexp().MatchString(uri) {
 				return true
 			}
+		}
+	}
+	return false
+}
+
+// dotDecoder decodes what may hide a dot segment of a URI's path: an
+// encoded dot, slash, backslash or percent sign, and a backslash.
+var dotDecoder = strings.NewReplacer("%2e", ".", "%2E", ".", "%2f", "/", "%2F", "/", "%5c", "/", "%5C", "/", "%25", "%", "\\", "/")
+
+// hasDotSegment reports whether uri's path (before any query or fragment)
+// has a "." or ".." segment, percent-encoded or not (encoded twice too).
+func hasDotSegment(uri string) bool {
+	if i := strings.IndexAny(uri, "?#"); i >= 0 {
+		uri = uri[:i]
+	}
+	for range 4 { // an encoding nested deeper is decoded by no backend
+		d := dotDecoder.Replace(uri)
+		if d == uri {
+			break
+		}
+		uri = d
+	}
+	for seg := range strings.SplitSeq(uri, "/") {
+		if seg == "." || seg == ".." {
+			return true
 		}
 	}
 	return false

@@ -204,3 +204,52 @@ func TestGatewayURI(t *testing.T) {
 		t.Error("a URI without a scheme has a gateway name")
 	}
 }
+
+// dotCatalogs is server d with one template covering every file URI.
+type dotCatalogs struct{}
+
+func (dotCatalogs) Catalogs() []Catalog {
+	return []Catalog{{Server: "d", Prefix: "d/", Templates: []*mcp.ResourceTemplate{{URITemplate: "file:///{+path}", Name: "any"}}}}
+}
+
+func (dotCatalogs) GetPrompt(context.Context, string, string, map[string]string) (*mcp.GetPromptResult, error) {
+	return nil, errors.New("no prompts")
+}
+
+// TestCatalogReadDotSegments: a client whose scope reaches
+// d/resources/file:///public/* reads a URI under public/ that a template
+// matches, but not one that climbs out of it with a dot segment (plain,
+// percent-encoded, or behind an encoded slash or a backslash), which a
+// backend resolving the path would read outside the scope.
+func TestCatalogReadDotSegments(t *testing.T) {
+	res := fakeResources{"d file:///public/ok": "OK"}
+	for _, u := range []string{"file:///public/../private/k", "file:///public/%2e%2e/private/k", "file:///public/%2E./private/k",
+		"file:///public/..%2fprivate/k", "file:///public/..%5Cprivate/k", "file:///public/./../private/k", "file:///public/.."} {
+		res["d "+u] = "SECRET"
+	}
+	h := New(Deps{Tools: func() Tools { return toolSlice{} }, Catalogs: dotCatalogs{}, Resources: res})
+	handle := h.intercept(func(context.Context, string, mcp.Request) (mcp.Result, error) {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "the SDK's: unknown"}
+	})
+	public := access.NewClients(nil, []registry.Client{{Name: "public", Tools: []string{"d/resources/file:///public/*"}}}).ByName("public")
+	read := func(uri string) (string, error) {
+		r, err := handle(context.Background(), "resources/read", &mcp.ReadResourceRequest{Params: &mcp.ReadResourceParams{URI: uri},
+			Extra: &mcp.RequestExtra{TokenInfo: &auth.TokenInfo{Extra: map[string]any{clientExtra: public, userExtra: &access.User{Subject: "alice"}}}}})
+		if err != nil {
+			return "", err
+		}
+		return r.(*readResult).Contents[0].Text, nil
+	}
+	if got, err := read("file://d//public/ok"); err != nil || got != "OK" {
+		t.Fatalf("read file://d//public/ok: %q %v", got, err)
+	}
+	for key := range res {
+		if key == "d file:///public/ok" {
+			continue
+		}
+		uri, _ := GatewayURI("d", strings.TrimPrefix(key, "d "))
+		if got, err := read(uri); err == nil {
+			t.Errorf("read %s answered %q", uri, got)
+		}
+	}
+}

@@ -89,7 +89,9 @@ func (h *Handler) readDirectory(ctx context.Context, req mcp.Request, c *access.
 	}
 	notDir := &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: p.URI + " is not a directory resource"}
 	server, dir, ok := toolrouter.ParseGatewaySkillURI(p.URI)
-	if !ok || strings.HasSuffix(dir, "/") {
+	if !ok || strings.HasSuffix(dir, "/") || hasDotSegment(dir) {
+		// A dot segment would climb out of the skill the client reaches
+		// on a server that resolves it (catalog.go).
 		return nil, notDir
 	}
 	for _, t := range h.skills(c) {

@@ -115,3 +115,78 @@ func TestDirectoryRead(t *testing.T) {
 		t.Errorf("directoryRead %v with a dynamic skill whose server reads no directories, want none", got)
 	}
 }
+
+// recordingDirectories is a server "dyn" that reads every directory and
+// records what it was asked.
+type recordingDirectories struct{ asked *[]string }
+
+func (recordingDirectories) DirectoryRead(server string) bool { return server == "dyn" }
+
+func (f recordingDirectories) ReadDirectory(_ context.Context, _, uri, _ string) (*DirectoryReadResult, error) {
+	*f.asked = append(*f.asked, uri)
+	return &DirectoryReadResult{Resources: []*mcp.Resource{{URI: uri + "/x", Name: "x"}}}, nil
+}
+
+// TestDirectoryReadDotSegments: a directory of a dynamic skill the client
+// reaches is relayed, but not a path climbing out of it with a dot
+// segment (plain or percent-encoded) into another skill's, which a
+// backend resolving the path would list.
+func TestDirectoryReadDotSegments(t *testing.T) {
+	report := &toolrouter.Tool{Name: "dyn/skills/report", MCPServer: "dyn", MCPTool: "skills/report", Kind: toolrouter.KindSkill,
+		Skill: &toolrouter.Skill{URI: "skill://report/SKILL.md", Entry: []byte(`{}`)}}
+	var asked []string
+	h := New(Deps{Tools: func() Tools { return toolSlice{report} }, Directories: recordingDirectories{&asked}, Resources: fakeResources{}})
+	handle := h.intercept(func(context.Context, string, mcp.Request) (mcp.Result, error) {
+		return nil, errors.New("not intercepted")
+	})
+	reportOnly := access.NewClients(nil, []registry.Client{{Name: "report-only", Tools: []string{"dyn/skills/report"}}}).ByName("report-only")
+	read := func(uri string) error {
+		req := &mcp.ServerRequest[*DirectoryReadParams]{Params: &DirectoryReadParams{URI: uri},
+			Extra: &mcp.RequestExtra{TokenInfo: &auth.TokenInfo{Extra: map[string]any{clientExtra: reportOnly, userExtra: &access.User{Subject: "alice"}}}}}
+		_, err := handle(context.Background(), "resources/directory/read", req)
+		return err
+	}
+	if err := read("skill://dyn/report/sub"); err != nil || !slices.Equal(asked, []string{"skill://report/sub"}) {
+		t.Fatalf("read skill://dyn/report/sub: %v, the server was asked %q", err, asked)
+	}
+	asked = nil
+	for _, uri := range []string{"skill://dyn/report/../payroll", "skill://dyn/report/%2e%2e/payroll", "skill://dyn/report/sub/../../payroll"} {
+		if err := read(uri); err == nil {
+			t.Errorf("read %s answered", uri)
+		}
+	}
+	if len(asked) != 0 {
+		t.Errorf("the server was asked %q", asked)
+	}
+}
+
+// TestSkillFileReadDotSegments: a file of a dynamic skill the client
+// reaches is read, but not a path climbing out of it with a dot segment
+// into another skill's.
+func TestSkillFileReadDotSegments(t *testing.T) {
+	report := &toolrouter.Tool{Name: "dyn/skills/report", MCPServer: "dyn", MCPTool: "skills/report", Kind: toolrouter.KindSkill,
+		Skill: &toolrouter.Skill{URI: "skill://report/SKILL.md", Entry: []byte(`{}`)}}
+	res := fakeResources{"dyn skill://report/notes.md": "NOTES", "dyn skill://report/../payroll/SKILL.md": "SECRET",
+		"dyn skill://report/%2E%2E/payroll/SKILL.md": "SECRET"}
+	h := New(Deps{Tools: func() Tools { return toolSlice{report} }, Resources: res})
+	handle := h.intercept(func(context.Context, string, mcp.Request) (mcp.Result, error) {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "the SDK's: unknown"}
+	})
+	reportOnly := access.NewClients(nil, []registry.Client{{Name: "report-only", Tools: []string{"dyn/skills/report"}}}).ByName("report-only")
+	read := func(uri string) (string, error) {
+		r, err := handle(context.Background(), "resources/read", &mcp.ReadResourceRequest{Params: &mcp.ReadResourceParams{URI: uri},
+			Extra: &mcp.RequestExtra{TokenInfo: &auth.TokenInfo{Extra: map[string]any{clientExtra: reportOnly, userExtra: &access.User{Subject: "alice"}}}}})
+		if err != nil {
+			return "", err
+		}
+		return r.(*readResult).Contents[0].Text, nil
+	}
+	if got, err := read("skill://dyn/report/notes.md"); err != nil || got != "NOTES" {
+		t.Fatalf("read skill://dyn/report/notes.md: %q %v", got, err)
+	}
+	for _, uri := range []string{"skill://dyn/report/../payroll/SKILL.md", "skill://dyn/report/%2E%2E/payroll/SKILL.md"} {
+		if got, err := read(uri); err == nil {
+			t.Errorf("read %s answered %q", uri, got)
+		}
+	}
+}

@@ -55,10 +55,12 @@ import (
 // fastRequest is a JSON-RPC request as the SDK's DecodeMessage reads it,
 // with its params as the SDK's tools/call handler reads them.
 type fastRequest struct {
-	JSONRPC string      `json:"jsonrpc"`
-	ID      any         `json:"id"`
-	Method  string      `json:"method"`
-	Params  *fastParams `json:"params"`
+	JSONRPC string `json:"jsonrpc"`
+	ID      any    `json:"id"`
+	Method  string `json:"method"`
+	// Params raw, as the SDK keeps them: a key given twice is its last
+	// value, where decoding into a struct would merge the two objects.
+	Params json.RawMessage `json:"params"`
 }
 
 // fastParams are mcp.CallToolParamsRaw's fields (TestFastParamsAsTheSDKs
@@ -126,19 +128,23 @@ func (h *Handler) fastDecode(r *http.Request, body []byte) (*mcp.CallToolRequest
 	}
 	var m fastRequest
 	rest, err := segjson.Parse(b, &m, segjson.DontMatchCaseInsensitiveStructFields)
-	if err != nil || len(bytes.TrimLeft(rest, " \t\r\n")) > 0 || m.JSONRPC != "2.0" || m.Method != "tools/call" || m.Params == nil {
+	if err != nil || len(bytes.TrimLeft(rest, " \t\r\n")) > 0 || m.JSONRPC != "2.0" || m.Method != "tools/call" || len(m.Params) == 0 || m.Params[0] != '{' {
+		return nil, jsonrpc.ID{}, false
+	}
+	var params fastParams
+	if rest, err = segjson.Parse(m.Params, &params, segjson.DontMatchCaseInsensitiveStructFields); err != nil || len(bytes.TrimLeft(rest, " \t\r\n")) > 0 {
 		return nil, jsonrpc.ID{}, false
 	}
 	id, err := jsonrpc.MakeID(m.ID)
 	if err != nil || !id.IsValid() {
 		return nil, jsonrpc.ID{}, false
 	}
-	meta, ok := fastMeta(m.Params.Meta)
+	meta, ok := fastMeta(params.Meta)
 	if !ok {
 		return nil, jsonrpc.ID{}, false
 	}
-	p := &mcp.CallToolParamsRaw{Meta: meta, Name: m.Params.Name, Arguments: m.Params.Arguments,
-		InputResponses: m.Params.InputResponses, RequestState: m.Params.RequestState}
+	p := &mcp.CallToolParamsRaw{Meta: meta, Name: params.Name, Arguments: params.Arguments,
+		InputResponses: params.InputResponses, RequestState: params.RequestState}
 	if hd.Get("Mcp-Name") != p.Name || p.Name == "" || p.GetProgressToken() != nil || h.headerMapped(p.Name) {
 		return nil, jsonrpc.ID{}, false
 	}

@@ -202,6 +202,16 @@ func TestFastCallAnswersAsTheSDK(t *testing.T) {
 		{"trailing bytes", echo, `{"name":"` + echo + `","arguments":{}}`, func(b string, h map[string]string) (string, map[string]string) {
 			return b + ` x`, h
 		}, false, ""},
+		{"params twice", echo, `{"name":"` + echo + `","arguments":{"msg":"one"}}`, func(b string, h map[string]string) (string, map[string]string) {
+			return strings.TrimSuffix(b, "}") + `,"params":{"name":"` + echo + `"}}`, h
+		}, false, ""},
+		{"name twice", echo, `{"name":"` + add + `","name":"` + echo + `","arguments":{"msg":"n"}}`, nil, true, ""},
+		{"_meta twice", echo, `{"name":"` + echo + `","arguments":{"msg":"m"},"_meta":{"toolrouter/plan_id":"p"}}`, func(b string, h map[string]string) (string, map[string]string) {
+			return strings.Replace(b, `"_meta":`, `"_meta":{"k":1},"_meta":`, 1), h
+		}, true, ""},
+		{"method twice", echo, `{"name":"` + echo + `","arguments":{}}`, func(b string, h map[string]string) (string, map[string]string) {
+			return strings.Replace(b, `"method":"tools/call"`, `"method":"tools/list","method":"tools/call"`, 1), h
+		}, true, ""},
 		{"version header mismatch", echo, `{"name":"` + echo + `","arguments":{}}`, func(b string, h map[string]string) (string, map[string]string) {
 			return strings.Replace(b, `/protocolVersion":"2026-07-28"`, `/protocolVersion":"2026-07-29"`, 1), h
 		}, false, ""},

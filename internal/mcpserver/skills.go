@@ -156,7 +156,7 @@ func (h *Handler) readSkillFile(ctx context.Context, req mcp.Request, uri string
 		if t.MCPServer != server {
 			continue
 		}
-		if t.Skill.Files == nil && strings.HasPrefix(backend, strings.TrimSuffix(t.Skill.URI, "SKILL.md")) {
+		if t.Skill.Files == nil && strings.HasPrefix(backend, strings.TrimSuffix(t.Skill.URI, "SKILL.md")) && !hasDotSegment(backend) {
 			skill = t
 			break
 		}

@@ -128,7 +128,8 @@ func callerOf(ctx context.Context) (client, user string) {
 
 // relayedCreate is the CreateTaskResult of a tools/call the backend
 // answered with task bt: its seed state, under a sealed id.
-func (h *Handler) relayedCreate(ctx context.Context, tool, inner, planID string, bt *toolrouter.BackendTask) (*createTaskResult, error) {
+func (h *Handler) relayedCreate(ctx context.Context, tool, inner, planID string, res *toolrouter.Result) (*createTaskResult, error) {
+	bt := redactedState(res)
 	client, user := callerOf(ctx)
 	key, err := h.stateKey(ctx)
 	if err != nil {
@@ -139,6 +140,24 @@ func (h *Handler) relayedCreate(ctx context.Context, tool, inner, planID string,
 		return nil, err
 	}
 	return &createTaskResult{CallToolResult: &mcp.CallToolResult{}, task: relayedWire(id, bt, "task")}, nil
+}
+
+// redactedState is res's backend task with an unfinished or failed
+// task's statusMessage, inputRequests and error as the pipeline left them
+// (redacted), from the TaskState it carries as MCPResult; a completed
+// task's result is res's own.
+func redactedState(res *toolrouter.Result) *toolrouter.BackendTask {
+	bt := res.BackendTask
+	if bt.Status == toolrouter.TaskCompleted || len(res.MCPResult) == 0 {
+		return bt
+	}
+	var st toolrouter.TaskState
+	if json.Unmarshal(res.MCPResult, &st) != nil {
+		return bt
+	}
+	cp := *bt
+	cp.StatusMessage, cp.InputRequests, cp.Error = st.StatusMessage, st.InputRequests, st.Error
+	return &cp
 }
 
 // relayedWire is a backend task as the client gets it: the backend's
@@ -209,8 +228,13 @@ func (h *Handler) relayTaskMethod(ctx context.Context, method, id string, params
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: msg}
 	}
 	if len(bt.RPCError) > 0 {
+		rpcErr := bt.RPCError
+		var st toolrouter.TaskState
+		if len(res.MCPResult) > 0 && json.Unmarshal(res.MCPResult, &st) == nil && len(st.Error) > 0 {
+			rpcErr = st.Error // as the pipeline left it (redacted)
+		}
 		var e jsonrpc.Error
-		if json.Unmarshal(bt.RPCError, &e) != nil || e.Code == 0 {
+		if json.Unmarshal(rpcErr, &e) != nil || e.Code == 0 {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the MCP server of the task answered an error"}
 		}
 		if e.Code == jsonrpc.CodeInvalidParams {
@@ -221,15 +245,7 @@ func (h *Handler) relayTaskMethod(ctx context.Context, method, id string, params
 	if method != "tasks/get" {
 		return map[string]any{"resultType": "complete"}, nil
 	}
-	if bt.Status != toolrouter.TaskCompleted && len(res.MCPResult) > 0 {
-		// The state as the pipeline left it (redacted).
-		var st toolrouter.TaskState
-		if json.Unmarshal(res.MCPResult, &st) == nil {
-			cp := *bt
-			cp.StatusMessage, cp.InputRequests, cp.Error = st.StatusMessage, st.InputRequests, st.Error
-			bt = &cp
-		}
-	}
+	bt = redactedState(res)
 	m := relayedWire(id, bt, "complete")
 	switch bt.Status {
 	case toolrouter.TaskCompleted:

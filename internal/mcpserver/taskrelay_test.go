@@ -131,6 +131,16 @@ func TestRelayedTaskRequests(t *testing.T) {
 		t.Fatalf("tasks/get of an input_required task: %s %v", b, rpcErr)
 	}
 
+	// A JSON-RPC error the backend answered a poll with is the
+	// pipeline's (redacted, as a synchronous call's error text is), not
+	// the backend's as sent.
+	rt.res = &toolrouter.Result{Success: true, MCPResult: json.RawMessage(`{"error":{"code":-32603,"message":"[REDACTED]","data":"[REDACTED]"}}`),
+		BackendTask: &toolrouter.BackendTask{ID: "bk-1", RPCError: json.RawMessage(`{"code":-32603,"message":"secret","data":"secret"}`)}}
+	got, rpcErr = h.relayTaskMethod(as("alice", "u-1"), "tasks/get", id, nil, caps)
+	if b, _ = json.Marshal(rpcErr); got != nil || rpcErr == nil || rpcErr.Code != -32603 || strings.Contains(string(b), "secret") || !strings.Contains(string(b), "[REDACTED]") {
+		t.Fatalf("tasks/get answered a JSON-RPC error: %v %s", got, b)
+	}
+
 	notFound := func(name string, ctx context.Context, id string) {
 		t.Helper()
 		if _, e := h.relayTaskMethod(ctx, "tasks/cancel", id, nil, caps); e == nil || e.Code != -32602 || e.Message != "Failed to retrieve task: Task not found" {
@@ -155,3 +165,22 @@ func TestRelayedTaskRequests(t *testing.T) {
 type relayNoTools struct{}
 
 func (relayNoTools) Tools() []*toolrouter.Tool { return nil }
+
+// TestRelayedCreateIsRedacted: the CreateTaskResult of a call a backend
+// answered with a task carries the statusMessage as the pipeline left it
+// (redacted), not the backend's as sent.
+func TestRelayedCreateIsRedacted(t *testing.T) {
+	h := New(Deps{Router: &pollRouter{}, StateKey: "a state key of at least thirty-two characters", Logger: zerolog.Nop(), Tools: func() Tools { return relayNoTools{} }})
+	defer h.Close()
+	ctx := access.NewContext(context.Background(), &access.Client{Name: "alice"})
+	res := &toolrouter.Result{Success: true, MCPResult: json.RawMessage(`{"statusMessage":"[REDACTED]"}`),
+		BackendTask: &toolrouter.BackendTask{Server: "fx", ID: "bk-1", Status: toolrouter.TaskWorking, StatusMessage: "secret"}}
+	ct, err := h.relayedCreate(ctx, "backend_task", "", "plan-1", res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := ct.MarshalJSON()
+	if strings.Contains(string(b), "secret") || !strings.Contains(string(b), `"statusMessage":"[REDACTED]"`) || !strings.Contains(string(b), `"status":"working"`) {
+		t.Fatalf("CreateTaskResult: %s", b)
+	}
+}

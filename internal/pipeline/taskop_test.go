@@ -57,6 +57,14 @@ guardrails:
 		t.Fatalf("a working task's state was not redacted: %s", res.MCPResult)
 	}
 
+	// A JSON-RPC error the backend answered (carried as a TaskState's
+	// error): redacted as the working state is.
+	exec.Out.MCPResult = []byte(`{"error":{"code":-32603,"message":"using ` + secret + `"}}`)
+	exec.Out.Task = &toolrouter.BackendTask{ID: "bk", RPCError: []byte(`{"code":-32603,"message":"using ` + secret + `"}`)}
+	if res, err = rt.Poll(ctx, "p", "held", op); err != nil || strings.Contains(string(res.MCPResult), secret) || !strings.Contains(string(res.MCPResult), `"error"`) {
+		t.Fatalf("a backend's JSON-RPC error was not redacted: %+v %v", res, err)
+	}
+
 	// Completed: the after-hooks run (the gate is down: refused).
 	exec.Out.Task = &toolrouter.BackendTask{ID: "bk", Status: toolrouter.TaskCompleted}
 	if res, err = rt.Poll(ctx, "p", "held", op); err != nil || res.Success || !strings.Contains(*res.Error, "after-gate") {
