@@ -17,7 +17,8 @@ import (
 //   - the call's timeout: category timeout (the SDK then sends
 //     notifications/cancelled);
 //   - no session, the server unreachable: category resource, "MCP server
-//     X unavailable: …";
+//     X unavailable: …", the error of a connection attempt begun after the
+//     call (not of one that failed before it: the server may be back);
 //   - the server no longer knows the session (it restarted, the session
 //     expired): a new session, and the call again (it never ran);
 //   - the connection lost mid-call: the call again on a new session if the
@@ -66,6 +67,9 @@ type toolCall struct {
 	fresh    bool   // a new session is left for a call the server never ran
 	retries  int    // resends left of an idempotent call that may have run
 	after    uint64 // connection attempts finished when a session was given up
+	// asked: the call waits for a connection attempt begun after it, whose
+	// error (when it fails) is the call's answer.
+	asked bool
 }
 
 // attempt sends the call once, on the live session (or one newer than the
@@ -77,6 +81,13 @@ func (s *server) attempt(ctx context.Context, c *toolCall) (out toolrouter.Outco
 		return s.userAttempt(ctx, c, key)
 	}
 	cs, gen, err := s.awaitSession(ctx, c.after)
+	if err != nil && !c.asked && ctx.Err() == nil && s.ctx.Err() == nil {
+		// The server was down at the last attempt, made before this
+		// call: one attempt now.
+		c.asked = true
+		c.after = s.askAttempt()
+		return out, true, nil
+	}
 	if err != nil {
 		return s.unavailable(err), false, err
 	}

@@ -22,7 +22,7 @@ func (s *server) failed(gen uint64, err error, c *toolCall) (out toolrouter.Outc
 	taken := errors.Is(err, errCallTaken)
 	if !taken && (errors.Is(err, mcp.ErrSessionMissing) || s.lostSession(gen)) {
 		// The server no longer knows the session: the call never ran.
-		c.after = s.markBroken(gen, errSessionLost)
+		c.after, c.asked = s.markBroken(gen, errSessionLost), true
 		if c.fresh {
 			c.fresh = false
 			return out, true
@@ -33,7 +33,7 @@ func (s *server) failed(gen uint64, err error, c *toolCall) (out toolrouter.Outc
 		return answeredError(jerr), false
 	}
 	// The transport failed.
-	c.after = s.markBroken(gen, err)
+	c.after, c.asked = s.markBroken(gen, err), true
 	// The request did not leave: no connection, or a session already
 	// closing.
 	never := !taken && (outbound.Unreachable(err) || errors.Is(err, mcp.ErrConnectionClosed))

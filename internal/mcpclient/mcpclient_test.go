@@ -831,3 +831,37 @@ func TestMCPCloseIsIdempotentAndSyncAfterCloseIsNoop(t *testing.T) {
 		t.Error("Sync after Close connected")
 	}
 }
+
+// A call right after the server restarted succeeds, even when the
+// supervisor's reconnection attempt failed while the server was down and
+// its next one is far off (e2e TestMCPBackendEverything, "echo after a
+// server restart", under load): the call tries to connect now instead of
+// answering the failed attempt's error.
+func TestMCPCallAfterRestartDuringBackoff(t *testing.T) {
+	f := newFakeServer(t, nil, nil, false)
+	fx := newManager(t)
+	mcpclient.SetTiming(fx.m, 5*time.Second, time.Hour, time.Hour)
+	fx.m.Sync(context.Background(), []toolrouter.MCPServer{serverConfig("s", f.URL())})
+	echo := find(t, fx.m, "s/echo")
+	if out := call(fx.m, echo, map[string]any{"msg": "1"}); !out.Success() {
+		t.Fatalf("first call: %+v", out)
+	}
+
+	f.down()
+	// The call breaks the session; the reconnection attempt it waits for
+	// fails, and the next one is an hour off.
+	if out := call(fx.m, echo, map[string]any{"msg": "down"}); out.Category != toolrouter.CategoryResource {
+		t.Fatalf("call while down = %+v", out)
+	}
+	if v, _ := metric(t, fx.reg, "toolrouter_mcp_reconnects_total", map[string]string{"server": "s", "result": "error"}); v != 1 {
+		t.Fatalf("failed reconnection attempts = %v, want 1", v)
+	}
+	f.restart() // a new process: the old session is unknown
+	f.up()
+	if out := call(fx.m, echo, map[string]any{"msg": "2"}); !out.Success() || string(out.Output) != `"echo: 2"` {
+		t.Fatalf("call right after the restart = %+v", out)
+	}
+	if v, _ := metric(t, fx.reg, "toolrouter_mcp_server_up", map[string]string{"server": "s"}); v != 1 {
+		t.Errorf("up = %v after the call reconnected", v)
+	}
+}

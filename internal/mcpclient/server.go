@@ -55,6 +55,10 @@ type server struct {
 	err error
 	// attempts counts the finished connection attempts.
 	attempts uint64
+	// connecting: the supervisor is making a connection attempt;
+	// backingOff: it waits before the next one; wanted: a call asked for
+	// an attempt begun after it (askAttempt), which skips the backoff.
+	connecting, backingOff, wanted bool
 	// round is closed, and replaced, after every connection or discovery
 	// attempt.
 	round chan struct{}

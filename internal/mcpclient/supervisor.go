@@ -22,17 +22,12 @@ func (s *server) run() {
 	var delay time.Duration
 	failures := 0 // connection attempts failed in a row
 	for first := true; ; first = false {
-		if delay > 0 {
-			t := time.NewTimer(delay)
-			select {
-			case <-s.ctx.Done():
-				t.Stop()
-				return
-			case <-s.kick:
-				t.Stop()
-			case <-t.C:
-			}
+		if delay > 0 && !s.backOff(delay) {
+			return
 		}
+		s.mu.Lock()
+		s.connecting, s.wanted = true, false
+		s.mu.Unlock()
 		cs, raw, stop, err := s.connect()
 		if s.ctx.Err() != nil {
 			if cs != nil {
@@ -78,6 +73,60 @@ func (s *server) run() {
 			delay, failures = 0, 0
 		}
 	}
+}
+
+// backOff waits delay before the next connection attempt, unless a call
+// asked for one (askAttempt) or the supervisor is kicked. It reports false
+// when the server is stopped.
+func (s *server) backOff(delay time.Duration) bool {
+	s.mu.Lock()
+	if s.wanted {
+		s.mu.Unlock()
+		return true
+	}
+	s.backingOff = true
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.backingOff = false
+		s.mu.Unlock()
+	}()
+	t := time.NewTimer(delay)
+	defer t.Stop()
+	select {
+	case <-s.ctx.Done():
+		return false
+	case <-s.kick:
+	case <-t.C:
+	}
+	return true
+}
+
+// askAttempt asks the supervisor of a server that is down for a
+// connection attempt begun no earlier than now, at once (not after its
+// backoff), and returns the number of connection attempts finished
+// before that one, for awaitSession. Calls that ask meanwhile share the
+// attempt. So a call never fails with the error of an attempt made before
+// it: the server may be back since (it restarted while the supervisor
+// found it down).
+func (s *server) askAttempt() uint64 {
+	s.mu.Lock()
+	n := s.attempts
+	kick := false
+	if s.cs == nil {
+		s.wanted = true
+		if s.connecting {
+			// The attempt under way may have begun before the server
+			// was back: the one after it, which starts at once.
+			n++
+		}
+		kick = s.backingOff
+	}
+	s.mu.Unlock()
+	if kick {
+		s.poke()
+	}
+	return n
 }
 
 // connect opens a session (starting the process of a stdio server) and
@@ -270,6 +319,7 @@ func (s *server) setUp(cs *mcp.ClientSession, raw []discovered, keep bool) uint6
 	gen := s.gen
 	s.cs, s.sid, s.err = cs, cs.ID(), nil
 	s.attempts++
+	s.connecting = false
 	changed := false
 	if !keep {
 		s.raw, s.listed = raw, true
@@ -312,6 +362,7 @@ func (s *server) attemptFailed(err error) {
 	s.cs, s.sid = nil, ""
 	s.err = err
 	s.attempts++
+	s.connecting = false
 	logIt := !s.downLogged
 	s.downLogged = true
 	s.m.up.WithLabelValues(s.name).Set(0)
