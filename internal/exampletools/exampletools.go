@@ -14,6 +14,8 @@
 //	POST /fail            500 {"error": "RuntimeError: boom"}
 //	POST /greet           {"name": string} -> "Hello, name!" (a JSON string)
 //	POST /slow            sleeps "ms" milliseconds (or "seconds"; default 1000 ms, max 60000), then echoes the body
+//	POST /progress        {"steps": n, "ms": m} (default 3 steps, 100 ms): a text/event-stream of n progress
+//	                      events m ms apart, then a result event {"steps": n} (docs/registry.md "Reporting progress")
 //	POST /context         the arguments and the toolrouter headers the tool received
 //	POST /big             a JSON string of "bytes" characters (default 64 MiB), streamed
 //	POST /refund          {"to": string, "amount": number} -> {"refunded": amount, "to": to} (moves no money)
@@ -47,6 +49,12 @@ const (
 	DefaultSlowMS = 1000
 	// MaxSlowMS is the longest sleep /slow accepts.
 	MaxSlowMS = 60000
+	// DefaultProgressSteps and DefaultProgressMS are /progress's steps and
+	// their spacing when the body does not give them; MaxProgressSteps
+	// bounds the steps (their spacing is bounded by MaxSlowMS).
+	DefaultProgressSteps = 3
+	DefaultProgressMS    = 100
+	MaxProgressSteps     = 1000
 	// DefaultBigBytes is the length of /big's string when the body has no "bytes".
 	DefaultBigBytes = 64 << 20
 	// MaxBigBytes is the longest string /big produces.
@@ -72,6 +80,7 @@ func Handler() http.Handler {
 	mux.HandleFunc("POST /validate", handleValidate)
 	mux.HandleFunc("POST /fail", handleFail)
 	mux.HandleFunc("POST /slow", handleSlow)
+	mux.HandleFunc("POST /progress", handleProgress)
 	mux.HandleFunc("POST /greet", handleGreet)
 	mux.HandleFunc("POST /context", handleContext)
 	mux.HandleFunc("POST /big", handleBig)
@@ -418,6 +427,61 @@ func handleSlow(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeRaw(w, http.StatusOK, body)
+}
+
+// handleProgress streams "steps" progress events "ms" apart, then the
+// result: the tool endpoint protocol's text/event-stream reply.
+func handleProgress(w http.ResponseWriter, r *http.Request) {
+	_, args, err := readArgs(w, r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	steps, present, err := numberArg(args, "steps")
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	if !present {
+		steps = DefaultProgressSteps
+	}
+	ms, present, err := numberArg(args, "ms")
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	if !present {
+		ms = DefaultProgressMS
+	}
+	if steps < 0 || steps > MaxProgressSteps || steps != math.Trunc(steps) {
+		writeError(w, badRequest("schema: 'steps' must be an integer between 0 and %d", MaxProgressSteps))
+		return
+	}
+	if ms < 0 || ms > MaxSlowMS {
+		writeError(w, badRequest("schema: 'ms' must be between 0 and %d", MaxSlowMS))
+		return
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusOK)
+	flusher, _ := w.(http.Flusher)
+	n := int(steps)
+	for i := 1; i <= n; i++ {
+		t := time.NewTimer(time.Duration(ms * float64(time.Millisecond)))
+		select {
+		case <-t.C:
+		case <-r.Context().Done():
+			t.Stop()
+			return // the caller gave up
+		}
+		if _, err := fmt.Fprintf(w, "event: progress\ndata: {\"progress\":%d,\"total\":%d,\"message\":\"step %d of %d\"}\n\n", i, n, i, n); err != nil {
+			return
+		}
+		if flusher != nil {
+			flusher.Flush()
+		}
+	}
+	_, _ = fmt.Fprintf(w, "event: result\ndata: {\"steps\":%d}\n\n", n)
 }
 
 func handleContext(w http.ResponseWriter, r *http.Request) {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -16,6 +17,9 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/toolrouterd/toolrouterd/internal/remote"
+	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
 
 // do serves one request with Handler() and returns the recorded reply.
@@ -534,4 +538,46 @@ func TestApprovalsExampleTools(t *testing.T) {
 		t.Errorf("/kb/delete: %d %v", rec.Code, m)
 	}
 	wantError(t, do(t, http.MethodPost, "/kb/delete", `{}`, nil), http.StatusBadRequest, "schema: 'id' must be a non-empty string")
+}
+
+func TestProgress(t *testing.T) {
+	rec := do(t, http.MethodPost, "/progress", `{"steps": 2, "ms": 0}`, nil)
+	want := "event: progress\ndata: {\"progress\":1,\"total\":2,\"message\":\"step 1 of 2\"}\n\n" +
+		"event: progress\ndata: {\"progress\":2,\"total\":2,\"message\":\"step 2 of 2\"}\n\n" +
+		"event: result\ndata: {\"steps\":2}\n\n"
+	if rec.Code != http.StatusOK || rec.Header().Get("Content-Type") != "text/event-stream" || rec.Body.String() != want {
+		t.Fatalf("/progress = %d %s %q, want 200 text/event-stream %q", rec.Code, rec.Header().Get("Content-Type"), rec.Body.String(), want)
+	}
+	for _, tc := range []struct{ body, want string }{
+		{`{"steps": -1}`, "schema: 'steps'"},
+		{`{"steps": 1.5}`, "schema: 'steps'"},
+		{`{"steps": 1001}`, "schema: 'steps'"},
+		{`{"ms": 60001}`, "schema: 'ms'"},
+		{`{"steps": "2"}`, "schema: 'steps'"},
+	} {
+		wantError(t, do(t, http.MethodPost, "/progress", tc.body, nil), http.StatusBadRequest, tc.want)
+	}
+}
+
+// The stream /progress sends is one toolrouterd's HTTP tool client reads:
+// its progress arrives in order, then its result.
+func TestProgressThroughTheToolClient(t *testing.T) {
+	srv := httptest.NewServer(Handler())
+	defer srv.Close()
+	c := remote.New(remote.Options{})
+	defer c.CloseIdle()
+	var got []string
+	out := c.Call(context.Background(), toolrouter.ExecRequest{
+		Tool: &toolrouter.Tool{Name: "progress", Endpoint: srv.URL + "/progress", Timeout: 10 * time.Second},
+		Args: map[string]any{"steps": 3, "ms": 0},
+		Progress: func(progress, total float64, message string) {
+			got = append(got, fmt.Sprintf("%g/%g %s", progress, total, message))
+		},
+	})
+	if out.Err != "" || string(out.Output) != `{"steps":3}` {
+		t.Fatalf("outcome = %q %q", out.Output, out.Err)
+	}
+	if s := strings.Join(got, "|"); s != "1/3 step 1 of 3|2/3 step 2 of 3|3/3 step 3 of 3" {
+		t.Fatalf("progress = %q", s)
+	}
 }

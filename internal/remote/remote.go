@@ -13,6 +13,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -204,6 +205,13 @@ func (c *Client) attempt(ctx, callCtx context.Context, timeout time.Duration, re
 
 	ct := resp.Header.Get("Content-Type")
 	budget := req.Batch
+	if eventStream(ct) {
+		out, retry = c.streamReply(ctx, callCtx, timeout, req, resp.Body)
+		// Never drained: a stream may stay open after its last event.
+		read = true
+		out.Status = resp.StatusCode
+		return out, retry, wait
+	}
 	var taken int64 // reserved from budget before reading
 	if budget != nil && resp.ContentLength >= 0 && resp.ContentLength <= c.maxReplyBytes {
 		if !budget.Take(resp.ContentLength) {
@@ -236,6 +244,51 @@ func (c *Client) attempt(ctx, callCtx context.Context, timeout time.Duration, re
 		out, retry = transportFailure(ctx, callCtx, timeout, err)
 	case tooLarge:
 		out = toolrouter.Failure(toolrouter.CategoryResource, "tool reply exceeds %d bytes", c.maxReplyBytes)
+	default:
+		out = decodeReply(data, ct, budget != nil)
+	}
+	if taken > 0 && !out.Budgeted {
+		budget.Give(taken) // not kept
+	}
+	out.Answered = out.Err == ""
+	out.Status = resp.StatusCode
+	return out, retry, wait
+}
+
+// streamReply reads a text/event-stream reply (stream.go): its progress
+// goes to req.Progress, its result event's data is decoded as a plain
+// reply's body is (decodeReply), taken from req.Batch like one of known
+// length.
+func (c *Client) streamReply(ctx, callCtx context.Context, timeout time.Duration, req toolrouter.ExecRequest, body io.Reader) (out toolrouter.Outcome, retry bool) {
+	end, err := readEventStream(body, c.maxReplyBytes, req.Progress)
+	switch {
+	case errors.Is(err, errStreamTooLarge):
+		return toolrouter.Failure(toolrouter.CategoryResource, "tool reply exceeds %d bytes", c.maxReplyBytes), false
+	case errors.Is(err, errNoResult) && callCtx.Err() == nil:
+		return toolrouter.Failure(toolrouter.CategoryExecution, "tool's event stream ended without a result or error event"), false
+	case err != nil:
+		return transportFailure(ctx, callCtx, timeout, err)
+	case end.isError:
+		return streamFailure(end), false
+	}
+	data := end.result
+	budget := req.Batch
+	if budget != nil && !budget.Take(int64(len(data))) {
+		return budget.Exceeded(int64(len(data))), false
+	}
+	out = decodeReply(data, contentTypeJSON, budget != nil)
+	if budget != nil && !out.Budgeted {
+		budget.Give(int64(len(data))) // not kept
+	}
+	out.Answered = out.Err == ""
+	return out, false
+}
+
+// decodeReply is the outcome of a 2xx reply's body data, read in full,
+// with Content-Type ct. budgeted reports that data was taken from the
+// call's Budget (kept when the outcome is a success).
+func decodeReply(data []byte, ct string, budgeted bool) (out toolrouter.Outcome) {
+	switch {
 	case !jsonContentType(ct):
 		// The tool says it is not JSON: a text/plain "{}" is still text.
 		out = toolrouter.Failure(toolrouter.CategoryParse, "tool returned a non-JSON reply (Content-Type %s): %s", truncate(ct, nonJSONPrefix), truncate(string(data), nonJSONPrefix))
@@ -249,14 +302,9 @@ func (c *Client) attempt(ctx, callCtx context.Context, timeout time.Duration, re
 		// admits such bytes only inside strings): checked, once.
 		out.Output, out.InvalidUTF8 = validUTF8(data)
 		out.MarkChecked()
-		out.Budgeted = budget != nil
+		out.Budgeted = budgeted
 	}
-	if taken > 0 && !out.Budgeted {
-		budget.Give(taken) // not kept
-	}
-	out.Answered = out.Err == ""
-	out.Status = resp.StatusCode
-	return out, retry, wait
+	return out
 }
 
 // setHeaders sets the request headers: the tool's own, then Accept and

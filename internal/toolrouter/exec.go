@@ -24,7 +24,8 @@ type ExecRequest struct {
 	PlanID     string
 	ToolCallID string
 	// Progress, when set, receives progress a backend reports while the
-	// call runs (MCP notifications/progress); HTTP tools report none.
+	// call runs: MCP notifications/progress, or an HTTP tool's progress
+	// events (a text/event-stream reply, docs/registry.md "Reporting progress").
 	Progress func(progress, total float64, message string)
 	// Relay takes what the backend reports while the call runs, and
 	// carries what the caller sends along for it (/mcp); nil: none.
