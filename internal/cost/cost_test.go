@@ -71,13 +71,18 @@ func setup(t *testing.T, exec *byTool, lim limits, tools ...*toolrouter.Tool) (*
 func setupLedger(st *memory.Store, ledger cost.Ledger, lim limits, exec *byTool, tools ...*toolrouter.Tool) (*pipelinetest.Rig, *cost.Meter, *prometheus.Registry) {
 	reg := prometheus.NewRegistry()
 	m := cost.New(ledger, func() cost.Limits { return lim }, reg)
-	m.Now = func() time.Time { return time.Date(2026, 12, 7, 18, 30, 0, 0, time.UTC) }
+	// One fixed clock for the meter and the router, which dates a call's
+	// start (its ledger entry's time, by which its limit's period is
+	// found): with the router on the real clock the expected reset
+	// instants held only until the real date passed them.
+	now := func() time.Time { return time.Date(2026, 12, 7, 18, 30, 0, 0, time.UTC) }
+	m.Now = now
 	ts := pipelinetest.Tools{}
 	for _, tl := range tools {
 		ts[tl.Name] = tl
 	}
 	return &pipelinetest.Rig{Tools: func() pipeline.Tools { return ts }, Exec: exec, Seq: st, Results: st,
-		Audit: &audit.Trail{Store: st, Log: zerolog.Nop()}, Cost: m.Stage}, m, reg
+		Audit: &audit.Trail{Store: st, Log: zerolog.Nop()}, Cost: m.Stage, Now: now}, m, reg
 }
 
 // countingLedger is a ledger counting its writes.
