@@ -280,7 +280,13 @@ func (r *Runner) prepare(ctx context.Context, req Request) (*plan, error) {
 		for i, n := range req.Tools {
 			t, ok := reg.Lookup(n)
 			if !ok || !client.Allows(t.Name) || t.Quarantine != "" { // quarantined: not offered (docs/trusting-tools.md "Pinned definitions")
-				return nil, toolrouter.Invalid(fmt.Sprintf("tools[%d]", i), "tools[%d]: unknown tool %q", i, n)
+				var names []string
+				for _, t := range reg.Tools() {
+					if client.Allows(t.Name) && t.Quarantine == "" {
+						names = append(names, t.Name)
+					}
+				}
+				return nil, unknownTool(i, n, names)
 			}
 			offered = append(offered, t)
 			p.allowed[t.Name] = true
@@ -325,7 +331,11 @@ func (r *Runner) prepareView(p *plan, client *access.Client) error {
 	for i, n := range req.Tools {
 		e, ok := v.Lookup(n)
 		if !ok || !client.Allows(e.Real.Name) {
-			return toolrouter.Invalid(fmt.Sprintf("tools[%d]", i), "tools[%d]: unknown tool %q", i, n)
+			var names []string
+			for _, t := range v.Tools(client) {
+				names = append(names, t.Name)
+			}
+			return unknownTool(i, n, names)
 		}
 		p.offer([]*toolrouter.Tool{e.Exported})
 		p.allowed[e.Real.Name] = true
@@ -608,6 +618,18 @@ func (r *Runner) Wait(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// unknownTool is the error of tools[i], n, naming no tool the run's
+// client may be offered, with the closest of names (those it may be
+// offered: never one out of its scope, so that the answer for a tool out
+// of scope stays that for a missing one) when one is close.
+func unknownTool(i int, n string, names []string) error {
+	field := fmt.Sprintf("tools[%d]", i)
+	if s, ok := suggest.Closest(n, names); ok {
+		return toolrouter.Invalid(field, "%s: unknown tool %q; did you mean %q?", field, n, s)
+	}
+	return toolrouter.Invalid(field, "%s: unknown tool %q", field, n)
 }
 
 // didYouMeanProvider is "; did you mean "x"?" for the provider of the

@@ -14,6 +14,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/toolrouterd/toolrouterd/internal/access"
 	"github.com/toolrouterd/toolrouterd/internal/agent"
 	"github.com/toolrouterd/toolrouterd/internal/llm"
 	"github.com/toolrouterd/toolrouterd/internal/store/memory"
@@ -551,6 +552,34 @@ func TestRunCallsCarryTheirProvidersFormat(t *testing.T) {
 		if c.Call.Format != want || c.Call.ToolName != "test/echo" || c.Call.ProviderCallID != "toolu_1" || !c.Call.HasProviderCallID ||
 			c.Call.Arguments["msg"] != "hi" || c.Entry != toolrouter.EntryRuns || c.RunID == "" || c.Unreadable != nil {
 			t.Errorf("%s: request %+v", kind, c)
+		}
+	}
+}
+
+// A run's tools naming a misspelt tool get "did you mean" the closest the
+// client may be offered (issue 38), never one out of its scope: the answer
+// for a tool out of scope stays that for a missing one.
+func TestUnknownToolSuggestsTheClosestInScope(t *testing.T) {
+	r, _ := newRunner(&fakeAdapter{}, echoRouter(nil, nil))
+	r.Registry = func() agent.Registry {
+		return fakeRegistry{tools: []*toolrouter.Tool{{Name: "test/echo"}, {Name: "get_weather"}, {Name: "test/held", Quarantine: "changed"}}}
+	}
+	cs := access.NewClients(nil, []toolrouter.ClientSpec{
+		{Name: "alice", Tools: []string{"*"}, Models: []string{"*"}},
+		{Name: "bob", Tools: []string{"test/*"}, Models: []string{"*"}},
+	})
+	for _, tc := range []struct{ client, tool, want string }{
+		{"alice", "get_wether", `tools[0]: unknown tool "get_wether"; did you mean "get_weather"?`},
+		{"bob", "test/ecoh", `tools[0]: unknown tool "test/ecoh"; did you mean "test/echo"?`},
+		{"bob", "get_wether", `tools[0]: unknown tool "get_wether"`}, // get_weather is out of bob's scope
+		{"alice", "test/hels", `tools[0]: unknown tool "test/hels"`}, // a quarantined tool is not offered
+		{"alice", "nothing", `tools[0]: unknown tool "nothing"`},
+	} {
+		ctx := access.NewContext(context.Background(), cs.ByName(tc.client))
+		_, err := r.Start(ctx, agent.Request{Prompt: "x", Tools: []string{tc.tool}})
+		var e *toolrouter.Error
+		if !errors.As(err, &e) || e.Field != "tools[0]" || e.Message != tc.want {
+			t.Errorf("%s names %s: %v, want %q", tc.client, tc.tool, err, tc.want)
 		}
 	}
 }

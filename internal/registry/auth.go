@@ -2,8 +2,10 @@ package registry
 
 import (
 	"fmt"
+	"maps"
 	"net"
 	"net/url"
+	"slices"
 	"sort"
 	"strings"
 
@@ -157,7 +159,7 @@ func (p *parser) checkCredentials(reg *Registry) {
 		for _, bp := range names {
 			switch mode, ok := modes[lastTok(bp)]; {
 			case !ok:
-				p.atKey(bp, fmt.Sprintf("no tool or MCP server named %q", lastTok(bp)))
+				p.atKey(bp, fmt.Sprintf("no tool or MCP server named %q", lastTok(bp))+didYouMean(lastTok(bp), slices.Collect(maps.Keys(modes))))
 			case mode != toolrouter.AuthPerClient:
 				p.atKey(bp, fmt.Sprintf("%q has auth mode %s, not per_client: this credential is never sent", lastTok(bp), mode))
 			}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/toolrouterd/toolrouterd/internal/inputschema"
 	"github.com/toolrouterd/toolrouterd/internal/shape"
+	"github.com/toolrouterd/toolrouterd/internal/suggest"
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
 
@@ -512,13 +513,24 @@ func (p *parser) defaultProvider(providers []toolrouter.Provider) string {
 		return ""
 	}
 	name := p.str("/default_provider")
+	names := make([]string, 0, len(providers))
 	for _, pr := range providers {
 		if pr.Name == name {
 			return name
 		}
+		names = append(names, pr.Name)
 	}
 	if p.exists("/default_provider") {
-		p.at("/default_provider", fmt.Sprintf("no provider named %q", name))
+		p.at("/default_provider", fmt.Sprintf("no provider named %q", name)+didYouMean(name, names))
+	}
+	return ""
+}
+
+// didYouMean is "; did you mean "x"?" for the name of names closest to a
+// misspelt one (suggest.Closest), "" when none is close.
+func didYouMean(name string, names []string) string {
+	if s, ok := suggest.Closest(name, names); ok {
+		return fmt.Sprintf("; did you mean %q?", s)
 	}
 	return ""
 }

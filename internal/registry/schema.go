@@ -13,6 +13,7 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
+	"github.com/toolrouterd/toolrouterd/internal/suggest"
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
 )
@@ -125,6 +126,19 @@ func (p *parser) checkSchema() {
 	})
 	var prune []string
 	done := map[string]bool{} // one problem a value
+	// A misspelt key of a required one is one problem, its own: the
+	// required key it stands for is not reported missing besides.
+	meant := map[string]bool{}
+	for _, e := range leaves {
+		if k, ok := e.ErrorKind.(*kind.AdditionalProperties); ok {
+			ptr, node := ptrOf(e.InstanceLocation), p.schema.node(e.SchemaURL)
+			for _, name := range k.Properties {
+				if best := closestKey(name, node); best != "" {
+					meant[ptr+"/"+escapePtr(best)] = true
+				}
+			}
+		}
+	}
 	for _, e := range leaves {
 		ptr := ptrOf(e.InstanceLocation)
 		node := p.schema.node(e.SchemaURL)
@@ -136,7 +150,9 @@ func (p *parser) checkSchema() {
 				why = "required"
 			}
 			for _, m := range k.Missing {
-				p.atKey(ptr+"/"+escapePtr(m), why)
+				if kp := ptr + "/" + escapePtr(m); !meant[kp] {
+					p.atKey(kp, why)
+				}
 			}
 			continue
 		case *kind.PropertyNames:
@@ -146,7 +162,7 @@ func (p *parser) checkSchema() {
 		case *kind.AdditionalProperties:
 			for _, name := range slices.Sorted(slices.Values(k.Properties)) {
 				kp := ptr + "/" + escapePtr(name)
-				p.atKey(kp, "unknown key"+suggest(name, node))
+				p.atKey(kp, "unknown key"+suggestKey(name, node))
 				prune = append(prune, kp)
 			}
 			continue
@@ -222,6 +238,9 @@ func (p *parser) message(e *jsonschema.ValidationError, node map[string]any, ptr
 		msg := "must be " + orList(vals)
 		if s, ok := k.Got.(string); ok {
 			msg += fmt.Sprintf(", got %q", s)
+			if c, near := suggest.Closest(s, vals); near {
+				msg += fmt.Sprintf("; did you mean %q?", c)
+			}
 		}
 		return msg
 	case *kind.Minimum:
@@ -259,8 +278,17 @@ func orList(s []string) string {
 	return strings.Join(s[:len(s)-1], ", ") + " or " + s[len(s)-1]
 }
 
-// suggest names the known key closest to a misspelt one.
-func suggest(name string, node map[string]any) string {
+// suggestKey names the known key closest to a misspelt one.
+func suggestKey(name string, node map[string]any) string {
+	if best := closestKey(name, node); best != "" {
+		return fmt.Sprintf(" (did you mean %s?)", best)
+	}
+	return ""
+}
+
+// closestKey is the key of node's properties closest to name, "" when
+// none is close.
+func closestKey(name string, node map[string]any) string {
 	props, _ := node["properties"].(map[string]any)
 	best, bestD := "", 3
 	for _, k := range slices.Sorted(maps.Keys(props)) {
@@ -268,10 +296,7 @@ func suggest(name string, node map[string]any) string {
 			best, bestD = k, d
 		}
 	}
-	if best == "" {
-		return ""
-	}
-	return fmt.Sprintf(" (did you mean %s?)", best)
+	return best
 }
 
 func editDistance(a, b string) int {

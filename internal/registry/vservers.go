@@ -76,7 +76,7 @@ func (p *parser) overrides(ptr string, vs VirtualServer, reg *Registry) []Overri
 		// Which tool it is for: a file tool is checked now; a tool of an
 		// MCP server is known only once the server lists it.
 		if !matchesAny(vs.Tools, tool) {
-			p.atKey(op, "names a tool outside this server's tools")
+			p.atKey(op, "names a tool outside this server's tools"+didYouMean(tool, viewTools(vs, reg)))
 			continue
 		}
 		if t, found := reg.byName[tool]; found && t.Name == tool {
@@ -86,7 +86,19 @@ func (p *parser) overrides(ptr string, vs VirtualServer, reg *Registry) []Overri
 			continue
 		}
 		if !underMCPServer(reg, tool) {
-			p.atKey(op, "names no tool of the registry (nor of an MCP server, by its prefix)")
+			p.atKey(op, "names no tool of the registry (nor of an MCP server, by its prefix)"+didYouMean(tool, viewTools(vs, reg)))
+		}
+	}
+	return out
+}
+
+// viewTools is the names of the file's tools that vs offers: those an
+// override may name (a misspelt one's "did you mean").
+func viewTools(vs VirtualServer, reg *Registry) []string {
+	var out []string
+	for _, t := range reg.tools {
+		if matchesAny(vs.Tools, t.Name) {
+			out = append(out, t.Name)
 		}
 	}
 	return out

@@ -183,6 +183,11 @@ func (p *parser) yamlError(err error, data []byte) {
 		msg += " (a '[' not closed?)"
 	case msg == "did not find expected '-' indicator" || msg == "did not find expected key":
 		msg += " (wrong indentation?)"
+	case msg == "mapping values are not allowed in this context":
+		// A key indented more than the one above it continues that key's
+		// plain value, whose ": " is then the error; so does a value with
+		// ": " in it.
+		msg += " (a key indented more than the one above it, or a value with \": \" in it to quote?)"
 	}
 	p.atLine(line, "", "invalid YAML: "+msg)
 }
