@@ -250,3 +250,48 @@ func TestShippedFilesCiteOnlyWhatShips(t *testing.T) {
 		}
 	}
 }
+
+// notForUsers are the pages written for contributors (architecture,
+// development), the benchmark figures and the generated list of secret
+// rules: every other page of docs/ is a user's.
+var notForUsers = map[string]bool{"docs/README.md": true, "docs/architecture.md": true, "docs/development.md": true,
+	"docs/benchmarks.md": true, "docs/secret-rules.md": true}
+
+var (
+	// implementationRE is what a user page's prose does not name: a test
+	// file, test or e2e directory, an issue, or a Go package of the
+	// repository (internal/x, or x.Name of one; a data file such as
+	// internal/cost/models.json is a file a user may read).
+	implementationRE = regexp.MustCompile("(_test\\.go|`e2e/|`Test[A-Z]\\w*`|\\(issue \\d+|internal/[a-z0-9/]+[a-z0-9]`|`(?:access|agent|cost|format|httpapi|mcpclient|mcpserver|pipeline|registry|router|service|store|toolrouter|vserver)\\.[A-Z]\\w*)")
+	headingRE        = regexp.MustCompile(`(?m)^# .+\n\n`)
+)
+
+// TestUserPagesOpenForTheUser (issue 38 item 6): each user page of docs/
+// opens, under its title, with whom it is for and what they do with it
+// ("For operators who …: …"), and its prose names no test file, issue or
+// Go package: those are in docs/architecture.md and the code.
+func TestUserPagesOpenForTheUser(t *testing.T) {
+	pages := 0
+	for _, f := range docFiles(t) {
+		if !strings.HasPrefix(f, "docs/") || notForUsers[f] {
+			continue
+		}
+		pages++
+		b, err := os.ReadFile("../" + f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		prose, _ := markdown.Split(string(b))
+		if loc := headingRE.FindStringIndex(prose); loc == nil || loc[0] != 0 || !strings.HasPrefix(prose[loc[1]:], "For ") {
+			t.Errorf("%s does not open, under its title, with whom it is for (\"For operators who …: …\")", f)
+		}
+		for i, line := range strings.Split(prose, "\n") {
+			if m := implementationRE.FindString(line); m != "" {
+				t.Errorf("%s:%d: %q is an implementation detail (move it to docs/architecture.md or a code comment): %s", f, i+1, m, line)
+			}
+		}
+	}
+	if pages < 10 {
+		t.Fatalf("checked %d user pages; the scan is broken", pages)
+	}
+}
