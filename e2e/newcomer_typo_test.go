@@ -11,7 +11,9 @@ import (
 // TestNewcomerCheckSuggestsNames (issue 38, the newcomer's walk): through
 // the binary, `toolrouterd check` says which name a misspelt provider kind
 // and default_provider are probably meant to be, reports a misspelt
-// required key once, and words a key indented more than the one above it.
+// required key once, and words a key indented more than the one above it,
+// an unclosed quote and a schema key left empty by the indentation of the
+// lines under it.
 func TestNewcomerCheckSuggestsNames(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -22,6 +24,10 @@ func TestNewcomerCheckSuggestsNames(t *testing.T) {
 			`default.yaml:3: default_provider: no provider named "mian"; did you mean "main"?`},
 		{"endpont", "tools:\n  - name: get_weather\n    endpont: http://127.0.0.1:9/w\n",
 			`endpont.yaml:3: tool "get_weather": endpont: unknown key (did you mean endpoint?)`},
+		{"quote", "tools:\n  - name: get_weather\n    endpoint: \"http://127.0.0.1:9/w\n  - name: b\n    endpoint: http://127.0.0.1:9/b\n",
+			`quote.yaml:3: invalid YAML: found unexpected end of stream (a quote not closed?)`},
+		{"flat", "tools:\n  - name: get_weather\n    endpoint: http://127.0.0.1:9/w\n    input_schema:\n      type: object\n      properties:\n      city: {type: string}\n",
+			`flat.yaml:6: tool "get_weather": input_schema/properties: invalid JSON Schema: got null, want object (it is empty: are the lines meant under it indented too little?)`},
 		{"deeper", "tools:\n  - name: get_weather\n    endpoint: http://127.0.0.1:9/w\n      description: the weather\n",
 			`deeper.yaml:4: invalid YAML: mapping values are not allowed in this context (a key indented more than the one above it, or a value with ": " in it to quote?)`},
 	} {

@@ -444,7 +444,13 @@ func (p *parser) outputSchema(ptr string) (map[string]any, func(any) error) {
 
 func (p *parser) schemaProblems(problems []inputschema.Problem, ptr string) {
 	for _, sp := range problems {
-		p.at(ptr+sp.Ptr, "invalid JSON Schema: "+sp.Why)
+		why := "invalid JSON Schema: " + sp.Why
+		if v, ok := lookup(p.val, ptr+sp.Ptr); ok && v == nil {
+			// A key with nothing after it: in YAML, most often because
+			// the lines meant under it are indented as far as it.
+			why += " (it is empty: are the lines meant under it indented too little?)"
+		}
+		p.at(ptr+sp.Ptr, why)
 	}
 }
 

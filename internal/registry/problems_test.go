@@ -40,7 +40,7 @@ func TestParseProblems(t *testing.T) {
 		{"not a mapping", "- a\n", `r.yaml:1: the registry must be a mapping with keys tools, providers, default_provider, mcp_servers, clients, virtual_servers, discovery, guardrails`},
 		{"unknown top-level key", "tools: []\nbogus: 1\n", `r.yaml:2: bogus: unknown key`},
 		{"duplicate top-level key", "tools: []\nproviders: []\ntools: []\n", `r.yaml:3: tools: duplicate key (first at line 1)`},
-		{"syntax error", "tools:\n  - name: t\n    endpoint: \"http://x\n", `r.yaml:3: invalid YAML: found unexpected end of stream`},
+		{"syntax error", "tools:\n  - name: t\n    endpoint: \"http://x\n", `r.yaml:3: invalid YAML: found unexpected end of stream (a quote not closed?)`},
 		{"two documents", "tools: []\n---\ntools: []\n", `r.yaml:3: only one YAML document is allowed`},
 		{"tools not a list", "tools: {name: t}\n", `r.yaml:1: tools: must be a list`},
 		{"tool not a mapping", "tools:\n  - t\n", `r.yaml:2: tools[0]: must be a mapping`},
@@ -84,6 +84,10 @@ func TestParseProblems(t *testing.T) {
 		{"indented less, not last", head + "   kind: tool\n  - name: u\n    endpoint: http://x/u\n", `r.yaml:4: invalid YAML: did not find expected '-' indicator (wrong indentation?)`},
 		{"indented as the list", head + "  kind: tool\n", `r.yaml:4: invalid YAML: did not find expected '-' indicator (wrong indentation?)`},
 		{"indented more", head + "     kind: tool\n", `r.yaml:4: invalid YAML: mapping values are not allowed in this context (a key indented more than the one above it, or a value with ": " in it to quote?)`},
+		{"quote not closed", head + "    description: \"the weather\n  - name: u\n    endpoint: http://x/u\n", `r.yaml:4: invalid YAML: found unexpected end of stream (a quote not closed?)`},
+		{"single quote not closed", head + "    description: 'the weather\n", `r.yaml:4: invalid YAML: found unexpected end of stream (a quote not closed?)`},
+		{"empty properties", head + "    input_schema:\n      type: object\n      properties:\n      city: {type: string}\n",
+			`r.yaml:6: tool "t": input_schema/properties: invalid JSON Schema: got null, want object (it is empty: are the lines meant under it indented too little?)`},
 		{"value with a colon", head + "    description: note: it rains\n", `r.yaml:4: invalid YAML: mapping values are not allowed in this context (a key indented more than the one above it, or a value with ": " in it to quote?)`},
 		{"mapping indented less", "providers:\n  - name: p\n    kind: openai\nclients:\n  - name: c\n    tools: [x]\n key_env: K\n",
 			`r.yaml:7: invalid YAML: did not find expected key (wrong indentation?)`},
@@ -254,7 +258,7 @@ func TestParseCollectsEveryProblem(t *testing.T) {
 func TestLoadSyntaxError(t *testing.T) {
 	t.Parallel()
 	_, err := registry.Load("testdata/bad_syntax.yaml", nil)
-	if got, want := problems(t, err).Error(), "testdata/bad_syntax.yaml:3: invalid YAML: found unexpected end of stream"; got != want {
+	if got, want := problems(t, err).Error(), "testdata/bad_syntax.yaml:3: invalid YAML: found unexpected end of stream (a quote not closed?)"; got != want {
 		t.Errorf("got %q, want %q", got, want)
 	}
 }

@@ -183,6 +183,10 @@ func (p *parser) yamlError(err error, data []byte) {
 		msg += " (a '[' not closed?)"
 	case msg == "did not find expected '-' indicator" || msg == "did not find expected key":
 		msg += " (wrong indentation?)"
+	case msg == "found unexpected end of stream":
+		// A quoted value runs to the end of the file: its closing quote
+		// is missing (the line is where it opened).
+		msg += " (a quote not closed?)"
 	case msg == "mapping values are not allowed in this context":
 		// A key indented more than the one above it continues that key's
 		// plain value, whose ": " is then the error; so does a value with
