@@ -12,8 +12,8 @@ import (
 // the binary, `toolrouterd check` says which name a misspelt provider kind
 // and default_provider are probably meant to be, reports a misspelt
 // required key once, and words a key indented more than the one above it,
-// an unclosed quote and a schema key left empty by the indentation of the
-// lines under it.
+// an unclosed quote, and a key left empty by the indentation of the lines
+// meant under it.
 func TestNewcomerCheckSuggestsNames(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -28,6 +28,8 @@ func TestNewcomerCheckSuggestsNames(t *testing.T) {
 			`quote.yaml:3: invalid YAML: found unexpected end of stream (a quote not closed?)`},
 		{"flat", "tools:\n  - name: get_weather\n    endpoint: http://127.0.0.1:9/w\n    input_schema:\n      type: object\n      properties:\n      city: {type: string}\n",
 			`flat.yaml:6: tool "get_weather": input_schema/properties: invalid JSON Schema: got null, want object (it is empty: are the lines meant under it indented too little?)`},
+		{"beside", "tools:\n  - name: get_weather\n    endpoint: http://127.0.0.1:9/w\n    input_schema:\n    type: object\n    properties:\n      city: {type: string}\n",
+			`beside.yaml:5: tool "get_weather": type: unknown key here (meant under input_schema, line 4, which is empty? indent it and properties further)`},
 		{"deeper", "tools:\n  - name: get_weather\n    endpoint: http://127.0.0.1:9/w\n      description: the weather\n",
 			`deeper.yaml:4: invalid YAML: mapping values are not allowed in this context (a key indented more than the one above it, or a value with ": " in it to quote?)`},
 	} {

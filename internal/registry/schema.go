@@ -160,10 +160,16 @@ func (p *parser) checkSchema() {
 			// slice); headers and env check their names again in Go.
 			continue
 		case *kind.AdditionalProperties:
+			under := p.underEmpty(ptr, k.Properties, node)
 			for _, name := range slices.Sorted(slices.Values(k.Properties)) {
 				kp := ptr + "/" + escapePtr(name)
-				p.atKey(kp, "unknown key"+suggestKey(name, node))
 				prune = append(prune, kp)
+				switch u, ok := under[name]; {
+				case !ok:
+					p.atKey(kp, "unknown key"+suggestKey(name, node))
+				case u.first:
+					p.atKey(kp, fmt.Sprintf("unknown key here (meant under %s, line %d, which is empty? indent it%s further)", u.key, u.line, u.others))
+				}
 			}
 			continue
 		}
@@ -276,6 +282,78 @@ func orList(s []string) string {
 		return strings.Join(s, "")
 	}
 	return strings.Join(s[:len(s)-1], ", ") + " or " + s[len(s)-1]
+}
+
+// emptyParent is where an unknown key probably belongs: under key, the
+// mapping-valued key on line that is empty in the file; first marks the
+// first of the unknown keys after it, others the words for the rest.
+type emptyParent struct {
+	key, others string
+	line        int
+	first       bool
+}
+
+// underEmpty finds the unknown keys (of the mapping at ptr, node's
+// instance) that follow, with no known key between, a key of the mapping
+// that is empty in the file but should hold a mapping: the shape of lines
+// meant under it indented as far as it ("input_schema:" then "type:
+// object" below it, not further in). Such a run is one problem, at its
+// first key. A key close to one of the mapping's is a misspelling of it,
+// not one of these.
+func (p *parser) underEmpty(ptr string, unknown []string, node map[string]any) map[string]emptyParent {
+	props, _ := node["properties"].(map[string]any)
+	type key struct {
+		name string
+		line int
+	}
+	var empty, known []key
+	for name, sub := range props {
+		kp := ptr + "/" + escapePtr(name)
+		if m, _ := sub.(map[string]any); m["type"] == "object" && p.keyLines[kp] > 0 && p.get(kp) == nil {
+			empty = append(empty, key{name, p.keyLines[kp]})
+		}
+	}
+	if len(empty) == 0 {
+		return nil
+	}
+	for _, name := range p.order[ptr] {
+		if !slices.Contains(unknown, name) {
+			known = append(known, key{name, p.keyLines[ptr+"/"+escapePtr(name)]})
+		}
+	}
+	runs := map[string][]key{} // empty key → the unknown keys after it
+	for _, name := range unknown {
+		line := p.keyLines[ptr+"/"+escapePtr(name)]
+		if closestKey(name, node) != "" {
+			continue
+		}
+		var parent key
+		for _, e := range empty {
+			if e.line < line && e.line > parent.line {
+				parent = e
+			}
+		}
+		if parent.name == "" || slices.ContainsFunc(known, func(k key) bool { return k.line > parent.line && k.line < line }) {
+			continue
+		}
+		runs[parent.name] = append(runs[parent.name], key{name, line})
+	}
+	out := map[string]emptyParent{}
+	for parent, run := range runs {
+		slices.SortFunc(run, func(a, b key) int { return a.line - b.line })
+		var rest []string
+		for _, k := range run[1:] {
+			rest = append(rest, k.name)
+		}
+		others := ""
+		if len(rest) > 0 {
+			others = " and " + strings.Join(rest, ", ")
+		}
+		for i, k := range run {
+			out[k.name] = emptyParent{key: parent, line: p.keyLines[ptr+"/"+escapePtr(parent)], first: i == 0, others: others}
+		}
+	}
+	return out
 }
 
 // suggestKey names the known key closest to a misspelt one.

@@ -67,3 +67,32 @@ func TestMisspeltRequiredKeyIsOneProblem(t *testing.T) {
 		})
 	}
 }
+
+// TestKeysMeantUnderAnEmptyKey (issue 38, the newcomer's walk): the lines
+// meant under a mapping key indented as far as it leave the key empty and
+// are unknown keys beside it: one problem, at the first of them, naming
+// the key they belong under; a misspelling of a key beside it is still
+// that, and a known key between ends the run.
+func TestKeysMeantUnderAnEmptyKey(t *testing.T) {
+	t.Parallel()
+	const head = "tools:\n  - name: get_weather\n    endpoint: http://tools.example/w\n"
+	for _, tc := range []struct{ name, src, want string }{
+		{"input_schema", head + "    input_schema:\n    type: object\n    properties:\n      city: {type: string}\n",
+			`r.yaml:5: tool "get_weather": type: unknown key here (meant under input_schema, line 4, which is empty? indent it and properties further)`},
+		{"one key", head + "    input_schema:\n    type: object\n",
+			`r.yaml:5: tool "get_weather": type: unknown key here (meant under input_schema, line 4, which is empty? indent it further)`},
+		{"prices", "providers:\n  - name: p\n    kind: openai\n    model: m\n    prices:\n    input: 1\n    output: 2\n",
+			`r.yaml:6: providers[0].input: unknown key here (meant under prices, line 5, which is empty? indent it and output further)`},
+		{"a misspelling beside it", head + "    input_schema:\n    tiemout: 3s\n",
+			`r.yaml:5: tool "get_weather": tiemout: unknown key (did you mean timeout?)`},
+		{"a known key between", head + "    input_schema:\n    timeout: 3s\n    type: object\n",
+			`r.yaml:6: tool "get_weather": type: unknown key`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := registry.Parse("r.yaml", []byte(tc.src), env())
+			if err == nil || err.Error() != tc.want {
+				t.Errorf("problems:\n%v\nwant exactly:\n%s", err, tc.want)
+			}
+		})
+	}
+}
