@@ -246,7 +246,7 @@ func (r *readNames) Names() []string {
 }
 
 // warnUnknownVars logs a warning for each TOOLROUTER_* variable of environ
-// that nothing reads (a setting, a variable read at start, a provider's
+// (or one whose prefix is misspelt, config.UnknownVars) that nothing reads (a setting, a variable read at start, a provider's
 // api_key_env), with the setting it is probably meant to be: a misspelt
 // setting otherwise passes silently. The value is never logged (it may be
 // a secret). A warning, not a refusal: a variable set for another tool

@@ -436,7 +436,9 @@ const Prefix = "TOOLROUTER_"
 // (Vars) nor one of also, the names the process reads elsewhere (the
 // tracing switches, the variables a registry's key_env and api_key_env
 // name). Each carries the closest known name when one is close
-// (suggest.Closest on the part after the prefix).
+// (suggest.Closest on the part after the prefix). A variable without the
+// prefix is listed only when its whole name is close to a known one: the
+// prefix itself misspelt (TOOLROUTR_ADDR, TOOL_ROUTER_ADDR).
 func UnknownVars(environ []string, also ...string) []Unknown {
 	known := map[string]bool{
 		// Not settings of the server but the project's own names, which
@@ -445,7 +447,7 @@ func UnknownVars(environ []string, also ...string) []Unknown {
 		// server (internal/store/pgtest) and benchmark switch (e2e).
 		"TOOLROUTER_URL": true, "TOOLROUTER_KEY": true, "TOOLROUTER_TEST_POSTGRES": true, "TOOLROUTER_BENCH": true,
 	}
-	var rest []string
+	var rest, full []string
 	for _, v := range Vars() {
 		known[v.Name] = true
 		rest = append(rest, strings.TrimPrefix(v.Name, Prefix))
@@ -456,11 +458,22 @@ func UnknownVars(environ []string, also ...string) []Unknown {
 			rest = append(rest, after)
 		}
 	}
+	for n := range known {
+		if strings.HasPrefix(n, Prefix) {
+			full = append(full, n)
+		}
+	}
 	var out []Unknown
 	for _, kv := range environ {
 		name, _, _ := strings.Cut(kv, "=")
 		after, ok := strings.CutPrefix(name, Prefix)
-		if !ok || known[name] {
+		if known[name] {
+			continue
+		}
+		if !ok {
+			if c, near := suggest.Closest(name, full); near {
+				out = append(out, Unknown{Name: name, Closest: c})
+			}
 			continue
 		}
 		u := Unknown{Name: name}

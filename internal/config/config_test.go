@@ -359,3 +359,23 @@ func TestUnknownVars(t *testing.T) {
 		t.Errorf("config.UnknownVars(TRACE_CONTNET) = %+v", got)
 	}
 }
+
+// TestUnknownVarsMisspeltPrefix (issue 38, the newcomer's walk): a
+// variable whose prefix is misspelt is reported with the setting it is
+// close to; other variables of the environment, and the names the
+// registry reads without the prefix, are not.
+func TestUnknownVarsMisspeltPrefix(t *testing.T) {
+	environ := []string{"TOOLROUTR_ADDR=0.0.0.0:9999", "TOOL_ROUTER_STORE=memory://", "HOME=/root", "PATH=/bin", "ADDR=x",
+		"OPENAI_API_KEY=sk-x", "TOOLROUTER_ADDR=127.0.0.1:8080"}
+	got := config.UnknownVars(environ, "OPENAI_API_KEY")
+	want := []config.Unknown{
+		{Name: "TOOLROUTR_ADDR", Closest: "TOOLROUTER_ADDR"},
+		{Name: "TOOL_ROUTER_STORE", Closest: "TOOLROUTER_STORE"},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("UnknownVars = %+v, want %+v", got, want)
+	}
+	if s := got[0].String(); s != "TOOLROUTR_ADDR: unknown; did you mean TOOLROUTER_ADDR?" {
+		t.Errorf("report %q", s)
+	}
+}
