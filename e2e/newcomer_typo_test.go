@@ -64,3 +64,35 @@ providers:
 		}
 	}
 }
+
+// TestNewcomerTypoReportedWhenStartFails (issue 38): a misspelt variable
+// is reported even when the server then refuses to start, on a bad
+// setting or a bad registry, which the typo may well be the cause of.
+func TestNewcomerTypoReportedWhenStartFails(t *testing.T) {
+	t.Parallel()
+	bad := filepath.Join(t.TempDir(), "bad.yaml")
+	if err := os.WriteFile(bad, []byte("tools:\n  - {name: a, endpoint: http://127.0.0.1:9/a\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		env  []string
+		want []string
+	}{
+		{[]string{"TOOLROUTER_STOER=memory://", "TOOLROUTER_BATCH_CONCURRENCY=abc"},
+			[]string{"TOOLROUTER_STOER: unknown; did you mean TOOLROUTER_STORE?", `TOOLROUTER_BATCH_CONCURRENCY: "abc" is not a valid integer`}},
+		{[]string{"TOOLROUTER_REGISTY=other.yaml", "TOOLROUTER_REGISTRY=" + bad, "TOOLROUTER_STORE=memory://"},
+			[]string{"TOOLROUTER_REGISTY: unknown; did you mean TOOLROUTER_REGISTRY?", "bad.yaml:2: invalid YAML"}},
+	} {
+		cmd := exec.Command(binDir + "/toolrouterd")
+		cmd.Env = cleanEnv(append(tc.env, "TOOLROUTER_ADDR=127.0.0.1:0")...)
+		out, err := cmd.CombinedOutput()
+		if err == nil {
+			t.Fatalf("%v: started", tc.env)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(string(out), w) {
+				t.Errorf("%v: output lacks %q:\n%s", tc.env, w, out)
+			}
+		}
+	}
+}

@@ -52,6 +52,13 @@ func isTerminal(w io.Writer) bool {
 func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) error {
 	cfg, err := config.Load()
 	if err != nil {
+		// A misspelt variable may be why: say so next to the error (only
+		// those close to a setting; the registry's names are not known).
+		for _, u := range config.UnknownVars(os.Environ()) {
+			if u.Closest != "" {
+				fmt.Fprintln(stderr, "toolrouterd: warning:", u)
+			}
+		}
 		fmt.Fprintln(stderr, "toolrouterd: config:", err)
 		return exitError(2)
 	}
@@ -72,6 +79,9 @@ func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) er
 	if cfg.Registry == "" {
 		log.Warn().Msg("TOOLROUTER_REGISTRY is not set: starting with no tools")
 	} else if reg, err = registry.Load(cfg.Registry, envRead.Getenv); err != nil {
+		// A misspelt variable (of a ${VAR} the file reads, say) may be
+		// why: the warnings first, with what the file read so far.
+		warnUnknownVars(log, os.Environ(), envRead, registry.Empty())
 		var probs registry.Problems
 		if errors.As(err, &probs) {
 			fmt.Fprintf(stderr, "toolrouterd: TOOLROUTER_REGISTRY: %s has %d problem(s):\n%v\n", cfg.Registry, len(probs), err)
