@@ -268,12 +268,13 @@ var (
 
 // TestUserPagesOpenForTheUser (issue 38 item 6): each user page of docs/
 // opens, under its title, with whom it is for and what they do with it
-// ("For operators who …: …"), and its prose names no test file, issue or
-// Go package: those are in docs/architecture.md and the code.
+// ("For operators who …: …"), and its prose, and the README's, names no
+// test file, issue or Go package: those are in docs/architecture.md and
+// the code.
 func TestUserPagesOpenForTheUser(t *testing.T) {
 	pages := 0
 	for _, f := range docFiles(t) {
-		if !strings.HasPrefix(f, "docs/") || notForUsers[f] {
+		if f != "README.md" && !strings.HasPrefix(f, "docs/") || notForUsers[f] {
 			continue
 		}
 		pages++
@@ -282,7 +283,7 @@ func TestUserPagesOpenForTheUser(t *testing.T) {
 			t.Fatal(err)
 		}
 		prose, _ := markdown.Split(string(b))
-		if loc := headingRE.FindStringIndex(prose); loc == nil || loc[0] != 0 || !strings.HasPrefix(prose[loc[1]:], "For ") {
+		if loc := headingRE.FindStringIndex(prose); f != "README.md" && (loc == nil || loc[0] != 0 || !strings.HasPrefix(prose[loc[1]:], "For ")) {
 			t.Errorf("%s does not open, under its title, with whom it is for (\"For operators who …: …\")", f)
 		}
 		for i, line := range strings.Split(prose, "\n") {
