@@ -11,6 +11,7 @@ import (
 
 	"github.com/toolrouterd/toolrouterd/internal/access"
 	"github.com/toolrouterd/toolrouterd/internal/registry"
+	"github.com/toolrouterd/toolrouterd/internal/suggest"
 )
 
 // runCheck validates a registry file: exit 0, or 1 with every problem.
@@ -84,19 +85,35 @@ func unsetKeys(err error) ([]registry.Problem, map[string]bool) {
 	return warn, names
 }
 
-// clientWarnings lists the tool patterns of clients that match no tool of
-// the file and could match no tool of its MCP servers (whose tools are
-// known only when the service asks them): likely typos, but not errors.
+// clientWarnings lists the tool patterns of clients and virtual servers
+// that match no tool of the file and could match no tool of its MCP
+// servers (whose tools are known only when the service asks them): likely
+// typos, but not errors. A pattern that is a plain name close to a tool's
+// says which.
 func clientWarnings(file string, reg *registry.Registry) []registry.Problem {
-	var out []registry.Problem
-	for _, c := range reg.Clients() {
-		for _, p := range c.Tools {
+	var names []string
+	for _, t := range reg.Tools() {
+		names = append(names, t.Name)
+	}
+	unused := func(patterns []string, line int, field string) (out []registry.Problem) {
+		for _, p := range patterns {
 			if patternUsed(p, reg) {
 				continue
 			}
-			out = append(out, registry.Problem{File: file, Line: c.ToolsLine, Field: fmt.Sprintf("client %q: tools", c.Name),
-				Why: fmt.Sprintf("pattern %q matches no tool", p)})
+			why := fmt.Sprintf("pattern %q matches no tool", p)
+			if s, ok := suggest.Closest(p, names); ok && !strings.ContainsAny(p, "*?[") {
+				why += fmt.Sprintf("; did you mean %q?", s)
+			}
+			out = append(out, registry.Problem{File: file, Line: line, Field: field, Why: why})
 		}
+		return out
+	}
+	var out []registry.Problem
+	for _, c := range reg.Clients() {
+		out = append(out, unused(c.Tools, c.ToolsLine, fmt.Sprintf("client %q: tools", c.Name))...)
+	}
+	for _, vs := range reg.VirtualServers() {
+		out = append(out, unused(vs.Tools, vs.ToolsLine, fmt.Sprintf("virtual server %q: tools", vs.Name))...)
 	}
 	return out
 }

@@ -38,7 +38,7 @@ func (p *parser) virtualServers(reg *Registry) []VirtualServer {
 	var out []VirtualServer
 	first := map[string]int{}
 	for _, ptr := range p.items("/virtual_servers") {
-		vs := VirtualServer{Name: p.str(ptr + "/name"), Line: p.line(ptr), Tools: p.globs(ptr + "/tools"), Search: p.str(ptr+"/discovery") == "search",
+		vs := VirtualServer{Name: p.str(ptr + "/name"), Line: p.line(ptr), ToolsLine: p.lines[ptr+"/tools"], Tools: p.globs(ptr + "/tools"), Search: p.str(ptr+"/discovery") == "search",
 			Code:           p.str(ptr+"/discovery") == "code",
 			MaxOutputBytes: p.num(ptr + "/max_output_bytes"), MaxOutputTokens: p.num(ptr + "/max_output_tokens"),
 			Instructions: p.str(ptr + "/instructions"), SpendLimit: p.spendLimit(ptr + "/spend_limit")}

@@ -35,7 +35,9 @@ type VirtualServer struct {
 	// SpendLimit bounds what the calls through the view may spend
 	// (docs/costs.md "Spend limits").
 	SpendLimit SpendLimit
-	Line       int
+	// Line is where the server is in the registry file; ToolsLine where
+	// its tools are (for `check`'s warnings).
+	Line, ToolsLine int
 }
 
 // Override is how a virtual server exports one tool: "" and nil keep the
