@@ -192,15 +192,38 @@ func (sess fastSession) header(accept string) http.Header {
 	return h
 }
 
+// postAccept is the Accept of the hot path's POSTs.
+const postAccept = "application/json, text/event-stream"
+
+// sessionHeader is the header of the hot path's POSTs on one session.
+type sessionHeader struct {
+	sess fastSession
+	h    http.Header
+}
+
+// postHeader is the header of a POST on session sess: the session's
+// headers, the server's (setHeaders: it spares serverTransport a copy of
+// the request) and a User-Agent. It is made once per session and copied
+// for each request (a map and one slice of values: three allocations at
+// most, where making it took seven).
+func (s *server) postHeader(sess fastSession) http.Header {
+	if sh := s.postHdr.Load(); sh != nil && sh.sess == sess {
+		return sh.h.Clone()
+	}
+	h := sess.header(postAccept)
+	h["Content-Type"] = []string{"application/json"}
+	s.transport.setHeaders(h)
+	s.postHdr.Store(&sessionHeader{sess: sess, h: h})
+	return h.Clone()
+}
+
 // post sends a JSON-RPC message to the server.
-func (s *server) post(ctx context.Context, sess fastSession, accept string, body []byte) (*http.Response, error) {
+func (s *server) post(ctx context.Context, sess fastSession, body []byte) (*http.Response, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.url, bytes.NewReader(body))
 	if err != nil {
 		return nil, err
 	}
-	req.Header = sess.header(accept)
-	req.Header["Content-Type"] = []string{"application/json"}
-	s.transport.setHeaders(req.Header) // spares serverTransport a copy of req
+	req.Header = s.postHeader(sess)
 	setCredential(ctx, req.Header)
 	return s.hot.Do(req)
 }
@@ -210,7 +233,7 @@ func (s *server) post(ctx context.Context, sess fastSession, accept string, body
 func (s *server) roundTrip(ctx context.Context, sess fastSession, id int64, body []byte) (json.RawMessage, error) {
 	scope := newReqScope(ctx)
 	defer scope.end()
-	resp, err := s.post(scope.ctx, sess, "application/json, text/event-stream", body)
+	resp, err := s.post(scope.ctx, sess, body)
 	if err != nil {
 		return nil, fmt.Errorf("sending \"tools/call\": %w", err)
 	}
@@ -554,7 +577,7 @@ func (s *server) answer(ctx context.Context, sess fastSession, id json.RawMessag
 	if err != nil {
 		return
 	}
-	resp, err := s.post(ctx, sess, "application/json, text/event-stream", body)
+	resp, err := s.post(ctx, sess, body)
 	if err != nil {
 		s.m.log.Debug().Str("mcp_server", s.name).Str("error", s.scrub(err)).Str("method", method).Msg("could not answer the MCP server's request")
 		return
@@ -578,7 +601,7 @@ func (s *server) notifyCancelled(ctx context.Context, sess fastSession, id int64
 		if err != nil {
 			return
 		}
-		resp, err := s.post(nctx, sess, "application/json, text/event-stream", body)
+		resp, err := s.post(nctx, sess, body)
 		if err != nil {
 			return
 		}
@@ -765,7 +788,9 @@ var errWireDepth = fmt.Errorf("json: exceeded maximum nesting depth of %d", maxW
 // (a validity scan, then the decode). Trailing bytes other than white
 // space are an error, as for encoding/json.
 func decodeWire(data []byte, v any) error {
-	if !depthWithin(data, maxWireDepth) {
+	// JSON text nests at most half its length deep: a short message needs
+	// no scan. (Invalid text is refused by the parser either way.)
+	if len(data) > 2*maxWireDepth && !depthWithin(data, maxWireDepth) {
 		return errWireDepth
 	}
 	rest, err := segjson.Parse(data, v, segjson.DontMatchCaseInsensitiveStructFields)

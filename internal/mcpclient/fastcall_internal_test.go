@@ -296,3 +296,27 @@ func TestMCPStreamReadToItsEndNotDrained(t *testing.T) {
 		t.Errorf("%d drains running, body closed %v; want none and closed", n, body.closed.Load())
 	}
 }
+
+// TestMCPPostHeaderPerSession: the hot path's POST header is the
+// session's (a new session gets its own, never the last one's) with the
+// server's headers, a copy each time (a credential set on one request
+// stays off the next), made in three allocations at most.
+func TestMCPPostHeaderPerSession(t *testing.T) {
+	s := &server{transport: &serverTransport{headers: map[string]string{"X-Api-Key": "k"}}}
+	for _, sess := range []fastSession{{id: "s1", version: "2025-11-25"}, {id: "s2", version: "2025-11-25"}, {id: "s2", version: "2025-06-18"}, {id: "", version: "2025-06-18"}} {
+		want := sess.header(postAccept)
+		want["Content-Type"] = []string{"application/json"}
+		want["X-Api-Key"] = []string{"k"}
+		want["User-Agent"] = []string{userAgent}
+		for range 2 {
+			h := s.postHeader(sess)
+			if !reflect.DeepEqual(h, want) {
+				t.Errorf("session %+v: header %v, want %v", sess, h, want)
+			}
+			h.Set("Authorization", "Bearer alice")
+		}
+		if n := testing.AllocsPerRun(20, func() { _ = s.postHeader(sess) }); n > 3 {
+			t.Errorf("session %+v: %v allocations per header, want 3 at most", sess, n)
+		}
+	}
+}

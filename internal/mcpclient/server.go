@@ -39,6 +39,9 @@ type server struct {
 	transport *serverTransport
 	// callIDs numbers the tools/call requests of the hot path (fastcall.go).
 	callIDs atomic.Int64
+	// postHdr is the header of the hot path's POSTs on the last session
+	// they were sent on (postHeader).
+	postHdr atomic.Pointer[sessionHeader]
 
 	ctx    context.Context
 	cancel context.CancelFunc
