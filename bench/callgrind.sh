@@ -16,7 +16,10 @@
 #   mcp-router      toolrouterd POST /route on sqlite:// -> one MCP session ->
 #                   bench/mcpecho (compare.sh's mcp-router); its excess over
 #                   router-sqlite is the MCP client's side of a call
-#   mcp-router[NAME]  the same with the ablation build NAME
+#   mcp-router-memory  the same on memory://: without the group commits,
+#                   whose calls per commit (so instructions per call) follow
+#                   the throughput, the steadier figure for the MCP client
+#   mcp-router[NAME]  mcp-router with the ablation build NAME
 #
 # Knobs: BENCH_CG_DURATION=20s, BENCH_CG_WARMUP=500 (requests),
 # BENCH_CG_CONCURRENCY=4, BENCH_CG_ABLATE="" ("NAME:TAG[,TAG] ..."),
@@ -152,6 +155,7 @@ for a in "${!ABL_BIN[@]}"; do
 	router "router-memory[$a]" memory:// "${ABL_BIN[$a]}"
 done
 router mcp-router "sqlite://$TMP/bench-mcp.db" "$BIN/toolrouterd" "$TMP/mcp.json"
+router mcp-router-memory memory:// "$BIN/toolrouterd" "$TMP/mcp.json"
 for a in "${!ABL_BIN[@]}"; do
 	router "mcp-router[$a]" "sqlite://$TMP/bench-mcp-$a.db" "${ABL_BIN[$a]}" "$TMP/mcp.json"
 done
