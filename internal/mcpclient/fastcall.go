@@ -19,6 +19,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	segjson "github.com/segmentio/encoding/json"
 
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
@@ -41,7 +42,11 @@ import (
 // on stdio servers and on 2026-07-28 sessions (per-request _meta, standard
 // headers, which the hot path does not write) also go through the SDK.
 // Tracing changes nothing here: the hot path runs under the same tracing
-// middleware as the SDK's calls (fastCall).
+// middleware as the SDK's calls (fastCall). Its stream is read once: not
+// through the transport's progress tap (untapped), its parser handing the
+// notifications on (notify); its messages are decoded as the SDK decodes
+// them, by segmentio's decoder (decodeWire), and its request encoded by
+// segmentio's encoder to encoding/json's bytes (encodeCall).
 //
 // Like the SDK, the hot path answers the requests a server sends on the
 // call's stream (ping, roots/list; sampling and elicitation are refused, as
@@ -152,7 +157,7 @@ func (s *server) fastCall(ctx context.Context, cs *mcp.ClientSession, t *toolrou
 func (s *server) fastSend(ctx context.Context, cs *mcp.ClientSession, t *toolrouter.Tool, params *mcp.CallToolParams) (out toolrouter.Outcome, isError bool, err error) {
 	sess := fastSession{id: cs.ID(), version: cs.InitializeResult().ProtocolVersion}
 	id := fastIDBase + s.callIDs.Add(1)
-	body, err := json.Marshal(callRequest{JSONRPC: "2.0", ID: id, Method: "tools/call", Params: params})
+	body, err := encodeCall(id, params)
 	if err != nil {
 		return out, false, fmt.Errorf("sending \"tools/call\": %w", err)
 	}
@@ -167,6 +172,14 @@ func (s *server) fastSend(ctx context.Context, cs *mcp.ClientSession, t *toolrou
 	return fastOutcome(t, raw)
 }
 
+// encodeCall is the tools/call request id with params on the wire: the
+// bytes of encoding/json (whose encoding the router's ArgsJSON has,
+// TestEncodeCallAsEncodingJSON), made by segmentio's encoder, which the
+// module has for the SDK, in about half the instructions.
+func encodeCall(id int64, params *mcp.CallToolParams) ([]byte, error) {
+	return segjson.Marshal(callRequest{JSONRPC: "2.0", ID: id, Method: "tools/call", Params: params})
+}
+
 // header is the header of a request on session sess.
 func (sess fastSession) header(accept string) http.Header {
 	h := http.Header{
@@ -179,17 +192,40 @@ func (sess fastSession) header(accept string) http.Header {
 	return h
 }
 
+// postAccept is the Accept of the hot path's POSTs.
+const postAccept = "application/json, text/event-stream"
+
+// sessionHeader is the header of the hot path's POSTs on one session.
+type sessionHeader struct {
+	sess fastSession
+	h    http.Header
+}
+
+// postHeader is the header of a POST on session sess: the session's
+// headers, the server's (setHeaders: it spares serverTransport a copy of
+// the request) and a User-Agent. It is made once per session and copied
+// for each request (a map and one slice of values: three allocations at
+// most, where making it took seven).
+func (s *server) postHeader(sess fastSession) http.Header {
+	if sh := s.postHdr.Load(); sh != nil && sh.sess == sess {
+		return sh.h.Clone()
+	}
+	h := sess.header(postAccept)
+	h["Content-Type"] = []string{"application/json"}
+	s.transport.setHeaders(h)
+	s.postHdr.Store(&sessionHeader{sess: sess, h: h})
+	return h.Clone()
+}
+
 // post sends a JSON-RPC message to the server.
-func (s *server) post(ctx context.Context, sess fastSession, accept string, body []byte) (*http.Response, error) {
+func (s *server) post(ctx context.Context, sess fastSession, body []byte) (*http.Response, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.url, bytes.NewReader(body))
 	if err != nil {
 		return nil, err
 	}
-	req.Header = sess.header(accept)
-	req.Header["Content-Type"] = []string{"application/json"}
-	s.transport.setHeaders(req.Header) // spares serverTransport a copy of req
+	req.Header = s.postHeader(sess)
 	setCredential(ctx, req.Header)
-	return s.http.Do(req)
+	return s.hot.Do(req)
 }
 
 // roundTrip posts the call and reads the server's answer to it: the raw
@@ -197,7 +233,7 @@ func (s *server) post(ctx context.Context, sess fastSession, accept string, body
 func (s *server) roundTrip(ctx context.Context, sess fastSession, id int64, body []byte) (json.RawMessage, error) {
 	scope := newReqScope(ctx)
 	defer scope.end()
-	resp, err := s.post(scope.ctx, sess, "application/json, text/event-stream", body)
+	resp, err := s.post(scope.ctx, sess, body)
 	if err != nil {
 		return nil, fmt.Errorf("sending \"tools/call\": %w", err)
 	}
@@ -311,6 +347,7 @@ func (s *server) drainStream(ctx context.Context, sess fastSession, want []byte,
 		// without making the caller wait for it.
 		scope.drain(resp.Body, s.drains)
 	}()
+	resp.Body = &eofBody{ReadCloser: resp.Body}
 	p.r.Reset(resp.Body)
 	for {
 		name, data, err := p.next()
@@ -323,7 +360,11 @@ func (s *server) drainStream(ctx context.Context, sess fastSession, want []byte,
 			}
 			return nil, false, nil // the stream ended (or broke): resume
 		}
-		if len(data) == 0 || (name != "" && name != "message") {
+		if len(data) == 0 {
+			continue
+		}
+		if name != "" && name != "message" {
+			s.notify(ctx, data) // as the tap did for every event
 			continue
 		}
 		raw, done, err := s.handleMessage(ctx, sess, want, data)
@@ -333,11 +374,11 @@ func (s *server) drainStream(ctx context.Context, sess fastSession, want []byte,
 	}
 }
 
-// ended reports whether body says it was read to its end (outbound's
-// bodies do, and sseTap passes it on): then a call's stream needs no
-// drain. Without it, the end of the stream would be "drained" by a
-// goroutine with a timer even when it was read already, as it is for
-// most calls.
+// ended reports whether body says it was read to its end (eofBody, which
+// drainStream puts around every stream, does; sseTap and the other
+// wrappers pass it on): then a call's stream needs no drain. Without it,
+// the end of the stream would be "drained" by a goroutine with a timer
+// even when it was read already.
 func ended(body io.ReadCloser) bool {
 	e, ok := body.(interface{ Ended() bool })
 	return ok && e.Ended()
@@ -429,7 +470,7 @@ func (s *server) resume(ctx context.Context, sess fastSession, lastID string, re
 		}
 		req.Header = sess.header("text/event-stream")
 		req.Header["Last-Event-Id"] = []string{lastID}
-		resp, err := s.http.Do(req)
+		resp, err := s.hot.Do(req)
 		if err != nil {
 			last = err
 			continue
@@ -449,7 +490,7 @@ func (s *server) resume(ctx context.Context, sess fastSession, lastID string, re
 // something else (ignored).
 func (s *server) handleMessage(ctx context.Context, sess fastSession, want, data []byte) (json.RawMessage, bool, error) {
 	var m wireMessage
-	if err := json.Unmarshal(data, &m); err != nil {
+	if err := decodeWire(data, &m); err != nil {
 		return nil, false, fmt.Errorf("tools/call: failed to decode event: %w", err)
 	}
 	id := bytes.TrimSpace(m.ID)
@@ -460,6 +501,8 @@ func (s *server) handleMessage(ctx context.Context, sess fastSession, want, data
 	case m.Method == "notifications/tools/list_changed":
 		s.m.log.Debug().Str("mcp_server", s.name).Msg("MCP server tool list changed")
 		s.poke()
+	case m.Method != "":
+		s.notify(ctx, data)
 	case m.Method == "" && bytes.Equal(id, want):
 		if m.Error != nil {
 			return nil, true, fmt.Errorf("calling \"tools/call\": %w", m.Error)
@@ -471,6 +514,38 @@ func (s *server) handleMessage(ctx context.Context, sess fastSession, want, data
 	}
 	return nil, false, nil
 }
+
+// notify hands the data of a notification on a call's stream to what the
+// transport's tap (sseTap) would have: the progress of running calls, and
+// the log messages of the call's relay. The hot path reads its streams
+// without the tap (untapped), in their order, so a call's progress still
+// comes before its result.
+func (s *server) notify(ctx context.Context, data []byte) {
+	s.m.progressEvent(data)
+	if relay := callRelay(ctx); relay != nil && relay.Log != nil {
+		relayLog(relay, data)
+	}
+}
+
+// eofBody is a response body that remembers whether it was read to its
+// end: net/http's reader of a chunked body returns io.EOF with the last
+// data when the end of the stream came with it, and the connection is
+// then back in the pool, so that the call need not drain it.
+type eofBody struct {
+	io.ReadCloser
+	eof bool
+}
+
+func (b *eofBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err == io.EOF {
+		b.eof = true
+	}
+	return n, err
+}
+
+// Ended reports whether the body was read to its end.
+func (b *eofBody) Ended() bool { return b.eof || ended(b.ReadCloser) }
 
 // answer replies to a request the server sent on a call's stream, as the
 // SDK's client would: ping, roots/list; the rest is refused.
@@ -502,7 +577,7 @@ func (s *server) answer(ctx context.Context, sess fastSession, id json.RawMessag
 	if err != nil {
 		return
 	}
-	resp, err := s.post(ctx, sess, "application/json, text/event-stream", body)
+	resp, err := s.post(ctx, sess, body)
 	if err != nil {
 		s.m.log.Debug().Str("mcp_server", s.name).Str("error", s.scrub(err)).Str("method", method).Msg("could not answer the MCP server's request")
 		return
@@ -526,7 +601,7 @@ func (s *server) notifyCancelled(ctx context.Context, sess fastSession, id int64
 		if err != nil {
 			return
 		}
-		resp, err := s.post(nctx, sess, "application/json, text/event-stream", body)
+		resp, err := s.post(nctx, sess, body)
 		if err != nil {
 			return
 		}
@@ -644,7 +719,7 @@ type wireContent struct {
 // the SDK's CallToolResult and outcome.
 func fastOutcome(t *toolrouter.Tool, raw json.RawMessage) (toolrouter.Outcome, bool, error) {
 	var res wireResult
-	if err := json.Unmarshal(raw, &res); err != nil {
+	if err := decodeWire(raw, &res); err != nil {
 		return toolrouter.Outcome{}, false, fmt.Errorf("calling \"tools/call\": %w", err)
 	}
 	simple := res.ResultType == "" || res.ResultType == "complete"
@@ -697,6 +772,60 @@ func fastOutcome(t *toolrouter.Tool, raw json.RawMessage) (toolrouter.Outcome, b
 		out.Output = json.RawMessage("null")
 	}
 	return out, false, nil
+}
+
+// maxWireDepth bounds the nesting of a message the hot path decodes: the
+// SDK's bound (its internal/json), so that the two paths refuse the same
+// messages, and a bound segmentio's parser, which recurses, needs.
+const maxWireDepth = 1000
+
+var errWireDepth = fmt.Errorf("json: exceeded maximum nesting depth of %d", maxWireDepth)
+
+// decodeWire decodes a message (or a result) from the server into v with
+// the decoder the SDK's path decodes it with (segmentio's, keys matched
+// exactly, nesting bounded alike), so that both paths read a message the
+// same way. It is one pass over the bytes, where encoding/json made two
+// (a validity scan, then the decode). Trailing bytes other than white
+// space are an error, as for encoding/json.
+func decodeWire(data []byte, v any) error {
+	// JSON text nests at most half its length deep: a short message needs
+	// no scan. (Invalid text is refused by the parser either way.)
+	if len(data) > 2*maxWireDepth && !depthWithin(data, maxWireDepth) {
+		return errWireDepth
+	}
+	rest, err := segjson.Parse(data, v, segjson.DontMatchCaseInsensitiveStructFields)
+	if err == nil && len(rest) > 0 {
+		err = fmt.Errorf("json: invalid character %q after top-level value", rest[0])
+	}
+	return err
+}
+
+// depthWithin reports whether the JSON text b nests at most max deep
+// (the SDK's checkMaxDepth).
+func depthWithin(b []byte, max int) bool {
+	depth, inString, escaped := 0, false, false
+	for _, c := range b {
+		switch {
+		case inString:
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == '{' || c == '[':
+			if depth++; depth > max {
+				return false
+			}
+		case (c == '}' || c == ']') && depth > 0:
+			depth--
+		}
+	}
+	return true
 }
 
 // compact is raw without insignificant whitespace (raw itself when it has

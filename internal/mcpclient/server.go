@@ -32,10 +32,16 @@ type server struct {
 	dir     string
 	client  *mcp.Client
 	http    *http.Client
+	// hot is the hot path's client (fastcall.go): s.http without the
+	// progress tap.
+	hot *http.Client
 	// transport is s.http's.
 	transport *serverTransport
 	// callIDs numbers the tools/call requests of the hot path (fastcall.go).
 	callIDs atomic.Int64
+	// postHdr is the header of the hot path's POSTs on the last session
+	// they were sent on (postHeader).
+	postHdr atomic.Pointer[sessionHeader]
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -103,6 +109,7 @@ func newServer(m *Manager, cfg toolrouter.MCPServer) *server {
 		// (secrets) to another URL.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
+	s.hot = &http.Client{Transport: untapped{s.transport}, CheckRedirect: s.http.CheckRedirect}
 	// No roots capability unless the registry gives the server roots
 	// (docs/mcp.md "MCP both ways"): the SDK would otherwise advertise it.
 	caps := &mcp.ClientCapabilities{}

@@ -39,6 +39,21 @@ type serverTransport struct {
 }
 
 func (t *serverTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	return t.roundTrip(r, true)
+}
+
+// untapped is t without the progress tap: the transport of the hot path
+// (fastcall.go), whose own parser hands a call's notifications on as it
+// reads them (server.notify), so that its stream is not parsed twice.
+type untapped struct{ t *serverTransport }
+
+func (u untapped) RoundTrip(r *http.Request) (*http.Response, error) {
+	return u.t.roundTrip(r, false)
+}
+
+// roundTrip is RoundTrip, with the progress tap on an event stream when
+// tap.
+func (t *serverTransport) roundTrip(r *http.Request, tap bool) (*http.Response, error) {
 	r2 := r
 	cred := credentialFrom(r.Context())
 	if !t.hasHeaders(r.Header) || (cred != nil && r.Header.Get(cred.Header) != cred.Value.Reveal()) {
@@ -62,7 +77,7 @@ func (t *serverTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	if c := taskCaptureFrom(r.Context()); c != nil && r.Method == http.MethodPost && resp.StatusCode == http.StatusOK {
 		c.capture(r, resp) // a call that may become a task (tasks.go)
 	}
-	if resp.StatusCode == http.StatusOK && isEventStream(resp.Header.Get("Content-Type")) {
+	if tap && resp.StatusCode == http.StatusOK && isEventStream(resp.Header.Get("Content-Type")) {
 		event := t.event
 		if relay := callRelay(r.Context()); relay != nil && relay.Log != nil {
 			// The stream of one call's request: its log messages belong

@@ -2,10 +2,16 @@ package mcpclient
 
 import (
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
 	"testing/iotest"
+
+	"github.com/rs/zerolog"
+
+	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
 
 // TestSSETapSeesEventsBeforeTheReader splits a stream at every byte: each
@@ -42,5 +48,35 @@ func TestMCPSSETapSeesEventsBeforeTheReader(t *testing.T) {
 	// byte, '\n', is byte 23): the tap saw it before the reader got it.
 	if end := strings.Index(stream, "\r\n\r\n") + 3; seenAt[0] != end {
 		t.Errorf("first event seen after %d bytes were read, want %d", seenAt[0], end)
+	}
+}
+
+// TestMCPHotPathStreamUntapped: the hot path's client reads a call's event
+// stream without the progress tap (its parser hands the notifications on
+// itself, server.notify), so the stream is parsed once; the SDK's client
+// keeps the tap.
+func TestMCPHotPathStreamUntapped(t *testing.T) {
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = io.WriteString(w, "event: message\ndata: {}\n\n")
+	}))
+	defer hs.Close()
+	m := New(zerolog.Nop(), nil)
+	defer m.Close()
+	s := newServer(m, toolrouter.MCPServer{Name: "s", URL: hs.URL})
+	for _, c := range []struct {
+		client *http.Client
+		tapped bool
+	}{{s.http, true}, {s.hot, false}} {
+		resp, err := c.client.Post(hs.URL, "application/json", strings.NewReader("{}"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, tapped := resp.Body.(*sseTap)
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if tapped != c.tapped {
+			t.Errorf("tapped %v, want %v", tapped, c.tapped)
+		}
 	}
 }
