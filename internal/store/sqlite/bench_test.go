@@ -63,6 +63,7 @@ func benchCommitGroup(b *testing.B, size int, spend bool) {
 	defer s.Close()
 	// The log is not checkpointed during the run, so that its frames
 	// count the pages the commits wrote (wal-pages/op).
+	s.stopCheckpointer()
 	wc, err := s.writerConn(ctx)
 	if err != nil {
 		b.Fatal(err)
