@@ -112,7 +112,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
 	}
-	s := &Store{db: db, Now: time.Now}
+	s := &Store{db: db, Now: time.Now, wal: walWriter{limit: walLimit}}
 	if err := wal(ctx, db, path, sleep); err != nil {
 		db.Close()
 		return nil, err
