@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -67,6 +69,7 @@ func benchCommitTail(b *testing.B, size int, pace time.Duration) {
 	routes := 0
 	b.ReportAllocs()
 	b.ResetTimer()
+	io0 := procIO(b)
 	start := storebench.CPU()
 	for i := range b.N {
 		seq := int64(i)
@@ -100,6 +103,12 @@ func benchCommitTail(b *testing.B, size int, pace time.Duration) {
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(storebench.CPU()-start)/float64(b.N), "cpu-ns/op")
+	// Stop the checkpointer first: its pass in flight counts.
+	s.stopCheckpointer()
+	io := procIO(b)
+	for _, k := range []string{"wchar", "syscw", "rchar", "syscr"} {
+		b.ReportMetric(float64(io[k]-io0[k])/float64(b.N), k+"/op")
+	}
 	b.ReportMetric(float64(len(wall)), "commits")
 	b.ReportMetric(float64(ckpts), "ckpt-commits")
 	b.ReportMetric(float64(maxFrames), "wal-max-pages")
@@ -122,6 +131,24 @@ func threadCPU() time.Duration {
 	const clockThreadCPUTime = 3 // CLOCK_THREAD_CPUTIME_ID
 	_, _, _ = syscall.RawSyscall(syscall.SYS_CLOCK_GETTIME, clockThreadCPUTime, uintptr(unsafe.Pointer(&ts)), 0)
 	return time.Duration(ts.Nano())
+}
+
+// procIO is this process's I/O counters (/proc/self/io): bytes passed
+// to write and read system calls (wchar, rchar) and their numbers (syscw,
+// syscr), whether or not they reached the disk. Counts, not times: the
+// machine's load does not move them.
+func procIO(b testing.TB) map[string]int64 {
+	data, err := os.ReadFile("/proc/self/io")
+	if err != nil {
+		b.Fatal(err)
+	}
+	m := map[string]int64{}
+	for _, line := range strings.Split(string(data), "\n") {
+		if k, v, ok := strings.Cut(line, ": "); ok {
+			m[k], _ = strconv.ParseInt(v, 10, 64)
+		}
+	}
+	return m
 }
 
 // walFrames is the number of frames (pages) in the log of the database at
