@@ -33,7 +33,8 @@ func routeGroup(s *Store, first int64, n int) []writebehind.Write {
 }
 
 // Without any pass of the checkpointer (one that cannot keep up), the
-// group commit alone keeps the log within walLimit pages and one commit's,
+// group commit alone keeps the log within its limit (walLimit pages) and
+// one commit's,
 // and checkpoints in its own path only at that bound: the log file does
 // not grow without limit, and no commit below it copies anything.
 func TestWALBoundWithoutCheckpointer(t *testing.T) {
@@ -53,7 +54,10 @@ func TestWALBoundWithoutCheckpointer(t *testing.T) {
 	if err := wc.QueryRowContext(ctx, `PRAGMA wal_autocheckpoint`).Scan(&auto); err != nil || auto != 0 {
 		t.Fatalf("group commit's wal_autocheckpoint = %d, %v; want 0 (it checkpoints by its own count)", auto, err)
 	}
-	const size = 16
+	// A lower bound than walLimit, so that the log reaches it three
+	// times in a few dozen commits; the group commit's rule is the same.
+	const limit, size = 500, 16
+	s.wal.limit = limit
 	var most, perCommit int64
 	var prev int64
 	for seq := int64(0); s.ckpt.catchUps.Load() < 3; seq += size {
@@ -67,19 +71,19 @@ func TestWALBoundWithoutCheckpointer(t *testing.T) {
 			perCommit = max(perCommit, n-prev)
 		}
 		prev = n
-		if seq > 100*walLimit {
+		if seq > 100*limit {
 			t.Fatalf("no catch-up after %d routes: log at %d pages", seq, n)
 		}
 	}
-	if most > walLimit+perCommit {
-		t.Errorf("log held %d pages; want at most %d + %d (one commit's)", most, walLimit, perCommit)
+	if most > limit+perCommit {
+		t.Errorf("log held %d pages; want at most %d + %d (one commit's)", most, limit, perCommit)
 	}
 	fi, err := os.Stat(path + "-wal")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if limit := (walLimit + perCommit) * (4096 + 24); fi.Size() > limit+32 {
-		t.Errorf("log file %d bytes; want at most %d", fi.Size(), limit+32)
+	if bytes := (limit + perCommit) * (4096 + 24); fi.Size() > bytes+32 {
+		t.Errorf("log file %d bytes; want at most %d", fi.Size(), bytes+32)
 	}
 }
 
