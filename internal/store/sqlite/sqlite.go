@@ -43,8 +43,10 @@ var migrationFiles embed.FS
 // group commit's, on its own connection with synchronous=NORMAL: what it
 // commits survives the process (it is in the WAL, in the OS's page
 // cache) but not an OS crash until the next fsync of the WAL (the next
-// durable commit of any connection, or a checkpoint). A group that holds
-// a Durable write (an Idempotency-Key's answer) is committed with FULL.
+// durable commit of any connection, or a checkpoint: the checkpointer's
+// next pass, at most checkpointEvery after the commit and beside the
+// commits, checkpoint.go). A group that holds a Durable write (an
+// Idempotency-Key's answer) is committed with FULL.
 type Store struct {
 	db  *sql.DB
 	w   *writebehind.Writer
@@ -54,6 +56,10 @@ type Store struct {
 	wc *sql.Conn
 	// stmts are the group commit's statements, prepared once.
 	stmts map[stmtKey]*sql.Stmt
+	// ckpt copies the log into the file beside the group commit; wal is
+	// the group commit's count of what it left in the log.
+	ckpt *checkpointer
+	wal  walWriter
 	// Now is the clock of key expiry and of the end of interrupted runs;
 	// a test may set it before the store is used.
 	Now func() time.Time
@@ -92,11 +98,11 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busyTimeout.Milliseconds()))
 	q.Add("_pragma", "synchronous(FULL)")
 	q.Add("_pragma", "foreign_keys(ON)")
-	// A checkpoint (copying the log into the file, fsyncing both) every
-	// 8000 pages of log (32 MB), not 1000: pages changed by many group
-	// commits are copied once, and fsynced less often
-	// (BenchmarkCommitGroup/routes=16: 67 -> 59 us of CPU per route).
-	q.Add("_pragma", "wal_autocheckpoint(8000)")
+	// The log is copied into the file (a checkpoint) by the checkpointer,
+	// beside the group commit (checkpoint.go). These connections still
+	// checkpoint in their own path once the log holds walLimit pages
+	// (32 MB); the group commit's, at walLimit pages it wrote itself.
+	q.Add("_pragma", fmt.Sprintf("wal_autocheckpoint(%d)", walLimit))
 	// The statement journal of a multi-row INSERT (the group commit's) in
 	// memory, not in a temporary file written page by page.
 	q.Add("_pragma", "temp_store(MEMORY)")
@@ -106,12 +112,16 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
 	}
-	s := &Store{db: db, Now: time.Now}
+	s := &Store{db: db, Now: time.Now, wal: walWriter{limit: walLimit}}
 	if err := wal(ctx, db, path, sleep); err != nil {
 		db.Close()
 		return nil, err
 	}
 	if err := s.migrate(ctx); err != nil {
+		db.Close()
+		return nil, err
+	}
+	if err := s.startCheckpointer(ctx, checkpointEvery, nil); err != nil {
 		db.Close()
 		return nil, err
 	}
@@ -203,6 +213,7 @@ func (s *Store) commit(ctx context.Context, ws []writebehind.Write) (err error) 
 		}()
 	}
 	rows, others := writebehind.Group(ws)
+	defer s.beforeCommit()()
 	tx, err := c.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("sqlite group commit: %w", err)
@@ -230,6 +241,7 @@ func (s *Store) commit(ctx context.Context, ws []writebehind.Write) (err error) 
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("sqlite group commit: %w", err)
 	}
+	s.afterCommit(ctx, c)
 	return nil
 }
 
@@ -242,7 +254,13 @@ func (s *Store) writerConn(ctx context.Context) (*sql.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := c.ExecContext(ctx, `PRAGMA synchronous = NORMAL`); err != nil {
+	// The group commit checkpoints in its own path by its own count of
+	// the pages it wrote (afterCommit), not SQLite's.
+	auto := 0
+	if sqliteAutoCheckpoint {
+		auto = walLimit
+	}
+	if _, err := c.ExecContext(ctx, fmt.Sprintf(`PRAGMA synchronous = NORMAL; PRAGMA wal_autocheckpoint = %d`, auto)); err != nil {
 		c.Close()
 		return nil, err
 	}
@@ -256,7 +274,7 @@ func (s *Store) closeWriterConn() error {
 	if s.wc == nil {
 		return nil
 	}
-	_, err := s.wc.ExecContext(context.Background(), `PRAGMA synchronous = FULL`)
+	_, err := s.wc.ExecContext(context.Background(), fmt.Sprintf(`PRAGMA synchronous = FULL; PRAGMA wal_autocheckpoint = %d`, walLimit))
 	err = errors.Join(err, s.wc.Close())
 	s.wc = nil
 	return err
@@ -635,6 +653,7 @@ func (s *Store) OnLostWrites(f func(err error, lost map[string]int)) { s.w.SetOn
 // the unused sequences of its blocks (sequences.go), then closes the file.
 func (s *Store) Close() error {
 	s.w.Close()
+	s.stopCheckpointer()
 	err := errors.Join(s.closeWriterConn(), s.giveBack())
 	return errors.Join(err, s.db.Close())
 }
