@@ -20,10 +20,12 @@ type reqState struct {
 	logger zerolog.Logger
 	dw     deadlineWriter // writeDeadline's writer
 	sw     statusWriter   // accessLog's writer
-	// raw is the body the request checker read, obj the same decoded into
-	// the generic value it checked against the spec; nil before.
+	// raw is the body the request checker read; nil before.
 	raw []byte
-	obj map[string]any
+	// route and batch are the bodies of POST /route and /route/batch as
+	// the request checker decoded and checked them.
+	route routeRequest
+	batch batchRequest
 }
 
 type stateKey struct{}
