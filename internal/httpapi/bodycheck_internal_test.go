@@ -245,3 +245,27 @@ func FuzzBodySchema(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkBodyCheck: the request checker's work on the body of
+// BenchmarkRouteHTTP/openai (bench/callgrind.sh's), kin-openapi's check
+// (the ablation) against the compiled one.
+func BenchmarkBodyCheck(b *testing.B) {
+	ob := bodyOps(b)["POST /route"]
+	raw := []byte(validBodies["POST /route"][0])
+	b.Run("kin", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if a := kinAnswer(ob, raw); !a.ok {
+				b.Fatal(a.detail)
+			}
+		}
+	})
+	b.Run("compiled", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if a := compiledAnswer(ob, raw); !a.ok {
+				b.Fatal(a.detail)
+			}
+		}
+	})
+}
