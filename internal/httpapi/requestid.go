@@ -48,7 +48,6 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	st := &reqState{lim: f.lim, logger: f.base.With().Str("request_id", id).Logger()}
 	st.log = &st.logger // the logger lives in the state: no allocation of its own
 	st.id[0] = id
-	st.idValue = id
 	w.Header()["X-Request-Id"] = st.id[:] // as Header.Set, without a slice of its own
 	st.ctx = reqContext{Context: r.Context(), st: st}
 	if f.Router == nil || chi.RouteContext(r.Context()) != nil {
@@ -86,7 +85,7 @@ func (c *reqContext) Value(key any) any {
 		}
 	default:
 		if toolrouter.IsRequestIDKey(key) {
-			return c.st.idValue
+			return &c.st.id[0] // a pointer: no allocation
 		}
 	}
 	return c.Context.Value(key)

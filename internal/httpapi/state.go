@@ -9,10 +9,9 @@ import (
 // reqState is what the middleware of one request keep for it, made once by
 // requestID and reached through one context value (stateOf).
 type reqState struct {
-	id      [1]string   // the X-Request-Id header's values
-	idValue any         // the id, as the context answers it
-	ctx     reqContext  // the request's context (requestID)
-	lim     *logLimiter // limits log lines (limitedLog)
+	id  [1]string   // the X-Request-Id header's values
+	ctx reqContext  // the request's context (requestID)
+	lim *logLimiter // limits log lines (limitedLog)
 	// log is the request's latest logger (request id, trace ids, then
 	// client), for the access log, which runs outside the contexts of the
 	// handlers that add to it.
