@@ -24,10 +24,11 @@ import (
 
 // requestChecker enforces the OpenAPI spec on requests. It is ours rather
 // than kin-openapi's ready-made middleware, which buffers responses and
-// breaks SSE. It reads the body once (bounded), validates it against the
-// operation's schema and hands it to the handler through the context, so
-// no handler reads the body again: handlers decode it into their typed
-// request (decode), whose Valid checks only what the spec cannot say.
+// breaks SSE. It reads the body once (bounded) and checks it against the
+// operation's schema, compiled from the document at start (bodySchema);
+// POST /route and /route/batch bodies it decodes straight into their typed
+// request (routeBody, batchBody), the others' handlers decode the raw body
+// (decode). A typed request's Valid checks only what the spec cannot say.
 //
 // It finds the operation by the route pattern chi matched rather than with
 // a second router: two routers disagree on some paths (chi matches
@@ -36,24 +37,59 @@ import (
 type requestChecker struct {
 	ops         map[string]*routers.Route              // "METHOD /pattern" → operation
 	params      map[*routers.Route]openapi3.Parameters // each operation's parameters, path item's included
+	bodies      map[*routers.Route]*opBody             // each operation's JSON request body
 	maxBody     int64
 	bodyTimeout time.Duration
+}
+
+// opBody is an operation's JSON request body: its schema as loaded, the
+// same compiled (nil when it uses a keyword bodySchema does not take: then
+// kin-openapi checks it), and where the checker decodes it (nil: the
+// handler decodes the raw body itself).
+type opBody struct {
+	kin    *openapi3.Schema
+	schema *bodySchema
+	target func(*reqState) typedBody
+}
+
+// typedBodies are the operations whose body the request checker decodes
+// straight into the handler's typed request.
+var typedBodies = map[string]func(*reqState) typedBody{
+	"POST /route":       func(st *reqState) typedBody { return &st.route },
+	"POST /route/batch": func(st *reqState) typedBody { return &st.batch },
 }
 
 func newRequestChecker(doc *openapi3.T, maxBody int64, bodyTimeout time.Duration) (*requestChecker, error) {
 	ops := make(map[string]*routers.Route)
 	params := make(map[*routers.Route]openapi3.Parameters)
+	bodies := make(map[*routers.Route]*opBody)
 	for path, item := range doc.Paths.Map() {
 		for method, op := range item.Operations() {
 			rt := &routers.Route{Spec: doc, Path: path, PathItem: item, Method: method, Operation: op}
 			ops[method+" "+path] = rt
 			params[rt] = append(append(openapi3.Parameters(nil), item.Parameters...), op.Parameters...)
+			if op.RequestBody == nil || op.RequestBody.Value == nil {
+				continue
+			}
+			mt := op.RequestBody.Value.Content.Get("application/json")
+			if mt == nil || mt.Schema == nil || mt.Schema.Value == nil {
+				return nil, fmt.Errorf("OpenAPI spec: %s %s: request body without an application/json schema", method, path)
+			}
+			ob := &opBody{kin: mt.Schema.Value, target: typedBodies[method+" "+path]}
+			compiled, err := compileBodySchema(ob.kin)
+			switch {
+			case err == nil:
+				ob.schema = compiled
+			case !errors.Is(err, errUnsupportedSchema):
+				return nil, fmt.Errorf("OpenAPI spec: %s %s: request body: %w", method, path, err)
+			}
+			bodies[rt] = ob
 		}
 	}
 	if len(ops) == 0 {
 		return nil, errors.New("OpenAPI spec has no operations")
 	}
-	return &requestChecker{ops: ops, params: params, maxBody: maxBody, bodyTimeout: bodyTimeout}, nil
+	return &requestChecker{ops: ops, params: params, bodies: bodies, maxBody: maxBody, bodyTimeout: bodyTimeout}, nil
 }
 
 // operation returns the spec's operation for the route chi matched (HEAD
@@ -126,15 +162,6 @@ func unescapeParam(r *http.Request, v string) string {
 	return v
 }
 
-// body returns the request body the checker decoded, as it checked it
-// against the spec (the rate limiter counts a batch's calls in it).
-func body(r *http.Request) map[string]any {
-	if st := stateOf(r); st != nil {
-		return st.obj
-	}
-	return nil
-}
-
 // rawBody returns the request body bytes the checker read, which handlers
 // decode into their typed request (decode).
 func rawBody(r *http.Request) []byte {
@@ -174,8 +201,8 @@ func (c *requestChecker) middleware(next http.Handler) http.Handler {
 				return
 			}
 		}
-		rb := route.Operation.RequestBody
-		if rb == nil || rb.Value == nil {
+		ob := c.bodies[route]
+		if ob == nil {
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -213,25 +240,84 @@ func (c *requestChecker) middleware(next http.Handler) http.Handler {
 			writeError(w, r, errors.New("request checker: no request state (requestID must come first)"))
 			return
 		}
-		var v any
-		if err := json.Unmarshal(raw, &v); err != nil {
-			writeProblem(w, r, http.StatusBadRequest, "body", "body: "+jsonErrorText(err, raw))
-			return
-		}
-		obj, ok := v.(map[string]any)
-		if !ok {
-			writeProblem(w, r, http.StatusBadRequest, "body", "body: payload must be a dict (JSON object), got "+toolrouter.JSONKind(v))
-			return
-		}
-		schema := rb.Value.Content.Get("application/json").Schema.Value
-		if err := schema.VisitJSON(obj, openapi3.MultiErrors(), openapi3.VisitAsRequest()); err != nil {
-			field, detail := describe(err)
+		if field, detail, ok := ob.check(raw, st); !ok {
 			writeProblem(w, r, http.StatusBadRequest, field, detail)
 			return
 		}
-		st.raw, st.obj = raw, obj
+		st.raw = raw
 		next.ServeHTTP(w, r)
 	})
+}
+
+// check checks raw, the body, against the operation's schema, decoding it
+// into its typed request in st when it has one; field and detail are the
+// 400's when it does not pass. The body is decoded once: straight into the
+// typed request when it passes (decodeInto); otherwise as a generic value,
+// to word its problems. With -tags kinbody (the ablation of issue 37),
+// kin-openapi checks the generic value instead.
+func (ob *opBody) check(raw []byte, st *reqState) (field, detail string, ok bool) {
+	var t typedBody
+	if ob.target != nil {
+		t = ob.target(st)
+	}
+	if kinBody || ob.schema == nil {
+		obj, field, detail, ok := kinCheck(ob.kin, raw)
+		if ok && t != nil {
+			setFromGeneric(t, obj)
+		}
+		return field, detail, ok
+	}
+	if t != nil {
+		if ob.schema.decodeInto(raw, t) {
+			return "", "", true
+		}
+		t.reset()
+	}
+	obj, field, detail, ok := decodeObject(raw)
+	if !ok {
+		return field, detail, false
+	}
+	var ps bodyProblems
+	if !ob.schema.check(obj, nil, &ps) {
+		var pp problemParts
+		for _, p := range ps.list {
+			pp.addSchema(p)
+		}
+		field, detail = pp.result()
+		return field, detail, false
+	}
+	if t != nil {
+		setFromGeneric(t, obj)
+	}
+	return "", "", true
+}
+
+// kinCheck is the body check as kin-openapi does it: the body decoded
+// into a generic value, which openapi3's VisitJSON checks against schema.
+func kinCheck(schema *openapi3.Schema, raw []byte) (obj map[string]any, field, detail string, ok bool) {
+	obj, field, detail, ok = decodeObject(raw)
+	if !ok {
+		return nil, field, detail, false
+	}
+	if err := schema.VisitJSON(obj, openapi3.MultiErrors(), openapi3.VisitAsRequest()); err != nil {
+		field, detail = describe(err)
+		return nil, field, detail, false
+	}
+	return obj, "", "", true
+}
+
+// decodeObject decodes raw into a generic JSON object, or words why it
+// cannot (the field is "body").
+func decodeObject(raw []byte) (obj map[string]any, field, detail string, ok bool) {
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return nil, "body", "body: " + jsonErrorText(err, raw), false
+	}
+	obj, ok = v.(map[string]any)
+	if !ok {
+		return nil, "body", "body: payload must be a dict (JSON object), got " + toolrouter.JSONKind(v), false
+	}
+	return obj, "", "", true
 }
 
 // isJSON reports whether a Content-Type is application/json (with or
@@ -262,14 +348,7 @@ func (c *requestChecker) readBody(w http.ResponseWriter, r *http.Request) ([]byt
 // describe turns a kin-openapi validation error into the field it is about
 // and a one-line detail naming it.
 func describe(err error) (field, detail string) {
-	var parts []string
-	var first string
-	add := func(f, d string) {
-		if first == "" {
-			first = f
-		}
-		parts = append(parts, d)
-	}
+	var pp problemParts
 	var walk func(error)
 	walk = func(err error) {
 		if me, ok := err.(openapi3.MultiError); ok {
@@ -286,75 +365,104 @@ func describe(err error) (field, detail string) {
 			if re.Err != nil {
 				var se *openapi3.SchemaError
 				if errors.As(re.Err, &se) {
-					add(name, name+": "+schemaReason(se))
+					pp.add(name, name+": "+problemReason(problemOf(se)))
 					return
 				}
-				add(name, name+": "+re.Err.Error())
+				pp.add(name, name+": "+re.Err.Error())
 				return
 			}
-			add(name, name+": "+re.Reason)
+			pp.add(name, name+": "+re.Reason)
 			return
 		}
 		var se *openapi3.SchemaError
 		if errors.As(err, &se) {
-			ptr := se.JSONPointer()
-			f := fieldPath(ptr)
-			if se.SchemaField == "required" {
-				if missing := missingProperty(se.Reason); missing != "" {
-					// kin-openapi puts the missing key at the end of the
-					// pointer (it did not always).
-					if len(ptr) == 0 || ptr[len(ptr)-1] != missing {
-						f = joinField(f, missing)
-					}
-					add(f, f+": is required")
-					return
-				}
-			}
-			if unk := unknownProperty(se.Reason); unk != "" {
-				f = joinField(f, unk)
-				add(f, f+": unknown field")
-				return
-			}
-			if f == "" {
-				f = "body"
-			}
-			add(f, f+": "+schemaReason(se))
+			pp.addSchema(problemOf(se))
 			return
 		}
-		add("", err.Error())
+		pp.add("", err.Error())
 	}
 	walk(err)
+	return pp.result()
+}
+
+// problemOf is what describe needs of a kin-openapi schema error.
+func problemOf(se *openapi3.SchemaError) schemaProblem {
+	return schemaProblem{path: se.JSONPointer(), keyword: se.SchemaField, reason: se.Reason, schema: se.Schema, kind: toolrouter.JSONKind(se.Value)}
+}
+
+// problemParts is a problem response's field (the first problem's) and
+// detail (each problem's words, at most five).
+type problemParts struct {
+	first string
+	parts []string
+}
+
+func (pp *problemParts) add(f, d string) {
+	if pp.first == "" {
+		pp.first = f
+	}
+	pp.parts = append(pp.parts, d)
+}
+
+// addSchema adds a problem of the body's schema, naming its field.
+func (pp *problemParts) addSchema(p schemaProblem) {
+	ptr := p.path
+	f := fieldPath(ptr)
+	if p.keyword == "required" {
+		if missing := missingProperty(p.reason); missing != "" {
+			// kin-openapi puts the missing key at the end of the
+			// pointer (it did not always).
+			if len(ptr) == 0 || ptr[len(ptr)-1] != missing {
+				f = joinField(f, missing)
+			}
+			pp.add(f, f+": is required")
+			return
+		}
+	}
+	if unk := unknownProperty(p.reason); unk != "" {
+		f = joinField(f, unk)
+		pp.add(f, f+": unknown field")
+		return
+	}
+	if f == "" {
+		f = "body"
+	}
+	pp.add(f, f+": "+problemReason(p))
+}
+
+func (pp *problemParts) result() (field, detail string) {
+	parts := pp.parts
 	if len(parts) > 5 {
 		parts = append(parts[:5], fmt.Sprintf("and %d more", len(parts)-5))
 	}
-	return first, strings.Join(parts, "; ")
+	return pp.first, strings.Join(parts, "; ")
 }
 
-func schemaReason(se *openapi3.SchemaError) string {
-	if se.SchemaField == "type" && se.Schema != nil && se.Schema.Type != nil {
+func problemReason(p schemaProblem) string {
+	if p.keyword == "type" && p.schema != nil && p.schema.Type != nil {
 		want := ""
 		switch {
-		case se.Schema.Type.Is("object"):
+		case p.schema.Type.Is("object"):
 			want = "payload must be a dict (JSON object)"
-		case se.Schema.Type.Is("array"):
+		case p.schema.Type.Is("array"):
 			want = "must be a list (JSON array)"
-		case se.Schema.Type.Is("integer"):
+		case p.schema.Type.Is("integer"):
 			want = "must be an integer"
 		default:
-			want = "must be a " + strings.Join(*se.Schema.Type, " or ")
+			want = "must be a " + strings.Join(*p.schema.Type, " or ")
 		}
-		return want + ", got " + toolrouter.JSONKind(se.Value)
+		return want + ", got " + p.kind
 	}
-	if se.SchemaField == "pattern" && se.Schema != nil {
+	if p.keyword == "pattern" && p.schema != nil {
 		// The spec words its patterns' meaning in x-pattern-message.
-		if msg, ok := se.Schema.Extensions["x-pattern-message"].(string); ok {
+		if msg, ok := p.schema.Extensions["x-pattern-message"].(string); ok {
 			return msg
 		}
 	}
-	if se.Reason != "" {
-		return se.Reason
+	if p.reason != "" {
+		return p.reason
 	}
-	return "does not match the schema (" + se.SchemaField + ")"
+	return "does not match the schema (" + p.keyword + ")"
 }
 
 func fieldPath(ptr []string) string {

@@ -53,28 +53,52 @@ func (q *routeRequest) Valid(context.Context) map[string]string {
 	return nil
 }
 
-// routeRequestOf is the body the request checker decoded and validated
-// against RouteRequest (whose additionalProperties: false and types make
-// these assertions exact), taken as it is: the body is parsed once per
-// request (issue 37), not a second time into the typed struct.
-func routeRequestOf(obj map[string]any) routeRequest {
-	var q routeRequest
-	q.PlanID, _ = obj["plan_id"].(string)
-	q.ToolCall, _ = obj["tool_call"].(map[string]any)
-	q.ProviderMetadata, _ = obj["provider_metadata"].(map[string]any)
-	return q
+// routeBody is the body of r, a POST /route, as the request checker
+// decoded and checked it (once per request, issue 37).
+func routeBody(r *http.Request) *routeRequest {
+	if st := stateOf(r); st != nil {
+		return &st.route
+	}
+	return &routeRequest{}
 }
 
-// batchRequestOf is routeRequestOf for BatchRequest: a message present
-// as JSON null is no message, as the typed decoding had it.
-func batchRequestOf(obj map[string]any) batchRequest {
-	var q batchRequest
-	q.PlanID, _ = obj["plan_id"].(string)
-	q.ToolCalls, _ = obj["tool_calls"].([]any)
-	q.Message = obj["message"]
-	q.ProviderMetadata, _ = obj["provider_metadata"].(map[string]any)
-	return q
+// batchBody is routeBody for POST /route/batch.
+func batchBody(r *http.Request) *batchRequest {
+	if st := stateOf(r); st != nil {
+		return &st.batch
+	}
+	return &batchRequest{}
 }
+
+func (q *routeRequest) field(name string) any {
+	switch name {
+	case "plan_id":
+		return &q.PlanID
+	case "tool_call":
+		return &q.ToolCall
+	case "provider_metadata":
+		return &q.ProviderMetadata
+	}
+	return nil
+}
+
+func (q *routeRequest) reset() { *q = routeRequest{} }
+
+func (q *batchRequest) field(name string) any {
+	switch name {
+	case "plan_id":
+		return &q.PlanID
+	case "tool_calls":
+		return &q.ToolCalls
+	case "message":
+		return &q.Message
+	case "provider_metadata":
+		return &q.ProviderMetadata
+	}
+	return nil
+}
+
+func (q *batchRequest) reset() { *q = batchRequest{} }
 
 // batchRequest is the body of POST /route/batch (api/openapi.yaml,
 // BatchRequest): tool_calls, or a whole assistant turn as message, each
@@ -117,7 +141,7 @@ func callRequest(view toolrouter.View, planID, entry string, payload any, meta m
 
 func handleRoute(rt Router, ap Approvals, views func() *vserver.Set, tasks Tasks, tools func() Tools) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		req := routeRequestOf(body(r))
+		req := routeBody(r)
 		if err := invalid(req.Valid(r.Context())); err != nil {
 			writeError(w, r, err)
 			return
@@ -216,7 +240,7 @@ func streamRoute(w http.ResponseWriter, r *http.Request, rt Router, ap Approvals
 
 func handleBatch(rt Router, views func() *vserver.Set) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		req := batchRequestOf(body(r))
+		req := batchBody(r)
 		if err := invalid(req.Valid(r.Context())); err != nil {
 			writeError(w, r, err)
 			return

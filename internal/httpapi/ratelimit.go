@@ -42,19 +42,18 @@ func rateLimit(l Limiter, entry string, views func() *vserver.Set, calls func(*h
 // tool_calls, or the calls of its message (a turn that does not split is
 // refused by the handler, so it counts none).
 func batchCalls(r *http.Request) []any {
-	b := body(r)
-	if msg, ok := b["message"]; ok {
-		if turn, err := format.SplitTurn(msg); err == nil {
+	b := batchBody(r)
+	if b.Message != nil {
+		if turn, err := format.SplitTurn(b.Message); err == nil {
 			return turn.Calls
 		}
 		return nil
 	}
-	calls, _ := b["tool_calls"].([]any)
-	return calls
+	return b.ToolCalls
 }
 
 // oneCall is the tool call of a POST /route body.
-func oneCall(r *http.Request) []any { return []any{body(r)["tool_call"]} }
+func oneCall(r *http.Request) []any { return []any{routeBody(r).ToolCall} }
 
 // toolNames is the tool names of payloads (those that name one).
 func toolNames(payloads []any) []string {

@@ -23,7 +23,7 @@ func routes(d Deps, doc *openapi3.T) (http.Handler, error) {
 	// GetHead answers HEAD on every GET route (load balancers and uptime
 	// checkers send HEAD /healthz); net/http drops the body.
 	lim := newLogLimiter(d.Now)
-	r.Use(requestID(d.Logger, lim), tracing(d.Tracer), accessLog(d.Metrics, lim), writeDeadline(d.WriteTimeout), recoverer, checkOrigin(d.AllowedOrigins, openService(d.Auth)), rejectEmptySegments, middleware.GetHead)
+	r.Use(tracing(d.Tracer), accessLog(d.Metrics, lim), writeDeadline(d.WriteTimeout), recoverer, checkOrigin(d.AllowedOrigins, openService(d.Auth)), rejectEmptySegments, middleware.GetHead)
 	r.NotFound(handleNotFound(r))
 	public := map[string]bool{"/": true, "/healthz": true, "/readyz": true, "/metrics": true, "/openapi.yaml": true,
 		"/.well-known/oauth-protected-resource": true, "/.well-known/oauth-protected-resource/mcp": true,
@@ -98,5 +98,5 @@ func routes(d Deps, doc *openapi3.T) (http.Handler, error) {
 	if d.VirtualMCP != nil && d.Views != nil {
 		r.With(authenticate(d.Auth, d.JWTIssuer), problemErrors).Handle("/mcp/{server}", handleVirtualMCP(d.Views, d.VirtualMCP))
 	}
-	return r, nil
+	return requestID(d.Logger, lim)(r), nil // in front of the router: see requestID
 }

@@ -10,6 +10,7 @@ import (
 // requestID and reached through one context value (stateOf).
 type reqState struct {
 	id  [1]string   // the X-Request-Id header's values
+	ctx reqContext  // the request's context (requestID)
 	lim *logLimiter // limits log lines (limitedLog)
 	// log is the request's latest logger (request id, trace ids, then
 	// client), for the access log, which runs outside the contexts of the
@@ -20,10 +21,12 @@ type reqState struct {
 	logger zerolog.Logger
 	dw     deadlineWriter // writeDeadline's writer
 	sw     statusWriter   // accessLog's writer
-	// raw is the body the request checker read, obj the same decoded into
-	// the generic value it checked against the spec; nil before.
+	// raw is the body the request checker read; nil before.
 	raw []byte
-	obj map[string]any
+	// route and batch are the bodies of POST /route and /route/batch as
+	// the request checker decoded and checked them.
+	route routeRequest
+	batch batchRequest
 }
 
 type stateKey struct{}

@@ -142,8 +142,21 @@ func WithRequestID(ctx context.Context, id string) context.Context {
 	return context.WithValue(ctx, requestIDKey{}, id)
 }
 
+// IsRequestIDKey reports whether key is the one RequestID looks up: a
+// context of the caller's own type may answer it (with the id, a string or
+// a *string) instead of a context.WithValue of its own.
+func IsRequestIDKey(key any) bool {
+	_, ok := key.(requestIDKey)
+	return ok
+}
+
 // RequestID is the request id ctx carries; "" when none.
 func RequestID(ctx context.Context) string {
-	id, _ := ctx.Value(requestIDKey{}).(string)
-	return id
+	switch id := ctx.Value(requestIDKey{}).(type) {
+	case string:
+		return id
+	case *string:
+		return *id
+	}
+	return ""
 }
