@@ -49,28 +49,11 @@ log "building bench/loadgen and bench/goproxy"
 go build -o "$TMP/loadgen" ./bench/loadgen
 go build -o "$TMP/goproxy" ./bench/goproxy
 declare -A ABL_BIN=()
-for a in $ABLATE; do
-	[[ $a == *:* ]] || die "BENCH_CG_ABLATE entry $a: want NAME:TAG[,TAG]"
-	go build -tags "${a#*:}" -o "$TMP/toolrouterd-${a%%:*}" ./cmd/toolrouterd
-	ABL_BIN[${a%%:*}]=$TMP/toolrouterd-${a%%:*}
-done
+build_ablations BENCH_CG_ABLATE "$ABLATE"
 
-free_port TOOL_PORT
-"$BIN/exampletools" -addr "127.0.0.1:$TOOL_PORT" >"$TMP/exampletools.log" 2>&1 &
-PIDS+=($!)
-wait_http exampletools "http://127.0.0.1:$TOOL_PORT/healthz" "${PIDS[-1]}"
+start_exampletools
 
-cat >"$TMP/registry.yaml" <<EOF
-tools:
-  - name: test/echo
-    description: Echo tool (benchmark)
-    endpoint: http://127.0.0.1:$TOOL_PORT/echo
-    kind: tool
-    input_schema:
-      type: object
-      properties: {msg: {type: string}}
-    timeout: 10s
-EOF
+echo_registry "$TMP/registry.yaml"
 printf '%s' '{"msg":"hi"}' >"$TMP/echo.json"
 printf '%s' '{"plan_id":"bench","tool_call":{"id":"call_1","type":"function","function":{"name":"test/echo","arguments":"{\"msg\":\"hi\"}"}}}' >"$TMP/route.json"
 
