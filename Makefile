@@ -43,7 +43,7 @@ run: build
 # vet and staticcheck analyse the race build (-race), the one the tests
 # compile, so a cold machine compiles the standard library and the
 # dependencies once, for the tests, instead of once more for the checks
-# (docs/development.md "What make test spends"). vet goes first, alone
+# (docs/development.md, what make test spends). vet goes first, alone
 # but for the staticcheck binary's own build (no package in common): from
 # an empty build cache it is the compile of every package the tests import,
 # which the tests and staticcheck then find in the cache instead of

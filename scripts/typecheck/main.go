@@ -14,7 +14,7 @@
 // compiler's later work (code generation, linking pure Go) does not depend
 // on which OS's files were chosen. It costs a few seconds of CPU per OS
 // where compiling costs the standard library and every dependency again
-// per OS (docs/development.md "Cross builds").
+// per OS (docs/development.md, on cross builds).
 package main
 
 import (
