@@ -6,24 +6,24 @@ import (
 	"testing"
 )
 
-// A package that builds on linux and darwin but not on windows: the
-// windows check fails naming the file and line, the others pass.
+// A package that builds on linux but not on windows: the windows check
+// fails naming the file and line, linux's passes. (Two OSes: each is the
+// standard library's part under the package type-checked from source,
+// seconds of CPU under -race.)
 func TestReportsWhatDoesNotBuildForAnOS(t *testing.T) {
 	var stdout, stderr bytes.Buffer
-	code := run([]string{"-C", "testdata/unixonly", "-goos", "linux,darwin,windows", "."}, &stdout, &stderr)
+	code := run([]string{"-C", "testdata/unixonly", "-goos", "linux,windows", "."}, &stdout, &stderr)
 	if code != 1 {
 		t.Fatalf("exit code %d, want 1; stdout:\n%s\nstderr:\n%s", code, &stdout, &stderr)
 	}
 	if want := "GOOS=windows: "; !strings.Contains(stderr.String(), want) || !strings.Contains(stderr.String(), "kill.go:9:") || !strings.Contains(stderr.String(), "Kill") {
 		t.Errorf("stderr does not name windows, kill.go:9 and Kill:\n%s", &stderr)
 	}
-	if strings.Contains(stderr.String(), "GOOS=linux") || strings.Contains(stderr.String(), "GOOS=darwin") {
-		t.Errorf("an error for linux or darwin:\n%s", &stderr)
+	if strings.Contains(stderr.String(), "GOOS=linux") {
+		t.Errorf("an error for linux:\n%s", &stderr)
 	}
-	for _, want := range []string{"GOOS=linux: ", "GOOS=darwin: "} {
-		if !strings.Contains(stdout.String(), want) {
-			t.Errorf("stdout does not report %q:\n%s", want, &stdout)
-		}
+	if !strings.Contains(stdout.String(), "GOOS=linux: ") {
+		t.Errorf("stdout does not report linux:\n%s", &stdout)
 	}
 }
 
