@@ -61,32 +61,17 @@ go build -o "$TMP/loadgen" ./bench/loadgen
 go build -o "$TMP/goproxy" ./bench/goproxy
 go build -o "$TMP/mcpecho" ./bench/mcpecho
 declare -A ABL_BIN=()
-for a in $ABLATE; do
-	[[ $a == *:* ]] || die "BENCH_CG_ABLATE entry $a: want NAME:TAG[,TAG]"
-	go build -tags "${a#*:}" -o "$TMP/toolrouterd-${a%%:*}" ./cmd/toolrouterd
-	ABL_BIN[${a%%:*}]=$TMP/toolrouterd-${a%%:*}
-done
+build_ablations BENCH_CG_ABLATE "$ABLATE"
 
-free_port TOOL_PORT
-"$BIN/exampletools" -addr "127.0.0.1:$TOOL_PORT" >"$TMP/exampletools.log" 2>&1 &
-PIDS+=($!)
-wait_http exampletools "http://127.0.0.1:$TOOL_PORT/healthz" "${PIDS[-1]}"
+start_exampletools
 
 free_port MCP_PORT
 "$TMP/mcpecho" -addr "127.0.0.1:$MCP_PORT" >"$TMP/mcpecho.log" 2>&1 &
 PIDS+=($!)
 wait_http mcpecho "http://127.0.0.1:$MCP_PORT/healthz" "${PIDS[-1]}"
 
-cat >"$TMP/registry.yaml" <<EOF
-tools:
-  - name: test/echo
-    description: Echo tool (benchmark)
-    endpoint: http://127.0.0.1:$TOOL_PORT/echo
-    kind: tool
-    input_schema:
-      type: object
-      properties: {msg: {type: string}}
-    timeout: 10s
+echo_registry "$TMP/registry.yaml"
+cat >>"$TMP/registry.yaml" <<EOF
 mcp_servers:
   - name: bench
     url: http://127.0.0.1:$MCP_PORT/mcp

@@ -103,12 +103,7 @@ fi
 go build -o "$TMP/mcpload" ./bench/mcpload
 go build -o "$TMP/mcpecho" ./bench/mcpecho
 declare -A ABL_BIN=()
-for a in $ABLATE; do
-	[[ $a == *:* ]] || die "BENCH_ABLATE entry $a: want NAME:TAG[,TAG]"
-	log "building toolrouterd with tags ${a#*:} for router-sqlite[${a%%:*}]"
-	go build -tags "${a#*:}" -o "$TMP/toolrouterd-${a%%:*}" ./cmd/toolrouterd
-	ABL_BIN[${a%%:*}]=$TMP/toolrouterd-${a%%:*}
-done
+build_ablations BENCH_ABLATE "$ABLATE"
 
 free_port TOOL_PORT
 free_port NGINX_PORT
@@ -145,16 +140,8 @@ fi
 
 start_postgres
 
-cat >"$TMP/registry.yaml" <<EOF
-tools:
-  - name: test/echo
-    description: Echo tool (benchmark)
-    endpoint: http://127.0.0.1:$TOOL_PORT/echo
-    kind: tool
-    input_schema:
-      type: object
-      properties: {msg: {type: string}}
-    timeout: 10s
+echo_registry "$TMP/registry.yaml"
+cat >>"$TMP/registry.yaml" <<EOF
 mcp_servers:
   - name: bench
     url: http://127.0.0.1:$MCP_PORT/mcp

@@ -1,4 +1,4 @@
-# Helpers shared by bench/load.sh, bench/mcp.sh and bench/compare.sh
+# Helpers shared by the bench/*.sh scripts
 # (sourced; they set BENCH, their make target, first, and TMP before
 # starting servers).
 
@@ -68,6 +68,46 @@ wait_http() {
 	log "$name did not answer $url within 10s; its log:"
 	cat "$TMP/$name.log" >&2 || true
 	exit 1
+}
+
+# build_ablations KNOB SPECS: for each NAME:TAG[,TAG] of SPECS (a
+# decision-table ablation), toolrouterd built with those tags into $TMP;
+# ABL_BIN[NAME] is its path (the caller declares ABL_BIN: declare -A).
+# KNOB names the setting in errors.
+build_ablations() {
+	local knob=$1 a
+	for a in $2; do
+		[[ $a == *:* ]] || die "$knob entry $a: want NAME:TAG[,TAG]"
+		log "building toolrouterd with tags ${a#*:} for ${a%%:*}"
+		go build -tags "${a#*:}" -o "$TMP/toolrouterd-${a%%:*}" ./cmd/toolrouterd
+		ABL_BIN[${a%%:*}]=$TMP/toolrouterd-${a%%:*}
+	done
+}
+
+# start_exampletools: $BIN/exampletools on a free port TOOL_PORT, logging
+# to $TMP/exampletools.log, waited for.
+start_exampletools() {
+	free_port TOOL_PORT
+	"$BIN/exampletools" -addr "127.0.0.1:$TOOL_PORT" >"$TMP/exampletools.log" 2>&1 &
+	PIDS+=($!)
+	wait_http exampletools "http://127.0.0.1:$TOOL_PORT/healthz" "${PIDS[-1]}"
+}
+
+# echo_registry FILE: the registry the benchmarks route through, test/echo
+# on the example tools at TOOL_PORT, written to FILE (a caller appends
+# what else it serves).
+echo_registry() {
+	cat >"$1" <<EOF
+tools:
+  - name: test/echo
+    description: Echo tool (benchmark)
+    endpoint: http://127.0.0.1:$TOOL_PORT/echo
+    kind: tool
+    input_schema:
+      type: object
+      properties: {msg: {type: string}}
+    timeout: 10s
+EOF
 }
 
 # field JSON KEY: a number (or bare value) of a load program's flat JSON line.

@@ -59,7 +59,6 @@ ensure_nginx
 # Ports, processes.
 
 
-free_port TOOL_PORT
 free_port ROUTER_PORT
 free_port NGINX_PORT
 free_port TRACED_PORT
@@ -69,21 +68,9 @@ log "building bench/loadgen"
 go build -o "$TMP/loadgen" ./bench/loadgen
 go build -o "$TMP/otlpsink" ./bench/otlpsink
 
-"$BIN/exampletools" -addr "127.0.0.1:$TOOL_PORT" >"$TMP/exampletools.log" 2>&1 &
-PIDS+=($!)
-wait_http exampletools "http://127.0.0.1:$TOOL_PORT/healthz" "${PIDS[-1]}"
+start_exampletools
 
-cat >"$TMP/registry.yaml" <<EOF
-tools:
-  - name: test/echo
-    description: Echo tool (benchmark)
-    endpoint: http://127.0.0.1:$TOOL_PORT/echo
-    kind: tool
-    input_schema:
-      type: object
-      properties: {msg: {type: string}}
-    timeout: 10s
-EOF
+echo_registry "$TMP/registry.yaml"
 "$BIN/toolrouterd" check "$TMP/registry.yaml" >/dev/null
 
 env TOOLROUTER_ADDR="127.0.0.1:$ROUTER_PORT" \

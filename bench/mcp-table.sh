@@ -70,12 +70,7 @@ log "building bench/mcpload, bench/mcpecho"
 go build -o "$TMP/mcpload" ./bench/mcpload
 go build -o "$TMP/mcpecho" ./bench/mcpecho
 declare -A ABL_BIN=()
-for a in $ABLATE; do
-	[[ $a == *:* ]] || die "BENCH_ABLATE entry $a: want NAME:TAG[,TAG]"
-	log "building toolrouterd with tags ${a#*:} for sqlite[${a%%:*}]"
-	go build -tags "${a#*:}" -o "$TMP/toolrouterd-${a%%:*}" ./cmd/toolrouterd
-	ABL_BIN[${a%%:*}]=$TMP/toolrouterd-${a%%:*}
-done
+build_ablations BENCH_ABLATE "$ABLATE"
 
 free_port MCP_PORT
 "${SRV[@]}" "$TMP/mcpecho" -addr "127.0.0.1:$MCP_PORT" >"$TMP/mcpecho.log" 2>&1 &

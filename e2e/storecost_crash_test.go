@@ -1,14 +1,9 @@
 package e2e_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"path/filepath"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -36,52 +31,11 @@ func storeCostKillKeepsKeyedCosts(t *testing.T, storeURL string) {
 	tools := startTools(t)
 	reg := fmt.Sprintf("tools:\n  - {name: echo, endpoint: http://%s/echo, cost: {per_call: 0.002}}\n", tools.addr)
 	env := []string{"TOOLROUTER_STORE=" + storeURL, "TOOLROUTER_LOG_LEVEL=warn"}
-	first, _ := startRouter(t, reg, env...)
-
-	var (
-		mu       sync.Mutex
-		answered = map[string]string{} // tool_call_id -> Idempotency-Key
-		enough   = make(chan struct{})
-		once     sync.Once
-		wg       sync.WaitGroup
-	)
-	for w := range 6 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := 0; ; i++ {
-				key := fmt.Sprintf("cost-%d-%d", w, i)
-				raw, _ := json.Marshal(map[string]any{"plan_id": "ledger", "tool_call": map[string]any{"name": "echo", "arguments": `{"k":"` + key + `"}`}})
-				req, _ := http.NewRequest("POST", first.URL()+"/route", bytes.NewReader(raw))
-				req.Header.Set("Content-Type", "application/json")
-				req.Header.Set("Idempotency-Key", key)
-				resp, err := http.DefaultClient.Do(req)
-				if err != nil {
-					return // killed
-				}
-				body, err := io.ReadAll(resp.Body)
-				resp.Body.Close()
-				var res struct {
-					ToolCallID string `json:"tool_call_id"`
-				}
-				if err != nil || resp.StatusCode != 200 || json.Unmarshal(body, &res) != nil {
-					continue
-				}
-				mu.Lock()
-				answered[res.ToolCallID] = key
-				if len(answered) >= 40 {
-					once.Do(func() { close(enough) })
-				}
-				mu.Unlock()
-			}
-		}()
+	calls, second := crashBurst(t, reg, env, "ledger", 6, 40, func(w, i int) string { return fmt.Sprintf("cost-%d-%d", w, i) })
+	answered := map[string]string{} // tool_call_id -> Idempotency-Key
+	for _, c := range calls {
+		answered[c.id] = c.key
 	}
-	<-enough
-	first.cmd.Process.Signal(syscall.SIGKILL)
-	<-first.done
-	wg.Wait()
-
-	second, _ := startRouter(t, reg, env...)
 	var trail struct {
 		Records []struct {
 			ToolCallID string `json:"tool_call_id"`

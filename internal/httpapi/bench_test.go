@@ -9,10 +9,10 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/rs/zerolog"
 
+	"github.com/toolrouterd/toolrouterd/internal/benchtest"
 	"github.com/toolrouterd/toolrouterd/internal/httpapi"
 )
 
@@ -22,7 +22,7 @@ import (
 // remote client, JSON encoding), with the tool's network hop replaced by a
 // RoundTripper answering {"msg":"hi"} at once (6 of the allocations per op
 // are that stub's). The HTTP server's own connection handling is not
-// included: the loop reuses one request and one writer (benchClient), so
+// included: the loop reuses one request and one writer (benchtest.Client), so
 // that allocs/op is the handler's (issue 10: at most 40 is the aim).
 
 const benchRegistry = `tools:
@@ -103,64 +103,17 @@ func checkRoute(b *testing.B, h http.Handler, body []byte, format string) {
 	}
 }
 
-// benchWriter is a ResponseWriter for the benchmark loop that, unlike
-// httptest.ResponseRecorder, supports deadlines as the server's does (the
-// recorder's "not supported" errors are allocations of the harness) and is
-// reused between requests, so that allocs/op counts the handler's own.
-type benchWriter struct {
-	h    http.Header
-	code int
-	body bytes.Buffer
+// newBenchClient sends POST /route with body to h again and again, reusing
+// the request, its body and the writer.
+func newBenchClient(h http.Handler, body []byte) *benchtest.Client {
+	return benchtest.NewClient(h, newRouteRequest(body), body)
 }
 
-func (w *benchWriter) Header() http.Header { return w.h }
-func (w *benchWriter) WriteHeader(code int) {
-	if w.code == 0 {
-		w.code = code
-	}
-}
-func (w *benchWriter) Write(b []byte) (int, error) {
-	if w.code == 0 {
-		w.code = http.StatusOK
-	}
-	return w.body.Write(b)
-}
-func (w *benchWriter) SetReadDeadline(time.Time) error  { return nil }
-func (w *benchWriter) SetWriteDeadline(time.Time) error { return nil }
-func (w *benchWriter) reset() {
-	clear(w.h)
-	w.code = 0
-	w.body.Reset()
-}
-
-// benchBody is a request body that can be rewound without allocating.
-type benchBody struct{ bytes.Reader }
-
-func (*benchBody) Close() error { return nil }
-
-// benchClient sends the same request over and over through h, reusing the
-// request, its body and the writer (net/http's server reuses its own
-// per-connection state similarly).
-type benchClient struct {
-	h    http.Handler
-	body []byte
-	rb   benchBody
-	req  *http.Request
-	w    benchWriter
-}
-
-func newBenchClient(h http.Handler, body []byte) *benchClient {
-	c := &benchClient{h: h, body: body, req: newRouteRequest(body), w: benchWriter{h: http.Header{}}}
-	return c
-}
-
-func (c *benchClient) do(b *testing.B) {
-	c.rb.Reset(c.body)
-	c.req.Body = &c.rb
-	c.w.reset()
-	c.h.ServeHTTP(&c.w, c.req)
-	if c.w.code != http.StatusOK {
-		b.Errorf("POST /route: %d %s", c.w.code, c.w.body.String())
+// doRoute sends c's request once; an answer other than 200 is an error of
+// tb (Errorf: RunParallel's goroutines call it too).
+func doRoute(tb testing.TB, c *benchtest.Client) {
+	if w := c.Do(); w.Code != http.StatusOK {
+		tb.Errorf("POST /route: %d %s", w.Code, w.Body.String())
 	}
 }
 
@@ -174,7 +127,7 @@ func BenchmarkRouteHTTP(b *testing.B) {
 			b.ReportAllocs()
 			b.SetBytes(int64(len(body)))
 			for b.Loop() {
-				c.do(b)
+				doRoute(b, c)
 			}
 		})
 	}
@@ -189,7 +142,7 @@ func BenchmarkRouteHTTP(b *testing.B) {
 		b.RunParallel(func(pb *testing.PB) {
 			c := newBenchClient(h, body)
 			for pb.Next() {
-				c.do(b)
+				doRoute(b, c)
 			}
 		})
 	})
@@ -213,13 +166,7 @@ func TestRouteParsesItsBodyOnce(t *testing.T) {
 	for _, tc := range routeBodies {
 		c := newBenchClient(newServer(t, func(d *httpapi.Deps) { d.Logger = zerolog.New(io.Discard).Level(zerolog.InfoLevel) }).h, []byte(tc.body))
 		got := testing.AllocsPerRun(500, func() {
-			c.rb.Reset(c.body)
-			c.req.Body = &c.rb
-			c.w.reset()
-			c.h.ServeHTTP(&c.w, c.req)
-			if c.w.code != http.StatusOK {
-				t.Fatalf("POST /route: %d %s", c.w.code, c.w.body.String())
-			}
+			doRoute(t, c)
 		})
 		if got > most {
 			t.Errorf("%s: POST /route allocates %v times, want at most %d (is the body parsed twice?)", tc.name, got, most)

@@ -7,10 +7,10 @@ import (
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/rs/zerolog"
 
+	"github.com/toolrouterd/toolrouterd/internal/benchtest"
 	"github.com/toolrouterd/toolrouterd/internal/mcpserver"
 	"github.com/toolrouterd/toolrouterd/internal/pipeline"
 	"github.com/toolrouterd/toolrouterd/internal/registry"
@@ -39,11 +39,11 @@ func BenchmarkMCPToolsCall(b *testing.B) {
 			name := mcpName("test/echo")
 			body, hdr := modern("tools/call", name, `{"name":"`+name+`","arguments":{"msg":"hi"}}`)
 			c := newBenchCall(h, []byte(body), hdr)
-			c.do(b) // warm: the registry synced, the plan's sequence made
+			doCall(b, c) // warm: the registry synced, the plan's sequence made
 			b.ReportAllocs()
 			b.ResetTimer()
 			for range b.N {
-				c.do(b)
+				doCall(b, c)
 			}
 		})
 	}
@@ -77,43 +77,9 @@ func benchHandler(b *testing.B) *mcpserver.Handler {
 	return h
 }
 
-// benchCall sends the same request through h again and again, reusing the
-// request, its body and the writer.
-type benchCall struct {
-	h    http.Handler
-	body []byte
-	rb   benchReader
-	req  *http.Request
-	w    benchWriter
-}
-
-type benchReader struct{ bytes.Reader }
-
-func (*benchReader) Close() error { return nil }
-
-type benchWriter struct {
-	h    http.Header
-	code int
-	body bytes.Buffer
-}
-
-func (w *benchWriter) Header() http.Header { return w.h }
-func (w *benchWriter) WriteHeader(code int) {
-	if w.code == 0 {
-		w.code = code
-	}
-}
-func (w *benchWriter) Write(p []byte) (int, error) {
-	if w.code == 0 {
-		w.code = http.StatusOK
-	}
-	return w.body.Write(p)
-}
-func (w *benchWriter) Flush()                           {}
-func (w *benchWriter) SetReadDeadline(time.Time) error  { return nil }
-func (w *benchWriter) SetWriteDeadline(time.Time) error { return nil }
-
-func newBenchCall(h http.Handler, body []byte, hdr map[string]string) *benchCall {
+// newBenchCall sends the same tools/call (body, with the headers hdr) to h
+// again and again, reusing the request, its body and the writer.
+func newBenchCall(h http.Handler, body []byte, hdr map[string]string) *benchtest.Client {
 	req, err := http.NewRequestWithContext(context.Background(), http.MethodPost, "http://127.0.0.1:8080/mcp", nil)
 	if err != nil {
 		panic(err)
@@ -125,17 +91,13 @@ func newBenchCall(h http.Handler, body []byte, hdr map[string]string) *benchCall
 	for k, v := range hdr {
 		req.Header.Set(k, v)
 	}
-	return &benchCall{h: h, body: body, req: req, w: benchWriter{h: http.Header{}}}
+	return benchtest.NewClient(h, req, body)
 }
 
-func (c *benchCall) do(b *testing.B) {
-	c.rb.Reset(c.body)
-	c.req.Body = &c.rb
-	clear(c.w.h)
-	c.w.code = 0
-	c.w.body.Reset()
-	c.h.ServeHTTP(&c.w, c.req)
-	if c.w.code != http.StatusOK || !bytes.Contains(c.w.body.Bytes(), []byte(`"text":"{\"msg\":\"hi\"}"`)) {
-		b.Fatalf("tools/call: %d %s", c.w.code, c.w.body.String())
+// doCall sends c's tools/call once; an answer other than 200 with the
+// echo's text fails b.
+func doCall(b *testing.B, c *benchtest.Client) {
+	if w := c.Do(); w.Code != http.StatusOK || !bytes.Contains(w.Body.Bytes(), []byte(`"text":"{\"msg\":\"hi\"}"`)) {
+		b.Fatalf("tools/call: %d %s", w.Code, w.Body.String())
 	}
 }

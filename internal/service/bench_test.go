@@ -8,10 +8,10 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/rs/zerolog"
 
+	"github.com/toolrouterd/toolrouterd/internal/benchtest"
 	"github.com/toolrouterd/toolrouterd/internal/config"
 	"github.com/toolrouterd/toolrouterd/internal/exampletools"
 	"github.com/toolrouterd/toolrouterd/internal/registry"
@@ -36,14 +36,13 @@ func BenchmarkServiceRoute(b *testing.B) {
 		b.Run(st.name, func(b *testing.B) {
 			h := newBenchService(b, st.url)
 			body := []byte(`{"plan_id":"bench","tool_call":{"id":"call_1","type":"function","function":{"name":"test/echo","arguments":"{\"msg\":\"hi\"}"}}}`)
-			c := &benchClient{h: h, body: body, req: benchRequest(body), w: benchWriter{h: http.Header{}}}
-			c.do(b)
-			if !bytes.Contains(c.w.body.Bytes(), []byte(`"success":true`)) || !bytes.Contains(c.w.body.Bytes(), []byte(`{"msg":"hi"}`)) {
-				b.Fatalf("sanity POST /route: %d %s", c.w.code, c.w.body.String())
+			c := benchtest.NewClient(h, benchRequest(body), body)
+			if w := doRoute(b, c); !bytes.Contains(w.Body.Bytes(), []byte(`"success":true`)) || !bytes.Contains(w.Body.Bytes(), []byte(`{"msg":"hi"}`)) {
+				b.Fatalf("sanity POST /route: %d %s", w.Code, w.Body.String())
 			}
 			b.ReportAllocs()
 			for b.Loop() {
-				c.do(b)
+				doRoute(b, c)
 			}
 		})
 	}
@@ -108,49 +107,12 @@ func benchRequest(body []byte) *http.Request {
 	return req
 }
 
-// benchWriter is a reusable ResponseWriter that supports deadlines as the
-// server's does.
-type benchWriter struct {
-	h    http.Header
-	code int
-	body bytes.Buffer
-}
-
-func (w *benchWriter) Header() http.Header { return w.h }
-func (w *benchWriter) WriteHeader(code int) {
-	if w.code == 0 {
-		w.code = code
+// doRoute sends c's request once and returns the answer; one other than
+// 200 fails b.
+func doRoute(b *testing.B, c *benchtest.Client) *benchtest.Writer {
+	w := c.Do()
+	if w.Code != http.StatusOK {
+		b.Fatalf("POST /route: %d %s", w.Code, strings.TrimSpace(w.Body.String()))
 	}
-}
-func (w *benchWriter) Write(p []byte) (int, error) {
-	if w.code == 0 {
-		w.code = http.StatusOK
-	}
-	return w.body.Write(p)
-}
-func (w *benchWriter) SetReadDeadline(time.Time) error  { return nil }
-func (w *benchWriter) SetWriteDeadline(time.Time) error { return nil }
-
-type benchBody struct{ bytes.Reader }
-
-func (*benchBody) Close() error { return nil }
-
-type benchClient struct {
-	h    http.Handler
-	body []byte
-	rb   benchBody
-	req  *http.Request
-	w    benchWriter
-}
-
-func (c *benchClient) do(b *testing.B) {
-	c.rb.Reset(c.body)
-	c.req.Body = &c.rb
-	clear(c.w.h)
-	c.w.code = 0
-	c.w.body.Reset()
-	c.h.ServeHTTP(&c.w, c.req)
-	if c.w.code != http.StatusOK {
-		b.Fatalf("POST /route: %d %s", c.w.code, strings.TrimSpace(c.w.body.String()))
-	}
+	return w
 }
