@@ -1,0 +1,84 @@
+package service_test
+
+import (
+	"math"
+	"net/http"
+	"runtime"
+	"runtime/debug"
+	"runtime/metrics"
+	"slices"
+	"testing"
+	"time"
+)
+
+// BenchmarkServiceRouteGC is BenchmarkServiceRoute on memory:// as
+// toolrouterd runs pinned to one core (GOMAXPROCS=1, GOGC=200): the store
+// is first filled past its bounds (65,536 results and audit records) by
+// routed calls, then 20,000 more are timed one after another (issue 37:
+// the tail at a fixed rate). Reported: gc-us/call, the collector's CPU
+// (mark workers, assists, pauses; runtime/metrics) per timed call;
+// gc-cycles in the timed calls; scan-heap-MB, the pointer-bearing heap
+// the last cycle scanned; live-heap-MB; max-gc-pause-ms, the longest
+// stop of the world for the collector (an upper bucket bound); and the
+// calls' own latency in the process, p50/p99/p99.9/max in µs (wall time
+// on a shared machine: compare distributions, not single runs). Run with
+// -benchtime=1x.
+func BenchmarkServiceRouteGC(b *testing.B) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	defer debug.SetGCPercent(debug.SetGCPercent(200))
+	const fill, timed = 1<<16 + 1000, 20_000
+	for b.Loop() {
+		h := newBenchService(b, "memory://")
+		body := []byte(`{"plan_id":"bench","tool_call":{"id":"call_1","type":"function","function":{"name":"test/echo","arguments":"{\"msg\":\"hi\"}"}}}`)
+		c := &benchClient{h: h, body: body, req: benchRequest(body), w: benchWriter{h: http.Header{}}}
+		for range fill {
+			c.do(b)
+		}
+		lat := make([]time.Duration, 0, timed)
+		before := routeGCRead()
+		for range timed {
+			start := time.Now()
+			c.do(b)
+			lat = append(lat, time.Since(start))
+		}
+		after := routeGCRead()
+		slices.Sort(lat)
+		q := func(p float64) float64 { return float64(lat[min(len(lat)-1, int(p*float64(len(lat))))].Microseconds()) }
+		b.ReportMetric((after.gcCPU-before.gcCPU)/timed*1e6, "gc-us/call")
+		b.ReportMetric(after.cycles-before.cycles, "gc-cycles")
+		b.ReportMetric(after.scanHeap/(1<<20), "scan-heap-MB")
+		b.ReportMetric(after.live/(1<<20), "live-heap-MB")
+		b.ReportMetric(maxNewPause(before.pauses, after.pauses)*1e3, "max-gc-pause-ms")
+		b.ReportMetric(q(0.5), "p50-us")
+		b.ReportMetric(q(0.99), "p99-us")
+		b.ReportMetric(q(0.999), "p99.9-us")
+		b.ReportMetric(float64(lat[len(lat)-1].Microseconds()), "max-us")
+	}
+}
+
+type routeGC struct {
+	gcCPU, cycles, scanHeap, live float64
+	pauses                        *metrics.Float64Histogram
+}
+
+func routeGCRead() routeGC {
+	s := []metrics.Sample{{Name: "/cpu/classes/gc/total:cpu-seconds"}, {Name: "/gc/cycles/total:gc-cycles"},
+		{Name: "/gc/scan/heap:bytes"}, {Name: "/gc/heap/live:bytes"}, {Name: "/sched/pauses/total/gc:seconds"}}
+	metrics.Read(s)
+	return routeGC{gcCPU: s[0].Value.Float64(), cycles: float64(s[1].Value.Uint64()), scanHeap: float64(s[2].Value.Uint64()),
+		live: float64(s[3].Value.Uint64()), pauses: s[4].Value.Float64Histogram()}
+}
+
+// maxNewPause is the upper bound of the highest bucket of the pause
+// histogram that gained a sample between before and after.
+func maxNewPause(before, after *metrics.Float64Histogram) float64 {
+	for i := len(after.Counts) - 1; i >= 0; i-- {
+		if after.Counts[i] > before.Counts[i] {
+			if hi := after.Buckets[i+1]; !math.IsInf(hi, 1) {
+				return hi
+			}
+			return after.Buckets[i]
+		}
+	}
+	return 0
+}
