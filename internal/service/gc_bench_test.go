@@ -3,9 +3,11 @@ package service_test
 import (
 	"math"
 	"net/http"
+	"os"
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
+	"runtime/pprof"
 	"slices"
 	"testing"
 	"time"
@@ -17,12 +19,15 @@ import (
 // routed calls, then 20,000 more are timed one after another (issue 37:
 // the tail at a fixed rate). Reported: gc-us/call, the collector's CPU
 // (mark workers, assists, pauses; runtime/metrics) per timed call;
-// gc-cycles in the timed calls; scan-heap-MB, the pointer-bearing heap
+// gc-busy-us/call, the same without the idle mark worker (the CPU the
+// collector took while the P had a call to run: dedicated and fractional
+// workers, assists, pauses); gc-cycles in the timed calls; scan-heap-MB, the pointer-bearing heap
 // the last cycle scanned; live-heap-MB; max-gc-pause-ms, the longest
 // stop of the world for the collector (an upper bucket bound); and the
 // calls' own latency in the process, p50/p99/p99.9/max in µs (wall time
 // on a shared machine: compare distributions, not single runs). Run with
-// -benchtime=1x.
+// -benchtime=1x; BENCH_HEAP_PROFILE=FILE writes the heap
+// profile of the filled service there.
 func BenchmarkServiceRouteGC(b *testing.B) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 	defer debug.SetGCPercent(debug.SetGCPercent(200))
@@ -33,6 +38,9 @@ func BenchmarkServiceRouteGC(b *testing.B) {
 		c := &benchClient{h: h, body: body, req: benchRequest(body), w: benchWriter{h: http.Header{}}}
 		for range fill {
 			c.do(b)
+		}
+		if p := os.Getenv("BENCH_HEAP_PROFILE"); p != "" {
+			routeGCHeapProfile(b, p) // what the filled service keeps
 		}
 		lat := make([]time.Duration, 0, timed)
 		before := routeGCRead()
@@ -45,6 +53,7 @@ func BenchmarkServiceRouteGC(b *testing.B) {
 		slices.Sort(lat)
 		q := func(p float64) float64 { return float64(lat[min(len(lat)-1, int(p*float64(len(lat))))].Microseconds()) }
 		b.ReportMetric((after.gcCPU-before.gcCPU)/timed*1e6, "gc-us/call")
+		b.ReportMetric((after.gcCPU-after.idle-before.gcCPU+before.idle)/timed*1e6, "gc-busy-us/call")
 		b.ReportMetric(after.cycles-before.cycles, "gc-cycles")
 		b.ReportMetric(after.scanHeap/(1<<20), "scan-heap-MB")
 		b.ReportMetric(after.live/(1<<20), "live-heap-MB")
@@ -57,15 +66,16 @@ func BenchmarkServiceRouteGC(b *testing.B) {
 }
 
 type routeGC struct {
-	gcCPU, cycles, scanHeap, live float64
-	pauses                        *metrics.Float64Histogram
+	gcCPU, idle, cycles, scanHeap, live float64
+	pauses                              *metrics.Float64Histogram
 }
 
 func routeGCRead() routeGC {
 	s := []metrics.Sample{{Name: "/cpu/classes/gc/total:cpu-seconds"}, {Name: "/gc/cycles/total:gc-cycles"},
-		{Name: "/gc/scan/heap:bytes"}, {Name: "/gc/heap/live:bytes"}, {Name: "/sched/pauses/total/gc:seconds"}}
+		{Name: "/gc/scan/heap:bytes"}, {Name: "/gc/heap/live:bytes"}, {Name: "/sched/pauses/total/gc:seconds"},
+		{Name: "/cpu/classes/gc/mark/idle:cpu-seconds"}}
 	metrics.Read(s)
-	return routeGC{gcCPU: s[0].Value.Float64(), cycles: float64(s[1].Value.Uint64()), scanHeap: float64(s[2].Value.Uint64()),
+	return routeGC{gcCPU: s[0].Value.Float64(), idle: s[5].Value.Float64(), cycles: float64(s[1].Value.Uint64()), scanHeap: float64(s[2].Value.Uint64()),
 		live: float64(s[3].Value.Uint64()), pauses: s[4].Value.Float64Histogram()}
 }
 
@@ -81,4 +91,18 @@ func maxNewPause(before, after *metrics.Float64Histogram) float64 {
 		}
 	}
 	return 0
+}
+
+// routeGCHeapProfile writes the live heap's profile, after a collection,
+// to the file path.
+func routeGCHeapProfile(b *testing.B, path string) {
+	runtime.GC()
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+		b.Fatal(err)
+	}
 }

@@ -25,7 +25,7 @@ func readGC() gcSample {
 }
 
 // fillToBound saves DefaultMaxResults+DefaultMaxAudit routed calls
-// (storebench.Route) into m: past its bounds, as a long-running memory://
+// (storebench.Route, with their spend ledger entries) into m: past its bounds, as a long-running memory://
 // store is.
 func fillToBound(tb testing.TB, m *memory.Store) {
 	tb.Helper()
@@ -33,15 +33,17 @@ func fillToBound(tb testing.TB, m *memory.Store) {
 	for i := range int64(memory.DefaultMaxResults + memory.DefaultMaxAudit) {
 		id, _ := toolrouter.ToolCallID("bench", i)
 		res, rec := storebench.Route(id, i)
-		rec.Client = "client-" + id[:8] // a string of its own per record, as a tenant's name is not shared
+		rec.Client = "client-" + id[:8]   // a string of its own per record, as a tenant's name is not shared
+		e := storebench.Settled(res, rec) // every call that ran has its ledger entry
+		rec.Spend = &e
 		if err := m.SaveResult(ctx, res, rec); err != nil {
 			tb.Fatal(err)
 		}
 	}
 }
 
-// BenchmarkGCMark fills a memory:// store to its bounds (65,536 results
-// and audit records) and reports what one garbage collection of the
+// BenchmarkGCMark fills a memory:// store to its bounds (65,536 results,
+// audit records and ledger entries) and reports what one garbage collection of the
 // process then costs (issue 37, the tail at a fixed rate on one core):
 // scan-heap-MB, the heap the collector had to scan (pointer-bearing
 // memory: /gc/scan/heap), live-heap-MB, and mark-ms, the CPU time of one
