@@ -13,34 +13,43 @@ import (
 	"time"
 )
 
-// BenchmarkServiceRouteGC is BenchmarkServiceRoute on memory:// as
-// toolrouterd runs pinned to one core (GOMAXPROCS=1, GOGC=200): the store
-// is first filled past its bounds (65,536 results and audit records) by
-// routed calls, then 20,000 more are timed one after another (issue 37:
-// the tail at a fixed rate). Reported: gc-us/call, the collector's CPU
-// (mark workers, assists, pauses; runtime/metrics) per timed call;
-// gc-busy-us/call, the same without the idle mark worker (the CPU the
-// collector took while the P had a call to run: dedicated and fractional
-// workers, assists, pauses); gc-cycles in the timed calls; scan-heap-MB, the pointer-bearing heap
-// the last cycle scanned; live-heap-MB; max-gc-pause-ms, the longest
-// stop of the world for the collector (an upper bucket bound); and the
-// calls' own latency in the process, p50/p99/p99.9/max in µs (wall time
-// on a shared machine: compare distributions, not single runs). Run with
-// -benchtime=1x; BENCH_HEAP_PROFILE=FILE writes the heap
-// profile of the filled service there.
+// BenchmarkServiceRouteGC is BenchmarkServiceRoute as toolrouterd runs
+// pinned to one core (GOMAXPROCS=1, GOGC=200): the service is first
+// warmed up by 66,536 routed calls (past memory://'s bounds of 65,536
+// results, audit records and ledger entries), then 20,000 more are timed
+// one after another (issue 37: the tail at a fixed rate). Reported:
+// gc-us/call, the collector's CPU (mark workers, assists, pauses;
+// runtime/metrics) per timed call; gc-busy-us/call, the same without the
+// idle mark worker (the CPU the collector took while the P had a call to
+// run); gc-cycles in the timed calls; scan-heap-MB, the pointer-bearing
+// heap of the last cycle (/gc/scan/heap); live-heap-MB; max-gc-pause-ms,
+// the longest stop of the world for the collector (an upper bucket
+// bound); and the calls' own latency in the process, p50/p99/p99.9/max
+// in µs (wall time on a shared machine: compare distributions, not single
+// runs). Run with -benchtime=1x; BENCH_HEAP_PROFILE=FILE writes the heap
+// profile of the warmed-up service to FILE.memory (FILE.sqlite).
 func BenchmarkServiceRouteGC(b *testing.B) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 	defer debug.SetGCPercent(debug.SetGCPercent(200))
+	for _, st := range []struct{ name, url string }{
+		{"memory", "memory://"},
+		{"sqlite", "sqlite://" + b.TempDir() + "/bench.db"},
+	} {
+		b.Run(st.name, func(b *testing.B) { benchRouteGC(b, st.name, st.url) })
+	}
+}
+
+func benchRouteGC(b *testing.B, name, url string) {
 	const fill, timed = 1<<16 + 1000, 20_000
 	for b.Loop() {
-		h := newBenchService(b, "memory://")
+		h := newBenchService(b, url)
 		body := []byte(`{"plan_id":"bench","tool_call":{"id":"call_1","type":"function","function":{"name":"test/echo","arguments":"{\"msg\":\"hi\"}"}}}`)
 		c := &benchClient{h: h, body: body, req: benchRequest(body), w: benchWriter{h: http.Header{}}}
 		for range fill {
 			c.do(b)
 		}
 		if p := os.Getenv("BENCH_HEAP_PROFILE"); p != "" {
-			routeGCHeapProfile(b, p) // what the filled service keeps
+			routeGCHeapProfile(b, p+"."+name) // what the filled service keeps
 		}
 		lat := make([]time.Duration, 0, timed)
 		before := routeGCRead()

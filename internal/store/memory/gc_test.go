@@ -80,3 +80,10 @@ func median(xs []float64) float64 {
 	}
 	return s[len(s)/2]
 }
+
+// BenchmarkSaveResult is the store's write path of one routed call (a
+// result and its audit record, storebench.BenchSaveResult): what keeping
+// records encoded costs the writer.
+func BenchmarkSaveResult(b *testing.B) {
+	storebench.BenchSaveResult(b, memory.New(), nil)
+}
