@@ -10,6 +10,8 @@ package memory
 type arena struct {
 	chunks []arenaChunk // chunks[i] is chunk first+i
 	first  int64
+	cur    int64 // the chunk put appends to, when curOK
+	curOK  bool
 }
 
 type arenaChunk struct {
@@ -32,20 +34,27 @@ type blobRef struct {
 // (any may be empty) and returns where they are.
 func (a *arena) put(head []byte, mid string, tail []byte) blobRef {
 	n := len(head) + len(mid) + len(tail)
-	last := len(a.chunks) - 1
-	if last < 0 || cap(a.chunks[last].buf)-len(a.chunks[last].buf) < n {
-		if last >= 0 && a.chunks[last].live == 0 {
-			a.chunks[last].buf = nil // full, and every record in it freed
+	if !a.curOK || cap(a.chunks[a.cur-a.first].buf)-len(a.chunks[a.cur-a.first].buf) < n {
+		if a.curOK && a.chunks[a.cur-a.first].live == 0 {
+			a.chunks[a.cur-a.first].buf = nil // full, and every record in it freed
 		}
 		a.chunks = append(a.chunks, arenaChunk{buf: make([]byte, 0, max(arenaChunkSize, n))})
+		a.cur, a.curOK = a.first+int64(len(a.chunks)-1), true
 		a.popFront()
-		last = len(a.chunks) - 1
 	}
-	c := &a.chunks[last]
+	c := &a.chunks[a.cur-a.first]
 	off := len(c.buf)
 	c.buf = append(append(append(c.buf, head...), mid...), tail...)
 	c.live += n
-	return blobRef{chunk: a.first + int64(last), off: uint32(off), n: uint32(n)}
+	return blobRef{chunk: a.cur, off: uint32(off), n: uint32(n)}
+}
+
+// adopt takes b, which its caller will not change, as a record of a
+// chunk of its own, without copying it: a large record (a big tool
+// output's result) is not held twice while it is stored.
+func (a *arena) adopt(b []byte) blobRef {
+	a.chunks = append(a.chunks, arenaChunk{buf: b[:len(b):len(b)], live: len(b)})
+	return blobRef{chunk: a.first + int64(len(a.chunks)-1), n: uint32(len(b))}
 }
 
 // get returns the bytes of the record at r, which must not be changed.
@@ -59,7 +68,7 @@ func (a *arena) free(r blobRef) {
 	i := r.chunk - a.first
 	c := &a.chunks[i]
 	c.live -= int(r.n)
-	if c.live == 0 && int(i) != len(a.chunks)-1 {
+	if c.live == 0 && !(a.curOK && r.chunk == a.cur) {
 		c.buf = nil
 	}
 	a.popFront()

@@ -12,8 +12,8 @@ import (
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
 
-// TestArena: records read back as written, across chunks and past a
-// chunk's size; a chunk is dropped once every record in it is freed, so
+// TestArena: records read back as written, across chunks, past a
+// chunk's size and adopted; a chunk is dropped once every record in it is freed, so
 // a FIFO of a bounded number of records keeps a bounded number of chunks.
 func TestArena(t *testing.T) {
 	var a arena
@@ -24,8 +24,12 @@ func TestArena(t *testing.T) {
 	var fifo []kept
 	for i := range 20_000 {
 		rec := bytes.Repeat([]byte{byte(i)}, 100+i%300)
-		if i%5000 == 1 {
+		switch i % 5000 {
+		case 1:
 			rec = bytes.Repeat([]byte{'x'}, 3*arenaChunkSize) // larger than a chunk
+		case 2:
+			big := bytes.Repeat([]byte{'y'}, 2*arenaChunkSize) // adopted: a chunk of its own, between small records
+			fifo = append(fifo, kept{a.adopt(big), big})
 		}
 		fifo = append(fifo, kept{a.put([]byte("h"), strconv.Itoa(i), rec), append(append([]byte("h"), strconv.Itoa(i)...), rec...)})
 		if len(fifo) > 1000 {
@@ -99,5 +103,25 @@ func TestNothingToScan(t *testing.T) {
 	t.Logf("scanned heap grew by %d bytes for 20,000 calls kept", grown)
 	if grown > 1<<20 {
 		t.Errorf("scanned heap grew by %d bytes for 20,000 calls kept (%d per call)", grown, grown/20_000)
+	}
+}
+
+// TestBigResultNotCopied: a big result's encoded bytes are kept as they
+// were given, not copied (a big tool output is not held twice while it is
+// stored: TestAbuseBigOutputsUnderMemoryLimit's peak RSS).
+func TestBigResultNotCopied(t *testing.T) {
+	m := New()
+	b := bytes.Repeat([]byte{'b'}, bigResult)
+	m.saveResult("big", b)
+	m.saveResult("small", []byte("{}"))
+	got, ok := m.result("big")
+	if !ok || !bytes.Equal(got, b) {
+		t.Fatalf("big result read back as %d bytes, %v", len(got), ok)
+	}
+	if &got[0] != &b[0] {
+		t.Error("big result copied")
+	}
+	if s, ok := m.result("small"); !ok || string(s) != "{}" {
+		t.Errorf("small result read back as %q, %v", s, ok)
 	}
 }

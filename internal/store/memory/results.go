@@ -21,10 +21,15 @@ type resultLog struct {
 
 type resultSlot struct {
 	key  [2]uint64
-	at   int64 // when stored (Unix nanoseconds; retention)
-	ref  blobRef
+	at   int64   // when stored (Unix nanoseconds; retention)
+	ref  blobRef // the key, then the encoded result; or the key alone (big)
+	big  blobRef // the encoded result when big
 	dead bool
 }
+
+// bigResult is the size from which a result's bytes are adopted by the
+// arena (arena.adopt) instead of copied.
+const bigResult = arenaChunkSize / 4
 
 // hashKey is the fixed-size key of s: two independent seeded 64-bit
 // hashes. Two keys with the same hashKey are taken as one (a chance of
@@ -44,15 +49,21 @@ func (m *Store) saveResult(key string, b []byte) {
 	}
 	var head [binary.MaxVarintLen64]byte
 	h, now := m.hashKey(key), m.Now().UnixNano()
-	ref := l.data.put(binary.AppendUvarint(head[:0], uint64(len(key))), key, b)
+	slot := resultSlot{key: h, at: now}
+	if len(b) >= bigResult {
+		slot.ref = l.data.put(binary.AppendUvarint(head[:0], uint64(len(key))), key, nil)
+		slot.big = l.data.adopt(b)
+	} else {
+		slot.ref = l.data.put(binary.AppendUvarint(head[:0], uint64(len(key))), key, b)
+	}
 	if at, ok := l.index[h]; ok {
 		s := &l.slots[at-l.base]
-		l.data.free(s.ref)
-		s.ref, s.at = ref, now
+		l.free(s)
+		*s = slot
 		return
 	}
 	l.index[h] = l.base + int64(len(l.slots))
-	l.slots = append(l.slots, resultSlot{key: h, at: now, ref: ref})
+	l.slots = append(l.slots, slot)
 	l.live++
 	for l.live > max(m.MaxResults, 1) {
 		m.deleteOldest()
@@ -66,12 +77,24 @@ func (m *Store) result(key string) ([]byte, bool) {
 	if !ok {
 		return nil, false
 	}
-	b := l.data.get(l.slots[at-l.base].ref)
+	s := &l.slots[at-l.base]
+	b := l.data.get(s.ref)
 	n, w := binary.Uvarint(b)
 	if w <= 0 || uint64(len(b)-w) < n || string(b[w:w+int(n)]) != key {
 		return nil, false
 	}
+	if s.big.n > 0 {
+		return l.data.get(s.big), true
+	}
 	return b[w+int(n):], true
+}
+
+// free frees the records of s.
+func (l *resultLog) free(s *resultSlot) {
+	l.data.free(s.ref)
+	if s.big.n > 0 {
+		l.data.free(s.big)
+	}
 }
 
 // deleteOldest deletes the oldest result still stored; m.mu is held.
@@ -91,7 +114,7 @@ func (m *Store) deleteResult(i int) {
 	l := &m.res
 	s := &l.slots[i]
 	delete(l.index, s.key)
-	l.data.free(s.ref)
+	l.free(s)
 	*s = resultSlot{dead: true}
 	l.live--
 }
