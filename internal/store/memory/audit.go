@@ -3,20 +3,44 @@ package memory
 import (
 	"cmp"
 	"context"
+	"encoding/json"
+	"fmt"
+	"hash/maphash"
 	"slices"
 	"strconv"
 	"time"
+
+	sjson "github.com/segmentio/encoding/json"
 
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
 
 // auditLog is the in-memory audit trail and rate counters (store.Tenancy);
-// guarded by Store.mu.
+// guarded by Store.mu. Each record is kept as its JSON in an arena, with
+// what ListAudit filters and orders by in a fixed-size entry of recs, so
+// that the garbage collector has nothing to scan in the trail (issue 37).
 type auditLog struct {
-	recs   []toolrouter.AuditRecord // in id order
-	lastID int64
-	rates  map[string]rateCounter
+	recs    []auditSlot // in id order
+	lastID  int64
+	data    arena
+	scratch []byte // a record being encoded
+	rates   map[string]rateCounter
 }
+
+// auditSlot is a record kept: its id and time, and the 64-bit hashes
+// (the first of Store.hashKey) of the fields ListAudit compares, which
+// pass over most records without decoding them; a record whose hash
+// matches is decoded and compared exactly.
+type auditSlot struct {
+	id                          int64
+	sec                         int64 // Time, as time.Unix(sec, nsec)
+	nsec                        int32
+	tools                       bool // the record lists Tools
+	client, tool, name, outcome uint64
+	ref                         blobRef
+}
+
+func (s *auditSlot) time() time.Time { return time.Unix(s.sec, int64(s.nsec)) }
 
 // ListClientRuns implements store.Tenancy.
 func (m *Store) ListClientRuns(_ context.Context, client, planID string, limit int) ([]*toolrouter.Run, error) {
@@ -27,62 +51,87 @@ func (m *Store) ListClientRuns(_ context.Context, client, planID string, limit i
 func (m *Store) AppendAudit(_ context.Context, recs []toolrouter.AuditRecord) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.appendAudit(recs)
-	return nil
+	return m.appendAudit(recs)
 }
 
 // appendAudit appends copies of recs, and puts the spend ledger entry a
 // record carries (its call's settled cost) in the ledger, in the same
-// step; m.mu is held.
-func (m *Store) appendAudit(recs []toolrouter.AuditRecord) {
+// step; m.mu is held. A record that cannot be encoded (none can: an
+// AuditRecord holds no map, channel or function) is an error, the
+// records before it kept.
+func (m *Store) appendAudit(recs []toolrouter.AuditRecord) error {
+	l := &m.audit
 	for _, r := range recs {
-		if r.Spend != nil {
-			m.put(*r.Spend)
-			r.Spend = nil // not kept with the record
+		spend := r.Spend
+		r.Spend = nil // not kept with the record
+		r.ID = l.lastID + 1
+		b, err := sjson.Append(l.scratch[:0], &r, sjson.EscapeHTML|sjson.SortMapKeys)
+		if err != nil {
+			return fmt.Errorf("memory: encoding audit record of %q: %w", r.ToolCallID, err)
 		}
-		m.audit.lastID++
-		r.ID = m.audit.lastID
-		r.Guardrails = slices.Clone(r.Guardrails) // a record is not shared with its writer
-		if r.Credential != nil {
-			c := *r.Credential
-			r.Credential = &c
+		l.scratch = b
+		l.lastID++
+		if spend != nil {
+			m.put(*spend)
 		}
-		if r.Sequence != nil {
-			seq := *r.Sequence
-			r.Sequence = &seq
-		}
-		m.audit.recs = append(m.audit.recs, r)
+		l.recs = append(l.recs, auditSlot{id: r.ID, sec: r.Time.Unix(), nsec: int32(r.Time.Nanosecond()), tools: len(r.Tools) > 0,
+			client: m.hash(r.Client), tool: m.hash(r.Tool), name: m.hash(r.ToolName), outcome: m.hash(r.Outcome),
+			ref: l.data.put(nil, "", b)})
 	}
 	// Past MaxAudit the oldest records go, an eighth of them at a time
 	// (so that the copy is amortised), as the retention sweep deletes
 	// those past TOOLROUTER_AUDIT_RETENTION.
-	if most := max(m.MaxAudit, 1); len(m.audit.recs) > most+most/8 {
-		m.audit.recs = append(make([]toolrouter.AuditRecord, 0, most+most/8+1), m.audit.recs[len(m.audit.recs)-most:]...)
+	if most := max(m.MaxAudit, 1); len(l.recs) > most+most/8 {
+		for _, s := range l.recs[:len(l.recs)-most] {
+			l.data.free(s.ref)
+		}
+		l.recs = append(make([]auditSlot, 0, most+most/8+1), l.recs[len(l.recs)-most:]...)
 	}
+	return nil
 }
+
+// hash is the first half of hashKey(s).
+func (m *Store) hash(s string) uint64 { return maphash.String(m.seeds[0], s) }
 
 // ListAudit implements store.Tenancy.
 func (m *Store) ListAudit(_ context.Context, f toolrouter.AuditFilter) ([]toolrouter.AuditRecord, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	out := []toolrouter.AuditRecord{}
-	for _, r := range m.audit.recs {
-		if !f.Before.Before(r.Time, strconv.FormatInt(r.ID, 10)) || f.Client != "" && r.Client != f.Client ||
-			f.Tool != "" && r.Tool != f.Tool && r.ToolName != f.Tool && !slices.Contains(r.Tools, f.Tool) || f.Outcome != "" && r.Outcome != f.Outcome ||
-			!f.Since.IsZero() && r.Time.Before(f.Since) || !f.Until.IsZero() && !r.Time.Before(f.Until) {
+	client, tool, outcome := m.hash(f.Client), m.hash(f.Tool), m.hash(f.Outcome)
+	var cand []auditSlot
+	for _, s := range m.audit.recs {
+		t := s.time()
+		if !f.Before.IsZero() && !f.Before.Before(t, strconv.FormatInt(s.id, 10)) || f.Client != "" && s.client != client ||
+			f.Tool != "" && s.tool != tool && s.name != tool && !s.tools || f.Outcome != "" && s.outcome != outcome ||
+			!f.Since.IsZero() && t.Before(f.Since) || !f.Until.IsZero() && !t.Before(f.Until) {
 			continue
 		}
-		out = append(out, r)
+		cand = append(cand, s)
 	}
 	// Newest first by time, then id (as the SQL stores order them).
-	slices.SortFunc(out, func(a, b toolrouter.AuditRecord) int {
-		if c := b.Time.Compare(a.Time); c != 0 {
+	slices.SortFunc(cand, func(a, b auditSlot) int {
+		if c := cmp.Compare(b.sec, a.sec); c != 0 {
 			return c
 		}
-		return cmp.Compare(b.ID, a.ID)
+		if c := cmp.Compare(b.nsec, a.nsec); c != 0 {
+			return c
+		}
+		return cmp.Compare(b.id, a.id)
 	})
-	if f.Limit > 0 && len(out) > f.Limit {
-		out = out[:f.Limit]
+	out := []toolrouter.AuditRecord{}
+	for _, s := range cand {
+		if f.Limit > 0 && len(out) == f.Limit {
+			break
+		}
+		var r toolrouter.AuditRecord
+		if err := json.Unmarshal(m.audit.data.get(s.ref), &r); err != nil {
+			return nil, fmt.Errorf("memory: audit record %d: %w", s.id, err)
+		}
+		if f.Client != "" && r.Client != f.Client || f.Outcome != "" && r.Outcome != f.Outcome ||
+			f.Tool != "" && r.Tool != f.Tool && r.ToolName != f.Tool && !slices.Contains(r.Tools, f.Tool) {
+			continue // another string of the same hash
+		}
+		out = append(out, r)
 	}
 	return out, nil
 }
@@ -91,16 +140,19 @@ func (m *Store) ListAudit(_ context.Context, f toolrouter.AuditFilter) ([]toolro
 func (m *Store) PurgeAudit(_ context.Context, before time.Time, limit int) (int, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	kept := m.audit.recs[:0]
+	l := &m.audit
+	kept := l.recs[:0]
 	n := 0
-	for _, r := range m.audit.recs {
-		if r.Time.Before(before) && n < limit {
+	for _, s := range l.recs {
+		if s.time().Before(before) && n < limit {
+			l.data.free(s.ref)
 			n++
 			continue
 		}
-		kept = append(kept, r)
+		kept = append(kept, s)
 	}
-	m.audit.recs = kept
+	clear(l.recs[len(kept):])
+	l.recs = kept
 	return n, nil
 }
 

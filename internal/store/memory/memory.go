@@ -5,6 +5,7 @@ package memory
 import (
 	"context"
 	"encoding/json"
+	"hash/maphash"
 	"sort"
 	"sync"
 	"time"
@@ -27,11 +28,8 @@ type Store struct {
 	// DefaultMaxAudit; a test may lower them before the store is used.
 	MaxResults, MaxAudit int
 	next                 map[string]int64
-	results              map[string][]byte
-	saved                map[string]savedAt // when each result was stored (retention)
-	order                []savedKey         // results' keys, oldest first (MaxResults)
-	orderHead            int                // order[:orderHead] are gone
-	stored               uint64             // results stored so far (savedAt.n)
+	res                  resultLog       // results.go
+	seeds                [2]maphash.Seed // of the logs' fixed-size keys (hashKey)
 	keys                 map[string]*memKey
 	runs                 map[string]*memRun
 	approvals            approvals
@@ -49,19 +47,6 @@ const (
 	DefaultMaxResults = 1 << 16
 	DefaultMaxAudit   = 1 << 16
 )
-
-// savedAt is when a result was stored, and its number in the order of
-// storing (n tells a key stored again after it was deleted from its older
-// entry in order).
-type savedAt struct {
-	at time.Time
-	n  uint64
-}
-
-type savedKey struct {
-	key string
-	n   uint64
-}
 
 type memKey struct {
 	fingerprint string
@@ -87,8 +72,7 @@ func New() *Store {
 		MaxResults: DefaultMaxResults,
 		MaxAudit:   DefaultMaxAudit,
 		next:       make(map[string]int64),
-		results:    make(map[string][]byte),
-		saved:      make(map[string]savedAt),
+		seeds:      [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()},
 		keys:       make(map[string]*memKey),
 		runs:       make(map[string]*memRun),
 	}
@@ -120,60 +104,14 @@ func (m *Store) SaveResult(_ context.Context, res *toolrouter.Result, audit ...t
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	key := toolrouter.ScopedKey(res.Client, res.ToolCallID)
-	m.results[key] = b
-	if old, ok := m.saved[key]; ok {
-		// Stored again (a held call's decision): its place in the order stays.
-		m.saved[key] = savedAt{at: m.Now(), n: old.n}
-	} else {
-		m.stored++
-		m.saved[key] = savedAt{at: m.Now(), n: m.stored}
-		m.order = append(m.order, savedKey{key, m.stored})
-		for len(m.results) > max(m.MaxResults, 1) {
-			m.deleteOldest()
-		}
-	}
-	m.appendAudit(audit)
-	return nil
-}
-
-// deleteOldest deletes the oldest result still stored; m.mu is held.
-func (m *Store) deleteOldest() {
-	for m.orderHead < len(m.order) {
-		k := m.order[m.orderHead]
-		m.order[m.orderHead] = savedKey{}
-		m.orderHead++
-		if s, ok := m.saved[k.key]; ok && s.n == k.n {
-			delete(m.saved, k.key)
-			delete(m.results, k.key)
-			break
-		}
-	}
-	m.compactOrder()
-}
-
-// compactOrder drops the keys of deleted results from the front of order
-// and, once half of it is gone, moves the rest to a new slice, so that
-// order is at most about twice the results stored; m.mu is held.
-func (m *Store) compactOrder() {
-	for m.orderHead < len(m.order) {
-		k := m.order[m.orderHead]
-		if s, ok := m.saved[k.key]; ok && s.n == k.n {
-			break
-		}
-		m.order[m.orderHead] = savedKey{}
-		m.orderHead++
-	}
-	if m.orderHead > 64 && m.orderHead*2 >= len(m.order) {
-		m.order = append(make([]savedKey, 0, 2*(len(m.order)-m.orderHead)), m.order[m.orderHead:]...)
-		m.orderHead = 0
-	}
+	m.saveResult(toolrouter.ScopedKey(res.Client, res.ToolCallID), b)
+	return m.appendAudit(audit)
 }
 
 // GetResult implements store.Store.
 func (m *Store) GetResult(_ context.Context, id string) (*toolrouter.Result, error) {
 	m.mu.Lock()
-	b, ok := m.results[id]
+	b, ok := m.result(id) // written once, never changed: read outside the lock
 	m.mu.Unlock()
 	if !ok {
 		return nil, toolrouter.Errorf(toolrouter.ENOTFOUND, "tool call %q not found", id)

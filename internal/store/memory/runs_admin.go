@@ -37,33 +37,7 @@ func (m *Store) RequestCancel(ctx context.Context, runID string) (*toolrouter.Ru
 func (m *Store) DeleteResultsBefore(_ context.Context, before time.Time, limit int) (int, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	n := 0
-	for id, s := range m.saved {
-		if n == limit {
-			break
-		}
-		if s.at.Before(before) {
-			delete(m.saved, id)
-			delete(m.results, id)
-			n++
-		}
-	}
-	if n > 0 {
-		// A result deleted anywhere in order leaves its entry there
-		// until it reaches the front: the order is compacted once half of
-		// it is such entries.
-		m.compactOrder()
-		if live := len(m.order) - m.orderHead; live > 2*len(m.results)+64 {
-			kept := make([]savedKey, 0, 2*len(m.results))
-			for _, k := range m.order[m.orderHead:] {
-				if s, ok := m.saved[k.key]; ok && s.n == k.n {
-					kept = append(kept, k)
-				}
-			}
-			m.order, m.orderHead = kept, 0
-		}
-	}
-	return n, nil
+	return m.deleteResultsBefore(before, limit), nil
 }
 
 // DeleteRunsBefore implements store.RunAdmin.

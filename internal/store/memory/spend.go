@@ -2,89 +2,204 @@ package memory
 
 import (
 	"context"
+	"encoding/binary"
+	"hash/maphash"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
 
-// spendLedger is the spend ledger: entries by key (ledgerKey), and the keys in the
-// order they came, oldest first (order[:head] are gone). Past MaxAudit
-// entries the oldest are folded into rollups, one per client, virtual
-// server, tool, model, hour, currency and pricing, which are never folded:
-// memory stays bounded (as the audit trail's, issue 37) and every sum
-// stays exact for windows of whole hours (GET /usage's from and to) and
-// the limits' days and months; only the cost of a folded call by its id is
-// forgotten.
+// spendLedger is the spend ledger: entries in the order they came,
+// oldest first, and the rollups. Past MaxAudit entries the oldest are
+// folded into rollups, one per client, virtual server, tool, model, hour,
+// currency and pricing, which are never folded: memory stays bounded (as
+// the audit trail's, issue 37) and every sum stays exact for windows of
+// whole hours (GET /usage's from and to) and the limits' days and months;
+// only the cost of a folded call by its id is forgotten.
+//
+// An entry is kept as the audit trail's records are (audit.go): its
+// strings in an arena, its time, amount and usage in a fixed-size slot,
+// found through a map of fixed-size keys (spendKey), so that the garbage
+// collector has nothing to scan in it (issue 37). Rollups, a few per
+// hour, are kept as values.
 type spendLedger struct {
-	entries map[string]*memSpend
-	order   []string
-	head    int
+	index   map[[2]uint64]int64 // spendKey → place base+i in slots
+	slots   []spendSlot         // deleted ones are dead until compacted
+	base    int64
+	live    int
+	data    arena
+	rollups map[string]*memSpend
 }
 
-// memSpend is a ledger entry standing for n calls or turns (a rollup's n
-// is how many it folded).
+type spendSlot struct {
+	key      [2]uint64
+	sec      int64 // At, as time.Unix(sec, nsec)
+	nsec     int32
+	unpriced bool
+	dead     bool
+	amount   toolrouter.Micros
+	usage    toolrouter.TokenUsage
+	ref      blobRef // spendFields: the entry's strings
+}
+
+func (s *spendSlot) at() time.Time { return time.Unix(s.sec, int64(s.nsec)) }
+
+// spendFields are the strings of an entry, in its record in the arena in
+// this order, each after its length (uvarint).
+const (
+	fieldID = iota
+	fieldClient
+	fieldVirtualServer
+	fieldTool
+	fieldModel
+	fieldRunID
+	fieldCurrency
+	spendFields
+)
+
+// memSpend is a rollup standing for n calls or turns.
 type memSpend struct {
 	e toolrouter.SpendEntry
 	n int64
 }
 
-// ledgerKey is the map key of the entry of k: its id and start, to the
-// microsecond, as the SQL stores key it.
-func ledgerKey(k toolrouter.SpendKey) string {
-	return k.ID + "\x00" + strconv.FormatInt(k.At.UnixMicro(), 10)
+// spendKey is the fixed-size key of the entry of k: its id and start, to
+// the microsecond, as the SQL stores key it (hashed as Store.hashKey).
+func (m *Store) spendKey(k toolrouter.SpendKey) [2]uint64 {
+	v := struct {
+		id string
+		us int64
+	}{k.ID, k.At.UnixMicro()}
+	return [2]uint64{maphash.Comparable(m.seeds[0], v), maphash.Comparable(m.seeds[1], v)}
+}
+
+// fields are the strings of s's entry, not to be changed; m.mu is held.
+func (l *spendLedger) fields(s *spendSlot) (f [spendFields][]byte) {
+	b := l.data.get(s.ref)
+	for i := range f {
+		n, w := binary.Uvarint(b)
+		f[i], b = b[w:w+int(n)], b[w+int(n):]
+	}
+	return f
+}
+
+// entry is s's entry; m.mu is held.
+func (l *spendLedger) entry(s *spendSlot) toolrouter.SpendEntry {
+	f := l.fields(s)
+	return toolrouter.SpendEntry{ID: string(f[fieldID]), At: s.at(), Client: string(f[fieldClient]), VirtualServer: string(f[fieldVirtualServer]),
+		Tool: string(f[fieldTool]), Model: string(f[fieldModel]), RunID: string(f[fieldRunID]), Currency: string(f[fieldCurrency]),
+		Amount: s.amount, Unpriced: s.unpriced, Usage: s.usage}
 }
 
 // put stores e under its key; m.mu is held.
 func (m *Store) put(e toolrouter.SpendEntry) {
 	l := &m.spend
-	if l.entries == nil {
-		l.entries = map[string]*memSpend{}
+	if l.index == nil {
+		l.index = make(map[[2]uint64]int64)
 	}
-	k := ledgerKey(e.Key())
-	if old, ok := l.entries[k]; ok {
-		old.e = e
+	var rec [128]byte
+	b := rec[:0]
+	for _, f := range [spendFields]string{e.ID, e.Client, e.VirtualServer, e.Tool, e.Model, e.RunID, e.Currency} {
+		b = append(binary.AppendUvarint(b, uint64(len(f))), f...)
+	}
+	k := m.spendKey(e.Key())
+	slot := spendSlot{key: k, sec: e.At.Unix(), nsec: int32(e.At.Nanosecond()), unpriced: e.Unpriced, amount: e.Amount, usage: e.Usage,
+		ref: l.data.put(b, "", nil)}
+	if at, ok := l.index[k]; ok {
+		old := &l.slots[at-l.base]
+		l.data.free(old.ref)
+		*old = slot
 		return
 	}
-	l.entries[k] = &memSpend{e: e, n: 1}
-	l.order = append(l.order, k)
-	for most := max(m.MaxAudit, 1); len(l.order)-l.head > most; l.head++ {
-		id := l.order[l.head]
-		old, ok := l.entries[id]
-		if !ok {
-			continue // dropped
+	l.index[k] = l.base + int64(len(l.slots))
+	l.slots = append(l.slots, slot)
+	l.live++
+	for most := max(m.MaxAudit, 1); l.live > most; {
+		i := 0
+		for l.slots[i].dead {
+			i++
 		}
-		delete(l.entries, id)
-		o := old.e
-		key := "\x00rollup\x1f" + o.Client + "\x1f" + o.VirtualServer + "\x1f" + o.Tool + "\x1f" + o.Model + "\x1f" + o.At.UTC().Format("2006-01-02T15") + "\x1f" + o.Currency
-		if o.Unpriced {
-			key += "\x1funpriced"
-		}
-		r, ok := l.entries[key]
-		if !ok {
-			hour := o.At.UTC().Truncate(time.Hour)
-			r = &memSpend{e: toolrouter.SpendEntry{ID: key, At: hour, Client: o.Client, VirtualServer: o.VirtualServer, Tool: o.Tool,
-				Model: o.Model, Currency: o.Currency, Unpriced: o.Unpriced}}
-			l.entries[key] = r
-		}
-		r.n += old.n
-		r.e.Amount += o.Amount
-		r.e.Usage.InputTokens += o.Usage.InputTokens
-		r.e.Usage.OutputTokens += o.Usage.OutputTokens
-		r.e.Usage.CachedInputTokens += o.Usage.CachedInputTokens
+		m.fold(&l.slots[i])
+		l.drop(i)
 	}
-	if l.head > len(l.order)/2 {
-		l.order = append([]string(nil), l.order[l.head:]...)
-		l.head = 0
+	l.compact()
+}
+
+// fold adds the entry of s to its rollup; m.mu is held.
+func (m *Store) fold(s *spendSlot) {
+	l := &m.spend
+	if l.rollups == nil {
+		l.rollups = map[string]*memSpend{}
 	}
+	o := l.entry(s)
+	key := "\x00rollup\x1f" + o.Client + "\x1f" + o.VirtualServer + "\x1f" + o.Tool + "\x1f" + o.Model + "\x1f" + o.At.UTC().Format("2006-01-02T15") + "\x1f" + o.Currency
+	if o.Unpriced {
+		key += "\x1funpriced"
+	}
+	r, ok := l.rollups[key]
+	if !ok {
+		hour := o.At.UTC().Truncate(time.Hour)
+		r = &memSpend{e: toolrouter.SpendEntry{ID: key, At: hour, Client: o.Client, VirtualServer: o.VirtualServer, Tool: o.Tool,
+			Model: o.Model, Currency: o.Currency, Unpriced: o.Unpriced}}
+		l.rollups[key] = r
+	}
+	r.n++
+	r.e.Amount += o.Amount
+	r.e.Usage.InputTokens += o.Usage.InputTokens
+	r.e.Usage.OutputTokens += o.Usage.OutputTokens
+	r.e.Usage.CachedInputTokens += o.Usage.CachedInputTokens
+}
+
+// drop deletes the entry in slots[i]; m.mu is held.
+func (l *spendLedger) drop(i int) {
+	s := &l.slots[i]
+	delete(l.index, s.key)
+	l.data.free(s.ref)
+	*s = spendSlot{dead: true}
+	l.live--
+}
+
+// compact drops the dead slots at the front and, once at most half the
+// slots are live, moves the live ones to a new slice; m.mu is held.
+func (l *spendLedger) compact() {
+	i := 0
+	for i < len(l.slots) && l.slots[i].dead {
+		i++
+	}
+	l.slots, l.base = l.slots[i:], l.base+int64(i)
+	if len(l.slots) <= 2*l.live+64 && cap(l.slots) <= 4*(l.live+64) {
+		return
+	}
+	kept := make([]spendSlot, 0, 2*l.live+64)
+	for _, s := range l.slots {
+		if !s.dead {
+			l.index[s.key] = l.base + int64(len(kept))
+			kept = append(kept, s)
+		}
+	}
+	l.slots = kept
 }
 
 // spent is what c's counter has spent; m.mu is held.
 func (m *Store) spent(c toolrouter.SpendCounter) toolrouter.Micros {
 	var sum toolrouter.Micros
-	for _, x := range m.spend.entries {
+	field := fieldClient
+	if c.Scope == toolrouter.ScopeVirtualServer {
+		field = fieldVirtualServer
+	}
+	l := &m.spend
+	for i := range l.slots {
+		s := &l.slots[i]
+		if s.dead || s.at().Before(c.Start) {
+			continue
+		}
+		if f := l.fields(s); string(f[field]) == c.Name && string(f[fieldCurrency]) == c.Currency {
+			sum += s.amount
+		}
+	}
+	for _, x := range l.rollups {
 		e := x.e
 		name := e.Client
 		if c.Scope == toolrouter.ScopeVirtualServer {
@@ -95,6 +210,19 @@ func (m *Store) spent(c toolrouter.SpendCounter) toolrouter.Micros {
 		}
 	}
 	return sum
+}
+
+// each calls f with every entry and rollup, and the calls or turns it
+// stands for; m.mu is held.
+func (l *spendLedger) each(f func(e toolrouter.SpendEntry, n int64)) {
+	for i := range l.slots {
+		if s := &l.slots[i]; !s.dead {
+			f(l.entry(s), 1)
+		}
+	}
+	for _, x := range l.rollups {
+		f(x.e, x.n)
+	}
 }
 
 // ReserveSpend implements store.Spend.
@@ -122,7 +250,11 @@ func (m *Store) SettleSpend(_ context.Context, e toolrouter.SpendEntry) error {
 func (m *Store) DropSpend(_ context.Context, k toolrouter.SpendKey) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	delete(m.spend.entries, ledgerKey(k))
+	l := &m.spend
+	if at, ok := l.index[m.spendKey(k)]; ok {
+		l.drop(int(at - l.base))
+		l.compact()
+	}
 	return nil
 }
 
@@ -131,11 +263,10 @@ func (m *Store) Usage(_ context.Context, f toolrouter.UsageFilter) ([]toolrouter
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	groups := map[[2]string]*toolrouter.UsageRow{}
-	for _, x := range m.spend.entries {
-		e := x.e
+	m.spend.each(func(e toolrouter.SpendEntry, n int64) {
 		at := e.At.UTC()
 		if !f.From.IsZero() && at.Before(f.From) || !f.To.IsZero() && !at.Before(f.To) || f.Client != "" && e.Client != f.Client {
-			continue
+			return
 		}
 		var key string
 		switch f.GroupBy {
@@ -151,7 +282,7 @@ func (m *Store) Usage(_ context.Context, f toolrouter.UsageFilter) ([]toolrouter
 			key = e.VirtualServer
 		}
 		if key == "" && (f.GroupBy == "tool" || f.GroupBy == "model") {
-			continue
+			return
 		}
 		k := [2]string{key, e.Currency}
 		r := groups[k]
@@ -160,14 +291,14 @@ func (m *Store) Usage(_ context.Context, f toolrouter.UsageFilter) ([]toolrouter
 			groups[k] = r
 		}
 		r.Amount += e.Amount
-		r.Calls += x.n
+		r.Calls += n
 		if e.Unpriced {
-			r.UnpricedCalls += x.n
+			r.UnpricedCalls += n
 		}
 		r.InputTokens += e.Usage.InputTokens
 		r.OutputTokens += e.Usage.OutputTokens
 		r.CachedInputTokens += e.Usage.CachedInputTokens
-	}
+	})
 	out := make([]toolrouter.UsageRow, 0, len(groups))
 	for _, r := range groups {
 		if f.After == "" || r.Cursor() > f.After {
@@ -192,8 +323,8 @@ func (m *Store) Costs(_ context.Context, keys []toolrouter.SpendKey) (map[string
 	defer m.mu.Unlock()
 	out := map[string]toolrouter.Cost{}
 	for _, k := range keys {
-		if x, ok := m.spend.entries[ledgerKey(k)]; ok {
-			out[k.ID] = CostOfEntry(x.e)
+		if at, ok := m.spend.index[m.spendKey(k)]; ok {
+			out[k.ID] = CostOfEntry(m.spend.entry(&m.spend.slots[at-m.spend.base]))
 		}
 	}
 	return out, nil
@@ -213,15 +344,25 @@ func CostOfEntry(e toolrouter.SpendEntry) toolrouter.Cost {
 func (m *Store) PurgeSpend(_ context.Context, before time.Time, limit int) (int, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	n := 0
-	for id, x := range m.spend.entries {
+	l, n := &m.spend, 0
+	for i := range l.slots {
+		if n == limit {
+			break
+		}
+		if s := &l.slots[i]; !s.dead && s.at().Before(before) {
+			l.drop(i)
+			n++
+		}
+	}
+	for id, x := range l.rollups {
 		if n == limit {
 			break
 		}
 		if x.e.At.Before(before) {
-			delete(m.spend.entries, id)
+			delete(l.rollups, id)
 			n++
 		}
 	}
+	l.compact()
 	return n, nil
 }
