@@ -2,7 +2,6 @@ package service_test
 
 import (
 	"math"
-	"net/http"
 	"os"
 	"runtime"
 	"runtime/debug"
@@ -11,6 +10,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/toolrouterd/toolrouterd/internal/benchtest"
 )
 
 // BenchmarkServiceRouteGC is BenchmarkServiceRoute as toolrouterd runs
@@ -44,9 +45,9 @@ func benchRouteGC(b *testing.B, name, url string) {
 	for b.Loop() {
 		h := newBenchService(b, url)
 		body := []byte(`{"plan_id":"bench","tool_call":{"id":"call_1","type":"function","function":{"name":"test/echo","arguments":"{\"msg\":\"hi\"}"}}}`)
-		c := &benchClient{h: h, body: body, req: benchRequest(body), w: benchWriter{h: http.Header{}}}
+		c := benchtest.NewClient(h, benchRequest(body), body)
 		for range fill {
-			c.do(b)
+			doRoute(b, c)
 		}
 		if p := os.Getenv("BENCH_HEAP_PROFILE"); p != "" {
 			routeGCHeapProfile(b, p+"."+name) // what the filled service keeps
@@ -55,7 +56,7 @@ func benchRouteGC(b *testing.B, name, url string) {
 		before := routeGCRead()
 		for range timed {
 			start := time.Now()
-			c.do(b)
+			doRoute(b, c)
 			lat = append(lat, time.Since(start))
 		}
 		after := routeGCRead()
