@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolrouterd/toolrouterd/internal/outbound"
 	"github.com/toolrouterd/toolrouterd/internal/remote"
 	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
@@ -725,7 +726,15 @@ func TestCallReusesConnections(t *testing.T) {
 	srv.Start()
 	t.Cleanup(srv.Close)
 
-	c := newClient(t, remote.Options{})
+	// The production transport, allowed one connection to the tool: the
+	// transport hands a drained connection back to its pool on its own
+	// goroutine after the body's end was read, so with no such bound a
+	// loaded machine sometimes has the next call dial before it is back.
+	// With it, the next call waits for that connection and dials only when
+	// it was closed (a body not drained).
+	tr := outbound.NewTransport()
+	tr.MaxConnsPerHost = 1
+	c := newClient(t, remote.Options{Transport: tr})
 	for i := 0; i < 40; i++ {
 		path := []string{"/ok", "/fail", "/empty", "/text"}[i%4]
 		c.Call(context.Background(), toolrouter.ExecRequest{Tool: newTool(srv.URL + path), Args: map[string]any{"i": i}})
