@@ -15,7 +15,8 @@ import (
 const encodeFlags = segjson.EscapeHTML | segjson.SortMapKeys
 
 // encodeBuffers are the buffers results are encoded into before their
-// exact copy (as segmentio's json.Marshal keeps its own).
+// exact copy, kept for the next result whatever their size, as
+// segmentio's json.Marshal keeps its own.
 var encodeBuffers = sync.Pool{New: func() any { return new([]byte) }}
 
 // encodeResult is json.Marshal(res), by segmentio/encoding/json: the same
@@ -30,36 +31,19 @@ var encodeBuffers = sync.Pool{New: func() any { return new([]byte) }}
 // one valid JSON value (toolrouter.Outcome.OutputChecked): they are then
 // compacted into the result without being parsed again to check them
 // (segmentio's TrustRawMessage), the same bytes
-// (TestCheckedResultJSONAsEncodingJSON): an output is checked once, by
+// (TestResultJSONAsEncodingJSON, TestOutputOnceAsBefore): an output is checked once, by
 // its executor, not again by the encoder (issue 37 item 1).
 func encodeResult(res *toolrouter.Result, checked bool) ([]byte, error) {
 	flags := encodeFlags
 	if checked {
 		flags |= segjson.TrustRawMessage
 	}
-	// Room for the output twice (the output, and the provider result's
-	// text of it) and the rest, so that a large one is not copied over
-	// and over as its buffer grows.
-	need := 2*len(res.Output) + len(res.FullOutput) + 1024
-	if need > maxPooledBuffer {
-		b, err := segjson.Append(make([]byte, 0, need), res, flags)
-		if err != nil {
-			return nil, err
-		}
-		return append(make([]byte, 0, len(b)), b...), nil
-	}
 	bp := encodeBuffers.Get().(*[]byte)
 	defer encodeBuffers.Put(bp)
 	b, err := segjson.Append((*bp)[:0], res, flags)
-	if cap(b) <= maxPooledBuffer {
-		*bp = b[:0]
-	}
+	*bp = b[:0]
 	if err != nil {
 		return nil, err
 	}
 	return append(make([]byte, 0, len(b)), b...), nil
 }
-
-// maxPooledBuffer bounds the buffers kept for the next result: that of a
-// huge output is left to the collector.
-const maxPooledBuffer = 1 << 20
