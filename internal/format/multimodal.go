@@ -46,11 +46,22 @@ func mayHaveMedia(src []byte) bool {
 }
 
 // containsFold reports whether src holds word in any case (word lower
-// case ASCII).
+// case ASCII, starting with a letter). Each case of its first letter is
+// looked for with bytes.IndexByte (vectorised), and only there is the
+// rest compared: about a tenth of the instructions of a byte-by-byte
+// loop on a large output (issue 37 item 1: the filters in front of
+// mediaBlocks were a tenth of a 1 MB output's route).
 func containsFold(src []byte, word string) bool {
-	for i := 0; i+len(word) <= len(src); i++ {
-		if (src[i]|0x20) == word[0] && bytes.EqualFold(src[i:i+len(word)], []byte(word)) {
-			return true
+	for _, first := range [2]byte{word[0], word[0] - 'a' + 'A'} {
+		for s := src; len(s) >= len(word); {
+			j := bytes.IndexByte(s, first)
+			if j < 0 || len(s)-j < len(word) {
+				break
+			}
+			if bytes.EqualFold(s[j:j+len(word)], []byte(word)) {
+				return true
+			}
+			s = s[j+1:]
 		}
 	}
 	return false
@@ -60,20 +71,9 @@ func containsFold(src []byte, word string) bool {
 // encoding/json takes as "content" (in any case, or escaped), so that an
 // output without one is not decoded for nothing (issue 10).
 func mayHaveContent(src []byte) bool {
-	if bytes.Contains(src, []byte(`\u`)) { // only \uXXXX spells a letter
-		return true
-	}
-	for i := 0; i+len("content") <= len(src); i++ {
-		j := bytes.IndexAny(src[i:], "cC")
-		if j < 0 {
-			return false
-		}
-		i += j
-		if i+len("content") <= len(src) && bytes.EqualFold(src[i:i+len("content")], []byte("content")) {
-			return true
-		}
-	}
-	return false
+	// Only \uXXXX spells a letter; "content" holds no k or s, the ASCII
+	// letters encoding/json folds with non-ASCII ones.
+	return bytes.Contains(src, []byte(`\u`)) || containsFold(src, "content")
 }
 
 // mediaBlocks returns the content blocks of an MCP result (mcpResult) or

@@ -3,6 +3,7 @@ package format
 import (
 	"bytes"
 	"encoding/json"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
@@ -150,4 +151,33 @@ func FuzzMediaFilter(f *testing.F) {
 			t.Errorf("%s holds media blocks, but the filters turn it away", src)
 		}
 	})
+}
+
+// TestContainsFoldAsLoop: containsFold, which looks for its word's first
+// letter with bytes.IndexByte, says what the byte-by-byte loop it
+// replaced said (foldLoop), on 20,000 random texts over the letters of
+// its words in both cases, at every position and length (issue 37).
+func TestContainsFoldAsLoop(t *testing.T) {
+	t.Parallel()
+	foldLoop := func(src []byte, word string) bool {
+		for i := 0; i+len(word) <= len(src); i++ {
+			if (src[i]|0x20) == word[0] && bytes.EqualFold(src[i:i+len(word)], []byte(word)) {
+				return true
+			}
+		}
+		return false
+	}
+	rng := rand.New(rand.NewPCG(37, 3))
+	letters := []byte(`contebloBLOCNTE"\ {}x`)
+	for range 20_000 {
+		src := make([]byte, rng.IntN(40))
+		for i := range src {
+			src[i] = letters[rng.IntN(len(letters))]
+		}
+		for _, w := range []string{"content", "blob"} {
+			if got, want := containsFold(src, w), foldLoop(src, w); got != want {
+				t.Fatalf("containsFold(%q, %s) = %v, the loop says %v", src, w, got, want)
+			}
+		}
+	}
 }

@@ -23,7 +23,9 @@ func TestResultJSONAsEncodingJSON(t *testing.T) {
 		"tab\tnew\nline\r\x00\x1f", "ünï©ødé 😀", strings.Repeat("long ", 50)}
 	floats := []float64{0, 0.001, 1, -1, 2.281252, 1e-7, 1e-6, 123456789.5, 1e20, 1e21, 1.5e300, -0.0000012, math.SmallestNonzeroFloat64, math.MaxFloat64}
 	outputs := []string{`{"msg":"hi"}`, ` { "a" : [1, 2.50, "x<y"] , "b":null } `, `"just a string"`, `null`, `12.500`, `[]`, `{"html":"<script>&</script>","u":"\u2028"}`,
-		`{"n":1e400}`, `{"deep":{"er":{"est":[true,false,{"k":"v"}]}}}`}
+		`{"n":1e400}`, `{"deep":{"er":{"est":[true,false,{"k":"v"}]}}}`,
+		"\n\t[ 1 ,\r\n 2 ]\n ", "{\"bad\":\"\xff\xc3 utf-8\"}", "\"sep\u2028ar\u2029ate <&>\"", `{"esc":"\"\\\/\b\f\n\r\t\u0041\ud83d\ude00"}`,
+		` "  spaced string  " `, `[{"a":[{"b":[{"c":[]}]}]},{},[]]`}
 	formats := []toolrouter.Format{toolrouter.FormatOpenAI, toolrouter.FormatAnthropic, toolrouter.FormatGemini, toolrouter.FormatLangChain, toolrouter.FormatBedrock, toolrouter.FormatMCP, toolrouter.FormatUnknown, "ollama", ""}
 	rng := rand.New(rand.NewPCG(37, 1))
 	pick := func(xs []string) string { return xs[rng.IntN(len(xs))] }
@@ -109,12 +111,16 @@ func TestResultJSONAsEncodingJSON(t *testing.T) {
 				Usage: &toolrouter.TokenUsage{InputTokens: rng.Int64N(1000), OutputTokens: rng.Int64N(1000)}}
 		}
 		want, wantErr := json.Marshal(res)
-		got, gotErr := encodeResult(res)
-		if (wantErr != nil) != (gotErr != nil) {
-			t.Fatalf("case %d: errors differ: encoding/json %v, encodeResult %v", i, wantErr, gotErr)
-		}
-		if !bytes.Equal(got, want) {
-			t.Fatalf("case %d: encodeResult differs from encoding/json:\n got %s\nwant %s", i, got, want)
+		// Every output here is valid JSON: encoded trusted (checked) or
+		// not, the bytes are encoding/json's.
+		for _, checked := range []bool{false, true} {
+			got, gotErr := encodeResult(res, checked)
+			if (wantErr != nil) != (gotErr != nil) {
+				t.Fatalf("case %d (checked %v): errors differ: encoding/json %v, encodeResult %v", i, checked, wantErr, gotErr)
+			}
+			if !bytes.Equal(got, want) {
+				t.Fatalf("case %d (checked %v): encodeResult differs from encoding/json:\n got %s\nwant %s", i, checked, got, want)
+			}
 		}
 	}
 }

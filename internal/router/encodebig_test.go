@@ -27,7 +27,12 @@ func BenchmarkEncodeResultBig(b *testing.B) {
 	res := &toolrouter.Result{ToolCallID: "tc_x", PlanID: "p", Output: out, ProviderMetadata: noMetadata, Success: true}
 	b.Run("seg", func(b *testing.B) {
 		for b.Loop() {
-			_, _ = encodeResult(res)
+			_, _ = encodeResult(res, false)
+		}
+	})
+	b.Run("seg-checked", func(b *testing.B) {
+		for b.Loop() {
+			_, _ = encodeResult(res, true)
 		}
 	})
 	b.Run("std", func(b *testing.B) {

@@ -69,8 +69,11 @@ type routed struct {
 	// route's context, for its log.
 	f   *Finisher
 	ctx context.Context
-	// full is the whole output of a shaped one: stored, not answered.
-	full json.RawMessage
+	// full is the whole output of a shaped one: stored, not answered;
+	// checked reports that it and the output are known to be valid JSON
+	// (encodeResult).
+	full    json.RawMessage
+	checked bool
 }
 
 // SaveAudited stores the result with its audit records (Results).
@@ -78,7 +81,10 @@ func (x *routed) SaveAudited(sctx context.Context, recs []toolrouter.AuditRecord
 	res := &x.res
 	if x.full != nil {
 		stored := x.res
-		stored.FullOutput, stored.JSON = x.full, nil
+		stored.FullOutput = x.full
+		// Encoded as the answer was (nil on failure: the store then
+		// encodes it, and reports the error).
+		stored.JSON, _ = encodeResult(&stored, x.checked)
 		res = &stored
 	}
 	err := x.f.Results.SaveResult(sctx, res, recs...)
@@ -170,8 +176,13 @@ func (f *Finisher) finish(ctx context.Context, req *toolrouter.CallRequest, x *r
 		f.Observer.ToolCall(ctx, access.FromContext(ctx).LabelName(), name, outcome, elapsed)
 	}
 	// Final: encoded once, for the store and the answer (nil on failure:
-	// each then encodes it, and reports the error, as before).
-	res.JSON, _ = encodeResult(res)
+	// each then encodes it, and reports the error, as before). An output
+	// its executor checked (and what the steps after it made of it) is
+	// not parsed again to check it (issue 37 item 1); the provider
+	// result's raw values are taken from it.
+	checked := out.Output == nil || out.OutputChecked()
+	x.checked = checked && (out.FullOutput == nil || out.FullOutputChecked())
+	res.JSON, _ = encodeResult(res, checked)
 	var save toolrouter.AuditSaver
 	if f.Results != nil {
 		// The tool ran: keep its result, with its audit record in the same

@@ -55,6 +55,22 @@ func newBenchService(b *testing.B, url string) http.Handler {
 	b.Helper()
 	tools := httptest.NewServer(exampletools.Handler())
 	b.Cleanup(tools.Close)
+	return newBenchServiceWith(b, url, `tools:
+  - name: test/echo
+    description: Echo tool (benchmark)
+    endpoint: `+tools.URL+`/echo
+    kind: tool
+    input_schema:
+      type: object
+      properties: {msg: {type: string}}
+    timeout: 10s
+`)
+}
+
+// newBenchServiceWith is cmd/toolrouterd's service on the store at url
+// with the registry regYAML.
+func newBenchServiceWith(b *testing.B, url, regYAML string) http.Handler {
+	b.Helper()
 	env := map[string]string{
 		"TOOLROUTER_STORE":     url,
 		"TOOLROUTER_LOG_LEVEL": "warn",
@@ -68,16 +84,7 @@ func newBenchService(b *testing.B, url string) http.Handler {
 		b.Fatal(err)
 	}
 	getenv := func(k string) string { return env[k] }
-	reg, err := registry.Parse("bench.yaml", []byte(`tools:
-  - name: test/echo
-    description: Echo tool (benchmark)
-    endpoint: `+tools.URL+`/echo
-    kind: tool
-    input_schema:
-      type: object
-      properties: {msg: {type: string}}
-    timeout: 10s
-`), getenv)
+	reg, err := registry.Parse("bench.yaml", []byte(regYAML), getenv)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -31,8 +31,7 @@ func (s *Shaper) Stage(next toolrouter.Next) toolrouter.Next {
 			return out
 		}
 		out.Note = fmt.Sprintf("output: %d bytes shaped to %d (%s); the whole output: %s", len(out.Output), len(shaped), describe(b), where)
-		out.FullOutput, out.Output = out.Output, shaped
-		out.MarkChecked() // a shaped output is valid JSON by construction
+		out.Shaped(shaped) // valid JSON by construction; the whole output keeps its mark
 		if out.MCPResult != nil {
 			out.MCPResult = s.MCPResult(out.MCPResult, max(len(shaped), MinBytes), b.Keep, where)
 		}

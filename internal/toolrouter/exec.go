@@ -90,8 +90,9 @@ type Outcome struct {
 	Task *BackendTask
 
 	// checked is Output as it was when MarkChecked was called: see
-	// OutputChecked.
-	checked json.RawMessage
+	// OutputChecked; checkedFull is FullOutput as Shaped set it, when it
+	// was the output checked.
+	checked, checkedFull json.RawMessage
 }
 
 // MarkChecked records that o.Output is one valid JSON value, as the
@@ -105,6 +106,24 @@ func (o *Outcome) MarkChecked() { o.checked = o.Output }
 // the same bytes (same array, same length), not a copy or a new value.
 func (o Outcome) OutputChecked() bool {
 	return len(o.Output) > 0 && len(o.checked) == len(o.Output) && &o.checked[0] == &o.Output[0]
+}
+
+// Shaped makes shaped, made from o.Output to fit its budget and valid
+// JSON by construction, the output (marked checked), and the output so
+// far the whole one (FullOutput), which keeps the mark it had:
+// FullOutputChecked.
+func (o *Outcome) Shaped(shaped json.RawMessage) {
+	if o.OutputChecked() {
+		o.checkedFull = o.Output
+	}
+	o.FullOutput, o.Output = o.Output, shaped
+	o.MarkChecked()
+}
+
+// FullOutputChecked reports whether o.FullOutput is the output Shaped
+// took while it was marked checked (the same bytes, not a copy).
+func (o Outcome) FullOutputChecked() bool {
+	return len(o.FullOutput) > 0 && len(o.checkedFull) == len(o.FullOutput) && &o.checkedFull[0] == &o.FullOutput[0]
 }
 
 // Success reports whether the call succeeded.

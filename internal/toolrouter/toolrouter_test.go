@@ -131,3 +131,24 @@ func TestOutcomeMarkChecked(t *testing.T) {
 		t.Error("a shorter output set anew is checked")
 	}
 }
+
+// TestOutcomeShapedKeepsTheMark: a shaped output is marked checked, and
+// the whole output keeps the mark it had as the output: checked when it
+// was, not when it was not, nor once set anew.
+func TestOutcomeShapedKeepsTheMark(t *testing.T) {
+	o := toolrouter.Outcome{Output: json.RawMessage(`{"a":[1,2,3]}`)}
+	o.MarkChecked()
+	o.Shaped(json.RawMessage(`{"a":[1]}`))
+	if !o.OutputChecked() || !o.FullOutputChecked() || string(o.FullOutput) != `{"a":[1,2,3]}` {
+		t.Errorf("shaped from a checked output: output checked %v, whole output checked %v (%s)", o.OutputChecked(), o.FullOutputChecked(), o.FullOutput)
+	}
+	o.FullOutput = append(json.RawMessage(nil), o.FullOutput...)
+	if o.FullOutputChecked() {
+		t.Error("a whole output set anew is checked")
+	}
+	u := toolrouter.Outcome{Output: json.RawMessage(`{"a":[1,2,3]}`)}
+	u.Shaped(json.RawMessage(`{"a":[1]}`))
+	if !u.OutputChecked() || u.FullOutputChecked() {
+		t.Errorf("shaped from an unchecked output: output checked %v, whole output checked %v", u.OutputChecked(), u.FullOutputChecked())
+	}
+}
