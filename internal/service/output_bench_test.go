@@ -7,6 +7,8 @@ import (
 	"net/http/httptest"
 	"strconv"
 	"testing"
+
+	"github.com/toolrouterd/toolrouterd/internal/benchtest"
 )
 
 // benchOutput is a tool's JSON output of about size bytes, as a search or
@@ -72,15 +74,14 @@ func BenchmarkServiceRouteOutput(b *testing.B) {
     timeout: 10s
 `+pol.tool+pol.registry)
 				body := []byte(`{"plan_id":"bench","tool_call":{"id":"call_1","type":"function","function":{"name":"test/echo","arguments":"{\"msg\":\"hi\"}"}}}`)
-				c := &benchClient{h: h, body: body, req: benchRequest(body), w: benchWriter{h: http.Header{}}}
-				c.do(b)
-				if !bytes.Contains(c.w.body.Bytes(), []byte(`"success":true`)) {
-					b.Fatalf("sanity POST /route: %d %.300s", c.w.code, c.w.body.String())
+				c := benchtest.NewClient(h, benchRequest(body), body)
+				if w := doRoute(b, c); !bytes.Contains(w.Body.Bytes(), []byte(`"success":true`)) {
+					b.Fatalf("sanity POST /route: %d %.300s", w.Code, w.Body.String())
 				}
 				b.SetBytes(int64(len(size.out)))
 				b.ReportAllocs()
 				for b.Loop() {
-					c.do(b)
+					doRoute(b, c)
 				}
 			})
 		}
