@@ -75,24 +75,20 @@ func runMain(m *testing.M) int {
 	}
 	defer os.RemoveAll(dir)
 	binDir = dir
-	// Tests run the race-enabled binaries; benchmarks (TOOLROUTER_BENCH=1)
-	// measure plain ones.
-	flags := []string{"build", "-race"}
+	// Tests run the race-enabled binaries, without DWARF (-w: as make
+	// test-race links the test binaries; race reports still name files and
+	// lines); benchmarks (TOOLROUTER_BENCH=1) measure plain ones. One go
+	// command builds the four, linking them side by side.
+	flags := []string{"build", "-race", "-ldflags=-w"}
 	if os.Getenv("TOOLROUTER_BENCH") != "" {
 		flags = []string{"build"}
 	}
-	for _, pkg := range []string{"toolrouterd", "exampletools", "fakellm", "../bench/loadgen"} {
-		out := filepath.Join(dir, filepath.Base(pkg))
-		src := "../cmd/" + pkg
-		if strings.HasPrefix(pkg, "../") {
-			src = pkg
-		}
-		cmd := exec.Command("go", append(flags, "-o", out, src)...)
-		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-		if err := cmd.Run(); err != nil {
-			fmt.Fprintln(os.Stderr, "build", pkg+":", err)
-			return 1
-		}
+	flags = append(flags, "-o", dir+string(filepath.Separator), "../cmd/toolrouterd", "../cmd/exampletools", "../cmd/fakellm", "../bench/loadgen")
+	cmd := exec.Command("go", flags...)
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "build the binaries:", err)
+		return 1
 	}
 	// The console's files (GET /ui) are checked as text.
 	for _, ct := range []string{"text/html", "text/javascript", "text/css"} {
