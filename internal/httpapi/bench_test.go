@@ -149,20 +149,17 @@ func BenchmarkRouteHTTP(b *testing.B) {
 }
 
 // TestRouteParsesItsBodyOnce: a POST /route body is parsed once, by the
-// request checker, straight into the handler's typed request and checked
-// there against the compiled schema (issue 37). Parsed a second time into a
-// typed struct, the OpenAI route of BenchmarkRouteHTTP made 138
-// allocations; parsed once as a generic value that kin-openapi checked,
-// 100; decoded into the typed request, 88. The bound leaves a margin for
-// the Go version, not for a generic parse and kin-openapi's visit (12).
+// request checker, as a generic value that kin-openapi checks and the
+// handler's typed request is set from (issue 37). Parsed a second time into
+// a typed struct, the OpenAI route of BenchmarkRouteHTTP made 138
+// allocations; parsed once, 100, and 95 since the request id middleware
+// went in front of the router. The bound leaves a margin for the Go
+// version, not for a second parse (about 40).
 func TestRouteParsesItsBodyOnce(t *testing.T) {
 	if raceEnabled {
 		t.Skip("allocation counts are not exact under the race detector")
 	}
-	if httpapi.KinBody {
-		t.Skip("-tags kinbody: kin-openapi checks a generic value (the ablation)")
-	}
-	const most = 94
+	const most = 104
 	for _, tc := range routeBodies {
 		c := newBenchClient(newServer(t, func(d *httpapi.Deps) { d.Logger = zerolog.New(io.Discard).Level(zerolog.InfoLevel) }).h, []byte(tc.body))
 		got := testing.AllocsPerRun(500, func() {

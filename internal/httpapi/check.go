@@ -24,11 +24,11 @@ import (
 
 // requestChecker enforces the OpenAPI spec on requests. It is ours rather
 // than kin-openapi's ready-made middleware, which buffers responses and
-// breaks SSE. It reads the body once (bounded) and checks it against the
-// operation's schema, compiled from the document at start (bodySchema);
-// POST /route and /route/batch bodies it decodes straight into their typed
-// request (routeBody, batchBody), the others' handlers decode the raw body
-// (decode). A typed request's Valid checks only what the spec cannot say.
+// breaks SSE. It reads the body once (bounded), decodes it once as a
+// generic value and checks that against the operation's schema;
+// POST /route and /route/batch bodies it then sets into their typed
+// request (routeBody, batchBody) from that value, the others' handlers
+// decode the raw body (decode). A typed request's Valid checks only what the spec cannot say.
 //
 // It finds the operation by the route pattern chi matched rather than with
 // a second router: two routers disagree on some paths (chi matches
@@ -42,18 +42,16 @@ type requestChecker struct {
 	bodyTimeout time.Duration
 }
 
-// opBody is an operation's JSON request body: its schema as loaded, the
-// same compiled (nil when it uses a keyword bodySchema does not take: then
-// kin-openapi checks it), and where the checker decodes it (nil: the
-// handler decodes the raw body itself).
+// opBody is an operation's JSON request body: its schema and where the
+// checker puts the decoded body (nil: the handler decodes the raw body
+// itself).
 type opBody struct {
 	kin    *openapi3.Schema
-	schema *bodySchema
 	target func(*reqState) typedBody
 }
 
-// typedBodies are the operations whose body the request checker decodes
-// straight into the handler's typed request.
+// typedBodies are the operations whose body the request checker sets into
+// the handler's typed request from the value it checked.
 var typedBodies = map[string]func(*reqState) typedBody{
 	"POST /route":       func(st *reqState) typedBody { return &st.route },
 	"POST /route/batch": func(st *reqState) typedBody { return &st.batch },
@@ -75,15 +73,7 @@ func newRequestChecker(doc *openapi3.T, maxBody int64, bodyTimeout time.Duration
 			if mt == nil || mt.Schema == nil || mt.Schema.Value == nil {
 				return nil, fmt.Errorf("OpenAPI spec: %s %s: request body without an application/json schema", method, path)
 			}
-			ob := &opBody{kin: mt.Schema.Value, target: typedBodies[method+" "+path]}
-			compiled, err := compileBodySchema(ob.kin)
-			switch {
-			case err == nil:
-				ob.schema = compiled
-			case !errors.Is(err, errUnsupportedSchema):
-				return nil, fmt.Errorf("OpenAPI spec: %s %s: request body: %w", method, path, err)
-			}
-			bodies[rt] = ob
+			bodies[rt] = &opBody{kin: mt.Schema.Value, target: typedBodies[method+" "+path]}
 		}
 	}
 	if len(ops) == 0 {
@@ -249,47 +239,16 @@ func (c *requestChecker) middleware(next http.Handler) http.Handler {
 	})
 }
 
-// check checks raw, the body, against the operation's schema, decoding it
-// into its typed request in st when it has one; field and detail are the
-// 400's when it does not pass. The body is decoded once: straight into the
-// typed request when it passes (decodeInto); otherwise as a generic value,
-// to word its problems. With -tags kinbody (the ablation of issue 37),
-// kin-openapi checks the generic value instead.
+// check checks raw, the body, against the operation's schema (kin-openapi's
+// VisitJSON on the body decoded once as a generic value) and sets the typed
+// request in st from that value when the operation has one; field and
+// detail are the 400's when it does not pass.
 func (ob *opBody) check(raw []byte, st *reqState) (field, detail string, ok bool) {
-	var t typedBody
-	if ob.target != nil {
-		t = ob.target(st)
+	obj, field, detail, ok := kinCheck(ob.kin, raw)
+	if ok && ob.target != nil {
+		setFromGeneric(ob.target(st), obj)
 	}
-	if kinBody || ob.schema == nil {
-		obj, field, detail, ok := kinCheck(ob.kin, raw)
-		if ok && t != nil {
-			setFromGeneric(t, obj)
-		}
-		return field, detail, ok
-	}
-	if t != nil {
-		if ob.schema.decodeInto(raw, t) {
-			return "", "", true
-		}
-		t.reset()
-	}
-	obj, field, detail, ok := decodeObject(raw)
-	if !ok {
-		return field, detail, false
-	}
-	var ps bodyProblems
-	if !ob.schema.check(obj, nil, &ps) {
-		var pp problemParts
-		for _, p := range ps.list {
-			pp.addSchema(p)
-		}
-		field, detail = pp.result()
-		return field, detail, false
-	}
-	if t != nil {
-		setFromGeneric(t, obj)
-	}
-	return "", "", true
+	return field, detail, ok
 }
 
 // kinCheck is the body check as kin-openapi does it: the body decoded
@@ -383,6 +342,17 @@ func describe(err error) (field, detail string) {
 	}
 	walk(err)
 	return pp.result()
+}
+
+// schemaProblem is what describe takes from a kin-openapi SchemaError: where
+// (its JSON pointer), which keyword, its reason, the schema and the value's
+// JSON kind.
+type schemaProblem struct {
+	path    []string
+	keyword string
+	reason  string
+	schema  *openapi3.Schema
+	kind    string
 }
 
 // problemOf is what describe needs of a kin-openapi schema error.
