@@ -70,14 +70,7 @@ free_port MCP_PORT
 PIDS+=($!)
 wait_http mcpecho "http://127.0.0.1:$MCP_PORT/healthz" "${PIDS[-1]}"
 
-echo_registry "$TMP/registry.yaml"
-cat >>"$TMP/registry.yaml" <<EOF
-mcp_servers:
-  - name: bench
-    url: http://127.0.0.1:$MCP_PORT/mcp
-    tools: [echo]
-    timeout: 10s
-EOF
+echo_registry "$TMP/registry.yaml" "$MCP_PORT"
 printf '%s' '{"msg":"hi"}' >"$TMP/echo.json"
 printf '%s' '{"plan_id":"bench","tool_call":{"id":"call_1","type":"function","function":{"name":"test/echo","arguments":"{\"msg\":\"hi\"}"}}}' >"$TMP/route.json"
 printf '%s' '{"plan_id":"bench-mcp","tool_call":{"id":"call_1","type":"function","function":{"name":"bench/echo","arguments":"{\"msg\":\"hi\"}"}}}' >"$TMP/mcp.json"

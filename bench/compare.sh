@@ -140,14 +140,7 @@ fi
 
 start_postgres
 
-echo_registry "$TMP/registry.yaml"
-cat >>"$TMP/registry.yaml" <<EOF
-mcp_servers:
-  - name: bench
-    url: http://127.0.0.1:$MCP_PORT/mcp
-    tools: [echo]
-    timeout: 10s
-EOF
+echo_registry "$TMP/registry.yaml" "$MCP_PORT"
 "$BIN/toolrouterd" check "$TMP/registry.yaml" >/dev/null
 
 declare -A PORT=() PID=()

@@ -93,9 +93,9 @@ start_exampletools() {
 	wait_http exampletools "http://127.0.0.1:$TOOL_PORT/healthz" "${PIDS[-1]}"
 }
 
-# echo_registry FILE: the registry the benchmarks route through, test/echo
-# on the example tools at TOOL_PORT, written to FILE (a caller appends
-# what else it serves).
+# echo_registry FILE [MCP_PORT]: the registry the benchmarks route through,
+# test/echo on the example tools at TOOL_PORT, and with MCP_PORT the MCP
+# echo server there as bench (its tool echo), written to FILE.
 echo_registry() {
 	cat >"$1" <<EOF
 tools:
@@ -106,6 +106,13 @@ tools:
     input_schema:
       type: object
       properties: {msg: {type: string}}
+    timeout: 10s
+EOF
+	[[ -z ${2:-} ]] || cat >>"$1" <<EOF
+mcp_servers:
+  - name: bench
+    url: http://127.0.0.1:$2/mcp
+    tools: [echo]
     timeout: 10s
 EOF
 }
