@@ -790,7 +790,7 @@ var errWireDepth = fmt.Errorf("json: exceeded maximum nesting depth of %d", maxW
 func decodeWire(data []byte, v any) error {
 	// JSON text nests at most half its length deep: a short message needs
 	// no scan. (Invalid text is refused by the parser either way.)
-	if len(data) > 2*maxWireDepth && !depthWithin(data, maxWireDepth) {
+	if len(data) > 2*maxWireDepth && !toolrouter.JSONDepthWithin(data, maxWireDepth) {
 		return errWireDepth
 	}
 	rest, err := segjson.Parse(data, v, segjson.DontMatchCaseInsensitiveStructFields)
@@ -798,34 +798,6 @@ func decodeWire(data []byte, v any) error {
 		err = fmt.Errorf("json: invalid character %q after top-level value", rest[0])
 	}
 	return err
-}
-
-// depthWithin reports whether the JSON text b nests at most max deep
-// (the SDK's checkMaxDepth).
-func depthWithin(b []byte, max int) bool {
-	depth, inString, escaped := 0, false, false
-	for _, c := range b {
-		switch {
-		case inString:
-			switch {
-			case escaped:
-				escaped = false
-			case c == '\\':
-				escaped = true
-			case c == '"':
-				inString = false
-			}
-		case c == '"':
-			inString = true
-		case c == '{' || c == '[':
-			if depth++; depth > max {
-				return false
-			}
-		case (c == '}' || c == ']') && depth > 0:
-			depth--
-		}
-	}
-	return true
 }
 
 // compact is raw without insignificant whitespace (raw itself when it has

@@ -16,6 +16,7 @@ import (
 	segjson "github.com/segmentio/encoding/json"
 
 	"github.com/toolrouterd/toolrouterd/internal/access"
+	"github.com/toolrouterd/toolrouterd/internal/toolrouter"
 )
 
 // The server side's tools/call fast path (issue 37), the twin of the
@@ -123,7 +124,7 @@ func (h *Handler) fastDecode(r *http.Request, body []byte) (*mcp.CallToolRequest
 		return nil, jsonrpc.ID{}, false
 	}
 	b := bytes.TrimLeft(body, " \t\r\n")
-	if len(b) == 0 || b[0] != '{' || !depthWithin(b, fastMaxDepth) {
+	if len(b) == 0 || b[0] != '{' || !toolrouter.JSONDepthWithin(b, fastMaxDepth) {
 		return nil, jsonrpc.ID{}, false // a batch, or what the SDK refuses
 	}
 	var m fastRequest
@@ -245,35 +246,6 @@ func acceptsBoth(values []string) bool {
 		}
 	}
 	return jsonOK && streamOK
-}
-
-// depthWithin reports whether the JSON text b nests at most max deep.
-func depthWithin(b []byte, max int) bool {
-	depth, inString, escaped := 0, false, false
-	for _, c := range b {
-		switch {
-		case inString:
-			switch {
-			case escaped:
-				escaped = false
-			case c == '\\':
-				escaped = true
-			case c == '"':
-				inString = false
-			}
-		case c == '"':
-			inString = true
-		case c == '{' || c == '[':
-			if depth++; depth > max {
-				return false
-			}
-		case c == '}' || c == ']':
-			if depth > 0 {
-				depth--
-			}
-		}
-	}
-	return true
 }
 
 // headerMapped reports whether the listed tool name has parameters mapped
@@ -418,7 +390,7 @@ func decodeResult(raw []byte, out *mcp.CallToolResult) bool {
 	if !json.Valid(raw) {
 		return false // what encoding/json refuses before any UnmarshalJSON
 	}
-	if !depthWithin(raw, fastMaxDepth) {
+	if !toolrouter.JSONDepthWithin(raw, fastMaxDepth) {
 		return json.Unmarshal(raw, out) == nil
 	}
 	var wire struct {

@@ -294,3 +294,33 @@ func JSONKind(v any) string {
 	}
 	return fmt.Sprintf("%T", v)
 }
+
+// JSONDepthWithin reports whether the JSON text b nests arrays and objects
+// at most max deep (strings skipped), as the MCP go-sdk's checkMaxDepth
+// judges a message before decoding it: both /mcp fast paths refuse what
+// the SDK would.
+func JSONDepthWithin(b []byte, max int) bool {
+	depth, inString, escaped := 0, false, false
+	for _, c := range b {
+		switch {
+		case inString:
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == '{' || c == '[':
+			if depth++; depth > max {
+				return false
+			}
+		case (c == '}' || c == ']') && depth > 0:
+			depth--
+		}
+	}
+	return true
+}
