@@ -12,11 +12,8 @@ import (
 // arena, found through a map of fixed-size keys (hashKey) to its place in
 // slots, whose entries hold no pointer. Guarded by Store.mu.
 type resultLog struct {
-	index map[[2]uint64]int64 // key → place in the order of storing
-	slots []resultSlot        // slots[i] is place base+i; deleted ones are dead until compacted
-	base  int64
-	live  int
-	data  arena
+	slotIndex[resultSlot] // key → place in the order of storing
+	data                  arena
 }
 
 type resultSlot struct {
@@ -26,6 +23,8 @@ type resultSlot struct {
 	big  blobRef // the encoded result when big
 	dead bool
 }
+
+func (s resultSlot) state() ([2]uint64, bool) { return s.key, s.dead }
 
 // bigResult is the size from which a result's bytes are adopted by the
 // arena (arena.adopt) instead of copied.
@@ -106,7 +105,7 @@ func (m *Store) deleteOldest() {
 			break
 		}
 	}
-	m.compactResults()
+	m.res.compact()
 }
 
 // deleteResult deletes the result in slots[i]; m.mu is held.
@@ -117,29 +116,6 @@ func (m *Store) deleteResult(i int) {
 	l.free(s)
 	*s = resultSlot{dead: true}
 	l.live--
-}
-
-// compactResults drops the dead slots at the front and, once at most half
-// the slots are live, moves the live ones to a new slice, so that slots
-// is at most about twice the results stored; m.mu is held.
-func (m *Store) compactResults() {
-	l := &m.res
-	i := 0
-	for i < len(l.slots) && l.slots[i].dead {
-		i++
-	}
-	l.slots, l.base = l.slots[i:], l.base+int64(i)
-	if len(l.slots) <= 2*l.live+64 && cap(l.slots) <= 4*(l.live+64) {
-		return
-	}
-	kept := make([]resultSlot, 0, 2*l.live+64)
-	for _, s := range l.slots {
-		if !s.dead {
-			l.index[s.key] = l.base + int64(len(kept))
-			kept = append(kept, s)
-		}
-	}
-	l.slots = kept
 }
 
 // deleteResultsBefore deletes at most limit results stored before
@@ -156,7 +132,7 @@ func (m *Store) deleteResultsBefore(before time.Time, limit int) int {
 		}
 	}
 	if n > 0 {
-		m.compactResults()
+		m.res.compact()
 	}
 	return n
 }

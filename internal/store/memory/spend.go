@@ -25,12 +25,9 @@ import (
 // collector has nothing to scan in it (issue 37). Rollups, a few per
 // hour, are kept as values.
 type spendLedger struct {
-	index   map[[2]uint64]int64 // spendKey → place base+i in slots
-	slots   []spendSlot         // deleted ones are dead until compacted
-	base    int64
-	live    int
-	data    arena
-	rollups map[string]*memSpend
+	slotIndex[spendSlot] // spendKey → place in the order of storing
+	data                 arena
+	rollups              map[string]*memSpend
 }
 
 type spendSlot struct {
@@ -43,6 +40,8 @@ type spendSlot struct {
 	usage    toolrouter.TokenUsage
 	ref      blobRef // spendFields: the entry's strings
 }
+
+func (s spendSlot) state() ([2]uint64, bool) { return s.key, s.dead }
 
 func (s *spendSlot) at() time.Time { return time.Unix(s.sec, int64(s.nsec)) }
 
@@ -159,27 +158,6 @@ func (l *spendLedger) drop(i int) {
 	l.data.free(s.ref)
 	*s = spendSlot{dead: true}
 	l.live--
-}
-
-// compact drops the dead slots at the front and, once at most half the
-// slots are live, moves the live ones to a new slice; m.mu is held.
-func (l *spendLedger) compact() {
-	i := 0
-	for i < len(l.slots) && l.slots[i].dead {
-		i++
-	}
-	l.slots, l.base = l.slots[i:], l.base+int64(i)
-	if len(l.slots) <= 2*l.live+64 && cap(l.slots) <= 4*(l.live+64) {
-		return
-	}
-	kept := make([]spendSlot, 0, 2*l.live+64)
-	for _, s := range l.slots {
-		if !s.dead {
-			l.index[s.key] = l.base + int64(len(kept))
-			kept = append(kept, s)
-		}
-	}
-	l.slots = kept
 }
 
 // spent is what c's counter has spent; m.mu is held.
